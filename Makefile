@@ -1,0 +1,117 @@
+# Makefile — builds build/edged and its tests. Knobs: CC NVCC GPU=auto|0|1 NPP=auto|0|1 CFLAGS
+# CPPFLAGS LDFLAGS CUDA_HOME CUDA_ARCHS PYTHON. Targets: all deps run test test-gpu bench plots
+# clean asan.
+
+CC ?= cc
+BUILD ?= build
+GPU ?= auto
+NPP ?= auto
+CUDA_HOME ?= $(firstword $(wildcard /usr/local/cuda) /usr/local/cuda)
+NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard $(CUDA_HOME)/bin/nvcc))
+# sm_80 and sm_90 machine code plus compute_90 PTX for GPUs newer than the build.
+CUDA_ARCHS ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+              -gencode arch=compute_90,code=compute_90
+PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
+PORT ?= 8080
+
+ifeq ($(GPU),auto)
+  GPU := $(if $(NVCC),1,0)
+endif
+ifeq ($(GPU),1)
+  ifeq ($(NPP),auto)
+    NPP := $(if $(wildcard $(CUDA_HOME)/lib64/libnppif.so $(CUDA_HOME)/targets/x86_64-linux/lib/libnppif.so),1,0)
+  endif
+else
+  NPP := 0
+endif
+
+PKGS := libpng libmicrohttpd libcjson zlib
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(or $(shell pkg-config --libs $(PKGS) 2>/dev/null),-lpng16 -lmicrohttpd -lcjson -lz)
+
+CFLAGS ?= -O2 -g
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes
+override CFLAGS += -std=c11 $(WARN) -pthread
+override CPPFLAGS += -D_DEFAULT_SOURCE -Iapi -Icpu_ref -Igpu -Iserver -DEDGED_GPU=$(GPU) \
+                     -DEDGED_NPP=$(NPP) $(PKG_CFLAGS) -MMD -MP
+LDLIBS += $(PKG_LIBS) -lm -pthread
+
+NVCCFLAGS ?= -O3 -lineinfo
+override NVCCFLAGS += -std=c++17 $(CUDA_ARCHS) -Xcompiler -Wall,-Wextra -Werror all-warnings
+
+C_SRCS := $(wildcard api/*.c cpu_ref/*.c server/*.c)
+ifeq ($(GPU),1)
+  CU_SRCS := $(wildcard gpu/*.cu)
+  GPU_C_SRCS := $(filter-out %_stub.c,$(wildcard gpu/*.c))
+  LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
+  ifeq ($(NPP),1)
+    LDLIBS += -lnppif -lnppc -Wl,-rpath,$(CUDA_HOME)/lib64
+  endif
+  override CPPFLAGS += -I$(CUDA_HOME)/include
+else
+  CU_SRCS :=
+  GPU_C_SRCS := $(wildcard gpu/*_stub.c)
+endif
+
+LIB_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(filter-out server/main.c,$(C_SRCS)) $(GPU_C_SRCS)) \
+            $(patsubst %.cu,$(BUILD)/%.o,$(CU_SRCS))
+MAIN_OBJ := $(BUILD)/server/main.o
+TEST_SRCS := $(wildcard tests/test_*.c)
+TEST_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+BENCH_SRCS := $(wildcard tests/bench/*.c)
+BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
+
+.PHONY: all deps run test test-gpu bench plots clean asan
+all: $(BUILD)/edged $(TEST_BINS) $(BENCH_BINS)
+
+$(BUILD)/edged: $(MAIN_OBJ) $(LIB_OBJS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/bench/%: $(BUILD)/tests/bench/%.o $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(filter-out -MMD -MP -D_DEFAULT_SOURCE,$(CPPFLAGS)) $(NVCCFLAGS) -MMD -c -o $@ $<
+
+# Installs the missing Debian/Ubuntu packages (the list lives in docker/deps.sh).
+deps:
+	@sh docker/deps.sh build test
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	$(BUILD)/edged serve --port $(PORT)
+
+# Runs every unit test program and the Python suites; the last line sums them all.
+test: deps
+	@$(MAKE) --no-print-directory all
+	@PYTHON=$(PYTHON) BUILD=$(BUILD) sh tests/run_tests.sh
+
+# GPU tests only; fails when no CUDA device is present.
+test-gpu: all
+	EDGED_REQUIRE_GPU=1 $(BUILD)/tests/test_gpu
+
+bench: all
+	$(BUILD)/edged bench
+
+plots:
+	$(PYTHON) tests/bench/plots.py $(or $(CSV),tests/bench/results/bench.csv) $(or $(PLOTS),tests/bench/results)
+
+asan:
+	@$(MAKE) --no-print-directory BUILD=build-asan GPU=0 \
+	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
+	  LDFLAGS="-fsanitize=address,undefined" all
+
+clean:
+	rm -rf $(BUILD) build-asan
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,317 @@
+/* filter.c — exact taps of the filter bank and the resolution of a request into a plan. */
+#include "filter.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "errors.h"
+
+struct filter_row {
+    const char *name, *desc;
+    enum color_mode color; /* what COLOR_AUTO means */
+    enum post_mode post;   /* what POST_AUTO means */
+};
+
+static const struct filter_row filter_rows[FILTER_COUNT] = {
+    [FILTER_EDGE] = {"edge", "gaussian5 -> laplacian3 -> |L| > threshold: binary edge map (KTH report)",
+                     COLOR_GRAY, POST_THRESHOLD},
+    [FILTER_GAUSSIAN5] = {"gaussian5", "5x5 Gaussian (1/289)[2,4,5,4,2]^T[2,4,5,4,2], sigma ~1.4", COLOR_RGB,
+                          POST_CLAMP},
+    [FILTER_GAUSSIAN] = {"gaussian", "Gaussian blur, odd size 3..63, sigma (default as OpenCV)", COLOR_RGB,
+                         POST_CLAMP},
+    [FILTER_LAPLACIAN3] = {"laplacian3", "3x3 Laplacian [[0,1,0],[1,-4,1],[0,1,0]]", COLOR_GRAY, POST_ABS},
+    [FILTER_LAPLACIAN8] = {"laplacian8", "3x3 Laplacian, all ones with centre -8", COLOR_GRAY, POST_ABS},
+    [FILTER_SOBEL_X] = {"sobel_x", "Sobel x derivative [-1 0 1; -2 0 2; -1 0 1]", COLOR_GRAY, POST_ABS},
+    [FILTER_SOBEL_Y] = {"sobel_y", "Sobel y derivative (transpose of sobel_x)", COLOR_GRAY, POST_ABS},
+    [FILTER_SOBEL] = {"sobel", "Sobel gradient magnitude sqrt(gx^2 + gy^2)", COLOR_GRAY, POST_CLAMP},
+    [FILTER_SHARPEN] = {"sharpen", "5x5 sharpen of the Zagreb report, normalised by its sum 8", COLOR_RGB,
+                        POST_CLAMP},
+    [FILTER_EMBOSS] = {"emboss", "5x5 emboss of the Zagreb report, output offset by 128", COLOR_RGB,
+                       POST_OFFSET},
+    [FILTER_BOX] = {"box", "box blur (mean), odd size 3..63", COLOR_RGB, POST_CLAMP},
+    [FILTER_CUSTOM] = {"custom", "your taps: odd rows x odd cols up to 63x63, optional normalisation",
+                       COLOR_RGB, POST_CLAMP},
+};
+
+static const char *const border_names[BORDER_COUNT] = {"zero", "replicate", "reflect"};
+static const char *const color_names[COLOR_COUNT] = {"auto", "gray", "rgb"};
+static const char *const post_names[POST_COUNT] = {"auto", "clamp", "abs", "offset", "threshold"};
+
+static int name_find(const char *const *names, int n, const char *name)
+{
+    for (int i = 0; name && i < n; i++)
+        if (names[i] && strcmp(names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+const char *filter_name(enum filter_id id) { return id < FILTER_COUNT ? filter_rows[id].name : "?"; }
+const char *filter_description(enum filter_id id) { return id < FILTER_COUNT ? filter_rows[id].desc : "?"; }
+const char *border_name(enum border b) { return b < BORDER_COUNT ? border_names[b] : "?"; }
+const char *color_name(enum color_mode c) { return c < COLOR_COUNT ? color_names[c] : "?"; }
+const char *post_name(enum post_mode p) { return p < POST_COUNT ? post_names[p] : "?"; }
+int border_from_name(const char *name) { return name_find(border_names, BORDER_COUNT, name); }
+int color_from_name(const char *name) { return name_find(color_names, COLOR_COUNT, name); }
+int post_from_name(const char *name) { return name_find(post_names, POST_COUNT, name); }
+
+int filter_from_name(const char *name)
+{
+    for (int i = 0; name && i < FILTER_COUNT; i++)
+        if (strcmp(filter_rows[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+void filter_spec_init(struct filter_spec *spec, enum filter_id id)
+{
+    memset(spec, 0, sizeof(*spec));
+    spec->filter = id;
+    spec->threshold = FILTER_DEFAULT_THRESHOLD;
+}
+
+void filter_gaussian_1d(int n, double sigma, float *out)
+{
+    double g[FILTER_MAX_SIDE], sum = 0.0, c = (n - 1) / 2.0;
+
+    if (sigma <= 0.0)
+        sigma = 0.3 * ((n - 1) * 0.5 - 1.0) + 0.8;
+    for (int i = 0; i < n; i++) {
+        g[i] = exp(-(i - c) * (i - c) / (2.0 * sigma * sigma));
+        sum += g[i];
+    }
+    for (int i = 0; i < n; i++)
+        out[i] = (float)(g[i] / sum);
+}
+
+/* Rank-1 test: take the largest tap as pivot, factor through its row and column, and accept when
+ * every tap is reproduced within 1e-6 of the largest. */
+void kernel_detect_separable(struct kernel2d *k)
+{
+    int pr = 0, pc = 0;
+    double maxabs = 0.0;
+
+    for (int i = 0; i < k->rows; i++)
+        for (int j = 0; j < k->cols; j++)
+            if (fabs(k->taps[i * k->cols + j]) > maxabs) {
+                maxabs = fabs(k->taps[i * k->cols + j]);
+                pr = i;
+                pc = j;
+            }
+    k->separable = 1;
+    if (maxabs == 0.0) {
+        memset(k->row, 0, sizeof(k->row));
+        memset(k->col, 0, sizeof(k->col));
+        return;
+    }
+    for (int i = 0; i < k->rows; i++)
+        k->col[i] = k->taps[i * k->cols + pc];
+    for (int j = 0; j < k->cols; j++)
+        k->row[j] = (float)((double)k->taps[pr * k->cols + j] / k->taps[pr * k->cols + pc]);
+    for (int i = 0; i < k->rows && k->separable; i++)
+        for (int j = 0; j < k->cols; j++)
+            if (fabs(k->taps[i * k->cols + j] - (double)k->col[i] * k->row[j]) > 1e-6 * maxabs) {
+                k->separable = 0;
+                break;
+            }
+}
+
+/* Taps as the outer product col^T row, with the factors kept exactly as given. */
+static void kernel_outer(struct kernel2d *k, const float *col, int rows, const float *row, int cols)
+{
+    k->rows = rows;
+    k->cols = cols;
+    k->separable = 1;
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++)
+            k->taps[i * cols + j] = col[i] * row[j];
+    memcpy(k->col, col, sizeof(float) * rows);
+    memcpy(k->row, row, sizeof(float) * cols);
+}
+
+/* Taps from a small integer table divided by div; separability detected. */
+static void kernel_table(struct kernel2d *k, int n, const int *t, float div)
+{
+    k->rows = k->cols = n;
+    for (int i = 0; i < n * n; i++)
+        k->taps[i] = (float)t[i] / div;
+    kernel_detect_separable(k);
+}
+
+static int odd_size(int size, int dflt, const char *what, char *err)
+{
+    if (size == 0)
+        return dflt;
+    if (size < 3 || size > FILTER_MAX_SIDE || size % 2 == 0)
+        return edged_fail(err, EDGED_E_PARAM, "size %d invalid for %s: must be odd, 3..%d", size, what,
+                          FILTER_MAX_SIDE);
+    return size;
+}
+
+static int kernel_custom(const struct filter_spec *s, struct kernel2d *k, char *err)
+{
+    double sum = 0.0;
+    int r = s->custom_rows, c = s->custom_cols;
+
+    if (r < 1 || c < 1 || r > FILTER_MAX_SIDE || c > FILTER_MAX_SIDE || r % 2 == 0 || c % 2 == 0)
+        return edged_fail(err, EDGED_E_PARAM, "taps is %dx%d: rows and cols must be odd, 1..%d", r, c,
+                          FILTER_MAX_SIDE);
+    k->rows = r;
+    k->cols = c;
+    for (int i = 0; i < r * c; i++) {
+        if (!isfinite(s->custom_taps[i]))
+            return edged_fail(err, EDGED_E_PARAM, "taps[%d][%d] is not a finite number", i / c, i % c);
+        k->taps[i] = s->custom_taps[i];
+        sum += s->custom_taps[i];
+    }
+    if (s->custom_normalize) {
+        if (fabs(sum) < 1e-12)
+            return edged_fail(err, EDGED_E_PARAM, "taps sum to 0 and cannot be normalised");
+        for (int i = 0; i < r * c; i++)
+            k->taps[i] = (float)(k->taps[i] / sum);
+    }
+    kernel_detect_separable(k);
+    return 0;
+}
+
+int filter_kernel(const struct filter_spec *s, struct kernel2d *k, char *err)
+{
+    static const int g5[5] = {2, 4, 5, 4, 2};
+    static const int lap3[9] = {0, 1, 0, 1, -4, 1, 0, 1, 0};
+    static const int lap8[9] = {1, 1, 1, 1, -8, 1, 1, 1, 1};
+    static const int sharpen[25] = {-1, -1, -1, -1, -1, -1, 2, 2, 2, -1, -1, 2, 8, 2, -1,
+                                    -1, 2, 2, 2, -1, -1, -1, -1, -1, -1};
+    static const int emboss[25] = {-1, -1, -1, -1, 0, -1, -1, -1, 0, 1, -1, -1, 0,
+                                   1, 1, -1, 0, 1, 1, 1, 0, 1, 1, 1, 1};
+    static const float deriv[3] = {-1, 0, 1}, smooth[3] = {1, 2, 1};
+    float f[FILTER_MAX_SIDE];
+    int n;
+
+    memset(k, 0, sizeof(*k));
+    switch (s->filter) {
+    case FILTER_GAUSSIAN5:
+        for (int i = 0; i < 5; i++)
+            f[i] = g5[i] / 17.0f;
+        kernel_outer(k, f, 5, f, 5);
+        for (int i = 0; i < 25; i++) /* the exact taps; factors stay a/17 */
+            k->taps[i] = (float)(g5[i / 5] * g5[i % 5]) / 289.0f;
+        return 0;
+    case FILTER_GAUSSIAN:
+        if ((n = odd_size(s->size, 5, "gaussian", err)) < 0)
+            return n;
+        if (!isfinite(s->sigma) || s->sigma > 1000.0f)
+            return edged_fail(err, EDGED_E_PARAM, "sigma %g invalid: must be finite, <= 1000", s->sigma);
+        filter_gaussian_1d(n, s->sigma, f);
+        kernel_outer(k, f, n, f, n);
+        return 0;
+    case FILTER_BOX:
+        if ((n = odd_size(s->size, 3, "box", err)) < 0)
+            return n;
+        for (int i = 0; i < n; i++)
+            f[i] = 1.0f / (float)n;
+        kernel_outer(k, f, n, f, n);
+        return 0;
+    case FILTER_SOBEL_X:
+        kernel_outer(k, smooth, 3, deriv, 3);
+        return 0;
+    case FILTER_SOBEL_Y:
+        kernel_outer(k, deriv, 3, smooth, 3);
+        return 0;
+    case FILTER_LAPLACIAN3:
+        kernel_table(k, 3, lap3, 1.0f);
+        return 0;
+    case FILTER_LAPLACIAN8:
+        kernel_table(k, 3, lap8, 1.0f);
+        return 0;
+    case FILTER_SHARPEN:
+        kernel_table(k, 5, sharpen, 8.0f);
+        return 0;
+    case FILTER_EMBOSS:
+        kernel_table(k, 5, emboss, 1.0f);
+        return 0;
+    case FILTER_CUSTOM:
+        return kernel_custom(s, k, err);
+    default:
+        return edged_fail(err, EDGED_E_PARAM, "filter %s is a pipeline, not a single kernel",
+                          filter_name(s->filter));
+    }
+}
+
+/* Knobs given to a filter that does not take them are errors, so that typos are not ignored. */
+static int check_knobs(const struct filter_spec *s, char *err)
+{
+    enum filter_id f = s->filter;
+
+    if (s->size != 0 && f != FILTER_GAUSSIAN && f != FILTER_BOX)
+        return edged_fail(err, EDGED_E_PARAM, "size applies to gaussian and box, not %s", filter_name(f));
+    if (s->sigma != 0.0f && f != FILTER_GAUSSIAN)
+        return edged_fail(err, EDGED_E_PARAM, "sigma applies to gaussian, not %s", filter_name(f));
+    if (!isfinite(s->threshold) || s->threshold < 0.0f || s->threshold > 1e6f)
+        return edged_fail(err, EDGED_E_PARAM, "threshold %g invalid: must be 0..1e6", s->threshold);
+    if (f == FILTER_EDGE && s->post != POST_AUTO)
+        return edged_fail(err, EDGED_E_PARAM, "post %s does not apply to edge (its output is binary)",
+                          post_name(s->post));
+    if (s->post == POST_THRESHOLD)
+        return edged_fail(err, EDGED_E_PARAM, "post must be clamp, abs or offset");
+    if ((unsigned)s->border >= BORDER_COUNT || (unsigned)s->color >= COLOR_COUNT ||
+        (unsigned)s->post >= POST_COUNT)
+        return edged_fail(err, EDGED_E_PARAM, "border, color or post out of range");
+    return 0;
+}
+
+static int plan_kernels(const struct filter_spec *s, struct filter_plan *p, char *err)
+{
+    struct filter_spec sub = *s;
+
+    p->nconv = 2;
+    switch (s->filter) {
+    case FILTER_EDGE:
+        p->combine = COMBINE_CHAIN;
+        sub.filter = FILTER_GAUSSIAN5;
+        filter_kernel(&sub, &p->conv[0], err);
+        sub.filter = FILTER_LAPLACIAN3;
+        return filter_kernel(&sub, &p->conv[1], err);
+    case FILTER_SOBEL:
+        p->combine = COMBINE_MAGNITUDE;
+        sub.filter = FILTER_SOBEL_X;
+        filter_kernel(&sub, &p->conv[0], err);
+        sub.filter = FILTER_SOBEL_Y;
+        return filter_kernel(&sub, &p->conv[1], err);
+    default:
+        p->combine = COMBINE_SINGLE;
+        p->nconv = 1;
+        return filter_kernel(s, &p->conv[0], err);
+    }
+}
+
+int filter_plan_make(const struct filter_spec *s, int in_ch, struct filter_plan *p, char *err)
+{
+    int rc;
+    enum color_mode color;
+
+    memset(p, 0, sizeof(*p));
+    if ((unsigned)s->filter >= FILTER_COUNT)
+        return edged_fail(err, EDGED_E_PARAM, "filter id %d unknown", (int)s->filter);
+    if (in_ch < 1 || in_ch > 4)
+        return edged_fail(err, EDGED_E_PARAM, "input has %d channels: must be 1..4", in_ch);
+    if ((rc = check_knobs(s, err)) < 0 || (rc = plan_kernels(s, p, err)) < 0)
+        return rc;
+    color = s->color == COLOR_AUTO ? filter_rows[s->filter].color : s->color;
+    p->filter = s->filter;
+    p->border = s->border;
+    p->post = s->post == POST_AUTO ? filter_rows[s->filter].post : s->post;
+    p->threshold = s->threshold;
+    p->in_ch = in_ch;
+    p->gray = color == COLOR_GRAY && in_ch >= 3;
+    p->planes = (in_ch >= 3 && !p->gray) ? 3 : 1;
+    p->out_ch = p->planes + ((in_ch == 2 || in_ch == 4) ? 1 : 0);
+    return 0;
+}
+
+double filter_plan_taps(const struct filter_plan *p)
+{
+    double n = 0.0;
+
+    for (int i = 0; i < p->nconv; i++)
+        n += (double)p->conv[i].rows * p->conv[i].cols;
+    return n;
+}

@@ -1,0 +1,113 @@
+/* filter.h — the filter bank: what a request asks for (filter_spec), the exact taps
+ * (kernel2d) and the plan every backend executes (filter_plan). */
+#ifndef EDGED_FILTER_H
+#define EDGED_FILTER_H
+
+#include "pixel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FILTER_MAX_SIDE 63 /* largest kernel side (odd) */
+#define FILTER_MAX_TAPS (FILTER_MAX_SIDE * FILTER_MAX_SIDE)
+#define FILTER_DEFAULT_THRESHOLD 5.0f
+
+enum filter_id {
+    FILTER_EDGE,
+    FILTER_GAUSSIAN5,
+    FILTER_GAUSSIAN,
+    FILTER_LAPLACIAN3,
+    FILTER_LAPLACIAN8,
+    FILTER_SOBEL_X,
+    FILTER_SOBEL_Y,
+    FILTER_SOBEL,
+    FILTER_SHARPEN,
+    FILTER_EMBOSS,
+    FILTER_BOX,
+    FILTER_CUSTOM,
+    FILTER_COUNT
+};
+
+enum color_mode { COLOR_AUTO, COLOR_GRAY, COLOR_RGB, COLOR_COUNT };
+
+/* A request: which filter and its knobs. Zero-initialise, then set what the caller gave. */
+struct filter_spec {
+    enum filter_id filter;
+    enum border border;   /* default BORDER_ZERO */
+    enum color_mode color; /* default COLOR_AUTO */
+    enum post_mode post;   /* default POST_AUTO (per filter) */
+    int size;              /* gaussian, box: odd 3..63; 0 = default (5 gaussian, 3 box) */
+    float sigma;           /* gaussian: <= 0 = OpenCV's default 0.3*((size-1)/2-1)+0.8 */
+    float threshold;       /* edge: |L| > threshold; set by filter_spec_init to 5 */
+    int custom_rows, custom_cols; /* custom: odd, 1..63 */
+    int custom_normalize;         /* custom: divide taps by their sum (which must not be 0) */
+    float custom_taps[FILTER_MAX_TAPS]; /* custom: row-major */
+};
+
+/* Taps of one correlation, row-major, anchor at the centre: out(x,y) =
+ * sum_ij taps[i*cols+j] * in(x + j - cols/2, y + i - rows/2). When separable, taps[i][j] equals
+ * col[i]*row[j] within 1e-6 of the largest tap and a row pass with row[] followed by a column
+ * pass with col[] computes the same correlation. */
+struct kernel2d {
+    int rows, cols;
+    int separable;
+    float taps[FILTER_MAX_TAPS];
+    float row[FILTER_MAX_SIDE], col[FILTER_MAX_SIDE];
+};
+
+/* How the one or two convolutions of a plan combine.
+ * SINGLE: out = conv0(x). MAGNITUDE: out = sqrt(conv0(x)^2 + conv1(x)^2) (sobel).
+ * CHAIN: out = conv1(conv0(x)), each stage with its own border (edge). */
+enum combine { COMBINE_SINGLE, COMBINE_MAGNITUDE, COMBINE_CHAIN };
+
+/* What every backend executes for one image; made by filter_plan_make, nothing left on AUTO.
+ * Float planes: `planes` of them, each w*h. Plane p is the luma (gray) or channel p (rgb) of the
+ * input filtered. The u8 output has out_ch channels: planes, then alpha copied from the input
+ * when the input has alpha (in_ch 2 or 4). */
+struct filter_plan {
+    enum filter_id filter;
+    enum combine combine;
+    int nconv; /* 1 or 2 */
+    struct kernel2d conv[2];
+    enum border border;
+    int gray;  /* convert RGB to luma before filtering */
+    enum post_mode post; /* resolved: never POST_AUTO */
+    float threshold;
+    int in_ch, planes, out_ch;
+};
+
+/* Sets defaults: edge, zero border, auto colour and post, threshold 5. */
+void filter_spec_init(struct filter_spec *spec, enum filter_id id);
+
+/* Builds the taps of a single-kernel filter (not edge or sobel, which are plans of two). */
+int filter_kernel(const struct filter_spec *spec, struct kernel2d *k, char *err);
+
+/* Resolves spec for an input of in_ch channels into a plan. Returns 0 or EDGED_E_PARAM with a
+ * message naming the field and value. */
+int filter_plan_make(const struct filter_spec *spec, int in_ch, struct filter_plan *plan, char *err);
+
+/* Fills row[]/col[] and sets k->separable when the taps are rank 1 (tolerance above). */
+void kernel_detect_separable(struct kernel2d *k);
+
+/* OpenCV getGaussianKernel taps for odd n and sigma (<= 0: OpenCV's default), summing to 1. */
+void filter_gaussian_1d(int n, double sigma, float *out);
+
+/* Multiply-adds per output pixel per plane, for GFLOP/s figures (2 flops each). */
+double filter_plan_taps(const struct filter_plan *plan);
+
+/* Names: "edge", "zero", "gray", "clamp"... and back. *_from_name return -1 when unknown. */
+const char *filter_name(enum filter_id id);
+const char *filter_description(enum filter_id id);
+int filter_from_name(const char *name);
+const char *border_name(enum border b);
+int border_from_name(const char *name);
+const char *color_name(enum color_mode c);
+int color_from_name(const char *name);
+const char *post_name(enum post_mode p);
+int post_from_name(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

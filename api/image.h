@@ -1,0 +1,40 @@
+/* image.h — the plain 8-bit interleaved image type shared by every layer. */
+#ifndef EDGED_IMAGE_H
+#define EDGED_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Channels: 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA. Rows are stride bytes apart (stride >= w*ch).
+ * The image owns px when it came from img_alloc; release with img_free. */
+struct img {
+    int w, h, ch;
+    size_t stride;
+    uint8_t *px;
+};
+
+/* Largest side and pixel count any layer accepts; request limits are at most these. */
+#define IMG_MAX_SIDE 65535
+#define IMG_MAX_PIXELS ((size_t)1 << 31)
+
+/* Allocates a zeroed w*h*ch image with stride w*ch. Returns 0 or a negative EDGED_E_* code
+ * (message in err, which may be NULL). */
+int img_alloc(struct img *im, int w, int h, int ch, char *err);
+
+/* Frees the pixels and zeroes the struct; accepts NULL and an image never allocated. */
+void img_free(struct img *im);
+
+/* *out = a*b; returns 0, or -1 when the product overflows size_t. */
+int size_mul(size_t a, size_t b, size_t *out);
+
+/* Whether channel count ch carries alpha as its last channel (2 or 4). */
+static inline int img_has_alpha(int ch) { return ch == 2 || ch == 4; }
+
+#ifdef __cplusplus
+}
+#endif
+#endif

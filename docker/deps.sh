@@ -1,0 +1,63 @@
+#!/bin/sh
+# deps.sh — the one list of Debian/Ubuntu packages edged needs, and their installer.
+# Used by `make deps` (groups build and test) and by the Dockerfile (build, runtime).
+# Usage: docker/deps.sh [--check] GROUP...   GROUP: build | test | runtime
+# Installs only what is missing and says what; --check only lists it (exit 1 if any).
+set -eu
+
+BUILD="make gcc pkg-config libpng-dev zlib1g-dev libmicrohttpd-dev libcjson-dev"
+TEST="python3 python3-numpy python3-opencv python3-pytest python3-requests python3-skimage curl"
+# Runtime library names differ between Debian 12 and Ubuntu 24.04 (the t64 transition): a|b
+# takes the first name the package index knows.
+RUNTIME="libpng16-16t64|libpng16-16 zlib1g libmicrohttpd12t64|libmicrohttpd12 libcjson1 curl ca-certificates"
+
+check=0
+if [ "${1:-}" = "--check" ]; then check=1; shift; fi
+[ $# -gt 0 ] || set -- build test
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+known() { apt-cache show "$1" >/dev/null 2>&1; }
+
+# pick a|b: the installed alternative, else the first one apt knows, else the first.
+pick() {
+    for p in $(echo "$1" | tr '|' ' '); do installed "$p" && { echo "$p"; return; }; done
+    for p in $(echo "$1" | tr '|' ' '); do known "$p" && { echo "$p"; return; }; done
+    echo "$1" | cut -d'|' -f1
+}
+
+# A fresh image has no package index: fetch it first so that pick() sees real names.
+if [ "$check" -eq 0 ] && [ "$(id -u)" -eq 0 ] && ! ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1; then
+    apt-get update -q
+fi
+
+want=""
+for group in "$@"; do
+    case "$group" in
+    build) want="$want $BUILD" ;;
+    test) want="$want $TEST" ;;
+    runtime) want="$want $RUNTIME" ;;
+    *) echo "deps.sh: unknown group '$group' (build, test, runtime)" >&2; exit 2 ;;
+    esac
+done
+
+missing=""
+for alt in $want; do
+    p=$(pick "$alt")
+    installed "$p" || missing="$missing $p"
+done
+
+if [ -z "$missing" ]; then
+    echo "deps: all present ($*)"
+    exit 0
+fi
+echo "deps: missing:$missing"
+[ "$check" -eq 0 ] || exit 1
+if [ "$(id -u)" -ne 0 ]; then
+    echo "deps: not root; run:  sudo apt-get update && sudo apt-get install -y$missing" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+echo "deps: installing:$missing"
+apt-get update -q
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing

@@ -1,0 +1,88 @@
+/* gconv.h — GPU convolution: an opaque device context and the variants of the seed reports.
+ * Plain C interface (no CUDA types) so that host code builds with or without CUDA; when built
+ * without CUDA (gconv_stub.c) every entry point answers EDGED_E_NO_CUDA. */
+#ifndef EDGED_GCONV_H
+#define EDGED_GCONV_H
+
+#include <stddef.h>
+
+#include "filter.h"
+#include "image.h"
+#include "variant.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct gconv_ctx;
+
+struct gconv_info {
+    char name[128];
+    int cc_major, cc_minor, sms;
+    size_t global_mem, l2_bytes, smem_per_block_optin;
+    int driver_version, runtime_version;
+    double copy_gbps;    /* measured device-to-device copy, bytes read + written per second / 1e9 */
+    double fp32_gflops;  /* peak FMA rate from SM count and clock: 2 * cores * clock */
+};
+
+/* Per-job device timings from CUDA events, milliseconds. */
+struct gconv_times {
+    float upload_ms, kernel_ms, download_ms;
+};
+
+/* Opens device `device` with `streams` CUDA streams (1..16), measures copy bandwidth. Returns 0,
+ * EDGED_E_NO_CUDA (built without CUDA, or no usable device: message says which) or another code. */
+int gconv_open(struct gconv_ctx **out, int device, int streams, char *err);
+/* Frees every device and pinned buffer and destroys the streams; accepts NULL. */
+void gconv_close(struct gconv_ctx *ctx);
+const struct gconv_info *gconv_get_info(const struct gconv_ctx *ctx);
+int gconv_stream_count(const struct gconv_ctx *ctx);
+/* 1 once a sticky CUDA error poisoned the context: every later call fails with EDGED_E_GPU_FATAL. */
+int gconv_is_dead(const struct gconv_ctx *ctx);
+/* Device memory in use by this process's context (bytes), for metrics. */
+size_t gconv_mem_used(const struct gconv_ctx *ctx);
+
+/* 0 when variant v (a GPU variant) can serve plan on a w x h image with block side `block`, else
+ * EDGED_E_VARIANT_LIMIT with a message naming the limit (threads per block, shared memory,
+ * non-separable taps) or EDGED_E_PARAM for a bad block. */
+int gconv_check(const struct gconv_ctx *ctx, const struct filter_plan *plan, int w, int h, enum variant v,
+                int block, char *err);
+
+/* Synchronous run on stream s: uploads in, runs plan with variant v (every stage on the device),
+ * downloads into out, which the caller allocated as in->w x in->h x plan->out_ch. When h_planes is
+ * not NULL it also receives the float result before post (plan->planes planes of w*h). Errors:
+ * EDGED_E_VARIANT_LIMIT, EDGED_E_GPU_OOM (this job only), EDGED_E_GPU_FATAL (context dead). */
+int gconv_run(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
+              enum variant v, int block, struct img *out, float *h_planes, struct gconv_times *t, char *err);
+
+/* Asynchronous form for the service worker. submit copies in into the stream's pinned staging
+ * and enqueues upload, kernels and download on stream s, then returns; poll says whether s is
+ * done (1), running (0) or failed (<0); finish waits for s, copies the result into out (allocated
+ * by the caller as for gconv_run) and reports the timings or the error. One job per stream at a
+ * time. Staging and device buffers come from per-stream pools that grow to fit and are reused. */
+int gconv_submit(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
+                 enum variant v, int block, char *err);
+int gconv_poll(struct gconv_ctx *ctx, int s);
+int gconv_finish(struct gconv_ctx *ctx, int s, struct img *out, struct gconv_times *t, char *err);
+
+/* Float-plane correlation of host data with one kernel (tests and bench): h_in and h_out are
+ * w*h floats, rows w apart. kernel_ms receives the kernel time (may be NULL). */
+int gconv_conv_host(struct gconv_ctx *ctx, const float *h_in, float *h_out, int w, int h,
+                    const struct kernel2d *k, enum border b, enum variant v, int block, float *kernel_ms,
+                    char *err);
+
+/* Bench timing of one kernel on device-resident random data: `rotate` input/output buffer pairs
+ * (enough to exceed L2) cycled, `warmup` runs, then `reps` timed with CUDA events; *median_ms
+ * receives the median. Returns 0 or an error (limits as gconv_check). */
+int gconv_bench_conv(struct gconv_ctx *ctx, int w, int h, const struct kernel2d *k, enum border b,
+                     enum variant v, int block, int warmup, int reps, double *median_ms, char *err);
+
+/* As gconv_bench_conv for NVIDIA NPP's nppiFilterBorder_32f_C1R (replicate border). Returns
+ * EDGED_E_NO_CUDA when built without NPP. */
+int gconv_bench_npp(struct gconv_ctx *ctx, int w, int h, const struct kernel2d *k, int warmup, int reps,
+                    double *median_ms, char *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

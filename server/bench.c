@@ -1,0 +1,12 @@
+/* bench.c — placeholder until its issue lands (being written now). */
+#include <stdio.h>
+
+#include "commands.h"
+
+int bench_main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "edged bench: not built yet\n");
+    return EXIT_FAIL;
+}

@@ -1,0 +1,42 @@
+/* main.c — build/edged: dispatches to the subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+static const struct {
+    const char *name, *help;
+    int (*run)(int argc, char **argv);
+} commands[] = {
+    {"serve", "run the HTTP service (POST /v1/filter ...)", serve_main},
+    {"filter", "filter one PNG file into another", filter_main},
+    {"bench", "time the variants on the GPU (and CPU) and print a table", bench_main},
+    {"health", "exit 0 when a running service answers /readyz with 200", health_main},
+    {"variants", "list the convolution variants", list_main},
+    {"filters", "list the filters", list_main},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: edged COMMAND [ARGS]   (edged COMMAND --help for each)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "edged: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return EXIT_USAGE;
+}

@@ -1,0 +1,40 @@
+/* png_io.h — in-memory PNG decode (every PNG kind, to 8-bit samples) and encode, with limits. */
+#ifndef EDGED_PNG_IO_H
+#define EDGED_PNG_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "image.h"
+
+/* Limits applied while decoding; all are decided from IHDR before any row buffer exists. */
+struct png_limits {
+    uint32_t max_side;      /* largest width or height */
+    uint64_t max_pixels;    /* largest width*height */
+    size_t max_chunk_bytes; /* largest ancillary chunk (and zTXt/iCCP decompressed size) */
+};
+
+/* Defaults: side 32768, 50 megapixels, 8 MB chunks. */
+void pngio_default_limits(struct png_limits *lim);
+
+/* Whether data starts with the 8-byte PNG signature. */
+int pngio_is_png(const uint8_t *data, size_t len);
+
+/* Decodes a whole PNG from memory into out (allocated here; free with img_free) as 8-bit samples:
+ * gray -> 1 channel, gray+alpha -> 2, RGB and palette -> 3, with alpha or tRNS -> 2 or 4;
+ * 1/2/4-bit gray scaled to 0..255; 16-bit samples -> round(v/257); interlacing undone.
+ * Returns 0, EDGED_E_NOT_PNG (no signature), EDGED_E_IMAGE_TOO_LARGE (over lim), EDGED_E_BAD_PNG
+ * (corrupt or truncated) or EDGED_E_NOMEM, with a message in err. Never a partial image. */
+int pngio_decode(const uint8_t *data, size_t len, const struct png_limits *lim, struct img *out, char *err);
+
+/* Reads only the signature and IHDR: width, height and the channel count decode would give. */
+int pngio_peek(const uint8_t *data, size_t len, int *w, int *h, int *ch, char *err);
+
+/* Encodes im (1..4 channels, 8-bit) as PNG with zlib level 0..9 into a malloc'd buffer (*out,
+ * *out_len; caller frees). bit_depth 1 writes a 1-bit gray image (im must have 1 channel: samples
+ * >= 128 become white), else 8. Returns 0 or a negative EDGED_E_* code. */
+int pngio_encode(const struct img *im, int level, int bit_depth, uint8_t **out, size_t *out_len, char *err);
+
+#define PNGIO_DEFAULT_LEVEL 1
+
+#endif

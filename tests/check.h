@@ -1,0 +1,53 @@
+/* check.h — the tiny test harness every C test program uses: CHECK, SKIP and the summary line. */
+#ifndef EDGED_CHECK_H
+#define EDGED_CHECK_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static int check_passed, check_failed, check_skipped;
+
+/* Counts one assertion; on failure prints where and the formatted reason. */
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (cond) {                                                                                \
+            check_passed++;                                                                        \
+        } else {                                                                                   \
+            check_failed++;                                                                        \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                        \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+        }                                                                                          \
+    } while (0)
+
+/* Counts a case that could not run here (no GPU, no NPP), with the reason. */
+#define SKIP(...)                                                                                  \
+    do {                                                                                           \
+        check_skipped++;                                                                           \
+        fprintf(stderr, "SKIP: ");                                                                 \
+        fprintf(stderr, __VA_ARGS__);                                                              \
+        fputc('\n', stderr);                                                                       \
+    } while (0)
+
+/* Prints "N passed, N failed[, N skipped]" and returns main's exit status. */
+static inline int check_summary(void)
+{
+    fflush(stderr);
+    if (check_skipped)
+        printf("%d passed, %d failed, %d skipped\n", check_passed, check_failed, check_skipped);
+    else
+        printf("%d passed, %d failed\n", check_passed, check_failed);
+    return check_failed ? 1 : 0;
+}
+
+/* Seed from EDGED_SEED or the clock, printed so a failing run can be repeated. */
+static inline unsigned check_seed(void)
+{
+    const char *s = getenv("EDGED_SEED");
+    unsigned seed = s ? (unsigned)strtoul(s, NULL, 10) : (unsigned)time(NULL);
+    printf("seed %u (repeat with EDGED_SEED=%u)\n", seed, seed);
+    return seed;
+}
+
+#endif

@@ -11,7 +11,7 @@
 struct png_limits {
     uint32_t max_side;      /* largest width or height */
     uint64_t max_pixels;    /* largest width*height */
-    size_t max_chunk_bytes; /* largest ancillary chunk (and zTXt/iCCP decompressed size) */
+    size_t max_chunk_bytes; /* backstop: ancillary chunks other than tRNS are skipped unbuffered */
 };
 
 /* Defaults: side 32768, 50 megapixels, 8 MB chunks. */
@@ -24,10 +24,12 @@ int pngio_is_png(const uint8_t *data, size_t len);
  * gray -> 1 channel, gray+alpha -> 2, RGB and palette -> 3, with alpha or tRNS -> 2 or 4;
  * 1/2/4-bit gray scaled to 0..255; 16-bit samples -> round(v/257); interlacing undone.
  * Returns 0, EDGED_E_NOT_PNG (no signature), EDGED_E_IMAGE_TOO_LARGE (over lim), EDGED_E_BAD_PNG
- * (corrupt or truncated) or EDGED_E_NOMEM, with a message in err. Never a partial image. */
+ * (corrupt or truncated) or EDGED_E_NOMEM, with a message in err. Never a partial image.
+ * lim NULL means the defaults. */
 int pngio_decode(const uint8_t *data, size_t len, const struct png_limits *lim, struct img *out, char *err);
 
-/* Reads only the signature and IHDR: width, height and the channel count decode would give. */
+/* Reads the signature and IHDR (and walks chunk headers up to IDAT to see a tRNS): width, height
+ * and the channel count decode would give. */
 int pngio_peek(const uint8_t *data, size_t len, int *w, int *h, int *ch, char *err);
 
 /* Encodes im (1..4 channels, 8-bit) as PNG with zlib level 0..9 into a malloc'd buffer (*out,

@@ -1,0 +1,51 @@
+# Dockerfile — edged as a container: build on the CUDA devel image, run on the small CUDA base image.
+#
+#   docker build -t edged .
+#   docker run --rm --gpus all -p 8080:8080 edged                  # GPU (NVIDIA Container Toolkit)
+#   docker run --rm -p 8080:8080 -e EDGED_BACKEND=cpu edged        # no GPU
+#
+# Build args: CUDA_VERSION (the nvidia/cuda tag, default 13.0.0; the host driver must support it:
+# R580 or newer for CUDA 13) and CUDA_ARCHS (nvcc -gencode flags; empty = the Makefile's default,
+# sm_80 + sm_90 + compute_90 PTX), e.g.
+#   docker build --build-arg CUDA_ARCHS="-gencode arch=compute_90,code=sm_90" -t edged .
+# Packages come from docker/deps.sh (the one list, also used by `make deps`); this file has none.
+# Configuration is only through EDGED_* environment variables (README: configuration table).
+
+ARG CUDA_VERSION=13.0.0
+
+# ---- build: nvcc, gcc and the -dev packages --------------------------------------------------
+FROM nvidia/cuda:${CUDA_VERSION}-devel-ubuntu24.04 AS build
+ARG CUDA_ARCHS=""
+WORKDIR /src
+# Dependencies first so that this layer is cached across source changes.
+COPY docker/deps.sh docker/deps.sh
+RUN sh docker/deps.sh build
+COPY . .
+# NPP=0: the runtime image has no NPP libraries. The CUDA runtime is linked statically, so the
+# binary needs only libcuda.so.1, which the NVIDIA Container Toolkit mounts from the host driver.
+RUN make -j"$(nproc)" GPU=1 NPP=0 ${CUDA_ARCHS:+CUDA_ARCHS="$CUDA_ARCHS"} build/edged \
+    && install -D -m 0755 build/edged /stage/usr/local/bin/edged \
+    && install -D -m 0644 api/openapi.yaml /stage/opt/edged/api/openapi.yaml \
+    && if [ -d web ]; then cp -r web /stage/opt/edged/web; fi
+
+# ---- runtime: shared libraries from deps.sh, the binary, the API description -------------------
+FROM nvidia/cuda:${CUDA_VERSION}-base-ubuntu24.04 AS runtime
+COPY docker/deps.sh /tmp/deps.sh
+RUN sh /tmp/deps.sh runtime \
+    && rm -rf /var/lib/apt/lists/* /tmp/deps.sh \
+    && groupadd --system --gid 10001 edged \
+    && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
+               --shell /usr/sbin/nologin edged
+COPY --from=build /stage/ /
+# api/openapi.yaml (and web/, when present) sit under the working directory, as in the repo.
+WORKDIR /opt/edged
+USER 10001:10001
+ENV EDGED_PORT=8080 \
+    EDGED_OPENAPI=/opt/edged/api/openapi.yaml \
+    CUDA_CACHE_PATH=/tmp/.nv/ComputeCache
+EXPOSE 8080
+# SIGTERM drains: readiness 503, stop accepting, answer every queued job, exit 0 (within
+# EDGED_DRAIN_TIMEOUT_S; give `docker stop -t` more than that).
+STOPSIGNAL SIGTERM
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 CMD ["edged", "health"]
+ENTRYPOINT ["edged", "serve"]

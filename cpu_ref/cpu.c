@@ -1,0 +1,454 @@
+/* cpu.c — the fast CPU backend: pthreads over row chunks, separable filters as two passes. */
+#include "cpu.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "errors.h"
+#include "pixel.h"
+#include "planes.h"
+
+#define CPU_MAX_THREADS 256 /* more are clamped to this (and to the row count) */
+#define CPU_ALIGN 64        /* per-thread scratch starts on its own cache line */
+#define CPU_GRAIN 64        /* rows per chunk of the cheap per-pixel stages */
+/* A convolution chunk restarts its ring of rows (kernel rows - 1 row passes again): chunks of at
+ * least this many kernel heights keep that under ~1/8 of the work. */
+#define CPU_CONV_GRAIN_K 8
+/* The two-pass path is taken when the factors reproduce the taps closely: sum |taps - col*row| at
+ * most this fraction of sum |taps|, so the 1e-4 promise holds whatever kernel_detect_separable's
+ * per-tap tolerance lets through. */
+#define CPU_SEP_RESIDUAL 1e-6
+/* Kernels of at most this many taps go direct even when separable: as fast at this size (the
+ * passes are memory-bound), and bit-identical to the serial loop (same terms, same order), so the
+ * small fixed filters (gaussian5, sobel, the edge pipeline) give exactly the reference's output. */
+#define CPU_DIRECT_MAX_TAPS 25
+
+/* ---- the inner loop ---------------------------------------------------------------------------- */
+
+/* cpu_mac: out[x] = sum_k coef[k] * src[k][x] for x in [0, len). Each output adds its terms in
+ * increasing k starting from 0, as the serial loop does: with the same terms in the same order the
+ * result is the same float (no FMA: ISO C mode compiles with -ffp-contract=off). Blocks of CPU_ACC
+ * vectors of outputs keep their accumulators in registers across k; the rest of a row goes one
+ * vector, then one float, at a time. One body, instantiated for SSE (4 floats, every x86-64) and,
+ * on x86-64 with GCC or clang, AVX2 (8) and AVX-512F (16), picked at run time by cpu_pick_mac.
+ * Written with vector types rather than left to the auto-vectoriser: at -O2 it kept the
+ * accumulators in memory and ran 2-3x slower. */
+#define CPU_ACC 8 /* accumulator vectors per block: 8 of the 16 (AVX: 16, AVX-512: 32) registers */
+
+#define CPU_MAC_BODY(VT, VW)                                                                           {                                                                                                      int x = 0;                                                                                         for (; x + CPU_ACC * (VW) <= len; x += CPU_ACC * (VW)) {                                               VT a[CPU_ACC] = {{0}}, v;                                                                          for (int k = 0; k < n; k++) {                                                                          const float *s = src[k] + x;                                                                       float c = coef[k];                                                                                 _Pragma("GCC unroll 8") for (int i = 0; i < CPU_ACC; i++)                                          {                                                                                                      memcpy(&v, s + i * (VW), sizeof(v));                                                               a[i] += c * v;                                                                                 }                                                                                              }                                                                                                  memcpy(out + x, a, sizeof(a));                                                                 }                                                                                                  for (; x + (VW) <= len; x += (VW)) {                                                                   VT a = {0}, v;                                                                                     for (int k = 0; k < n; k++) {                                                                          memcpy(&v, src[k] + x, sizeof(v));                                                                 a += coef[k] * v;                                                                              }                                                                                                  memcpy(out + x, &a, sizeof(a));                                                                }                                                                                                  for (; x < len; x++) {                                                                                 float a = 0.0f;                                                                                    for (int k = 0; k < n; k++)                                                                            a += coef[k] * src[k][x];                                                                      out[x] = a;                                                                                    }                                                                                              }
+
+typedef float cpu_v4 __attribute__((vector_size(16)));
+
+static void cpu_mac_sse(float *restrict out, const float *const *src, const float *coef, int n, int len)
+    CPU_MAC_BODY(cpu_v4, 4)
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CPU_HAVE_AVX2 1
+typedef float cpu_v8 __attribute__((vector_size(32)));
+
+__attribute__((target("avx2"))) static void cpu_mac_avx2(float *restrict out, const float *const *src,
+                                                         const float *coef, int n, int len)
+    CPU_MAC_BODY(cpu_v8, 8)
+
+typedef float cpu_v16 __attribute__((vector_size(64)));
+
+__attribute__((target("avx512f"))) static void cpu_mac_avx512(float *restrict out, const float *const *src,
+                                                             const float *coef, int n, int len)
+    CPU_MAC_BODY(cpu_v16, 16)
+#endif
+
+typedef void (*cpu_mac_fn)(float *restrict out, const float *const *src, const float *coef, int n, int len);
+
+/* The widest inner loop this CPU runs; EDGED_CPU_SIMD=sse or =avx2 caps it (tests, comparisons). */
+static cpu_mac_fn cpu_pick_mac(void)
+{
+#ifdef CPU_HAVE_AVX2
+    const char *want = getenv("EDGED_CPU_SIMD");
+
+    if (__builtin_cpu_supports("avx512f") && !(want && (strcmp(want, "sse") == 0 || strcmp(want, "avx2") == 0)))
+        return cpu_mac_avx512;
+    if (__builtin_cpu_supports("avx2") && !(want && strcmp(want, "sse") == 0))
+        return cpu_mac_avx2;
+#endif
+    return cpu_mac_sse;
+}
+
+/* pad[rx + x] = src[x], and rx samples either side resolved by the border (0 for zero): the inner
+ * loops then read pad without index checks. */
+static void cpu_pad_line(const float *src, float *pad, int w, int rx, enum border b)
+{
+    memcpy(pad + rx, src, (size_t)w * sizeof(float));
+    for (int q = 1; q <= rx; q++) {
+        int l = border_index(-q, w, b), r = border_index(w - 1 + q, w, b);
+        pad[rx - q] = l < 0 ? 0.0f : src[l];
+        pad[rx + w - 1 + q] = r < 0 ? 0.0f : src[r];
+    }
+}
+
+/* ---- threads ----------------------------------------------------------------------------------- */
+
+typedef void (*cpu_band_fn)(void *ctx, int t, int y0, int y1);
+
+/* One cpu_parallel call: rows [0, h) in `chunks` chunks of `rows` rows, taken in turn by the
+ * threads from one atomic counter, so that a thread slowed by other load takes fewer of them. */
+struct cpu_team {
+    cpu_band_fn fn;
+    void *ctx;
+    int h, rows, chunks;
+    atomic_int next;
+};
+
+struct cpu_worker {
+    pthread_t tid;
+    struct cpu_team *team;
+    int t; /* index of the thread: selects its scratch */
+};
+
+static void *cpu_worker_main(void *arg)
+{
+    struct cpu_worker *wk = arg;
+    struct cpu_team *tm = wk->team;
+    int c;
+
+    while ((c = atomic_fetch_add(&tm->next, 1)) < tm->chunks) {
+        int y0 = c * tm->rows, y1 = y0 + tm->rows < tm->h ? y0 + tm->rows : tm->h;
+        tm->fn(tm->ctx, wk->t, y0, y1);
+    }
+    return NULL;
+}
+
+/* Threads to use: 0 = online cores; never more than CPU_MAX_THREADS or than rows. */
+static int cpu_threads(int threads, int h)
+{
+    long n = threads;
+
+    if (n == 0)
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        n = 1;
+    if (n > CPU_MAX_THREADS)
+        n = CPU_MAX_THREADS;
+    return (int)(n < h ? n : h);
+}
+
+/* Runs fn over rows [0, h) on n threads (the calling one included), in about 8 chunks per thread
+ * of at least `grain` rows each (fewer where the rows run out). fn(ctx, t, y0, y1) may be called
+ * several times per thread t, never concurrently for one t. When a thread cannot be started the
+ * ones running finish, and EDGED_E_INTERNAL is returned: the result is incomplete. */
+static int cpu_parallel(int n, int h, int grain, cpu_band_fn fn, void *ctx, char *err)
+{
+    struct cpu_team tm = {.fn = fn, .ctx = ctx, .h = h};
+    struct cpu_worker wk[CPU_MAX_THREADS];
+    int started = 0, rc = 0, want = 8 * n;
+
+    tm.rows = h / want > grain ? h / want : grain;
+    if (tm.rows * n > h) /* too few rows for `grain`: one chunk per thread */
+        tm.rows = (h + n - 1) / n;
+    tm.chunks = (h + tm.rows - 1) / tm.rows;
+    atomic_init(&tm.next, 0);
+    for (int t = 1; t < n && rc == 0; t++) {
+        wk[t] = (struct cpu_worker){.team = &tm, .t = t};
+        if ((rc = pthread_create(&wk[t].tid, NULL, cpu_worker_main, &wk[t])) == 0)
+            started++;
+    }
+    if (rc != 0)
+        atomic_store(&tm.next, tm.chunks); /* nothing more to start; the started ones stop */
+    wk[0] = (struct cpu_worker){.team = &tm, .t = 0};
+    cpu_worker_main(&wk[0]);
+    for (int t = 1; t <= started; t++)
+        pthread_join(wk[t].tid, NULL);
+    if (rc != 0)
+        return edged_fail(err, EDGED_E_INTERNAL, "cannot start CPU thread %d of %d (error %d%s)", started + 2, n,
+                          rc, rc == EAGAIN ? ": thread or memory limit" : "");
+    return 0;
+}
+
+/* ---- one convolution --------------------------------------------------------------------------- */
+
+struct cpu_conv_job {
+    const float *in;
+    float *out;
+    int w, h;
+    size_t pitch;
+    const struct kernel2d *k;
+    enum border b;
+    int sep;
+    cpu_mac_fn mac;
+    char *scratch;                  /* per thread `stride` bytes: lines, src pointers, coefs */
+    size_t stride, src_off, coef_off; /* offsets of the pointer and coefficient arrays */
+};
+
+/* Whether the two-pass path computes this kernel within the promised tolerance, and pays. */
+static int cpu_use_separable(const struct kernel2d *k)
+{
+    double sum = 0.0, res = 0.0;
+
+    if (!k->separable || k->rows == 1 || k->cols == 1 || k->rows * k->cols <= CPU_DIRECT_MAX_TAPS)
+        return 0;
+    for (int i = 0; i < k->rows; i++)
+        for (int j = 0; j < k->cols; j++) {
+            double t = k->taps[i * k->cols + j];
+            sum += fabs(t);
+            res += fabs(t - (double)k->col[i] * (double)k->row[j]);
+        }
+    return res <= CPU_SEP_RESIDUAL * sum;
+}
+
+static size_t cpu_align(size_t n) { return (n + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN; }
+
+/* Sizes the per-thread scratch: separable: one padded line and a ring of `rows` row-pass lines;
+ * direct: a ring of `rows` padded lines plus rows*cols source pointers and coefficients. */
+static int cpu_scratch_size(struct cpu_conv_job *j, int nt, size_t *total)
+{
+    size_t padw = (size_t)j->w + 2 * (size_t)(j->k->cols / 2), rows = (size_t)j->k->rows, floats, bytes;
+    size_t taps = j->sep ? 0 : rows * (size_t)j->k->cols; /* the two-pass path keeps its few on the stack */
+
+    if (j->sep)
+        floats = padw + rows * (size_t)j->w;
+    else
+        floats = rows * padw;
+    if (size_mul(floats, sizeof(float), &bytes) < 0 || bytes > SIZE_MAX / 2)
+        return -1;
+    j->src_off = cpu_align(bytes);
+    j->coef_off = j->src_off + cpu_align(taps * sizeof(float *));
+    j->stride = j->coef_off + cpu_align(taps * sizeof(float));
+    return size_mul(j->stride, (size_t)nt, total);
+}
+
+/* One row of the row pass: dst[x] = sum_j row[j] * src(x + j - rx), via the padded line. */
+static void cpu_row_pass(const struct cpu_conv_job *j, const float *src, float *dst, float *pad)
+{
+    const float *p[FILTER_MAX_SIDE];
+    int rx = j->k->cols / 2;
+
+    cpu_pad_line(src, pad, j->w, rx, j->b);
+    for (int c = 0; c < j->k->cols; c++)
+        p[c] = pad + c;
+    j->mac(dst, p, j->k->row, j->k->cols, j->w);
+}
+
+/* Separable, rows y0..y1-1: a ring of kh row-pass lines (slot v mod kh holds virtual row v); each
+ * output row is the column pass over the lines of rows y-ry..y+ry (rows the border makes zero are
+ * left out), so a row pass is computed once per chunk. */
+static void cpu_sep_band(void *ctx, int t, int y0, int y1)
+{
+    const struct cpu_conv_job *j = ctx;
+    int w = j->w, kh = j->k->rows, ry = kh / 2, held[FILTER_MAX_SIDE];
+    float *pad = (float *)(j->scratch + (size_t)t * j->stride);
+    float *ring = pad + w + 2 * (j->k->cols / 2), coef[FILTER_MAX_SIDE];
+    const float *src[FILTER_MAX_SIDE];
+
+    for (int i = 0; i < kh; i++)
+        held[i] = INT_MIN;
+    for (int y = y0; y < y1; y++) {
+        int n = 0;
+        for (int i = 0; i < kh; i++) {
+            int v = y + i - ry, sy = border_index(v, j->h, j->b), slot = ((v % kh) + kh) % kh;
+            float *line = ring + (size_t)slot * (size_t)w;
+            if (sy < 0)
+                continue;
+            if (held[slot] != v) {
+                cpu_row_pass(j, j->in + (size_t)sy * j->pitch, line, pad);
+                held[slot] = v;
+            }
+            src[n] = line;
+            coef[n++] = j->k->col[i];
+        }
+        j->mac(j->out + (size_t)y * j->pitch, src, coef, n, w);
+    }
+}
+
+/* Direct, rows y0..y1-1: a ring of kh padded source lines; each output row is one cpu_mac over every
+ * (kernel row, kernel column) term in row-major tap order, the serial loop's order. */
+static void cpu_direct_band(void *ctx, int t, int y0, int y1)
+{
+    const struct cpu_conv_job *j = ctx;
+    int w = j->w, kh = j->k->rows, kw = j->k->cols, ry = kh / 2, held[FILTER_MAX_SIDE];
+    size_t padw = (size_t)w + 2 * (size_t)(kw / 2);
+    char *base = j->scratch + (size_t)t * j->stride;
+    float *ring = (float *)base, *coef = (float *)(base + j->coef_off);
+    const float **src = (const float **)(base + j->src_off);
+
+    for (int i = 0; i < kh; i++)
+        held[i] = INT_MIN;
+    for (int y = y0; y < y1; y++) {
+        int n = 0;
+        for (int i = 0; i < kh; i++) {
+            int v = y + i - ry, sy = border_index(v, j->h, j->b), slot = ((v % kh) + kh) % kh;
+            float *line = ring + (size_t)slot * padw;
+            if (sy < 0)
+                continue;
+            if (held[slot] != v) {
+                cpu_pad_line(j->in + (size_t)sy * j->pitch, line, w, kw / 2, j->b);
+                held[slot] = v;
+            }
+            for (int c = 0; c < kw; c++) {
+                src[n] = line + c;
+                coef[n++] = j->k->taps[i * kw + c];
+            }
+        }
+        j->mac(j->out + (size_t)y * j->pitch, src, coef, n, w);
+    }
+}
+
+/* cpu_conv on nt threads, arguments checked. */
+static int cpu_conv_run(const float *in, float *out, int w, int h, size_t pitch, const struct kernel2d *k,
+                        enum border b, int nt, char *err)
+{
+    struct cpu_conv_job j = {.in = in, .out = out, .w = w, .h = h, .pitch = pitch, .k = k, .b = b};
+    size_t bytes;
+    int rc;
+
+    j.sep = cpu_use_separable(k);
+    j.mac = cpu_pick_mac();
+    if (cpu_scratch_size(&j, nt, &bytes) < 0)
+        return edged_fail(err, EDGED_E_IMAGE_TOO_LARGE, "scratch for a %d-wide image overflows", w);
+    if (!(j.scratch = aligned_alloc(CPU_ALIGN, bytes)))
+        return edged_fail(err, EDGED_E_NOMEM, "cannot allocate %zu bytes of convolution scratch", bytes);
+    rc = cpu_parallel(nt, h, CPU_CONV_GRAIN_K * k->rows, j.sep ? cpu_sep_band : cpu_direct_band, &j, err);
+    free(j.scratch);
+    return rc;
+}
+
+int cpu_conv(const float *in, float *out, int w, int h, size_t pitch, const struct kernel2d *k, enum border b,
+             int threads, char *err)
+{
+    int rc;
+
+    if (!in || !out || in == out || !k || w < 1 || h < 1 || pitch < (size_t)w || threads < 0 ||
+        (unsigned)b >= BORDER_COUNT)
+        return edged_fail(err, EDGED_E_PARAM, "cpu_conv: bad arguments (%dx%d, pitch %zu, threads %d, border %d)",
+                          w, h, pitch, threads, (int)b);
+    if ((rc = planes_check_kernel(k, err)) < 0)
+        return rc;
+    return cpu_conv_run(in, out, w, h, pitch, k, b, cpu_threads(threads, h), err);
+}
+
+/* ---- the plan ------------------------------------------------------------------------------------ */
+
+/* What the per-band stages of a plan work on. */
+struct cpu_stage {
+    const struct img *in;
+    const struct filter_plan *plan;
+    int p;             /* load: the plane */
+    float *a;          /* load: destination; magnitude: a = |(a, b)| */
+    const float *b;
+    const float *planes; /* store: all planes */
+    struct img *out;
+};
+
+static void cpu_load_band(void *ctx, int t, int y0, int y1)
+{
+    const struct cpu_stage *s = ctx;
+
+    (void)t;
+    planes_load(s->in, s->plan, s->p, s->a, y0, y1);
+}
+
+static void cpu_magnitude_band(void *ctx, int t, int y0, int y1)
+{
+    const struct cpu_stage *s = ctx;
+    size_t w = (size_t)s->in->w;
+
+    (void)t;
+    planes_magnitude(s->a + (size_t)y0 * w, s->b + (size_t)y0 * w, (size_t)(y1 - y0) * w);
+}
+
+static void cpu_store_band(void *ctx, int t, int y0, int y1)
+{
+    const struct cpu_stage *s = ctx;
+
+    (void)t;
+    planes_store(s->planes, s->plan, s->in, s->out, y0, y1);
+}
+
+/* One plane: src holds the input plane; dst receives the combined result; tmp is the second buffer
+ * MAGNITUDE and CHAIN need. */
+static int cpu_plane(const struct img *in, const struct filter_plan *plan, const float *src, float *dst, float *tmp,
+                     int nt, char *err)
+{
+    int w = in->w, h = in->h, rc;
+    const struct kernel2d *k0 = &plan->conv[0], *k1 = &plan->conv[1];
+    struct cpu_stage mag = {.in = in, .plan = plan, .a = dst, .b = tmp};
+
+    switch (plan->combine) {
+    case COMBINE_MAGNITUDE:
+        if ((rc = cpu_conv_run(src, dst, w, h, (size_t)w, k0, plan->border, nt, err)) < 0 ||
+            (rc = cpu_conv_run(src, tmp, w, h, (size_t)w, k1, plan->border, nt, err)) < 0)
+            return rc;
+        return cpu_parallel(nt, h, CPU_GRAIN, cpu_magnitude_band, &mag, err);
+    case COMBINE_CHAIN:
+        if ((rc = cpu_conv_run(src, tmp, w, h, (size_t)w, k0, plan->border, nt, err)) < 0)
+            return rc;
+        return cpu_conv_run(tmp, dst, w, h, (size_t)w, k1, plan->border, nt, err);
+    default:
+        return cpu_conv_run(src, dst, w, h, (size_t)w, k0, plan->border, nt, err);
+    }
+}
+
+int cpu_compute(const struct img *in, const struct filter_plan *plan, float *planes, int threads, char *err)
+{
+    struct cpu_stage load = {.in = in, .plan = plan};
+    float *src = NULL, *tmp = NULL;
+    size_t n;
+    int rc, nt;
+
+    if ((rc = planes_check(in, plan, &n, err)) < 0)
+        return rc;
+    if (threads < 0 || !planes)
+        return edged_fail(err, EDGED_E_PARAM, "threads %d or planes %p invalid", threads, (void *)planes);
+    nt = cpu_threads(threads, in->h);
+    src = malloc(n * sizeof(float));
+    if (plan->nconv == 2)
+        tmp = malloc(n * sizeof(float));
+    if (!src || (plan->nconv == 2 && !tmp)) {
+        rc = edged_fail(err, EDGED_E_NOMEM, "cannot allocate float planes for a %dx%d image", in->w, in->h);
+        goto out;
+    }
+    load.a = src;
+    for (int p = 0; p < plan->planes; p++) {
+        load.p = p;
+        if ((rc = cpu_parallel(nt, in->h, CPU_GRAIN, cpu_load_band, &load, err)) < 0 ||
+            (rc = cpu_plane(in, plan, src, planes + (size_t)p * n, tmp, nt, err)) < 0)
+            goto out;
+    }
+    rc = 0;
+out:
+    free(tmp);
+    free(src);
+    return rc;
+}
+
+int cpu_run(const struct img *in, const struct filter_plan *plan, struct img *out, int threads, char *err)
+{
+    struct cpu_stage store = {.in = in, .plan = plan, .out = out};
+    float *planes = NULL;
+    size_t n;
+    int rc;
+
+    *out = (struct img){0};
+    if ((rc = planes_check(in, plan, &n, err)) < 0)
+        return rc;
+    if (threads < 0)
+        return edged_fail(err, EDGED_E_PARAM, "threads %d invalid: must be >= 0", threads);
+    if (!(planes = malloc(n * (size_t)plan->planes * sizeof(float)))) {
+        rc = edged_fail(err, EDGED_E_NOMEM, "cannot allocate float planes for a %dx%d image", in->w, in->h);
+        goto out;
+    }
+    if ((rc = cpu_compute(in, plan, planes, threads, err)) < 0 ||
+        (rc = img_alloc(out, in->w, in->h, plan->out_ch, err)) < 0)
+        goto out;
+    store.planes = planes;
+    rc = cpu_parallel(cpu_threads(threads, in->h), in->h, CPU_GRAIN, cpu_store_band, &store, err);
+out:
+    free(planes);
+    if (rc < 0)
+        img_free(out);
+    return rc;
+}

@@ -63,8 +63,11 @@ const char *engine_device(const struct engine *e) { return e->device; }
 struct gconv_ctx *engine_gpu(struct engine *e) { return e->gpu; }
 int engine_threads(const struct engine *e) { return e->threads; }
 
-/* Until the fast path exists, auto takes the seed variant that the bench measured fastest for
- * the case: separable passes for rank-1 taps, the cached tile otherwise; cpu without a GPU. */
+/* Until the fast path exists, auto takes the seed variant the bench measured fastest (H100,
+ * 8192², 2026-11-21): the adaptive tiled kernel for small taps (k=3: 0.33 ms vs separable 0.55;
+ * k=5: 0.51 vs 0.60) and for non-separable taps (2-5x ahead of the other direct variants),
+ * separable passes for rank-1 taps from 7x7 up (k=7: 0.63 vs 0.91 ms; k=31: 1.09 vs 16.6);
+ * cpu without a GPU. */
 enum variant engine_pick(const struct engine *e, const struct filter_plan *plan, int w, int h)
 {
     char err[EDGED_ERR_LEN];
@@ -72,12 +75,14 @@ enum variant engine_pick(const struct engine *e, const struct filter_plan *plan,
 
     if (!e->gpu)
         return VARIANT_CPU;
-    for (int i = 0; i < plan->nconv; i++)
-        sep = sep && plan->conv[i].separable;
+    for (int i = 0; i < plan->nconv; i++) {
+        const struct kernel2d *k = &plan->conv[i];
+        sep = sep && k->separable && (k->rows >= 7 || k->cols >= 7);
+    }
     if (sep && gconv_check(e->gpu, plan, w, h, VARIANT_SEPARABLE, VARIANT_DEFAULT_BLOCK, err) == 0)
         return VARIANT_SEPARABLE;
-    if (gconv_check(e->gpu, plan, w, h, VARIANT_CACHED, VARIANT_DEFAULT_BLOCK, err) == 0)
-        return VARIANT_CACHED;
+    if (gconv_check(e->gpu, plan, w, h, VARIANT_TILED, VARIANT_DEFAULT_BLOCK, err) == 0)
+        return VARIANT_TILED;
     return VARIANT_NAIVE;
 }
 

@@ -1,0 +1,244 @@
+/* gconv_bench.cu — kernel timing for `edged bench`: one variant (or NVIDIA NPP) on device-resident
+ * random planes, buffers rotated past L2, CUDA events, median of the repetitions. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gconv_internal.h"
+
+#if EDGED_NPP
+#include <nppi_filtering_functions.h>
+#endif
+
+#define BENCH_MAX_ROT 512 /* input/output pairs cycled at most */
+#define BENCH_MAX_REPS 10000
+
+/* Random samples in [0, 255) from a hash of the index (no host transfer, never all zeros). */
+__global__ void k_fill(float *d_p, size_t n, uint32_t seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t v = (uint32_t)i * 2654435761u ^ seed;
+        v ^= v >> 15;
+        v *= 2246822519u;
+        v ^= v >> 13;
+        d_p[i] = (v >> 8) * (255.0f / 16777216.0f);
+    }
+}
+
+/* Device buffers of one timing: `rot` input/output plane pairs plus one scratch plane. */
+struct bench_bufs {
+    float *d_arena;
+    size_t bytes, stride;
+    int rot;
+};
+
+/* Enough pairs that the rotation touches at least twice the L2 size, fewer when memory is short. */
+static cudaError_t bench_alloc(struct gconv_ctx *ctx, int w, int h, struct bench_bufs *b)
+{
+    size_t pair, want;
+    cudaError_t e = cudaErrorMemoryAllocation;
+
+    b->stride = gctx_plane_stride(ctx, w, h);
+    pair = 2 * sizeof(float) * b->stride;
+    want = (2 * ctx->info.l2_bytes + pair - 1) / pair;
+    b->rot = want < 2 ? 2 : want > BENCH_MAX_ROT ? BENCH_MAX_ROT : (int)want;
+    for (; b->rot >= 1; b->rot /= 2) {
+        b->bytes = sizeof(float) * b->stride * (2 * (size_t)b->rot + 1);
+        if ((e = cudaMalloc((void **)&b->d_arena, b->bytes)) == cudaSuccess)
+            break;
+        cudaGetLastError();
+        b->d_arena = NULL;
+    }
+    if (e != cudaSuccess)
+        return e;
+    __atomic_fetch_add(&ctx->mem_used, b->bytes, __ATOMIC_SEQ_CST);
+    k_fill<<<4 * ctx->lim.sms, 256, 0, ctx->st[0].s>>>(b->d_arena, b->bytes / sizeof(float), 0x9e3779b9u);
+    return cudaGetLastError();
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int bench_args_ok(struct gconv_ctx *ctx, int w, int h, const struct kernel2d *k, int warmup, int reps,
+                         char *err)
+{
+    int rc;
+
+    if ((rc = gctx_enter(ctx, err)) < 0)
+        return rc;
+    if (w < 1 || h < 1 || w > IMG_MAX_SIDE || h > IMG_MAX_SIDE)
+        return edged_fail(err, EDGED_E_PARAM, "bench image %d x %d invalid", w, h);
+    if (k->rows < 1 || k->cols < 1 || k->rows > FILTER_MAX_SIDE || k->cols > FILTER_MAX_SIDE ||
+        !(k->rows & 1) || !(k->cols & 1))
+        return edged_fail(err, EDGED_E_PARAM, "bench kernel %dx%d invalid", k->rows, k->cols);
+    if (warmup < 0 || warmup > BENCH_MAX_REPS || reps < 1 || reps > BENCH_MAX_REPS)
+        return edged_fail(err, EDGED_E_PARAM, "warmup 0..%d and reps 1..%d", BENCH_MAX_REPS, BENCH_MAX_REPS);
+    if (ctx->st[0].busy)
+        return edged_fail(err, EDGED_E_PARAM, "stream 0 has a job in flight");
+    return 0;
+}
+
+/* Times warmup + reps launches of `launch` on stream 0, rotating through the pairs; each rep is
+ * bracketed by its own events and waited for, so host gaps never enter a measurement. */
+template <typename F>
+static cudaError_t bench_loop(struct gconv_ctx *ctx, struct bench_bufs *b, int warmup, int reps,
+                              double *median_ms, F launch)
+{
+    struct gstream *st = &ctx->st[0];
+    double *ms = (double *)malloc(sizeof(double) * reps);
+    cudaError_t e = cudaSuccess;
+    float t;
+
+    if (!ms)
+        return cudaErrorMemoryAllocation;
+    for (int i = 0; i < warmup + reps && e == cudaSuccess; i++) {
+        int r = i % b->rot;
+        const float *d_in = b->d_arena + 2 * r * b->stride;
+        float *d_out = b->d_arena + (2 * r + 1) * b->stride;
+        if ((e = cudaEventRecord(st->ev_up, st->s)) != cudaSuccess ||
+            (e = launch(d_in, d_out, i)) != cudaSuccess ||
+            (e = cudaEventRecord(st->ev_kern, st->s)) != cudaSuccess ||
+            (e = cudaEventSynchronize(st->ev_kern)) != cudaSuccess)
+            break;
+        if (i >= warmup && (e = cudaEventElapsedTime(&t, st->ev_up, st->ev_kern)) == cudaSuccess)
+            ms[i - warmup] = t;
+    }
+    if (e == cudaSuccess) {
+        qsort(ms, reps, sizeof(double), cmp_double);
+        *median_ms = reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2]);
+    }
+    free(ms);
+    return e;
+}
+
+static void bench_free(struct gconv_ctx *ctx, struct bench_bufs *b)
+{
+    cudaStreamSynchronize(ctx->st[0].s);
+    gctx_free_device(ctx, b->d_arena, b->bytes);
+}
+
+int gconv_bench_conv(struct gconv_ctx *ctx, int w, int h, const struct kernel2d *k, enum border bd,
+                     enum variant v, int block, int warmup, int reps, double *median_ms, char *err)
+{
+    struct gstream *st;
+    struct bench_bufs b = {NULL, 0, 0, 0};
+    struct tex_cache tc;
+    struct conv_args a;
+    cudaError_t e = cudaSuccess;
+    const char *what = "bench buffers";
+    int rc, slot = -1;
+
+    if ((rc = bench_args_ok(ctx, w, h, k, warmup, reps, err)) < 0)
+        return rc;
+    if (!variant_is_gpu(v) || !variant_block_ok(block) || (unsigned)bd >= BORDER_COUNT)
+        return edged_fail(err, EDGED_E_PARAM, "bench: variant, block or border invalid");
+    st = &ctx->st[0];
+    memset(&tc, 0, sizeof(tc));
+    memset(&a, 0, sizeof(a));
+    a.w = w, a.h = h, a.pitch = gctx_pitch(ctx, w), a.k = k, a.border = bd, a.variant = v, a.block = block;
+    a.stream = st->s, a.cslot = 0, a.tc = &tc, a.lim = &ctx->lim, a.check_only = 1, a.d_taps = st->d_taps;
+    if ((rc = conv_dispatch(&a, err)) < 0)
+        return rc;
+    if ((e = bench_alloc(ctx, w, h, &b)) != cudaSuccess)
+        goto out;
+    memcpy(st->h_taps, k->taps, sizeof(float) * k->rows * k->cols);
+    what = "bench taps upload";
+    if ((e = cudaMemcpyAsync(st->d_taps, st->h_taps, sizeof(float) * k->rows * k->cols,
+                             cudaMemcpyHostToDevice, st->s)) != cudaSuccess)
+        goto out;
+    what = "cudaStreamWaitEvent (constant slot)";
+    if (variant_uses_cslot(v) && (slot = gctx_slot_lock(ctx, 0, &e)) < 0)
+        goto out;
+    a.cslot = slot, a.check_only = 0, a.d_tmp = b.d_arena + 2 * (size_t)b.rot * b.stride;
+    what = "bench kernel";
+    e = bench_loop(ctx, &b, warmup, reps, median_ms, [&](const float *d_in, float *d_out, int i) {
+        a.d_in = d_in, a.d_out = d_out, a.taps_loaded = i > 0;
+        int r = conv_dispatch(&a, err);
+        return r == 0 ? cudaSuccess : r == GCONV_CUDA_FAILED ? a.cuerr : cudaErrorInvalidValue;
+    });
+out:
+    bench_free(ctx, &b);
+    texcache_clear(&tc);
+    if (slot >= 0)
+        gctx_slot_unlock(ctx, 0, 1);
+    return e == cudaSuccess ? 0 : gctx_fail(ctx, e, what, err);
+}
+
+#if EDGED_NPP
+/* NPP has no stream-context helper since CUDA 12.9 (nppGetStreamContext is gone): fill it from
+ * the device's attributes. */
+static cudaError_t npp_context(struct gconv_ctx *ctx, NppStreamContext *nc)
+{
+    int dev = ctx->device, v = 0;
+    unsigned flags = 0;
+    cudaError_t e;
+
+    memset(nc, 0, sizeof(*nc));
+    nc->hStream = ctx->st[0].s;
+    nc->nCudaDeviceId = dev;
+    nc->nMultiProcessorCount = ctx->lim.sms;
+    nc->nMaxThreadsPerBlock = ctx->lim.max_threads;
+    nc->nSharedMemPerBlock = ctx->lim.smem_block;
+    nc->nCudaDevAttrComputeCapabilityMajor = ctx->info.cc_major;
+    nc->nCudaDevAttrComputeCapabilityMinor = ctx->info.cc_minor;
+    if ((e = cudaDeviceGetAttribute(&v, cudaDevAttrMaxThreadsPerMultiProcessor, dev)) != cudaSuccess ||
+        (e = cudaStreamGetFlags(ctx->st[0].s, &flags)) != cudaSuccess)
+        return e;
+    nc->nMaxThreadsPerMultiProcessor = v;
+    nc->nStreamFlags = flags;
+    return cudaSuccess;
+}
+
+/* NPP filters convolve (the kernel is applied reversed), so the taps are uploaded reversed to get
+ * the same correlation; anchor at the centre; NPP_BORDER_REPLICATE (NPP's FilterBorder offers
+ * replicate only). */
+int gconv_bench_npp(struct gconv_ctx *ctx, int w, int h, const struct kernel2d *k, int warmup, int reps,
+                    double *median_ms, char *err)
+{
+    struct gstream *st;
+    struct bench_bufs b = {NULL, 0, 0, 0};
+    NppStreamContext nc;
+    NppStatus ns = NPP_SUCCESS;
+    cudaError_t e;
+    const char *what = "bench buffers";
+    int rc, n = k->rows * k->cols, step;
+
+    if ((rc = bench_args_ok(ctx, w, h, k, warmup, reps, err)) < 0)
+        return rc;
+    st = &ctx->st[0];
+    step = (int)sizeof(float) * gctx_pitch(ctx, w);
+    if ((e = bench_alloc(ctx, w, h, &b)) != cudaSuccess)
+        goto out;
+    for (int i = 0; i < n; i++)
+        st->h_taps[i] = k->taps[n - 1 - i];
+    what = "NPP taps upload";
+    if ((e = cudaMemcpyAsync(st->d_taps, st->h_taps, sizeof(float) * n, cudaMemcpyHostToDevice, st->s)) !=
+            cudaSuccess ||
+        (e = npp_context(ctx, &nc)) != cudaSuccess)
+        goto out;
+    what = "nppiFilterBorder_32f_C1R_Ctx";
+    e = bench_loop(ctx, &b, warmup, reps, median_ms, [&](const float *d_in, float *d_out, int) {
+        NppiSize size = {w, h}, ksize = {k->cols, k->rows};
+        NppiPoint origin = {0, 0}, anchor = {k->cols / 2, k->rows / 2};
+        ns = nppiFilterBorder_32f_C1R_Ctx(d_in, step, size, origin, d_out, step, size, st->d_taps, ksize,
+                                          anchor, NPP_BORDER_REPLICATE, nc);
+        return ns < 0 ? cudaErrorInvalidValue : cudaGetLastError();
+    });
+out:
+    bench_free(ctx, &b);
+    if (ns < 0)
+        return edged_fail(err, EDGED_E_INTERNAL, "nppiFilterBorder_32f_C1R_Ctx failed with NPP status %d",
+                          (int)ns);
+    return e == cudaSuccess ? 0 : gctx_fail(ctx, e, what, err);
+}
+#else
+int gconv_bench_npp(struct gconv_ctx *ctx, int w, int h, const struct kernel2d *k, int warmup, int reps,
+                    double *median_ms, char *err)
+{
+    (void)ctx, (void)w, (void)h, (void)k, (void)warmup, (void)reps, (void)median_ms;
+    return edged_fail(err, EDGED_E_NO_CUDA, "NVIDIA NPP unavailable: built without NPP (libnppif not found)");
+}
+#endif

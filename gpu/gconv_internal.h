@@ -1,0 +1,196 @@
+/* gconv_internal.h — what the gpu/ files share: the context layout, the launch arguments of the
+ * variant launchers, the CUDA error helpers and the device-side sample loader. .cu files only. */
+#ifndef EDGED_GCONV_INTERNAL_H
+#define EDGED_GCONV_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <cuda_runtime.h>
+
+#include "errors.h"
+#include "gconv.h"
+#include "pixel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GCONV_MAX_STREAMS 16
+/* __constant__ tap slots in each constant-memory family (conv_global.cu, conv_shared.cu): 4 slots
+ * of 63*63 floats are 63,504 bytes, just under the 64 KiB constant bank of a module. */
+#define GCONV_CSLOTS 4
+#define GCONV_TEX_CACHE 16                      /* texture objects kept per stream */
+#define GCONV_TAPS_FLOATS (2 * FILTER_MAX_TAPS) /* device/pinned taps area: conv[0] then conv[1] */
+
+/* What the device allows, read once at open. */
+struct gconv_limits {
+    int max_threads;   /* threads per block */
+    size_t smem_block; /* shared memory per block without opt-in */
+    size_t smem_optin; /* with cudaFuncAttributeMaxDynamicSharedMemorySize */
+    int sms;
+    size_t tex1d_max;       /* elements of a 1-D float texture over linear memory */
+    int tex2d_w, tex2d_h;   /* 2-D texture over pitched memory: width, height */
+    int tex2d_pitch;        /* and largest pitch in bytes */
+    size_t tex_align;       /* texture base address alignment, bytes */
+    size_t tex_pitch_align; /* pitched-texture row alignment, bytes */
+};
+
+/* Texture objects over device buffers, created on first use and kept while the buffers live
+ * (creating one per launch would put a host call into every job). */
+struct tex_entry {
+    struct cudaResourceDesc res;
+    struct cudaTextureDesc td;
+    cudaTextureObject_t obj;
+};
+struct tex_cache {
+    int n;
+    struct tex_entry e[GCONV_TEX_CACHE];
+};
+
+/* One stream: its events, pinned staging, device buffers (grown to fit, then reused) and the
+ * state of the job in flight. */
+struct gstream {
+    cudaStream_t s;
+    cudaEvent_t ev_start, ev_up, ev_kern, ev_down;
+    uint8_t *h_in, *h_out; /* pinned u8 staging */
+    size_t h_in_cap, h_out_cap;
+    float *h_taps; /* pinned, GCONV_TAPS_FLOATS */
+    uint8_t *d_in8, *d_out8;
+    size_t d_in8_cap, d_out8_cap;
+    float *d_arena; /* float planes, see gstream_planes */
+    size_t d_arena_cap;
+    float *d_taps; /* GCONV_TAPS_FLOATS */
+    struct tex_cache tc;
+    /* the job in flight */
+    int busy, rc;
+    char err[EDGED_ERR_LEN];
+    int w, h, out_ch, planes, pitch;
+    size_t plane_stride;
+};
+
+struct gconv_ctx {
+    int device, nstreams;
+    int dead; /* read and written with __atomic builtins */
+    size_t mem_used;
+    struct gconv_info info;
+    struct gconv_limits lim;
+    int pitch_align;    /* floats: rows of device planes start this far apart */
+    size_t plane_align; /* floats: planes start this far apart */
+    pthread_mutex_t slot_mu[GCONV_CSLOTS];
+    int slot_mu_ok;
+    cudaEvent_t slot_ev[GCONV_CSLOTS];
+    struct gstream st[GCONV_MAX_STREAMS];
+};
+
+/* Arguments of one single-plane correlation, filled by the caller of a family launcher. */
+struct conv_args {
+    const float *d_in;
+    float *d_out;
+    float *d_tmp;             /* separable: an intermediate plane of the same geometry */
+    int w, h, pitch;          /* pitch in floats */
+    const struct kernel2d *k; /* host copy: sizes, separable factors */
+    const float *d_taps;      /* the taps in device memory, rows*cols floats */
+    enum border border;
+    enum variant variant;
+    int block;
+    cudaStream_t stream;
+    int cslot;            /* constant-memory slot the caller holds (gctx_slot_lock) */
+    int taps_loaded;      /* 1: that slot already holds these taps (bench repetitions) */
+    struct tex_cache *tc; /* texture variants */
+    const struct gconv_limits *lim;
+    int check_only;     /* 1: only check the limits, launch nothing */
+    cudaError_t cuerr;  /* out: the failed CUDA call's error when a launcher returns -1 */
+    const char *cuwhat; /* out: which call */
+};
+
+/* Family launchers, one per conv_*.cu file. Each checks the variant's limits for a (returning
+ * EDGED_E_VARIANT_LIMIT with a message naming the limit), then, unless a->check_only, enqueues
+ * the kernel(s) on a->stream. Returns 0, a negative EDGED_E_* code, or GCONV_CUDA_FAILED with
+ * a->cuerr and a->cuwhat set (the caller classifies it with gctx_fail). */
+#define GCONV_CUDA_FAILED (-1000)
+int conv_global(struct conv_args *a, char *err);    /* naive, constant */
+int conv_shared(struct conv_args *a, char *err);    /* shared, shared_constant */
+int conv_halo(struct conv_args *a, char *err);      /* shared_halo */
+int conv_cached(struct conv_args *a, char *err);    /* cached */
+int conv_separable(struct conv_args *a, char *err); /* separable */
+int conv_tiled(struct conv_args *a, char *err);     /* tiled */
+int conv_texture(struct conv_args *a, char *err);   /* texture, texture2d */
+
+/* Runs a's variant through its family launcher. */
+int conv_dispatch(struct conv_args *a, char *err);
+
+/* Whether v keeps its taps in a __constant__ slot (then the caller holds gctx_slot_lock). */
+static inline int variant_uses_cslot(enum variant v)
+{
+    return v == VARIANT_CONSTANT || v == VARIANT_SHARED_CONSTANT;
+}
+
+/* Records the launch result of the kernel just enqueued into a. Returns 0 or GCONV_CUDA_FAILED. */
+int conv_launched(struct conv_args *a, const char *what);
+
+/* Turns CUDA error e of call `what` into an EDGED_E_* code: allocation failures are
+ * EDGED_E_GPU_OOM (the context stays usable), sticky errors EDGED_E_GPU_FATAL (ctx marked dead),
+ * others EDGED_E_INTERNAL. */
+int gctx_fail(struct gconv_ctx *ctx, cudaError_t e, const char *what, char *err);
+/* 0, or EDGED_E_GPU_FATAL / EDGED_E_NO_CUDA when ctx cannot take work; makes ctx's device current. */
+int gctx_enter(struct gconv_ctx *ctx, char *err);
+/* Row pitch (floats) and plane stride (floats) of a w x h device plane. */
+int gctx_pitch(const struct gconv_ctx *ctx, int w);
+size_t gctx_plane_stride(const struct gconv_ctx *ctx, int w, int h);
+
+/* Constant-memory slots. __constant__ memory is one per module, shared by every stream, so two
+ * jobs on two streams writing their taps into one array would race. Stream s uses slot
+ * s % GCONV_CSLOTS: lock takes the slot's mutex and makes stream s wait for the event the slot's
+ * previous user recorded after its last kernel; unlock records that event on s (when `used`) and
+ * releases the mutex. Returns the slot, or GCONV_CUDA_FAILED with *e set. */
+int gctx_slot_lock(struct gconv_ctx *ctx, int s, cudaError_t *e);
+void gctx_slot_unlock(struct gconv_ctx *ctx, int s, int used);
+
+/* Grows (never shrinks) a device or pinned buffer to `need` bytes; 0 or a CUDA error. Growing a
+ * stream's buffers first waits for the stream and drops its texture objects. */
+cudaError_t gctx_grow_device(struct gconv_ctx *ctx, struct gstream *st, void **p, size_t *cap, size_t need);
+cudaError_t gctx_grow_pinned(struct gconv_ctx *ctx, void **p, size_t *cap, size_t need);
+void gctx_free_device(struct gconv_ctx *ctx, void *p, size_t bytes);
+
+/* Texture object for (res, td) from tc, created when missing; when tc is full it waits for
+ * `stream` and empties it first. */
+cudaError_t texcache_get(struct tex_cache *tc, cudaStream_t stream, const struct cudaResourceDesc *res,
+                         const struct cudaTextureDesc *td, cudaTextureObject_t *obj);
+/* Destroys every object (the caller made sure no kernel still uses them). */
+void texcache_clear(struct tex_cache *tc);
+
+static inline int div_up(int a, int b)
+{
+    return (a + b - 1) / b;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#ifdef __CUDACC__
+/* Geometry of one correlation as the kernels see it (passed by value). */
+struct conv_geom {
+    int w, h, pitch, rows, cols, border;
+};
+
+static inline conv_geom conv_geom_of(const struct conv_args *a)
+{
+    conv_geom g = {a->w, a->h, a->pitch, a->k->rows, a->k->cols, (int)a->border};
+    return g;
+}
+
+/* Sample (x, y) of a plane under the border rule; the in-image test comes first so that the
+ * interior pays no border arithmetic. Reads go through the read-only data path (__ldg). */
+static __device__ __forceinline__ float conv_load(const float *__restrict__ d_in, int x, int y,
+                                                  const conv_geom &g)
+{
+    if ((unsigned)x < (unsigned)g.w && (unsigned)y < (unsigned)g.h)
+        return __ldg(d_in + (size_t)y * g.pitch + x);
+    int xi = border_index(x, g.w, g.border), yi = border_index(y, g.h, g.border);
+    return (xi < 0 || yi < 0) ? 0.0f : __ldg(d_in + (size_t)yi * g.pitch + xi);
+}
+#endif
+
+#endif

@@ -1,0 +1,96 @@
+/* gconv_stub.c — gconv without CUDA (GPU=0 builds): every entry point answers EDGED_E_NO_CUDA. */
+#include "gconv.h"
+
+#include "errors.h"
+
+#define NO_CUDA(err) edged_fail(err, EDGED_E_NO_CUDA, "built without CUDA")
+
+int gconv_open(struct gconv_ctx **out, int device, int streams, char *err)
+{
+    (void)device, (void)streams;
+    if (out)
+        *out = NULL;
+    return NO_CUDA(err);
+}
+
+void gconv_close(struct gconv_ctx *ctx)
+{
+    (void)ctx;
+}
+const struct gconv_info *gconv_get_info(const struct gconv_ctx *ctx)
+{
+    (void)ctx;
+    return NULL;
+}
+int gconv_stream_count(const struct gconv_ctx *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+int gconv_is_dead(const struct gconv_ctx *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+size_t gconv_mem_used(const struct gconv_ctx *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
+int gconv_check(const struct gconv_ctx *ctx, const struct filter_plan *plan, int w, int h, enum variant v,
+                int block, char *err)
+{
+    (void)ctx, (void)plan, (void)w, (void)h, (void)v, (void)block;
+    return NO_CUDA(err);
+}
+
+int gconv_run(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
+              enum variant v, int block, struct img *out, float *h_planes, struct gconv_times *t, char *err)
+{
+    (void)ctx, (void)s, (void)in, (void)plan, (void)v, (void)block, (void)out, (void)h_planes, (void)t;
+    return NO_CUDA(err);
+}
+
+int gconv_submit(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
+                 enum variant v, int block, char *err)
+{
+    (void)ctx, (void)s, (void)in, (void)plan, (void)v, (void)block;
+    return NO_CUDA(err);
+}
+
+int gconv_poll(struct gconv_ctx *ctx, int s)
+{
+    (void)ctx, (void)s;
+    return EDGED_E_NO_CUDA;
+}
+
+int gconv_finish(struct gconv_ctx *ctx, int s, struct img *out, struct gconv_times *t, char *err)
+{
+    (void)ctx, (void)s, (void)out, (void)t;
+    return NO_CUDA(err);
+}
+
+int gconv_conv_host(struct gconv_ctx *ctx, const float *h_in, float *h_out, int w, int h,
+                    const struct kernel2d *k, enum border b, enum variant v, int block, float *kernel_ms,
+                    char *err)
+{
+    (void)ctx, (void)h_in, (void)h_out, (void)w, (void)h, (void)k, (void)b, (void)v, (void)block,
+        (void)kernel_ms;
+    return NO_CUDA(err);
+}
+
+int gconv_bench_conv(struct gconv_ctx *ctx, int w, int h, const struct kernel2d *k, enum border b,
+                     enum variant v, int block, int warmup, int reps, double *median_ms, char *err)
+{
+    (void)ctx, (void)w, (void)h, (void)k, (void)b, (void)v, (void)block, (void)warmup, (void)reps,
+        (void)median_ms;
+    return NO_CUDA(err);
+}
+
+int gconv_bench_npp(struct gconv_ctx *ctx, int w, int h, const struct kernel2d *k, int warmup, int reps,
+                    double *median_ms, char *err)
+{
+    (void)ctx, (void)w, (void)h, (void)k, (void)warmup, (void)reps, (void)median_ms;
+    return NO_CUDA(err);
+}

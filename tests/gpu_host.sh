@@ -1,0 +1,85 @@
+#!/bin/sh
+# gpu_host.sh — one pass on the GPU host (the device `run` tool): build, GPU tests, the quick set
+# under compute-sanitizer memcheck and racecheck, a bench with NPP and its charts. Logs under $OUT.
+# usage (repo root, with .debs carried): sh tests/gpu_host.sh [all|test|bench]
+# Knobs: BUILD (build-dev), BENCH_ARGS (the bench's arguments), ARCHS (nvcc -gencode list).
+set -u
+export EDGED_REQUIRE_GPU=1
+OUT=${OUT:-out/gpu}
+BUILD=${BUILD:-build-dev}
+ARCHS=${ARCHS:--gencode arch=compute_90,code=sm_90}
+BENCH_CSV=${BENCH_CSV:-bench.csv}
+BENCH_ARGS=${BENCH_ARGS:---sizes 256,1024,4096,8192 --ksizes 3,5,7,11,15,21,31 --blocks 16 --compare --cpu --serial-max 1024 --reps 10 --warmup 2}
+what=${1:-all}
+PYTHON=${PYTHON:-python3}
+mkdir -p "$OUT"
+log="$OUT/host.log"
+
+step() { # step NAME SECONDS CMD... : runs CMD with a time limit, logs its status line
+    name=$1 limit=$2
+    shift 2
+    t0=$(date +%s)
+    timeout "$limit" "$@"
+    rc=$?
+    echo "== $name: exit $rc in $(($(date +%s) - t0)) s" | tee -a "$log" >&2
+    return $rc
+}
+
+# libmicrohttpd and cJSON are not installed there: unpack the carried .debs.
+if [ -d .debs ]; then
+    for f in .debs/*.deb; do dpkg -x "$f" /opt/deps; done
+    export CPPFLAGS="-I/opt/deps/usr/include -I/opt/deps/usr/include/cjson"
+    export LDFLAGS="-L/opt/deps/usr/lib/x86_64-linux-gnu -Wl,-rpath,/opt/deps/usr/lib/x86_64-linux-gnu"
+fi
+{ date -u; nvidia-smi; nvcc --version | tail -2; ls /usr/local/cuda/lib64/libnppif* 2>&1; } >> "$log" 2>&1
+
+# Build; when NPP (only here) breaks the build, build without it so the rest still runs.
+targets="$BUILD/edged $BUILD/tests/test_gpu"
+# shellcheck disable=SC2086
+if ! step build 180 make -j16 BUILD="$BUILD" CUDA_ARCHS="$ARCHS" $targets >> "$log" 2>&1; then
+    tail -40 "$log"
+    rm -rf "$BUILD/gpu"
+    # shellcheck disable=SC2086
+    if ! step build-without-npp 120 make -k -j16 BUILD="$BUILD" CUDA_ARCHS="$ARCHS" NPP=0 $targets >> "$log" 2>&1; then
+        # another file of the tree may be broken right now: link the test from what it needs
+        tail -60 "$log"
+        cc $LDFLAGS -o "$BUILD/tests/test_gpu" "$BUILD/tests/test_gpu.o" "$BUILD"/api/*.o "$BUILD"/cpu_ref/*.o \
+            "$BUILD"/gpu/*.o -L/usr/local/cuda/lib64 -lcudart_static -ldl -lrt -lstdc++ -lcjson -lpng16 -lz -lm \
+            -pthread >> "$log" 2>&1 || exit 1
+    fi
+fi
+grep -c "warning:" "$log" | sed 's/^/build warnings (all files): /' | tee -a "$log"
+
+if [ "$what" = all ] || [ "$what" = test ]; then
+    step test_gpu 120 "$BUILD/tests/test_gpu" > "$OUT/test_gpu.log" 2>&1
+    tail -n 12 "$OUT/test_gpu.log"; grep -m 20 FAIL "$OUT/test_gpu.log"
+    san="$OUT/sanitizer.log"
+    : > "$san"
+    for tool in memcheck racecheck synccheck; do # racecheck is ~35 ms a launch: the smaller set
+        quick=2
+        [ "$tool" = memcheck ] && quick=1
+        echo "#### EDGED_GPU_QUICK=$quick compute-sanitizer --tool $tool" >> "$san"
+        limit=150
+        [ "$tool" = synccheck ] && limit=90
+        step "$tool" "$limit" env EDGED_GPU_QUICK=$quick compute-sanitizer --tool "$tool" \
+            --error-exitcode 99 "$BUILD/tests/test_gpu" >> "$san" 2>&1
+        grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed, [0-9]+ failed" "$san" | tail -n 2
+    done
+fi
+
+if [ "$what" = all ] || [ "$what" = bench ]; then
+    # shellcheck disable=SC2086
+    step bench 100 "$BUILD/edged" bench $BENCH_ARGS --csv > "$OUT/$BENCH_CSV" 2>> "$log"
+    [ "$BENCH_CSV" = bench.csv ] && "$PYTHON" tests/bench/plots.py "$OUT/bench.csv" "$OUT" >> "$log" 2>&1
+    "$PYTHON" - "$OUT/$BENCH_CSV" <<'PY'
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["ms"]]
+big = max(int(r["width"]) for r in rows)
+print("%-16s %5s %4s %9s %9s %8s %6s %7s" % ("variant", "side", "k", "ms", "GFLOP/s", "GB/s", "%copy", "x_cpu"))
+for r in rows:
+    if int(r["width"]) == big and r["ksize"] in ("3", "7", "15", "31"):
+        print("%-16s %5s %4s %9s %9s %8s %6s %7s" % (r["variant"], r["width"], r["ksize"], r["ms"], r["gflop_s"],
+              r["gb_s"], r["pct_copy_bw"], r["speedup_vs_cpu"]))
+PY
+fi
+grep "^== " "$log"

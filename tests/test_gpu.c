@@ -1,0 +1,642 @@
+/* test_gpu.c — every GPU variant against cpu_serial on fresh random data: kernel sizes 1..63
+ * (square, rectangular, separable or not), borders, channel counts, image sizes; variant limits,
+ * the float planes and u8 output of whole plans, and the async API on several streams.
+ *
+ * Tolerances. Floats: |gpu - ref| <= f * S * M + 1e-6 where M = max |input|, S = sum |taps| and
+ * f = 1e-5 + 1e-6 * sqrt(taps): the variants sum the same products in other orders and with FMA
+ * contraction, and the serial reference's own sequential float sum drifts with the tap count (a
+ * 63x63 box on 0..255 data is off by ~3e-3 = 1.2e-5 * S * M * sqrt(63*63)/5, measured). MAGNITUDE:
+ * f0*S0 + f1*S1; CHAIN: (f0 + f1) * S0 * S1. A single missing tap of a 63x63 box (M/3969) is still
+ * 3.4x the tolerance. u8: equal to pixel_post(ref), or to
+ * pixel_post(ref +- tol) where the float lies within tol of a rounding step; the edge map exact
+ * except where |L| is within 1e-3 of the threshold. Alpha exact.
+ * Env: EDGED_SEED repeats a run; EDGED_GPU_QUICK=1 small sizes only (compute-sanitizer memcheck),
+ * EDGED_GPU_QUICK=2 a third of those kernels and no async rounds (racecheck, synccheck);
+ * EDGED_REQUIRE_GPU=1 fails instead of skipping when no device is usable. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "cpu_serial.h"
+#include "errors.h"
+#include "filter.h"
+#include "gconv.h"
+#include "image.h"
+#include "pixel.h"
+#include "variant.h"
+
+#define NSTREAMS 8
+#define MAX_THREADS 1024 /* threads per block on every CUDA GPU since sm_20 */
+
+static const int blocks[4] = {8, 16, 24, 32};
+static int quick;
+static uint32_t rng;
+
+static uint32_t rnd_u32(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 17;
+    rng ^= rng << 5;
+    return rng;
+}
+
+static float rnd_unit(void)
+{
+    return (rnd_u32() >> 8) * (1.0f / 16777216.0f);
+} /* [0, 1) */
+static float rnd_sym(void)
+{
+    return 2.0f * rnd_unit() - 1.0f;
+} /* [-1, 1) */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ---- kernels ---------------------------------------------------------------------------- */
+
+/* Random taps in [-1, 1): an outer product when `rank1`, otherwise independent (rank 1 anyway
+ * when a side is 1); separable factors filled by the filter bank's detector. */
+static void kernel_random(struct kernel2d *k, int rows, int cols, int rank1)
+{
+    float col[FILTER_MAX_SIDE], row[FILTER_MAX_SIDE];
+
+    memset(k, 0, sizeof(*k));
+    k->rows = rows;
+    k->cols = cols;
+    for (int i = 0; i < rows; i++)
+        col[i] = rnd_sym();
+    for (int j = 0; j < cols; j++)
+        row[j] = rnd_sym();
+    for (int i = 0; i < rows * cols; i++)
+        k->taps[i] = rank1 ? col[i / cols] * row[i % cols] : rnd_sym();
+    kernel_detect_separable(k);
+}
+
+static void kernel_bank(struct kernel2d *k, enum filter_id id, int size)
+{
+    struct filter_spec spec;
+    char err[EDGED_ERR_LEN];
+
+    filter_spec_init(&spec, id);
+    spec.size = size;
+    if (filter_kernel(&spec, k, err) < 0) {
+        fprintf(stderr, "filter_kernel %s: %s\n", filter_name(id), err);
+        abort();
+    }
+}
+
+/* Relative tolerance factor f of a kernel (see the top of the file). */
+static double taps_f(const struct kernel2d *k)
+{
+    return 1e-5 + 1e-6 * sqrt((double)k->rows * k->cols);
+}
+
+static double taps_abs_sum(const struct kernel2d *k)
+{
+    double s = 0.0;
+    for (int i = 0; i < k->rows * k->cols; i++)
+        s += fabs(k->taps[i]);
+    return s;
+}
+
+/* Whether variant v must refuse kernel k at block side b (the documented limits). */
+static int expect_limit(enum variant v, const struct kernel2d *k, int b)
+{
+    if ((v == VARIANT_SHARED || v == VARIANT_SHARED_CONSTANT) &&
+        (b + k->cols - 1) * (b + k->rows - 1) > MAX_THREADS)
+        return 1;
+    return v == VARIANT_SEPARABLE && !k->separable;
+}
+
+/* ---- float comparison ------------------------------------------------------------------- */
+
+struct diff {
+    size_t bad, first;
+    double max_err;
+};
+
+static struct diff compare_floats(const float *got, const float *ref, size_t n, double tol)
+{
+    struct diff d = {0, 0, 0.0};
+
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)got[i] - ref[i]);
+        if (!(e <= tol)) { /* NaN (an unwritten, poisoned sample) fails too */
+            if (!d.bad++)
+                d.first = i;
+        }
+        if (e > d.max_err || isnan(e))
+            d.max_err = isnan(e) ? INFINITY : e;
+    }
+    return d;
+}
+
+static void poison_floats(float *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = NAN;
+}
+
+static int all_nan(const float *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(p[i]))
+            return 0;
+    return 1;
+}
+
+/* ---- single-plane correlations ---------------------------------------------------------- */
+
+struct conv_case {
+    const char *label;
+    struct kernel2d k;
+    int borders; /* bit mask of borders to run */
+};
+
+/* One (image, kernel, border): reference once, then every variant at the given blocks. */
+static void conv_one(struct gconv_ctx *ctx, const float *in, float *out, float *ref, int w, int h,
+                     float max_in, const struct conv_case *c, enum border b, int block_mask)
+{
+    size_t n = (size_t)w * h;
+    double tol = taps_f(&c->k) * taps_abs_sum(&c->k) * max_in + 1e-6;
+    char err[EDGED_ERR_LEN];
+    struct filter_plan plan;
+
+    cpu_serial_conv(in, ref, w, h, (size_t)w, &c->k, b);
+    memset(&plan, 0, sizeof(plan));
+    plan.combine = COMBINE_SINGLE, plan.nconv = 1, plan.conv[0] = c->k, plan.border = b;
+    plan.in_ch = plan.planes = plan.out_ch = 1, plan.post = POST_CLAMP;
+    for (int v = VARIANT_FIRST_GPU; v < VARIANT_COUNT; v++)
+        for (int bi = 0; bi < 4; bi++) {
+            if (!(block_mask & (1 << bi)))
+                continue;
+            int B = blocks[bi], lim = expect_limit(v, &c->k, B), rc, rc_check;
+            poison_floats(out, n);
+            err[0] = '\0';
+            rc = gconv_conv_host(ctx, in, out, w, h, &c->k, b, v, B, NULL, err);
+            rc_check = gconv_check(ctx, &plan, w, h, v, B, NULL);
+            CHECK(rc == rc_check, "%s %s B=%d %s %dx%d: run %d but check %d", variant_name(v), c->label, B,
+                  border_name(b), w, h, rc, rc_check);
+            if (lim) {
+                CHECK(rc == EDGED_E_VARIANT_LIMIT && strstr(err, variant_name(v)) && all_nan(out, n),
+                      "%s %s B=%d %dx%d: expected a limit error naming the variant, untouched output; got %d "
+                      "'%s'",
+                      variant_name(v), c->label, B, w, h, rc, err);
+                continue;
+            }
+            if (rc != 0) {
+                CHECK(rc == 0, "%s %s B=%d %s %dx%d: %s", variant_name(v), c->label, B, border_name(b), w, h,
+                      err);
+                continue;
+            }
+            struct diff d = compare_floats(out, ref, n, tol);
+            CHECK(d.bad == 0,
+                  "%s %s B=%d %s %dx%d: %zu of %zu samples off, first at (%zu,%zu) gpu %g ref %g, max err %g "
+                  "> tol %g",
+                  variant_name(v), c->label, B, border_name(b), w, h, d.bad, n, d.first % w, d.first / w,
+                  out[d.first], ref[d.first], d.max_err, tol);
+        }
+}
+
+/* Kernel cases for an image of n pixels: everything on small images, fewer on large ones (the
+ * serial reference costs n * taps). */
+static int conv_cases(struct conv_case *cs, size_t n)
+{
+    static const int sides[8] = {1, 3, 5, 7, 11, 25, 31, 63};
+    static const int rect[7][2] = {{1, 7}, {7, 1}, {3, 11}, {25, 5}, {1, 63}, {63, 1}, {5, 31}};
+    const int all = 7, zero = 1;
+    int nc = 0, big = n > 100000, huge = n > 2000000;
+
+    for (int s = 0; s < 8; s++)
+        for (int rank1 = 0; rank1 < 2; rank1++) {
+            int side = sides[s];
+            if ((huge && side > 11) || (huge && side > 3 && !rank1 && side != 11))
+                continue;
+            if (big && side > 25 && rank1 == (side == 63)) /* 31 rank-1, 63 full: one each */
+                continue;
+            cs[nc].label = rank1 ? "rank1" : "full";
+            kernel_random(&cs[nc].k, side, side, rank1);
+            cs[nc++].borders = (big && (side > 25 || (huge && side > 5))) ? zero : all;
+        }
+    for (int r = 0; r < 7 && !huge; r++) {
+        if (big && (rect[r][0] * rect[r][1] > 200))
+            continue;
+        cs[nc].label = r % 2 ? "rect-rank1" : "rect-full";
+        kernel_random(&cs[nc].k, rect[r][0], rect[r][1], r % 2);
+        cs[nc++].borders = all;
+    }
+    if (quick == 2) { /* every third case from the 3x3: still 3..63, full and rank 1, rectangles */
+        int kept = 0;
+        for (int c = 2; c < nc; c += 3)
+            cs[kept++] = cs[c];
+        nc = kept;
+    }
+    cs[nc].label = "gaussian5";
+    kernel_bank(&cs[nc].k, FILTER_GAUSSIAN5, 0);
+    cs[nc++].borders = all;
+    cs[nc].label = "sobel_x";
+    kernel_bank(&cs[nc].k, FILTER_SOBEL_X, 0);
+    cs[nc++].borders = all;
+    if (!big) {
+        cs[nc].label = "emboss";
+        kernel_bank(&cs[nc].k, FILTER_EMBOSS, 0);
+        cs[nc++].borders = all;
+        cs[nc].label = "box63";
+        kernel_bank(&cs[nc].k, FILTER_BOX, 63);
+        cs[nc++].borders = all;
+    }
+    return nc;
+}
+
+struct size2 {
+    int w, h;
+};
+
+static void test_conv(struct gconv_ctx *ctx)
+{
+    static const struct size2 full[] = {{1, 1}, {17, 9}, {1000, 1}, {1, 1000}, {1023, 777}, {2048, 2048}};
+    static const struct size2 small[] = {{1, 1}, {17, 9}, {100, 1}, {1, 100}, {61, 37}};
+    const struct size2 *sizes = quick == 2 ? small + 3 : quick ? small : full;
+    int nsizes = quick == 2 ? 2 : quick ? 5 : 6, rot = 0;
+    struct conv_case *cs = malloc(sizeof(*cs) * 64);
+
+    for (int si = 0; si < nsizes; si++) {
+        int w = sizes[si].w, h = sizes[si].h;
+        size_t n = (size_t)w * h;
+        float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float)),
+              *ref = malloc(n * sizeof(float));
+        float max_in = 0.0f;
+        double t0 = now_s();
+        int nc = conv_cases(cs, n), checks0 = check_passed + check_failed;
+
+        for (size_t i = 0; i < n; i++) {
+            in[i] = 256.0f * rnd_unit() - 128.0f;
+            max_in = fmaxf(max_in, fabsf(in[i]));
+        }
+        for (int c = 0; c < nc; c++)
+            for (int b = 0; b < BORDER_COUNT; b++) {
+                if (!(cs[c].borders & (1 << b)) || (quick && (c + si) % BORDER_COUNT != b))
+                    continue; /* quick: one border per kernel, in rotation */
+                /* every block on small images; on large ones 16 and one other in rotation */
+                int mask = n <= 100000 ? 15 : (2 | (1 << (rot++ % 4)));
+                conv_one(ctx, in, out, ref, w, h, max_in, &cs[c], b, mask);
+            }
+        printf("conv %5dx%-5d %2d kernels: %d checks in %.1f s\n", w, h, nc,
+               check_passed + check_failed - checks0, now_s() - t0);
+        fflush(stdout);
+        free(in), free(out), free(ref);
+    }
+    free(cs);
+}
+
+/* ---- whole plans ------------------------------------------------------------------------ */
+
+static void image_random(struct img *im, int w, int h, int ch)
+{
+    if (img_alloc(im, w, h, ch, NULL) < 0)
+        abort();
+    for (size_t i = 0; i < (size_t)w * h * ch; i++)
+        im->px[i] = (uint8_t)(rnd_u32() >> 24);
+}
+
+static double plan_tol(const struct filter_plan *p, double max_in)
+{
+    double s0 = taps_abs_sum(&p->conv[0]), f0 = taps_f(&p->conv[0]), s1 = 0.0, f1 = 0.0, r;
+
+    if (p->nconv > 1)
+        s1 = taps_abs_sum(&p->conv[1]), f1 = taps_f(&p->conv[1]);
+    r = p->combine == COMBINE_MAGNITUDE ? f0 * s0 + f1 * s1
+        : p->combine == COMBINE_CHAIN   ? (f0 + f1) * s0 * s1
+                                        : f0 * s0;
+    return r * max_in + 1e-6;
+}
+
+/* Whether u8 `got` is a faithful post-processing of the reference float within tol. */
+static int u8_ok(uint8_t got, float ref, float tol, const struct filter_plan *p)
+{
+    if (p->post == POST_THRESHOLD) {
+        if (fabsf(fabsf(ref) - p->threshold) <= 1e-3f)
+            return got == 0 || got == 255;
+        return got == pixel_post(ref, p->post, p->threshold);
+    }
+    int a = pixel_post(ref - tol, p->post, p->threshold), b = pixel_post(ref + tol, p->post, p->threshold);
+    int c = pixel_post(ref, p->post, p->threshold), lo = a < b ? a : b, hi = a > b ? a : b;
+    if (p->post == POST_ABS && ref - tol < 0.0f && ref + tol > 0.0f)
+        lo = 0;
+    lo = c < lo ? c : lo;
+    hi = c > hi ? c : hi;
+    return got >= lo && got <= hi;
+}
+
+/* Samples of out that are not faithful to ref (planes) or to the input's alpha. */
+static size_t compare_u8(const struct img *out, const struct img *in, const float *ref, double tol,
+                         const struct filter_plan *p, size_t *first)
+{
+    size_t n = (size_t)in->w * in->h, bad = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        size_t x = i % in->w, y = i / in->w;
+        const uint8_t *o = out->px + y * out->stride + x * out->ch;
+        int ok = 1;
+        for (int c = 0; c < p->planes; c++)
+            ok &= u8_ok(o[c], ref[c * n + i], (float)tol, p);
+        if (out->ch > p->planes)
+            ok &= o[p->planes] == in->px[y * in->stride + x * in->ch + in->ch - 1];
+        if (!ok && !bad++)
+            *first = i;
+    }
+    return bad;
+}
+
+struct plan_case {
+    enum filter_id id;
+    int size;
+    enum color_mode color;
+};
+
+static int plan_make(struct filter_plan *plan, const struct plan_case *pc, enum border b, int ch)
+{
+    struct filter_spec spec;
+    char err[EDGED_ERR_LEN];
+
+    filter_spec_init(&spec, pc->id);
+    spec.size = pc->size;
+    spec.color = pc->color;
+    spec.border = b;
+    if (pc->id == FILTER_CUSTOM) {
+        spec.custom_rows = 5, spec.custom_cols = 31;
+        for (int i = 0; i < 5 * 31; i++)
+            spec.custom_taps[i] = rnd_sym();
+    }
+    if (filter_plan_make(&spec, ch, plan, err) < 0) {
+        CHECK(0, "filter_plan_make %s: %s", filter_name(pc->id), err);
+        return -1;
+    }
+    return 0;
+}
+
+/* One (image, plan): the serial reference, then the variants (block in rotation). */
+static void plan_one(struct gconv_ctx *ctx, const struct img *in, const struct filter_plan *plan, int *rot)
+{
+    size_t n = (size_t)in->w * in->h, np = n * plan->planes;
+    float *ref = malloc(np * sizeof(float)), *got = malloc(np * sizeof(float));
+    double tol = plan_tol(plan, 255.0);
+    char err[EDGED_ERR_LEN];
+    struct img out;
+
+    if (cpu_serial_compute(in, plan, ref, err) < 0) {
+        CHECK(0, "cpu_serial_compute: %s", err);
+        goto out;
+    }
+    if (img_alloc(&out, in->w, in->h, plan->out_ch, NULL) < 0)
+        abort();
+    for (int v = VARIANT_FIRST_GPU; v < VARIANT_COUNT; v++) {
+        int B = blocks[(*rot)++ % 4], lim = 0, rc;
+        for (int i = 0; i < plan->nconv; i++)
+            lim |= expect_limit(v, &plan->conv[i], B);
+        memset(out.px, 0xAB, out.stride * out.h);
+        poison_floats(got, np);
+        rc = gconv_run(ctx, 1, in, plan, v, B, &out, got, NULL, err);
+        const char *what = filter_name(plan->filter);
+        if (lim) {
+            int untouched = all_nan(got, np);
+            for (size_t i = 0; i < out.stride * out.h; i++)
+                untouched &= out.px[i] == 0xAB;
+            CHECK(rc == EDGED_E_VARIANT_LIMIT && untouched,
+                  "plan %s %s B=%d: expected limit, untouched; got %d %s", what, variant_name(v), B, rc, err);
+            continue;
+        }
+        if (rc != 0) {
+            CHECK(rc == 0, "plan %s %s B=%d %dx%dx%d: %s", what, variant_name(v), B, in->w, in->h, in->ch,
+                  err);
+            continue;
+        }
+        struct diff d = compare_floats(got, ref, np, tol);
+        CHECK(d.bad == 0,
+              "plan %s %s B=%d %s %dx%dx%d: %zu floats off, first %zu gpu %g ref %g (max err %g, tol %g)",
+              what, variant_name(v), B, border_name(plan->border), in->w, in->h, in->ch, d.bad, d.first,
+              got[d.first], ref[d.first], d.max_err, tol);
+        size_t first = 0, bad = compare_u8(&out, in, ref, tol, plan, &first);
+        CHECK(bad == 0, "plan %s %s B=%d %s %dx%dx%d: %zu u8 pixels off, first (%zu,%zu)", what,
+              variant_name(v), B, border_name(plan->border), in->w, in->h, in->ch, bad, first % in->w,
+              first / in->w);
+    }
+    img_free(&out);
+out:
+    free(ref);
+    free(got);
+}
+
+static void test_plans(struct gconv_ctx *ctx)
+{
+    static const struct plan_case small_cases[] = {
+        {FILTER_EDGE, 0, COLOR_AUTO},      {FILTER_SOBEL, 0, COLOR_AUTO},
+        {FILTER_GAUSSIAN5, 0, COLOR_AUTO}, {FILTER_GAUSSIAN, 31, COLOR_AUTO},
+        {FILTER_LAPLACIAN3, 0, COLOR_RGB}, {FILTER_LAPLACIAN8, 0, COLOR_AUTO},
+        {FILTER_SOBEL_Y, 0, COLOR_AUTO},   {FILTER_SHARPEN, 0, COLOR_GRAY},
+        {FILTER_EMBOSS, 0, COLOR_AUTO},    {FILTER_BOX, 63, COLOR_AUTO},
+        {FILTER_CUSTOM, 0, COLOR_AUTO},
+    };
+    static const struct plan_case big_cases[] = {
+        {FILTER_EDGE, 0, COLOR_AUTO},   {FILTER_SOBEL, 0, COLOR_AUTO},  {FILTER_GAUSSIAN5, 0, COLOR_AUTO},
+        {FILTER_EMBOSS, 0, COLOR_AUTO}, {FILTER_SHARPEN, 0, COLOR_RGB},
+    };
+    static const struct size2 full[] = {{1, 1}, {17, 9}, {1000, 1}, {1, 1000}, {1023, 777}, {2048, 2048}};
+    static const struct size2 small[] = {{17, 9}, {61, 37}};
+    const struct size2 *sizes = quick ? small : full;
+    int nsizes = quick ? 2 : 6, rot = 0;
+    struct filter_plan plan;
+
+    for (int si = 0; si < nsizes; si++) {
+        int w = sizes[si].w, h = sizes[si].h, big = (size_t)w * h > 100000, huge = (size_t)w * h > 2000000;
+        const struct plan_case *pcs = big ? big_cases : small_cases;
+        int npc = big ? (huge ? 2 : 5) : quick == 2 ? 3 : 11, checks0 = check_passed + check_failed;
+        double t0 = now_s();
+        for (int ch = 1; ch <= 4; ch++) {
+            if (((huge || quick) && ch != 4 && ch != 1) || (quick == 2 && (ch != 4 || si > 0)))
+                continue;
+            struct img in;
+            image_random(&in, w, h, ch);
+            for (int c = 0; c < npc; c++) {
+                enum border b = (enum border)((c + ch + si) % BORDER_COUNT);
+                if (plan_make(&plan, &pcs[c], b, ch) == 0)
+                    plan_one(ctx, &in, &plan, &rot);
+            }
+            img_free(&in);
+        }
+        printf("plans %5dx%-5d: %d checks in %.1f s\n", w, h, check_passed + check_failed - checks0,
+               now_s() - t0);
+        fflush(stdout);
+    }
+}
+
+/* ---- async API, constant-memory slots, reuse, errors -------------------------------------- */
+
+/* NSTREAMS jobs with different taps on NSTREAMS streams at once, constant-memory variants
+ * included (streams s and s+4 share a __constant__ slot), each equal to its synchronous run. */
+static void test_async(struct gconv_ctx *ctx)
+{
+    static const struct plan_case pcs[NSTREAMS] = {
+        {FILTER_GAUSSIAN, 7, COLOR_AUTO}, {FILTER_BOX, 5, COLOR_AUTO},
+        {FILTER_SHARPEN, 0, COLOR_AUTO},  {FILTER_EMBOSS, 0, COLOR_AUTO},
+        {FILTER_GAUSSIAN, 3, COLOR_AUTO}, {FILTER_LAPLACIAN8, 0, COLOR_AUTO},
+        {FILTER_CUSTOM, 0, COLOR_AUTO},   {FILTER_SOBEL, 0, COLOR_AUTO},
+    };
+    static const enum variant round_variants[3][2] = {{VARIANT_CONSTANT, VARIANT_SHARED_CONSTANT},
+                                                      {VARIANT_TILED, VARIANT_TEXTURE2D},
+                                                      {VARIANT_NAIVE, VARIANT_CACHED}};
+    struct filter_plan plans[NSTREAMS];
+    struct img in[NSTREAMS], sync_out[NSTREAMS], async_out[NSTREAMS];
+    char err[EDGED_ERR_LEN];
+    int ns = gconv_stream_count(ctx);
+
+    CHECK(ns == NSTREAMS, "stream count %d", ns);
+    for (int r = 0; r < 3; r++) {
+        for (int s = 0; s < NSTREAMS; s++) {
+            image_random(&in[s], 301 + 13 * s, 203 + 7 * s, 1 + s % 4);
+            plan_make(&plans[s], &pcs[s], (enum border)(s % BORDER_COUNT), in[s].ch);
+            img_alloc(&sync_out[s], in[s].w, in[s].h, plans[s].out_ch, NULL);
+            img_alloc(&async_out[s], in[s].w, in[s].h, plans[s].out_ch, NULL);
+            int rc = gconv_run(ctx, 0, &in[s], &plans[s], round_variants[r][s % 2], 16, &sync_out[s], NULL,
+                               NULL, err);
+            CHECK(rc == 0, "sync %d: %s", s, err);
+        }
+        for (int s = 0; s < NSTREAMS; s++) {
+            int rc = gconv_submit(ctx, s, &in[s], &plans[s], round_variants[r][s % 2], 16, err);
+            CHECK(rc == 0, "submit %d: %s", s, err);
+        }
+        CHECK(gconv_submit(ctx, 0, &in[0], &plans[0], VARIANT_NAIVE, 16, err) == EDGED_E_PARAM,
+              "second submit on a busy stream must be refused");
+        int pending = NSTREAMS, spins = 0, polls_ok = 1;
+        while (pending && spins++ < 10000000) {
+            pending = 0;
+            for (int s = 0; s < NSTREAMS; s++) {
+                int p = gconv_poll(ctx, s);
+                polls_ok &= p == 0 || p == 1;
+                pending += p == 0;
+            }
+        }
+        CHECK(polls_ok && pending == 0, "poll: every job done, no error (%d pending)", pending);
+        for (int s = NSTREAMS - 1; s >= 0; s--) {
+            struct gconv_times t = {-1, -1, -1};
+            memset(async_out[s].px, 0xAB, async_out[s].stride * async_out[s].h);
+            int rc = gconv_finish(ctx, s, &async_out[s], &t, err);
+            CHECK(rc == 0 && t.upload_ms >= 0 && t.kernel_ms > 0 && t.download_ms >= 0, "finish %d: %d %s", s,
+                  rc, err);
+            CHECK(!memcmp(sync_out[s].px, async_out[s].px, sync_out[s].stride * sync_out[s].h),
+                  "round %d stream %d (%s, %s): async result differs from sync", r, s,
+                  variant_name(round_variants[r][s % 2]), filter_name(plans[s].filter));
+        }
+        for (int s = 0; s < NSTREAMS; s++)
+            img_free(&in[s]), img_free(&sync_out[s]), img_free(&async_out[s]);
+    }
+    CHECK(gconv_finish(ctx, 0, &sync_out[0], NULL, err) == EDGED_E_PARAM, "finish without a job is refused");
+    CHECK(gconv_poll(ctx, 0) == EDGED_E_PARAM, "poll without a job is refused");
+}
+
+/* Limits and argument errors leave the context usable; buffers are reused, not regrown. */
+static void test_errors(struct gconv_ctx *ctx)
+{
+    struct kernel2d k3, k7;
+    struct filter_plan plan;
+    struct plan_case pc = {FILTER_GAUSSIAN, 9, COLOR_AUTO};
+    float in[64 * 64], out[64 * 64];
+    char err[EDGED_ERR_LEN] = "";
+    struct img im, om;
+    size_t mem0, mem1;
+
+    for (int i = 0; i < 64 * 64; i++)
+        in[i] = rnd_sym();
+    kernel_random(&k3, 3, 3, 0);
+    kernel_random(&k7, 7, 7, 0);
+    CHECK(gconv_conv_host(ctx, in, out, 64, 64, &k3, BORDER_ZERO, VARIANT_SHARED, 32, NULL, err) ==
+                  EDGED_E_VARIANT_LIMIT &&
+              strstr(err, "threads"),
+          "shared 32 + 3x3 needs 34x34 threads: '%s'", err);
+    printf("limit message: %s\n", err);
+    CHECK(gconv_conv_host(ctx, in, out, 64, 64, &k7, BORDER_ZERO, VARIANT_SEPARABLE, 16, NULL, err) ==
+                  EDGED_E_VARIANT_LIMIT &&
+              strstr(err, "rank 1"),
+          "separable refuses full 7x7: '%s'", err);
+    printf("limit message: %s\n", err);
+    CHECK(gconv_conv_host(ctx, in, out, 64, 64, &k3, BORDER_ZERO, VARIANT_NAIVE, 12, NULL, err) ==
+              EDGED_E_PARAM,
+          "block 12 refused");
+    CHECK(gconv_conv_host(ctx, in, out, 64, 64, &k3, BORDER_ZERO, VARIANT_CPU, 16, NULL, err) ==
+              EDGED_E_PARAM,
+          "cpu is not a GPU variant");
+    CHECK(gconv_conv_host(ctx, in, out, 0, 64, &k3, BORDER_ZERO, VARIANT_NAIVE, 16, NULL, err) ==
+              EDGED_E_PARAM,
+          "0-wide image refused");
+    CHECK(!gconv_is_dead(ctx), "errors above are not fatal");
+
+    image_random(&im, 640, 480, 3);
+    plan_make(&plan, &pc, BORDER_REFLECT, 3);
+    img_alloc(&om, 320, 480, plan.out_ch, NULL);
+    CHECK(gconv_run(ctx, 2, &im, &plan, VARIANT_TILED, 16, &om, NULL, NULL, err) == EDGED_E_PARAM,
+          "wrong output size refused");
+    img_free(&om);
+    img_alloc(&om, 640, 480, plan.out_ch, NULL);
+    CHECK(gconv_run(ctx, 2, &im, &plan, VARIANT_TILED, 16, &om, NULL, NULL, err) == 0, "run: %s", err);
+    mem0 = gconv_mem_used(ctx);
+    for (int i = 0; i < 5; i++)
+        gconv_run(ctx, 2, &im, &plan, VARIANT_SHARED_HALO, 16, &om, NULL, NULL, err);
+    mem1 = gconv_mem_used(ctx);
+    CHECK(mem0 > 0 && mem0 == mem1, "steady state allocates nothing: %zu then %zu bytes", mem0, mem1);
+    img_free(&im), img_free(&om);
+}
+
+static void test_info(struct gconv_ctx *ctx)
+{
+    const struct gconv_info *gi = gconv_get_info(ctx);
+
+    CHECK(gi && gi->name[0] && gi->sms > 0 && gi->l2_bytes > 0 && gi->global_mem > 0, "device info");
+    CHECK(gi && gi->copy_gbps > 1.0 && gi->fp32_gflops > 1.0, "measured copy bandwidth and FP32 peak");
+    CHECK(gi && gi->driver_version > 0 && gi->runtime_version > 0, "versions");
+    if (gi)
+        printf("device %s, cc %d.%d, %d SMs, L2 %zu KiB, opt-in smem %zu KiB, driver %d, runtime %d, copy "
+               "%.0f GB/s, "
+               "FP32 peak %.0f GFLOP/s\n",
+               gi->name, gi->cc_major, gi->cc_minor, gi->sms, gi->l2_bytes >> 10,
+               gi->smem_per_block_optin >> 10, gi->driver_version, gi->runtime_version, gi->copy_gbps,
+               gi->fp32_gflops);
+}
+
+int main(void)
+{
+    struct gconv_ctx *ctx = NULL;
+    char err[EDGED_ERR_LEN] = "";
+    const char *req = getenv("EDGED_REQUIRE_GPU"), *q = getenv("EDGED_GPU_QUICK");
+    double t0 = now_s();
+    int rc;
+
+    rng = check_seed() | 1u;
+    quick = q ? atoi(q) : 0;
+    if ((rc = gconv_open(&ctx, 0, NSTREAMS, err)) < 0) {
+        if (req && strcmp(req, "1") == 0)
+            CHECK(rc == 0, "EDGED_REQUIRE_GPU=1 but no GPU: %s", err);
+        else
+            SKIP("GPU tests: %s", err);
+        return check_summary();
+    }
+    test_info(ctx);
+    test_errors(ctx);
+    if (quick == 2)
+        SKIP("async rounds are not run at EDGED_GPU_QUICK=2 (racecheck set)");
+    else
+        test_async(ctx);
+    test_conv(ctx);
+    test_plans(ctx);
+    CHECK(!gconv_is_dead(ctx), "context alive at the end");
+    gconv_close(ctx);
+    printf("%s set, %.1f s\n", quick ? "quick" : "full", now_s() - t0);
+    return check_summary();
+}

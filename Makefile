@@ -58,11 +58,16 @@ LIB_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(filter-out server/main.c,$(C_SRCS)) $(
 MAIN_OBJ := $(BUILD)/server/main.o
 TEST_SRCS := $(wildcard tests/test_*.c)
 TEST_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+# The worker's GPU loop against a fake gconv, under ASan/UBSan: linked on its own because the
+# fake replaces the gconv and engine symbols every other program links for real.
+MOCK_SRCS := tests/worker_mock/worker_mock.c tests/worker_mock/mock_gpu.c server/worker.c server/queue.c \
+             server/log.c api/errors.c api/image.c api/variant.c api/filter.c $(wildcard cpu_ref/*.c)
+MOCK_BIN := $(BUILD)/tests/test_worker_mock
 BENCH_SRCS := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
 .PHONY: all deps run test test-gpu bench plots clean asan
-all: $(BUILD)/edged $(TEST_BINS) $(BENCH_BINS)
+all: $(BUILD)/edged $(TEST_BINS) $(BENCH_BINS) $(MOCK_BIN)
 
 $(BUILD)/edged: $(MAIN_OBJ) $(LIB_OBJS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -71,9 +76,21 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+$(MOCK_BIN): $(MOCK_SRCS)
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -DEDGED_GPU=% -MMD -MP,$(CPPFLAGS)) -DEDGED_GPU=1 -Itests -O1 -g -std=c11 $(WARN) -pthread \
+	  -fsanitize=address,undefined -fno-omit-frame-pointer -o $@ $(MOCK_SRCS) $(PKG_LIBS) -lm
+
 $(BUILD)/bench/%: $(BUILD)/tests/bench/%.o $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The web page (server/web) as C arrays in $(BUILD)/gen/web_data.inc, included by server/web_assets.c.
+WEB_FILES := $(sort $(wildcard server/web/*.html server/web/*.js server/web/*.css))
+$(BUILD)/gen/web_data.inc: $(WEB_FILES) server/web/embed.sh
+	sh server/web/embed.sh $@ $(WEB_FILES)
+$(BUILD)/server/web_assets.o: $(BUILD)/gen/web_data.inc
+$(BUILD)/server/web_assets.o: override CPPFLAGS += -I$(BUILD)/gen
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -1,12 +1,182 @@
-/* serve.c — placeholder until its issue lands (being written now). */
+/* serve.c — `edged serve`: configuration, start-up in data-path order (metrics, queue, engine,
+ * workers, HTTP), then the main loop: signals, the GPU watchdog, drain and exit. */
+#include <cjson/cJSON.h>
+#include <signal.h>
 #include <stdio.h>
+#include <string.h>
+#include <time.h>
 
+#include "clock.h"
 #include "commands.h"
+#include "config.h"
+#include "errors.h"
+#include "http.h"
+#include "log.h"
+#include "service.h"
+
+#define SERVE_TICK_MS 100      /* main loop period: signal wait, watchdog, fatal check */
+#define SERVE_FATAL_WAIT_MS 3000 /* after a fatal GPU error: most time to let answers go out */
+
+/* The signals that drain the service. Blocked in every thread (they inherit the mask) and taken
+ * synchronously by the main loop with sigtimedwait, so no handler runs at an arbitrary point. */
+static void signals_block(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+static void log_start(const struct serve_config *cfg, const struct service *s)
+{
+    cJSON *o = log_begin("info");
+
+    cJSON_AddStringToObject(o, "event", "config");
+    cJSON_AddStringToObject(o, "version", EDGED_VERSION);
+    cJSON_AddStringToObject(o, "backend_in_use", service_backend(s));
+    cJSON_AddStringToObject(o, "device", s->engine ? engine_device(s->engine) : "none");
+    cJSON_AddItemToObject(o, "config", config_json(cfg));
+    log_end(o);
+}
+
+/* Waits for the requests in flight to end, up to ms. Returns how many are left. */
+static int wait_in_flight(struct http_server *h, int ms)
+{
+    struct timespec nap = {0, 10 * 1000000L};
+    double until = clock_ms() + ms;
+
+    while (http_in_flight(h) > 0 && clock_ms() < until)
+        nanosleep(&nap, NULL);
+    return http_in_flight(h);
+}
+
+/* SIGTERM/SIGINT: not ready at once and new requests refused (503), the listener closed after
+ * the grace period; every request admitted before keeps its place and is finished, then the
+ * queue closes and the workers end. Past --drain-timeout-s what is left is answered 503. */
+static void drain(struct service *s, struct http_server *h, int signo)
+{
+    struct timespec grace = {s->cfg->drain_grace_ms / 1000, (s->cfg->drain_grace_ms % 1000) * 1000000L};
+    int left;
+
+    log_event("info", "drain", "signal %d: not ready, finishing %d requests (%d jobs queued)", signo,
+              http_in_flight(h), queue_depth(s->q));
+    atomic_store(&s->draining, 1);
+    http_set_closing(h);
+    nanosleep(&grace, NULL);
+    http_quiesce(h);
+    if ((left = wait_in_flight(h, s->cfg->drain_timeout_s * 1000)) > 0) {
+        log_event("warn", "drain", "%d requests still running after %d s: answering them 503", left,
+                  s->cfg->drain_timeout_s);
+        queue_fail(s->q, EDGED_E_UNAVAILABLE, "server shut down before the job ran");
+        wait_in_flight(h, SERVE_FATAL_WAIT_MS);
+    }
+    queue_close(s->q);
+}
+
+/* Runs until a drain signal (returns EXIT_OK) or a fatal GPU error (EXIT_FAIL). */
+static int main_loop(struct service *s, struct http_server *h, const sigset_t *set)
+{
+    struct timespec tick = {0, SERVE_TICK_MS * 1000000L};
+    char msg[EDGED_ERR_LEN];
+    int signo;
+
+    for (;;) {
+        signo = sigtimedwait(set, NULL, &tick);
+        if (signo == SIGTERM || signo == SIGINT) {
+            drain(s, h, signo);
+            return EXIT_OK;
+        }
+        worker_watchdog(s->w, s->cfg->gpu_watchdog_ms);
+        if (worker_fatal(s->w, msg)) {
+            log_event("error", "exit", "fatal GPU error, exiting for a restart: %s", msg);
+            http_set_closing(h);
+            http_quiesce(h);
+            wait_in_flight(h, SERVE_FATAL_WAIT_MS);
+            return EXIT_FAIL;
+        }
+    }
+}
+
+static int open_backend(struct service *s, const struct serve_config *cfg)
+{
+    struct worker_config wc = {cfg->cpu_workers, cfg->threads};
+    char err[EDGED_ERR_LEN];
+    int rc;
+
+    s->engine_err[0] = '\0';
+    rc = engine_open(&s->engine, cfg->backend, cfg->streams, cfg->threads, s->engine_err);
+
+    if (rc < 0) {
+        /* --backend gpu without a device: stay up, never ready, say why */
+        log_event("error", "backend", "backend %s unavailable, /readyz answers 503: %s", backend_name(cfg->backend),
+                  s->engine_err);
+        return 0;
+    }
+    if (cfg->backend == BACKEND_AUTO && !engine_has_gpu(s->engine))
+        log_event("info", "backend", "backend auto: using the CPU backend (%s)",
+                  EDGED_GPU ? s->engine_err : "built without CUDA");
+    if ((rc = worker_start(&s->w, s->q, s->engine, &wc, err)) < 0)
+        log_event("error", "worker", "%s", err);
+    return rc;
+}
+
+static int serve_run(const struct serve_config *cfg, const sigset_t *set)
+{
+    struct service s = {0};
+    struct metrics_build mb = {EDGED_VERSION, "", ""};
+    struct http_config hc = {cfg->host, cfg->port, (size_t)cfg->max_body_mb << 20, cfg->max_connections,
+                             cfg->conn_timeout_s, cfg->request_timeout_s};
+    struct http_server *h = NULL;
+    const struct http_route *routes;
+    char err[EDGED_ERR_LEN];
+    int nroutes, rc, status = EXIT_FAIL;
+
+    if ((rc = service_init(&s, cfg, err)) < 0 || (rc = queue_new(&s.q, cfg->queue_depth, cfg->queue_deadline_ms, err)) < 0)
+        goto out;
+    if ((rc = open_backend(&s, cfg)) < 0)
+        goto out;
+    mb.backend = service_backend(&s);
+    mb.device = s.engine ? engine_device(s.engine) : "none";
+    if ((rc = metrics_new(&s.m, &mb, err)) < 0)
+        goto out;
+    log_start(cfg, &s);
+    routes = service_routes(&nroutes);
+    if ((rc = http_start(&h, &hc, routes, nroutes, service_admit, &s, s.m, err)) < 0)
+        goto out;
+    log_event("info", "listening", "edged %s listening on %s:%d (%s backend)", EDGED_VERSION, cfg->host, cfg->port,
+              service_backend(&s));
+    status = main_loop(&s, h, set);
+out:
+    if (rc < 0)
+        log_event("error", "start", "%s", err);
+    queue_close(s.q);
+    http_stop(h);
+    if (worker_stop(s.w, SERVE_FATAL_WAIT_MS) == 0)
+        engine_close(s.engine); /* else a GPU call never returned: leave the context to the exit */
+    metrics_free(s.m);
+    queue_free(s.q);
+    service_destroy(&s);
+    log_event("info", "exit", "exit status %d", status);
+    return status;
+}
 
 int serve_main(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "edged serve: not built yet\n");
-    return EXIT_FAIL;
+    struct serve_config cfg;
+    char err[EDGED_ERR_LEN];
+    sigset_t set;
+    int rc = config_load(&cfg, argc, argv, err);
+
+    if (rc == 1) {
+        config_usage(stdout);
+        return EXIT_OK;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "edged serve: %s\n", err);
+        config_usage(stderr);
+        return EXIT_USAGE;
+    }
+    signals_block(&set);
+    return serve_run(&cfg, &set);
 }

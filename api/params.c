@@ -1,0 +1,491 @@
+/* params.c — strict parsing of request parameters from text fields and JSON into struct params. */
+#include "params.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "errors.h"
+
+/* How a text value (query string, form field) becomes the JSON value the setters take. */
+enum text_kind { TEXT_STRING, TEXT_JSON, TEXT_BOOL, TEXT_LIST };
+
+typedef int (*field_setter)(struct params *p, const cJSON *v, char *err);
+
+struct field {
+    const char *name;
+    unsigned bit;
+    enum text_kind text;
+    field_setter set;
+};
+
+static int type_error(const char *field, const char *want, const cJSON *v, char *err)
+{
+    const char *got = cJSON_IsString(v)   ? "a string"
+                      : cJSON_IsNumber(v) ? "a number"
+                      : cJSON_IsBool(v)   ? "a boolean"
+                      : cJSON_IsArray(v)  ? "an array"
+                      : cJSON_IsObject(v) ? "an object"
+                                          : "null";
+    return edged_fail(err, EDGED_E_PARAM, "%s: expected %s, got %s", field, want, got);
+}
+
+static int get_number(const cJSON *v, const char *field, double lo, double hi, double *out, char *err)
+{
+    if (!cJSON_IsNumber(v))
+        return type_error(field, "a number", v, err);
+    if (!isfinite(v->valuedouble))
+        return edged_fail(err, EDGED_E_PARAM, "%s: not a finite number", field);
+    if (v->valuedouble < lo || v->valuedouble > hi)
+        return edged_fail(err, EDGED_E_PARAM, "%s: %g out of range %g..%g", field, v->valuedouble, lo, hi);
+    *out = v->valuedouble;
+    return 0;
+}
+
+static int get_int(const cJSON *v, const char *field, int lo, int hi, int *out, char *err)
+{
+    double d = 0.0;
+    int rc;
+
+    if ((rc = get_number(v, field, lo, hi, &d, err)) < 0)
+        return rc;
+    if (d != floor(d))
+        return edged_fail(err, EDGED_E_PARAM, "%s: %g is not an integer", field, d);
+    *out = (int)d;
+    return 0;
+}
+
+/* Looks a string value up with from_name; `names` lists the choices for the message. */
+static int get_enum(const cJSON *v, const char *field, int (*from_name)(const char *), const char *names,
+                    int *out, char *err)
+{
+    int id;
+
+    if (!cJSON_IsString(v))
+        return type_error(field, "a string", v, err);
+    if ((id = from_name(v->valuestring)) < 0)
+        return edged_fail(err, EDGED_E_PARAM, "%s: unknown value '%.64s' (%s)", field, v->valuestring, names);
+    *out = id;
+    return 0;
+}
+
+static int set_filter(struct params *p, const cJSON *v, char *err)
+{
+    int id = 0, rc;
+
+    if ((rc = get_enum(v, "filter", filter_from_name, "see GET /v1/filters", &id, err)) < 0)
+        return rc;
+    p->spec.filter = (enum filter_id)id;
+    return 0;
+}
+
+static int set_variant(struct params *p, const cJSON *v, char *err)
+{
+    int id = 0, rc;
+
+    if (p->mode == PARAMS_COMPARE)
+        return edged_fail(err, EDGED_E_PARAM, "variant: compare takes `variants` (a list)");
+    if ((rc = get_enum(v, "variant", variant_from_name, "see GET /v1/variants", &id, err)) < 0)
+        return rc;
+    p->variant = (enum variant)id;
+    return 0;
+}
+
+static int set_variants(struct params *p, const cJSON *v, char *err)
+{
+    const cJSON *item;
+    unsigned set = 0;
+    int id;
+
+    if (p->mode != PARAMS_COMPARE)
+        return edged_fail(err, EDGED_E_PARAM, "variants: only /v1/compare takes a list; use `variant`");
+    if (!cJSON_IsArray(v))
+        return type_error("variants", "an array of variant names", v, err);
+    cJSON_ArrayForEach(item, v)
+    {
+        if (!cJSON_IsString(item))
+            return type_error("variants[]", "a string", item, err);
+        id = variant_from_name(item->valuestring);
+        if (id < 0 || id == VARIANT_AUTO)
+            return edged_fail(err, EDGED_E_PARAM, "variants: unknown variant '%.64s'", item->valuestring);
+        set |= 1u << id;
+    }
+    if (!set)
+        return edged_fail(err, EDGED_E_PARAM, "variants: empty list");
+    p->variants = set;
+    return 0;
+}
+
+static int set_threshold(struct params *p, const cJSON *v, char *err)
+{
+    double d = 0.0;
+    int rc = get_number(v, "threshold", 0.0, 1e6, &d, err);
+
+    if (rc == 0)
+        p->spec.threshold = (float)d;
+    return rc;
+}
+
+static int set_border(struct params *p, const cJSON *v, char *err)
+{
+    int id = 0, rc = get_enum(v, "border", border_from_name, "zero, replicate, reflect", &id, err);
+
+    if (rc == 0)
+        p->spec.border = (enum border)id;
+    return rc;
+}
+
+static int set_color(struct params *p, const cJSON *v, char *err)
+{
+    int id = 0, rc = get_enum(v, "color", color_from_name, "auto, gray, rgb", &id, err);
+
+    if (rc == 0)
+        p->spec.color = (enum color_mode)id;
+    return rc;
+}
+
+static int set_post(struct params *p, const cJSON *v, char *err)
+{
+    int id = 0, rc = get_enum(v, "post", post_from_name, "auto, clamp, abs, offset", &id, err);
+
+    if (rc == 0 && id == POST_THRESHOLD)
+        return edged_fail(err, EDGED_E_PARAM, "post: threshold is the edge filter's own output");
+    if (rc == 0)
+        p->spec.post = (enum post_mode)id;
+    return rc;
+}
+
+static int set_size(struct params *p, const cJSON *v, char *err)
+{
+    int n = 0, rc = get_int(v, "size", 3, FILTER_MAX_SIDE, &n, err);
+
+    if (rc == 0 && n % 2 == 0)
+        return edged_fail(err, EDGED_E_PARAM, "size: %d is even; must be odd, 3..%d", n, FILTER_MAX_SIDE);
+    if (rc == 0)
+        p->spec.size = n;
+    return rc;
+}
+
+static int set_sigma(struct params *p, const cJSON *v, char *err)
+{
+    double d = 0.0;
+    int rc = get_number(v, "sigma", 0.0, 1000.0, &d, err);
+
+    if (rc == 0 && d <= 0.0)
+        return edged_fail(err, EDGED_E_PARAM, "sigma: %g invalid; must be > 0 (leave it out for the default)", d);
+    if (rc == 0)
+        p->spec.sigma = (float)d;
+    return rc;
+}
+
+/* taps: an array of `rows` arrays of `cols` finite numbers, both odd and 1..FILTER_MAX_SIDE. */
+static int set_taps(struct params *p, const cJSON *v, char *err)
+{
+    const cJSON *row, *tap;
+    int rows, cols, i = 0, j;
+
+    if (!cJSON_IsArray(v))
+        return type_error("taps", "an array of rows", v, err);
+    rows = cJSON_GetArraySize(v);
+    cols = rows > 0 ? cJSON_GetArraySize(cJSON_GetArrayItem(v, 0)) : 0;
+    if (rows < 1 || rows > FILTER_MAX_SIDE || rows % 2 == 0 || cols < 1 || cols > FILTER_MAX_SIDE || cols % 2 == 0)
+        return edged_fail(err, EDGED_E_PARAM, "taps: %dx%d; rows and cols must be odd, 1..%d", rows, cols,
+                          FILTER_MAX_SIDE);
+    cJSON_ArrayForEach(row, v)
+    {
+        if (!cJSON_IsArray(row))
+            return type_error("taps[]", "an array of numbers", row, err);
+        if (cJSON_GetArraySize(row) != cols)
+            return edged_fail(err, EDGED_E_PARAM, "taps: row %d has %d taps, row 0 has %d", i,
+                              cJSON_GetArraySize(row), cols);
+        j = 0;
+        cJSON_ArrayForEach(tap, row)
+        {
+            if (!cJSON_IsNumber(tap) || !isfinite(tap->valuedouble) || fabs(tap->valuedouble) > 1e30)
+                return edged_fail(err, EDGED_E_PARAM, "taps[%d][%d]: expected a finite number", i, j);
+            p->spec.custom_taps[i * cols + j++] = (float)tap->valuedouble;
+        }
+        i++;
+    }
+    p->spec.custom_rows = rows;
+    p->spec.custom_cols = cols;
+    return 0;
+}
+
+static int set_normalize(struct params *p, const cJSON *v, char *err)
+{
+    if (!cJSON_IsBool(v))
+        return type_error("normalize", "a boolean", v, err);
+    p->spec.custom_normalize = cJSON_IsTrue(v);
+    return 0;
+}
+
+static int set_block(struct params *p, const cJSON *v, char *err)
+{
+    int n = 0, rc = get_int(v, "block", 1, 1024, &n, err);
+
+    if (rc == 0 && !variant_block_ok(n))
+        return edged_fail(err, EDGED_E_PARAM, "block: %d invalid; must be 8, 16, 24 or 32", n);
+    if (rc == 0)
+        p->block = n;
+    return rc;
+}
+
+static int output_from_name(const char *name)
+{
+    return strcmp(name, "png") == 0 ? PARAMS_OUTPUT_PNG : strcmp(name, "json") == 0 ? PARAMS_OUTPUT_JSON : -1;
+}
+
+static int set_output(struct params *p, const cJSON *v, char *err)
+{
+    int id = 0, rc = get_enum(v, "output", output_from_name, "png, json", &id, err);
+
+    if (rc == 0)
+        p->output = (enum params_output)id;
+    return rc;
+}
+
+static int set_png_level(struct params *p, const cJSON *v, char *err)
+{
+    return get_int(v, "png_level", 0, 9, &p->png_level, err);
+}
+
+static int set_bit_depth(struct params *p, const cJSON *v, char *err)
+{
+    int n = 0, rc = get_int(v, "bit_depth", 1, 8, &n, err);
+
+    if (rc == 0 && n != 1 && n != 8)
+        return edged_fail(err, EDGED_E_PARAM, "bit_depth: %d invalid; must be 8, or 1 for edge maps", n);
+    if (rc == 0)
+        p->bit_depth = n;
+    return rc;
+}
+
+static const struct field fields[] = {
+    {"filter", PARAMS_F_FILTER, TEXT_STRING, set_filter},
+    {"variant", PARAMS_F_VARIANT, TEXT_STRING, set_variant},
+    {"variants", PARAMS_F_VARIANTS, TEXT_LIST, set_variants},
+    {"threshold", PARAMS_F_THRESHOLD, TEXT_JSON, set_threshold},
+    {"border", PARAMS_F_BORDER, TEXT_STRING, set_border},
+    {"color", PARAMS_F_COLOR, TEXT_STRING, set_color},
+    {"post", PARAMS_F_POST, TEXT_STRING, set_post},
+    {"size", PARAMS_F_SIZE, TEXT_JSON, set_size},
+    {"sigma", PARAMS_F_SIGMA, TEXT_JSON, set_sigma},
+    {"taps", PARAMS_F_TAPS, TEXT_JSON, set_taps},
+    {"normalize", PARAMS_F_NORMALIZE, TEXT_BOOL, set_normalize},
+    {"block", PARAMS_F_BLOCK, TEXT_JSON, set_block},
+    {"output", PARAMS_F_OUTPUT, TEXT_STRING, set_output},
+    {"png_level", PARAMS_F_PNG_LEVEL, TEXT_JSON, set_png_level},
+    {"bit_depth", PARAMS_F_BIT_DEPTH, TEXT_JSON, set_bit_depth},
+};
+#define NFIELDS (sizeof(fields) / sizeof(fields[0]))
+
+static const struct field *field_find(const char *name)
+{
+    for (size_t i = 0; i < NFIELDS; i++)
+        if (strcmp(fields[i].name, name) == 0)
+            return &fields[i];
+    return NULL;
+}
+
+const char *params_field_name(unsigned bit)
+{
+    for (size_t i = 0; i < NFIELDS; i++)
+        if (fields[i].bit == bit)
+            return fields[i].name;
+    return "?";
+}
+
+void params_init(struct params *p, enum params_mode mode)
+{
+    memset(p, 0, sizeof(*p));
+    filter_spec_init(&p->spec, FILTER_EDGE);
+    p->variant = VARIANT_AUTO;
+    p->output = PARAMS_OUTPUT_AUTO;
+    p->png_level = PARAMS_DEFAULT_PNG_LEVEL;
+    p->bit_depth = 8;
+    p->mode = mode;
+}
+
+static int set_field(struct params *p, const struct field *f, const cJSON *v, char *err)
+{
+    int rc = f->set(p, v, err);
+
+    if (rc == 0)
+        p->given |= f->bit;
+    return rc;
+}
+
+/* Depth of the deepest array/object nesting, counted outside strings; stops past `limit` so that
+ * a hostile text is rejected before cJSON recurses into it. */
+static int json_depth(const char *s, size_t len, int limit)
+{
+    int depth = 0, max = 0, in_str = 0;
+
+    for (size_t i = 0; i < len && max <= limit; i++) {
+        char c = s[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = 0;
+        } else if (c == '"') {
+            in_str = 1;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max)
+                max = depth;
+        } else if (c == ']' || c == '}') {
+            depth--;
+        }
+    }
+    return max;
+}
+
+/* Parses a bounded, NUL-terminated copy of text; *out is the caller's to cJSON_Delete. */
+static int json_parse(const char *what, const char *text, size_t len, cJSON **out, char *err)
+{
+    const char *end = NULL;
+    char *copy;
+
+    *out = NULL;
+    if (len == 0)
+        return edged_fail(err, EDGED_E_PARAM, "%s: empty JSON", what);
+    if (len > PARAMS_MAX_JSON)
+        return edged_fail(err, EDGED_E_PARAM, "%s: JSON of %zu bytes exceeds %d", what, len, PARAMS_MAX_JSON);
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) /* cJSON would skip it; JSON (RFC 8259) forbids it */
+        return edged_fail(err, EDGED_E_PARAM, "%s: JSON starts with a byte-order mark", what);
+    if (memchr(text, '\0', len))
+        return edged_fail(err, EDGED_E_PARAM, "%s: JSON contains a NUL byte", what);
+    if (json_depth(text, len, PARAMS_MAX_DEPTH) > PARAMS_MAX_DEPTH)
+        return edged_fail(err, EDGED_E_PARAM, "%s: JSON nested deeper than %d", what, PARAMS_MAX_DEPTH);
+    if (!(copy = malloc(len + 1)))
+        return edged_fail(err, EDGED_E_NOMEM, "%s: out of memory", what);
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    *out = cJSON_ParseWithLengthOpts(copy, len + 1, &end, 1);
+    if (!*out) {
+        size_t at = end && end >= copy ? (size_t)(end - copy) : 0;
+        free(copy);
+        return edged_fail(err, EDGED_E_PARAM, "%s: invalid JSON near byte %zu", what, at);
+    }
+    free(copy);
+    return 0;
+}
+
+static int text_value(const struct field *f, const char *value, cJSON **out, char *err)
+{
+    char *list, *tok, *save = NULL;
+    int rc = 0;
+
+    switch (f->text) {
+    case TEXT_STRING:
+        *out = cJSON_CreateString(value);
+        break;
+    case TEXT_BOOL:
+        if (strcmp(value, "true") && strcmp(value, "false") && strcmp(value, "1") && strcmp(value, "0"))
+            return edged_fail(err, EDGED_E_PARAM, "%s: '%.64s' is not true, false, 1 or 0", f->name, value);
+        *out = cJSON_CreateBool(value[0] == 't' || value[0] == '1');
+        break;
+    case TEXT_JSON:
+        if ((rc = json_parse(f->name, value, strlen(value), out, err)) < 0)
+            return edged_fail(err, rc, "%s: '%.64s' is not a valid value", f->name, value);
+        break;
+    case TEXT_LIST:
+        if (!(*out = cJSON_CreateArray()) || !(list = strdup(value)))
+            break;
+        for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+            cJSON_AddItemToArray(*out, cJSON_CreateString(tok));
+        free(list);
+        break;
+    }
+    return *out ? 0 : edged_fail(err, EDGED_E_NOMEM, "%s: out of memory", f->name);
+}
+
+int params_set_text(struct params *p, const char *key, const char *value, char *err)
+{
+    const struct field *f = field_find(key);
+    cJSON *v = NULL;
+    int rc;
+
+    if (!f)
+        return edged_fail(err, EDGED_E_PARAM, "unknown parameter '%.64s'", key);
+    if ((rc = text_value(f, value ? value : "", &v, err)) == 0)
+        rc = set_field(p, f, v, err);
+    cJSON_Delete(v);
+    return rc;
+}
+
+int params_set_json(struct params *p, const char *text, size_t len, char *err)
+{
+    const struct field *f;
+    const cJSON *item;
+    cJSON *root = NULL;
+    unsigned seen = 0;
+    int rc;
+
+    if ((rc = json_parse("params", text, len, &root, err)) < 0)
+        return rc;
+    if (!cJSON_IsObject(root)) {
+        rc = edged_fail(err, EDGED_E_PARAM, "params: expected a JSON object");
+        goto out;
+    }
+    cJSON_ArrayForEach(item, root)
+    {
+        if (!(f = field_find(item->string))) {
+            rc = edged_fail(err, EDGED_E_PARAM, "params: unknown parameter '%.64s'", item->string);
+            goto out;
+        }
+        if (seen & f->bit) {
+            rc = edged_fail(err, EDGED_E_PARAM, "params: duplicate key '%s'", f->name);
+            goto out;
+        }
+        seen |= f->bit;
+        if ((rc = set_field(p, f, item, err)) < 0)
+            goto out;
+    }
+out:
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* A knob given for a filter that does not take it is an error rather than silently ignored. */
+static int check_applies(const struct params *p, char *err)
+{
+    enum filter_id f = p->spec.filter;
+    const char *name = filter_name(f);
+
+    if ((p->given & PARAMS_F_THRESHOLD) && f != FILTER_EDGE)
+        return edged_fail(err, EDGED_E_PARAM, "threshold: applies to edge, not %s", name);
+    if ((p->given & (PARAMS_F_TAPS | PARAMS_F_NORMALIZE)) && f != FILTER_CUSTOM)
+        return edged_fail(err, EDGED_E_PARAM, "%s: applies to custom, not %s",
+                          (p->given & PARAMS_F_TAPS) ? "taps" : "normalize", name);
+    if (f == FILTER_CUSTOM && !(p->given & PARAMS_F_TAPS))
+        return edged_fail(err, EDGED_E_PARAM, "taps: filter custom needs taps (an array of rows)");
+    if ((p->given & PARAMS_F_SIZE) && f != FILTER_GAUSSIAN && f != FILTER_BOX)
+        return edged_fail(err, EDGED_E_PARAM, "size: applies to gaussian and box, not %s", name);
+    if ((p->given & PARAMS_F_SIGMA) && f != FILTER_GAUSSIAN)
+        return edged_fail(err, EDGED_E_PARAM, "sigma: applies to gaussian, not %s", name);
+    if (p->bit_depth == 1 && f != FILTER_EDGE)
+        return edged_fail(err, EDGED_E_PARAM, "bit_depth: 1 is for binary edge maps, not %s", name);
+    if ((p->given & PARAMS_F_BLOCK) && p->mode == PARAMS_FILTER && p->variant != VARIANT_AUTO &&
+        !variant_is_gpu(p->variant))
+        return edged_fail(err, EDGED_E_PARAM, "block: applies to GPU variants, not %s", variant_name(p->variant));
+    return 0;
+}
+
+int params_validate(const struct params *p, char *err)
+{
+    struct filter_plan *plan;
+    int rc;
+
+    if ((rc = check_applies(p, err)) < 0)
+        return rc;
+    /* The plan is large (two 63x63 kernels): heap, not the connection thread's stack. */
+    if (!(plan = malloc(sizeof(*plan))))
+        return edged_fail(err, EDGED_E_NOMEM, "out of memory");
+    rc = filter_plan_make(&p->spec, 3, plan, err);
+    free(plan);
+    return rc;
+}

@@ -1,0 +1,80 @@
+/* params.h — request parameters (query string, form fields, JSON `params`) into a filter_spec
+ * and the output options, strictly: unknown keys, wrong types and out-of-range values are errors
+ * that name the field. */
+#ifndef EDGED_PARAMS_H
+#define EDGED_PARAMS_H
+
+#include <stddef.h>
+
+#include "filter.h"
+#include "variant.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PARAMS_MAX_JSON (256 * 1024) /* largest JSON `params` text (63x63 taps fit easily) */
+#define PARAMS_MAX_DEPTH 4           /* object > taps > row > (one spare) */
+#define PARAMS_DEFAULT_PNG_LEVEL 1   /* zlib level: level 1 is ~3x faster than 6 for ~10% size */
+
+enum params_output { PARAMS_OUTPUT_AUTO, PARAMS_OUTPUT_PNG, PARAMS_OUTPUT_JSON };
+
+/* Which endpoint the parameters are for: compare takes `variants` (a list) instead of `variant`. */
+enum params_mode { PARAMS_FILTER, PARAMS_COMPARE };
+
+/* Every field a request may set. params_init gives the documented defaults; `given` records
+ * which fields a request set (bit PARAMS_F_*), so that knobs given to the wrong filter are errors. */
+struct params {
+    struct filter_spec spec;
+    enum variant variant;      /* default VARIANT_AUTO */
+    int block;                 /* GPU block side; 0 = VARIANT_DEFAULT_BLOCK */
+    enum params_output output; /* AUTO: the Accept header decides, PNG otherwise */
+    int png_level;             /* 0..9 */
+    int bit_depth;             /* 8, or 1 for single-channel binary outputs (edge) */
+    unsigned variants;         /* compare: bit (1u << v) per listed variant; 0 = every one that serves */
+    unsigned given;
+    enum params_mode mode;
+};
+
+enum params_field_bit {
+    PARAMS_F_FILTER = 1u << 0,
+    PARAMS_F_VARIANT = 1u << 1,
+    PARAMS_F_THRESHOLD = 1u << 2,
+    PARAMS_F_BORDER = 1u << 3,
+    PARAMS_F_COLOR = 1u << 4,
+    PARAMS_F_POST = 1u << 5,
+    PARAMS_F_SIZE = 1u << 6,
+    PARAMS_F_SIGMA = 1u << 7,
+    PARAMS_F_TAPS = 1u << 8,
+    PARAMS_F_NORMALIZE = 1u << 9,
+    PARAMS_F_BLOCK = 1u << 10,
+    PARAMS_F_OUTPUT = 1u << 11,
+    PARAMS_F_PNG_LEVEL = 1u << 12,
+    PARAMS_F_BIT_DEPTH = 1u << 13,
+    PARAMS_F_VARIANTS = 1u << 14,
+};
+
+/* Defaults: filter edge (threshold 5, zero border), variant auto, png_level 1, bit_depth 8. */
+void params_init(struct params *p, enum params_mode mode);
+
+/* Sets one field from a text value (query string or form field). Numbers must be JSON numbers,
+ * booleans true/false/1/0, taps a JSON array of rows, variants a comma-separated list. Returns 0
+ * or EDGED_E_PARAM with a message naming the field. */
+int params_set_text(struct params *p, const char *key, const char *value, char *err);
+
+/* Applies the fields of a JSON object (len bytes, need not be NUL-terminated; parsed from a
+ * bounded copy). Invalid JSON, a non-object, duplicate keys or nesting deeper than
+ * PARAMS_MAX_DEPTH are EDGED_E_PARAM too. Fields set here override earlier ones. */
+int params_set_json(struct params *p, const char *text, size_t len, char *err);
+
+/* Checks the combination (knobs that the filter does not take, custom without taps, bit_depth 1
+ * for a non-binary filter) and resolves the spec as filter_plan_make would. 0 or EDGED_E_PARAM. */
+int params_validate(const struct params *p, char *err);
+
+/* Name of the field with bit `bit` ("threshold"), for messages. */
+const char *params_field_name(unsigned bit);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,167 @@
+/* result.c — JSON result bodies and the single error-to-answer function. */
+#include "result.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "errors.h"
+
+/* Appends s to body as JSON string contents; stops (keeping room for the closing text) when full.
+ * Hand-written so that the error path allocates nothing and cannot fail. */
+static size_t json_escape(char *dst, size_t cap, size_t pos, const char *s, size_t reserve)
+{
+    static const char hex[] = "0123456789abcdef";
+
+    for (; s && *s && pos + 7 + reserve < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            dst[pos++] = '\\';
+            dst[pos++] = (char)c;
+        } else if (c < 0x20 || c == 0x7f) {
+            pos += (size_t)snprintf(dst + pos, cap - pos, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
+        } else {
+            dst[pos++] = (char)c;
+        }
+    }
+    dst[pos] = '\0';
+    return pos;
+}
+
+static size_t put(char *dst, size_t cap, size_t pos, const char *s)
+{
+    size_t n = strlen(s);
+
+    if (pos + n >= cap)
+        n = cap - pos - 1;
+    memcpy(dst + pos, s, n);
+    dst[pos + n] = '\0';
+    return pos + n;
+}
+
+int result_error(int code, const char *message, const char *request_id, char *body, size_t cap)
+{
+    size_t pos = 0;
+
+    if (!body || cap < 128)
+        return edged_err_status(code);
+    if (!message || !*message)
+        message = edged_err_message(code);
+    pos = put(body, cap, pos, "{\"error\":{\"code\":\"");
+    pos = put(body, cap, pos, edged_err_name(code));
+    pos = put(body, cap, pos, "\",\"message\":\"");
+    pos = json_escape(body, cap, pos, message, 64 + (request_id ? strlen(request_id) : 0));
+    pos = put(body, cap, pos, "\",\"request_id\":\"");
+    pos = json_escape(body, cap, pos, request_id ? request_id : "", 8);
+    put(body, cap, pos, "\"}}\n");
+    return edged_err_status(code);
+}
+
+void result_server_timing(const struct result_times *t, char *buf, size_t cap)
+{
+    snprintf(buf, cap,
+             "queue;dur=%.3f, decode;dur=%.3f, upload;dur=%.3f, kernel;dur=%.3f, download;dur=%.3f, "
+             "encode;dur=%.3f, total;dur=%.3f",
+             t->queue, t->decode, t->upload, t->kernel, t->download, t->encode, t->total);
+}
+
+void result_kernel_rates(const struct filter_plan *plan, int w, int h, double kernel_ms, double *gflops,
+                         double *gbps)
+{
+    double samples = (double)w * h * plan->planes;
+
+    *gflops = *gbps = 0.0;
+    if (kernel_ms <= 0.0)
+        return;
+    *gflops = 2.0 * filter_plan_taps(plan) * samples / (kernel_ms * 1e6);
+    *gbps = plan->nconv * samples * 2.0 * sizeof(float) / (kernel_ms * 1e6);
+}
+
+/* Figures are printed to a fixed number of decimals (times: microseconds), not 17 digits of noise. */
+static double rnd(double v, double scale) { return round(v * scale) / scale; }
+
+static cJSON *times_json(const struct result_times *t)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    cJSON_AddNumberToObject(o, "queue", rnd(t->queue, 1e3));
+    cJSON_AddNumberToObject(o, "decode", rnd(t->decode, 1e3));
+    cJSON_AddNumberToObject(o, "upload", rnd(t->upload, 1e3));
+    cJSON_AddNumberToObject(o, "kernel", rnd(t->kernel, 1e3));
+    cJSON_AddNumberToObject(o, "download", rnd(t->download, 1e3));
+    cJSON_AddNumberToObject(o, "encode", rnd(t->encode, 1e3));
+    cJSON_AddNumberToObject(o, "total", rnd(t->total, 1e3));
+    return o;
+}
+
+/* Prints and frees root; NULL when out of memory. cJSON's adders accept NULL items, so an inner
+ * allocation failure drops that field instead of crashing. */
+static char *print_free(cJSON *root)
+{
+    char *s = root ? cJSON_PrintUnformatted(root) : NULL;
+
+    cJSON_Delete(root);
+    return s;
+}
+
+static void add_image(cJSON *o, const char *id, const char *filter, const char *backend, const char *device,
+                      int w, int h, int ch)
+{
+    cJSON_AddStringToObject(o, "request_id", id ? id : "");
+    cJSON_AddStringToObject(o, "filter", filter);
+    cJSON_AddStringToObject(o, "backend", backend);
+    cJSON_AddStringToObject(o, "device", device);
+    cJSON_AddNumberToObject(o, "width", w);
+    cJSON_AddNumberToObject(o, "height", h);
+    cJSON_AddNumberToObject(o, "channels", ch);
+}
+
+char *result_filter_json(const struct result_filter *r)
+{
+    cJSON *root = cJSON_CreateObject(), *k = cJSON_CreateObject(), *out = cJSON_CreateObject();
+
+    add_image(root, r->request_id, r->filter, r->backend, r->device, r->width, r->height, r->channels);
+    cJSON_AddStringToObject(root, "variant", r->variant);
+    cJSON_AddItemToObject(root, "timings_ms", times_json(&r->t));
+    cJSON_AddNumberToObject(k, "gflops", rnd(r->gflops, 1e3));
+    cJSON_AddNumberToObject(k, "effective_gbps", rnd(r->effective_gbps, 1e3));
+    if (r->bandwidth_fraction >= 0.0)
+        cJSON_AddNumberToObject(k, "bandwidth_fraction", rnd(r->bandwidth_fraction, 1e4));
+    else
+        cJSON_AddNullToObject(k, "bandwidth_fraction");
+    if (r->block > 0)
+        cJSON_AddNumberToObject(k, "block", r->block);
+    else
+        cJSON_AddNullToObject(k, "block");
+    cJSON_AddItemToObject(root, "kernel", k);
+    cJSON_AddNumberToObject(out, "bytes", (double)r->output_bytes);
+    cJSON_AddItemToObject(root, "output", out);
+    return print_free(root);
+}
+
+char *result_compare_json(const struct result_compare *c)
+{
+    cJSON *root = cJSON_CreateObject(), *rows = cJSON_CreateArray(), *skipped = cJSON_CreateArray();
+
+    add_image(root, c->request_id, c->filter, c->backend, c->device, c->width, c->height, c->channels);
+    for (int i = 0; i < c->nrows; i++) {
+        const struct result_compare_row *r = &c->rows[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "variant", r->variant);
+        if (r->code) {
+            cJSON_AddStringToObject(o, "code", edged_err_name(r->code));
+            cJSON_AddStringToObject(o, "message", r->message ? r->message : edged_err_message(r->code));
+            cJSON_AddItemToArray(skipped, o);
+            continue;
+        }
+        cJSON_AddNumberToObject(o, "kernel_ms", rnd(r->kernel_ms, 1e3));
+        cJSON_AddNumberToObject(o, "gflops", rnd(r->gflops, 1e3));
+        cJSON_AddNumberToObject(o, "effective_gbps", rnd(r->effective_gbps, 1e3));
+        cJSON_AddNumberToObject(o, "max_abs_diff_vs_cpu_serial", r->max_abs_diff);
+        cJSON_AddItemToArray(rows, o);
+    }
+    cJSON_AddItemToObject(root, "rows", rows);
+    cJSON_AddItemToObject(root, "skipped", skipped);
+    return print_free(root);
+}

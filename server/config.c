@@ -1,0 +1,177 @@
+/* config.c — one table of options drives defaults, environment, flags, usage and the start line. */
+#include "config.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "errors.h"
+
+enum opt_kind { OPT_INT, OPT_LL, OPT_STR, OPT_BACKEND };
+
+struct opt {
+    const char *flag, *env;
+    enum opt_kind kind;
+    size_t off, size;
+    long long lo, hi;
+    const char *dflt, *help;
+};
+
+#define O(field) offsetof(struct serve_config, field), sizeof(((struct serve_config *)0)->field)
+static const struct opt opts[] = {
+    {"host", "EDGED_HOST", OPT_STR, O(host), 0, 0, "0.0.0.0", "bind address (IPv4)"},
+    {"port", "EDGED_PORT", OPT_INT, O(port), 1, 65535, "8080", "TCP port"},
+    {"backend", "EDGED_BACKEND", OPT_BACKEND, O(backend), 0, 0, "auto",
+     "auto (GPU when one works, else CPU), gpu (not ready without one) or cpu"},
+    {"max-body-mb", "EDGED_MAX_BODY_MB", OPT_INT, O(max_body_mb), 1, 4096, "64",
+     "request body cap in MiB (413 above; decided from Content-Length, or while streaming chunked)"},
+    {"max-pixels", "EDGED_MAX_PIXELS", OPT_LL, O(max_pixels), 1, 2147483648LL, "50000000",
+     "image width*height cap (422 above, decided from IHDR)"},
+    {"max-side", "EDGED_MAX_SIDE", OPT_INT, O(max_side), 1, 65535, "32768", "image width and height cap (422)"},
+    {"queue-depth", "EDGED_QUEUE_DEPTH", OPT_INT, O(queue_depth), 1, 100000, "64",
+     "jobs waiting for a worker (429 with Retry-After when full)"},
+    {"queue-deadline-ms", "EDGED_QUEUE_DEADLINE_MS", OPT_INT, O(queue_deadline_ms), 1, 3600000, "30000",
+     "a job still queued after this is answered 504"},
+    {"streams", "EDGED_STREAMS", OPT_INT, O(streams), 1, 16, "4", "CUDA streams of the GPU worker"},
+    {"threads", "EDGED_THREADS", OPT_INT, O(threads), 0, 1024, "0",
+     "PNG codec slots and CPU compute threads (0 = online cores)"},
+    {"cpu-workers", "EDGED_CPU_WORKERS", OPT_INT, O(cpu_workers), 1, 64, "2",
+     "CPU-backend jobs run at once (each uses --threads threads)"},
+    {"max-connections", "EDGED_MAX_CONNECTIONS", OPT_INT, O(max_connections), 1, 65536, "256",
+     "concurrent connections (one thread each); further ones are refused"},
+    {"conn-timeout-s", "EDGED_CONN_TIMEOUT_S", OPT_INT, O(conn_timeout_s), 1, 3600, "30",
+     "idle connection timeout (slow clients are cut)"},
+    {"request-timeout-s", "EDGED_REQUEST_TIMEOUT_S", OPT_INT, O(request_timeout_s), 1, 3600, "60",
+     "a request body must arrive within this"},
+    {"drain-grace-ms", "EDGED_DRAIN_GRACE_MS", OPT_INT, O(drain_grace_ms), 0, 600000, "0",
+     "after SIGTERM, keep accepting (answering 503) this long before closing the listener"},
+    {"drain-timeout-s", "EDGED_DRAIN_TIMEOUT_S", OPT_INT, O(drain_timeout_s), 1, 3600, "60",
+     "at shutdown, longest wait for requests in flight"},
+    {"gpu-watchdog-ms", "EDGED_GPU_WATCHDOG_MS", OPT_INT, O(gpu_watchdog_ms), 100, 3600000, "60000",
+     "a GPU job running longer means a stuck device: not ready, exit non-zero"},
+    {"openapi", "EDGED_OPENAPI", OPT_STR, O(openapi), 0, 0, "",
+     "path of openapi.yaml (default: api/openapi.yaml beside the binary's build dir, then ./api/)"},
+};
+#undef O
+#define NOPTS (sizeof(opts) / sizeof(opts[0]))
+
+static const char *const backend_names[] = {"auto", "gpu", "cpu"};
+
+const char *backend_name(enum backend b) { return (unsigned)b < 3 ? backend_names[b] : "?"; }
+
+/* Stores text into the field of o; `src` ("--port", "EDGED_PORT") names it in the message. */
+static int opt_set(struct serve_config *cfg, const struct opt *o, const char *src, const char *text, char *err)
+{
+    char *field = (char *)cfg + o->off, *end;
+    long long v;
+
+    if (o->kind == OPT_STR) {
+        if (strlen(text) >= o->size)
+            return edged_fail(err, EDGED_E_USAGE, "%s: value longer than %zu bytes", src, o->size - 1);
+        memcpy(field, text, strlen(text) + 1);
+        return 0;
+    }
+    if (o->kind == OPT_BACKEND) {
+        for (int i = 0; i < 3; i++)
+            if (strcmp(text, backend_names[i]) == 0) {
+                *(enum backend *)(void *)field = (enum backend)i;
+                return 0;
+            }
+        return edged_fail(err, EDGED_E_USAGE, "%s: '%s' is not auto, gpu or cpu", src, text);
+    }
+    errno = 0;
+    v = strtoll(text, &end, 10);
+    if (errno || end == text || *end || v < o->lo || v > o->hi)
+        return edged_fail(err, EDGED_E_USAGE, "%s: '%s' is not an integer in %lld..%lld", src, text, o->lo, o->hi);
+    if (o->kind == OPT_LL)
+        *(long long *)(void *)field = v;
+    else
+        *(int *)(void *)field = (int)v;
+    return 0;
+}
+
+static const struct opt *opt_find(const char *flag, size_t len)
+{
+    for (size_t i = 0; i < NOPTS; i++)
+        if (strlen(opts[i].flag) == len && strncmp(opts[i].flag, flag, len) == 0)
+            return &opts[i];
+    return NULL;
+}
+
+static int load_args(struct serve_config *cfg, int argc, char **argv, char *err)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *eq, *val;
+        const struct opt *o;
+        int rc;
+
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+            return 1;
+        if (strncmp(a, "--", 2) != 0)
+            return edged_fail(err, EDGED_E_USAGE, "unexpected argument '%s'", a);
+        eq = strchr(a + 2, '=');
+        if (!(o = opt_find(a + 2, eq ? (size_t)(eq - a - 2) : strlen(a + 2))))
+            return edged_fail(err, EDGED_E_USAGE, "unknown flag '%s' (edged serve --help)", a);
+        if (!eq && i + 1 >= argc)
+            return edged_fail(err, EDGED_E_USAGE, "flag '%s' needs a value", a);
+        val = eq ? eq + 1 : argv[++i];
+        if ((rc = opt_set(cfg, o, a, val, err)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+int config_load(struct serve_config *cfg, int argc, char **argv, char *err)
+{
+    const char *env;
+    long cores;
+    int rc;
+
+    memset(cfg, 0, sizeof(*cfg));
+    for (size_t i = 0; i < NOPTS; i++)
+        if ((rc = opt_set(cfg, &opts[i], opts[i].flag, opts[i].dflt, err)) < 0)
+            return rc;
+    for (size_t i = 0; i < NOPTS; i++)
+        if ((env = getenv(opts[i].env)) && (rc = opt_set(cfg, &opts[i], opts[i].env, env, err)) < 0)
+            return rc;
+    if ((rc = load_args(cfg, argc, argv, err)) != 0)
+        return rc;
+    if (cfg->threads == 0) {
+        cores = sysconf(_SC_NPROCESSORS_ONLN);
+        cfg->threads = cores > 0 ? (int)cores : 1;
+    }
+    return 0;
+}
+
+struct cJSON *config_json(const struct serve_config *cfg)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    for (size_t i = 0; i < NOPTS; i++) {
+        const char *field = (const char *)cfg + opts[i].off;
+        switch (opts[i].kind) {
+        case OPT_STR:
+            cJSON_AddStringToObject(o, opts[i].flag, field);
+            break;
+        case OPT_BACKEND:
+            cJSON_AddStringToObject(o, opts[i].flag, backend_name(*(const enum backend *)(const void *)field));
+            break;
+        case OPT_LL:
+            cJSON_AddNumberToObject(o, opts[i].flag, (double)*(const long long *)(const void *)field);
+            break;
+        default:
+            cJSON_AddNumberToObject(o, opts[i].flag, *(const int *)(const void *)field);
+        }
+    }
+    return o;
+}
+
+void config_usage(FILE *f)
+{
+    fprintf(f, "usage: edged serve [--FLAG VALUE]...\n\nEvery flag also reads EDGED_<NAME>; flags win.\n\n");
+    for (size_t i = 0; i < NOPTS; i++)
+        fprintf(f, "  --%-18s %-24s default %-9s %s\n", opts[i].flag, opts[i].env,
+                opts[i].dflt[0] ? opts[i].dflt : "\"\"", opts[i].help);
+}

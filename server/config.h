@@ -1,0 +1,48 @@
+/* config.h — the service configuration: defaults, EDGED_* environment, flags (flags win). */
+#ifndef EDGED_CONFIG_H
+#define EDGED_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "engine.h"
+
+struct cJSON;
+
+#define EDGED_VERSION "0.1.0"
+
+struct serve_config {
+    char host[64];          /* bind address */
+    int port;
+    enum backend backend;   /* auto | gpu | cpu */
+    int max_body_mb;        /* request body cap, MiB */
+    long long max_pixels;   /* image width*height cap */
+    int max_side;           /* image width and height cap */
+    int queue_depth;        /* jobs waiting for a worker, at most */
+    int queue_deadline_ms;  /* a job still queued after this is answered 504 */
+    int streams;            /* CUDA streams of the GPU worker */
+    int threads;            /* PNG codec slots and CPU compute threads; 0 = online cores */
+    int cpu_workers;        /* CPU-backend jobs run at once */
+    int max_connections;    /* concurrent connections (one thread each) */
+    int conn_timeout_s;     /* idle connection timeout */
+    int request_timeout_s;  /* a request body must arrive within this */
+    int drain_grace_ms;     /* after SIGTERM: readiness 503 but still accepting, before closing */
+    int drain_timeout_s;    /* at shutdown, longest wait for requests in flight */
+    int gpu_watchdog_ms;    /* a GPU job running longer is a stuck device: fatal */
+    char openapi[512];      /* openapi.yaml path; "" = api/openapi.yaml beside the binary's repo */
+};
+
+/* Fills cfg from defaults, then EDGED_<NAME> variables, then argv flags (`--name V` or
+ * `--name=V`). Returns 0, 1 when --help was printed to stdout, or EDGED_E_USAGE with a message
+ * naming the flag or variable and its value. threads 0 is resolved to the online cores. */
+int config_load(struct serve_config *cfg, int argc, char **argv, char *err);
+
+/* The configuration as a JSON object keyed by flag name ({"port":8080,...}); caller deletes it. */
+struct cJSON *config_json(const struct serve_config *cfg);
+
+/* Prints the flag table (flag, variable, default, meaning) to f. */
+void config_usage(FILE *f);
+
+const char *backend_name(enum backend b);
+
+#endif

@@ -1,0 +1,78 @@
+/* http.h — the HTTP transport (libmicrohttpd): routing, body limits, request ids, one answer per
+ * request, access log and request counters. Endpoints live in service.c and pipeline.c. */
+#ifndef EDGED_HTTP_H
+#define EDGED_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "metrics.h"
+#include "result.h"
+
+#define HTTP_ID_MAX 64 /* longest request id echoed; longer or odder ones are replaced */
+
+struct http_server;
+struct http_req;
+
+typedef void (*http_handler)(struct http_req *r, void *app);
+
+/* One endpoint. GET routes also answer HEAD; POST routes read a body first, of one of the media
+ * types in `types` (comma-separated, "multipart/form-data,image/png"; else 415). A path ending in
+ * '*' matches every path that starts with the part before the '*' (e.g. "/web/" + '*'). */
+struct http_route {
+    const char *path;
+    int post;
+    const char *types;
+    http_handler handle;
+};
+
+struct http_config {
+    const char *host;
+    int port;
+    size_t max_body;          /* bytes; 413 above */
+    int max_connections;
+    int conn_timeout_s;
+    int request_timeout_s;    /* the body must arrive within this */
+};
+
+/* Called on the first callback of a POST to a known route, before its body is read: 0 to go on,
+ * or an EDGED_E_* code (with a message) to refuse at once (503 while draining). */
+typedef int (*http_admit)(void *app, char *err);
+
+/* Starts the daemon: thread per connection (see http.c for why). Returns 0 or EDGED_E_IO with
+ * a message (port in use, bad host). routes and app must outlive the server. */
+int http_start(struct http_server **out, const struct http_config *c, const struct http_route *routes,
+               int nroutes, http_admit admit, void *app, struct metrics *m, char *err);
+/* Closes the listening socket: new connections are refused, open ones are served. */
+void http_quiesce(struct http_server *s);
+/* Requests read but not yet answered and completed. */
+int http_in_flight(struct http_server *s);
+/* From now on every answer carries `Connection: close` (draining). */
+void http_set_closing(struct http_server *s);
+/* Stops the daemon (joins the connection threads) and frees s; accepts NULL. */
+void http_stop(struct http_server *s);
+
+/* Request accessors for handlers. */
+const char *http_req_id(const struct http_req *r);
+const char *http_req_path(const struct http_req *r); /* the URL path, without the query */
+const char *http_req_header(struct http_req *r, const char *name); /* NULL when absent */
+const uint8_t *http_req_body(const struct http_req *r, size_t *len);
+double http_req_start(const struct http_req *r); /* clock_ms() at the first callback */
+/* Calls cb for each query-string argument (decoded); stops at and returns the first non-zero. */
+int http_req_query(struct http_req *r, int (*cb)(void *cls, const char *key, const char *value), void *cls);
+/* The stage times of this request, filled by the handler; sent as Server-Timing and logged. */
+struct result_times *http_req_times(struct http_req *r);
+/* Access-log fields: filter and variant names (static strings) and the image size. */
+void http_req_note(struct http_req *r, const char *filter, const char *variant, int w, int h);
+
+/* Answers: exactly one per request. http_respond takes a malloc'd body (freed by the library;
+ * may be NULL when len is 0); extra_header/value (may be NULL) adds one header. */
+void http_respond(struct http_req *r, int status, const char *content_type, void *body, size_t len,
+                  const char *extra_header, const char *extra_value);
+/* As http_respond for a body that outlives the request (static data): not copied, not freed. */
+void http_respond_static(struct http_req *r, int status, const char *content_type, const void *body, size_t len);
+/* The error answer for code through result_error (JSON, status from the error table), with
+ * Retry-After on 429 and 503. msg NULL: the table's default message. */
+void http_respond_error(struct http_req *r, int code, const char *msg);
+
+#endif

@@ -1,0 +1,41 @@
+/* metrics.h — Prometheus counters, gauges and histograms of the service, and their text format. */
+#ifndef EDGED_METRICS_H
+#define EDGED_METRICS_H
+
+#include <stddef.h>
+
+#include "result.h"
+
+struct metrics;
+
+/* Gauges owned by other modules, read when /metrics is rendered. */
+struct metrics_gauges {
+    int queue_depth, queue_capacity, ready;
+    size_t gpu_memory_used;
+};
+
+/* Labels of edged_build_info. */
+struct metrics_build {
+    const char *version, *backend, *device;
+};
+
+int metrics_new(struct metrics **out, const struct metrics_build *b, char *err);
+void metrics_free(struct metrics *m);
+
+/* A request was read (headers complete): accepted += 1, in flight += 1. */
+void metrics_request_begin(struct metrics *m);
+/* It was answered with HTTP status (0: connection lost before any answer, counted as code 499):
+ * requests_total{code} += 1, succeeded (2xx) or failed += 1, in flight -= 1. */
+void metrics_request_end(struct metrics *m, int status);
+/* A limit refused work: edged_rejections_total{reason=<error name>} += 1 (body_too_large,
+ * image_too_large, queue_full, deadline_exceeded, unavailable, ...). */
+void metrics_reject(struct metrics *m, int code);
+/* Stage times of a served request (ms); zero stages are not observed. */
+void metrics_stages(struct metrics *m, const struct result_times *t);
+/* Time a job waited in the queue (ms). */
+void metrics_queue_wait(struct metrics *m, double ms);
+
+/* Renders the exposition text (version 0.0.4) into a malloc'd buffer; NULL when out of memory. */
+char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *len);
+
+#endif

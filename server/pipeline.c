@@ -1,0 +1,451 @@
+/* pipeline.c — POST /v1/filter and /v1/compare on the connection thread: read the upload and its
+ * parameters, decode (codec slot), queue the job and wait for the worker, encode (codec slot),
+ * answer. Every failure answers through http_respond_error, so there is one error format. */
+#include "pipeline.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "clock.h"
+#include "gconv.h"
+#include "log.h"
+#include "multipart.h"
+#include "params.h"
+#include "png_io.h"
+#include "result.h"
+#include "service.h"
+
+/* The first bytes of a PNG with a damaged signature still carry the IHDR tag of the first chunk
+ * (at offset 12, give or take a byte the damage added or removed); no other format has it there. */
+#define SNIFF_IHDR_WINDOW 24
+
+struct upload {
+    const uint8_t *image;
+    size_t image_len;
+    struct params p;
+};
+
+/* ---- upload and parameters ------------------------------------------------------------------ */
+
+struct param_sink {
+    struct params *p;
+    char *err;
+};
+
+static int query_param(void *cls, const char *key, const char *value)
+{
+    struct param_sink *sink = cls;
+
+    return params_set_text(sink->p, key, value, sink->err);
+}
+
+/* A form field's bytes as text: bounded, NUL-free, terminated. */
+static int form_param(struct params *p, const struct multipart_part *part, char *err)
+{
+    char *text;
+    int rc;
+
+    if (part->len > PARAMS_MAX_JSON || memchr(part->data, '\0', part->len))
+        return edged_fail(err, EDGED_E_PARAM, "form field '%s': over %d bytes or not text", part->name,
+                          PARAMS_MAX_JSON);
+    if (!(text = malloc(part->len + 1)))
+        return edged_fail(err, EDGED_E_NOMEM, "out of memory");
+    memcpy(text, part->data, part->len);
+    text[part->len] = '\0';
+    rc = params_set_text(p, part->name, text, err);
+    free(text);
+    return rc;
+}
+
+/* Parts: exactly one `image`, at most one `params` (JSON, applied last so that it wins), any
+ * other part is a plain form field naming a parameter. */
+static int read_multipart(struct http_req *r, struct upload *u, char *err)
+{
+    struct multipart_part parts[MULTIPART_MAX_PARTS];
+    const struct multipart_part *json = NULL;
+    char boundary[MULTIPART_MAX_BOUNDARY + 1];
+    const uint8_t *body;
+    size_t len;
+    int n, rc;
+
+    body = http_req_body(r, &len);
+    if ((rc = multipart_boundary(http_req_header(r, "Content-Type"), boundary, err)) < 0)
+        return rc;
+    if ((n = multipart_parse(body, len, boundary, parts, MULTIPART_MAX_PARTS, err)) < 0)
+        return n;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(parts[i].name, "image") == 0) {
+            if (u->image)
+                return edged_fail(err, EDGED_E_MULTIPART, "more than one 'image' part");
+            u->image = parts[i].data;
+            u->image_len = parts[i].len;
+        } else if (strcmp(parts[i].name, "params") == 0) {
+            if (json)
+                return edged_fail(err, EDGED_E_MULTIPART, "more than one 'params' part");
+            json = &parts[i];
+        } else if ((rc = form_param(&u->p, &parts[i], err)) < 0) {
+            return rc;
+        }
+    }
+    if (json && (rc = params_set_json(&u->p, (const char *)json->data, json->len, err)) < 0)
+        return rc;
+    if (!u->image)
+        return edged_fail(err, EDGED_E_MULTIPART, "multipart body has no 'image' part");
+    return 0;
+}
+
+/* Query string, then the body (multipart fields and params, or a raw image/png body). */
+static int read_upload(struct http_req *r, enum params_mode mode, struct upload *u, char *err)
+{
+    struct param_sink sink = {&u->p, err};
+    const char *ctype = http_req_header(r, "Content-Type");
+    int rc;
+
+    memset(u, 0, sizeof(*u));
+    params_init(&u->p, mode);
+    if ((rc = http_req_query(r, query_param, &sink)) < 0)
+        return rc;
+    if (ctype && strncasecmp(ctype, "image/png", 9) == 0)
+        u->image = http_req_body(r, &u->image_len);
+    else if ((rc = read_multipart(r, u, err)) < 0)
+        return rc;
+    return params_validate(&u->p, err);
+}
+
+/* q of the most specific Accept entry matching type ("image/png"), 0 when none matches. */
+static double accept_q(const char *accept, const char *type)
+{
+    const char *slash = strchr(type, '/');
+    double best = 0.0;
+    int best_spec = -1;
+
+    for (const char *e = accept; e && *e;) {
+        const char *end = strchr(e, ','), *semi, *q;
+        size_t n = end ? (size_t)(end - e) : strlen(e), tn;
+        int spec;
+        while (n && (*e == ' ' || *e == '\t'))
+            e++, n--;
+        semi = memchr(e, ';', n);
+        tn = semi ? (size_t)(semi - e) : n;
+        while (tn && (e[tn - 1] == ' ' || e[tn - 1] == '\t'))
+            tn--;
+        spec = tn == strlen(type) && strncasecmp(e, type, tn) == 0                                        ? 2
+               : tn == (size_t)(slash - type) + 2 && strncasecmp(e, type, tn - 1) == 0 && e[tn - 1] == '*' ? 1
+               : tn == 3 && strncmp(e, "*/*", 3) == 0                                                     ? 0
+                                                                                                          : -1;
+        if (spec > best_spec) {
+            q = semi ? strstr(semi, "q=") : NULL;
+            best = q && q < e + n ? atof(q + 2) : 1.0;
+            best_spec = spec;
+        }
+        e = end ? end + 1 : NULL;
+    }
+    return best;
+}
+
+static int wants_json(struct http_req *r, const struct params *p)
+{
+    const char *accept;
+
+    if (p->output != PARAMS_OUTPUT_AUTO)
+        return p->output == PARAMS_OUTPUT_JSON;
+    accept = http_req_header(r, "Accept");
+    return accept && accept_q(accept, "application/json") > accept_q(accept, "image/png");
+}
+
+/* ---- decode ------------------------------------------------------------------------------- */
+
+static int sniff(const uint8_t *d, size_t n, char *err)
+{
+    size_t win = n < SNIFF_IHDR_WINDOW ? n : SNIFF_IHDR_WINDOW;
+
+    if (pngio_is_png(d, n))
+        return 0;
+    for (size_t i = 8; i + 4 <= win; i++)
+        if (memcmp(d + i, "IHDR", 4) == 0)
+            return edged_fail(err, EDGED_E_BAD_PNG, "corrupt PNG: damaged signature");
+    return edged_fail(err, EDGED_E_NOT_PNG, "image is not a PNG (%zu bytes without the PNG signature)", n);
+}
+
+/* Sniff, then the IHDR against the limits before any pixel memory, then decode in a codec slot. */
+static int decode_image(struct service *s, const uint8_t *d, size_t n, struct img *in, double *ms, char *err)
+{
+    const struct serve_config *c = s->cfg;
+    int w, h, ch, rc;
+    double t0;
+
+    if ((rc = sniff(d, n, err)) < 0 || (rc = pngio_peek(d, n, &w, &h, &ch, err)) < 0)
+        return rc;
+    if (w > c->max_side || h > c->max_side)
+        return edged_fail(err, EDGED_E_IMAGE_TOO_LARGE, "image %dx%d: a side exceeds --max-side %d", w, h,
+                          c->max_side);
+    if ((long long)w * h > c->max_pixels)
+        return edged_fail(err, EDGED_E_IMAGE_TOO_LARGE, "image %dx%d = %lld pixels exceeds --max-pixels %lld", w,
+                          h, (long long)w * h, c->max_pixels);
+    service_codec_enter(s);
+    t0 = clock_ms();
+    rc = pngio_decode(d, n, &s->lim, in, err);
+    *ms = clock_ms() - t0;
+    service_codec_leave(s);
+    return rc == EDGED_E_NOT_PNG ? edged_fail(err, EDGED_E_BAD_PNG, "corrupt PNG") : rc;
+}
+
+/* ---- jobs --------------------------------------------------------------------------------- */
+
+/* Fills the job's plan and routing from the request; the job's input is already decoded. */
+static int job_prepare(struct service *s, const struct params *p, struct job *job, char *err)
+{
+    int rc;
+
+    if ((rc = filter_plan_make(&p->spec, job->in.ch, &job->plan, err)) < 0)
+        return rc;
+    if (p->bit_depth == 1 && job->plan.out_ch != 1)
+        return edged_fail(err, EDGED_E_PARAM, "bit_depth: 1 needs a one-channel output; this input has alpha, "
+                                              "so the output has %d channels", job->plan.out_ch);
+    if (variant_is_gpu(p->variant) && !engine_has_gpu(s->engine))
+        return edged_fail(err, EDGED_E_NO_CUDA, "variant %s needs a GPU; this server runs the CPU backend (%s)",
+                          variant_name(p->variant), EDGED_GPU ? "no CUDA device in use" : "built without CUDA");
+    job->variant = p->variant;
+    job->block = p->block;
+    job->lane = worker_lane(s->engine, p->variant);
+    if (job->lane == LANE_GPU)
+        return img_alloc(&job->out, job->in.w, job->in.h, job->plan.out_ch, err);
+    return 0;
+}
+
+/* Queues the job and waits for it. */
+static int job_run(struct service *s, struct job *job, char *err)
+{
+    int rc;
+
+    if ((rc = queue_push(s->q, job, err)) < 0)
+        return rc;
+    if ((rc = queue_wait(s->q, job, err)) == 0)
+        metrics_queue_wait(s->m, job->t.queue);
+    return rc;
+}
+
+static void stage_times(struct result_times *t, const struct job *job)
+{
+    t->queue = job->t.queue;
+    t->upload = job->t.upload;
+    t->kernel = job->t.kernel;
+    t->download = job->t.download;
+}
+
+/* The device a finished job ran on, as results name it. */
+static const char *job_device(struct service *s, const struct job *job, char *buf, size_t cap)
+{
+    if (variant_is_gpu(job->used))
+        return engine_device(s->engine);
+    snprintf(buf, cap, "cpu (%d thread%s)", job->used == VARIANT_CPU_SERIAL ? 1 : s->cfg->threads,
+             job->used == VARIANT_CPU_SERIAL || s->cfg->threads == 1 ? "" : "s");
+    return buf;
+}
+
+/* ---- POST /v1/filter ---------------------------------------------------------------------- */
+
+static void answer_json(struct http_req *r, struct service *s, const struct job *job, size_t png_len)
+{
+    struct result_filter res = {0};
+    char dev[64];
+    char *text;
+    int gpu = variant_is_gpu(job->used);
+    double copy_gbps = gpu ? gconv_get_info(engine_gpu(s->engine))->copy_gbps : 0.0;
+
+    res.request_id = http_req_id(r);
+    res.filter = filter_name(job->plan.filter);
+    res.variant = variant_name(job->used);
+    res.backend = gpu ? "gpu" : "cpu";
+    res.device = job_device(s, job, dev, sizeof(dev));
+    res.width = job->out.w;
+    res.height = job->out.h;
+    res.channels = job->out.ch;
+    res.t = *http_req_times(r);
+    result_kernel_rates(&job->plan, job->out.w, job->out.h, job->t.kernel, &res.gflops, &res.effective_gbps);
+    res.bandwidth_fraction = copy_gbps > 0.0 ? res.effective_gbps / copy_gbps : -1.0;
+    res.block = gpu ? (job->block ? job->block : VARIANT_DEFAULT_BLOCK) : 0;
+    res.output_bytes = png_len;
+    if (!(text = result_filter_json(&res))) {
+        http_respond_error(r, EDGED_E_NOMEM, "out of memory rendering the result");
+        return;
+    }
+    http_respond(r, 200, "application/json", text, strlen(text), "X-Edged-Variant", res.variant);
+}
+
+/* Encodes the finished job and answers; the PNG is kept even for JSON, whose output.bytes and
+ * encode time then describe what the PNG answer would have been. */
+static void answer(struct http_req *r, struct service *s, const struct upload *u, const struct job *job)
+{
+    struct result_times *t = http_req_times(r);
+    uint8_t *png = NULL;
+    size_t png_len = 0;
+    char err[EDGED_ERR_LEN];
+    double t0;
+    int rc;
+
+    service_codec_enter(s);
+    t0 = clock_ms();
+    rc = pngio_encode(&job->out, u->p.png_level, u->p.bit_depth, &png, &png_len, err);
+    t->encode = clock_ms() - t0;
+    service_codec_leave(s);
+    if (rc < 0) {
+        http_respond_error(r, rc, err);
+        return;
+    }
+    t->total = clock_ms() - http_req_start(r);
+    metrics_stages(s->m, t);
+    if (wants_json(r, &u->p)) {
+        free(png);
+        answer_json(r, s, job, png_len);
+        return;
+    }
+    http_respond(r, 200, "image/png", png, png_len, "X-Edged-Variant", variant_name(job->used));
+}
+
+void pipeline_filter(struct http_req *r, void *app)
+{
+    struct service *s = app;
+    struct upload u;
+    struct job *job = NULL;
+    char err[EDGED_ERR_LEN];
+    int rc;
+
+    if ((rc = read_upload(r, PARAMS_FILTER, &u, err)) < 0)
+        goto fail;
+    http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), 0, 0);
+    if (!(job = job_new())) {
+        rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    if ((rc = decode_image(s, u.image, u.image_len, &job->in, &http_req_times(r)->decode, err)) < 0)
+        goto fail;
+    http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), job->in.w, job->in.h);
+    if ((rc = job_prepare(s, &u.p, job, err)) < 0 || (rc = job_run(s, job, err)) < 0)
+        goto fail;
+    stage_times(http_req_times(r), job);
+    http_req_note(r, filter_name(job->plan.filter), variant_name(job->used), job->out.w, job->out.h);
+    answer(r, s, &u, job);
+    job_release(s->q, job);
+    return;
+fail:
+    http_respond_error(r, rc, err);
+    if (job)
+        job_release(s->q, job);
+}
+
+/* ---- POST /v1/compare --------------------------------------------------------------------- */
+
+struct compare {
+    struct img ref;                       /* cpu_serial's output */
+    struct result_compare_row rows[VARIANT_COUNT];
+    char msgs[VARIANT_COUNT][EDGED_ERR_LEN];
+    int nrows;
+};
+
+static int max_abs_diff(const struct img *a, const struct img *b)
+{
+    int m = 0;
+
+    if (a->w != b->w || a->h != b->h || a->ch != b->ch)
+        return 255;
+    for (int y = 0; y < a->h; y++)
+        for (size_t x = 0; x < (size_t)a->w * a->ch; x++) {
+            int d = abs((int)a->px[y * a->stride + x] - (int)b->px[y * b->stride + x]);
+            m = d > m ? d : m;
+        }
+    return m;
+}
+
+/* Runs variant v on a copy of in. A variant that cannot serve the case becomes a skipped row;
+ * any other failure (queue full, deadline, GPU fatal) fails the whole request. */
+static int compare_one(struct service *s, const struct params *p, const struct img *in, enum variant v,
+                       struct compare *c, char *err)
+{
+    struct result_compare_row *row = &c->rows[c->nrows];
+    struct params pv = *p;
+    struct job *job = job_new();
+    int rc;
+
+    *row = (struct result_compare_row){.variant = variant_name(v)};
+    pv.variant = v;
+    if (!job || (rc = img_alloc(&job->in, in->w, in->h, in->ch, err)) < 0) {
+        job_release(s->q, job);
+        return edged_fail(err, EDGED_E_NOMEM, "out of memory");
+    }
+    memcpy(job->in.px, in->px, in->stride * (size_t)in->h);
+    if ((rc = job_prepare(s, &pv, job, c->msgs[c->nrows])) == 0)
+        rc = job_run(s, job, c->msgs[c->nrows]);
+    if (rc == EDGED_E_VARIANT_LIMIT || rc == EDGED_E_NO_CUDA || rc == EDGED_E_PARAM) {
+        row->code = rc;
+        row->message = c->msgs[c->nrows++];
+        rc = 0;
+    } else if (rc == 0) {
+        row->kernel_ms = job->t.kernel;
+        result_kernel_rates(&job->plan, in->w, in->h, job->t.kernel, &row->gflops, &row->effective_gbps);
+        if (v == VARIANT_CPU_SERIAL) {
+            c->ref = job->out; /* keep it: the reference for the other rows */
+            job->out = (struct img){0};
+        }
+        row->max_abs_diff = v == VARIANT_CPU_SERIAL ? 0 : max_abs_diff(&c->ref, &job->out);
+        c->nrows++;
+    } else {
+        edged_fail(err, rc, "%s: %s", variant_name(v), c->msgs[c->nrows]);
+    }
+    job_release(s->q, job);
+    return rc;
+}
+
+/* cpu_serial first (the reference), then the listed variants or every one this server has. */
+static int compare_all(struct service *s, const struct params *p, const struct img *in, struct compare *c,
+                       char *err)
+{
+    unsigned want = p->variants;
+    int rc;
+
+    if (!want)
+        for (int v = VARIANT_CPU_SERIAL; v < VARIANT_COUNT; v++)
+            if (!variant_is_gpu(v) || engine_has_gpu(s->engine))
+                want |= 1u << v;
+    want |= 1u << VARIANT_CPU_SERIAL;
+    for (int v = VARIANT_CPU_SERIAL; v < VARIANT_COUNT; v++)
+        if ((want & (1u << v)) && (rc = compare_one(s, p, in, (enum variant)v, c, err)) < 0)
+            return rc;
+    return 0;
+}
+
+void pipeline_compare(struct http_req *r, void *app)
+{
+    struct service *s = app;
+    struct upload u;
+    struct img in = {0};
+    struct compare *c = calloc(1, sizeof(*c));
+    struct result_compare res = {0};
+    char err[EDGED_ERR_LEN], dev[64];
+    char *text;
+    int rc;
+
+    if (!c)
+        rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");
+    else if ((rc = read_upload(r, PARAMS_COMPARE, &u, err)) == 0 &&
+             (rc = decode_image(s, u.image, u.image_len, &in, &http_req_times(r)->decode, err)) == 0)
+        rc = compare_all(s, &u.p, &in, c, err);
+    if (rc < 0) {
+        http_respond_error(r, rc, err);
+        goto out;
+    }
+    http_req_note(r, filter_name(u.p.spec.filter), "compare", in.w, in.h);
+    snprintf(dev, sizeof(dev), "%s", engine_device(s->engine));
+    res = (struct result_compare){http_req_id(r), filter_name(u.p.spec.filter), service_backend(s), dev,
+                                  in.w, in.h, c->ref.ch, c->rows, c->nrows};
+    if (!(text = result_compare_json(&res)))
+        http_respond_error(r, EDGED_E_NOMEM, "out of memory rendering the result");
+    else
+        http_respond(r, 200, "application/json", text, strlen(text), NULL, NULL);
+out:
+    if (c)
+        img_free(&c->ref);
+    free(c);
+    img_free(&in);
+}

@@ -1,0 +1,340 @@
+/* queue.c — bounded FIFO of jobs with lanes, deadlines, drain and fail-all; one mutex. */
+#include "queue.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+
+/* Jobs are in exactly one of the two lists while the queue holds them: `queued` (FIFO, at most
+ * `depth`) or `running` (popped, not yet complete), so that queue_fail can reach both. */
+struct queue {
+    pthread_mutex_t mu;
+    pthread_cond_t work; /* a job was pushed, or the queue closed: workers wake */
+    struct job *head, *tail, *running;
+    int count, depth, deadline_ms;
+    int closed, fail_code;
+    char fail_msg[EDGED_ERR_LEN];
+};
+
+static void cond_init_monotonic(pthread_cond_t *c)
+{
+    pthread_condattr_t a;
+
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(c, &a);
+    pthread_condattr_destroy(&a);
+}
+
+int queue_new(struct queue **out, int depth, int deadline_ms, char *err)
+{
+    struct queue *q = calloc(1, sizeof(*q));
+
+    *out = NULL;
+    if (!q)
+        return edged_fail(err, EDGED_E_NOMEM, "cannot allocate the queue");
+    pthread_mutex_init(&q->mu, NULL);
+    cond_init_monotonic(&q->work);
+    q->depth = depth;
+    q->deadline_ms = deadline_ms;
+    *out = q;
+    return 0;
+}
+
+void queue_free(struct queue *q)
+{
+    if (!q)
+        return;
+    pthread_cond_destroy(&q->work);
+    pthread_mutex_destroy(&q->mu);
+    free(q);
+}
+
+struct job *job_new(void)
+{
+    struct job *job = calloc(1, sizeof(*job));
+
+    if (!job)
+        return NULL;
+    job->refs = 1;
+    job->state = JOB_NEW;
+    cond_init_monotonic(&job->done);
+    return job;
+}
+
+static void job_free(struct job *job)
+{
+    img_free(&job->in);
+    img_free(&job->out);
+    pthread_cond_destroy(&job->done);
+    free(job);
+}
+
+/* Drops one reference under q->mu; returns the job when it must be freed (outside the lock). */
+static struct job *unref_locked(struct job *job)
+{
+    return --job->refs == 0 ? job : NULL;
+}
+
+void job_release(struct queue *q, struct job *job)
+{
+    struct job *dead;
+
+    if (!job)
+        return;
+    pthread_mutex_lock(&q->mu);
+    dead = unref_locked(job);
+    pthread_mutex_unlock(&q->mu);
+    if (dead)
+        job_free(dead);
+}
+
+static void list_remove(struct job **head, struct job **tail, struct job *job)
+{
+    struct job *prev = NULL;
+
+    for (struct job *it = *head; it; prev = it, it = it->next) {
+        if (it != job)
+            continue;
+        if (prev)
+            prev->next = it->next;
+        else
+            *head = it->next;
+        if (tail && *tail == it)
+            *tail = prev;
+        it->next = NULL;
+        return;
+    }
+}
+
+/* Completes a job the queue holds (queued or running) with rc and drops the queue's reference. */
+static struct job *finish_locked(struct job *job, int rc, const char *msg)
+{
+    job->rc = rc;
+    if (rc < 0 && msg)
+        snprintf(job->err, sizeof(job->err), "%s", msg);
+    job->state = JOB_DONE;
+    pthread_cond_broadcast(&job->done);
+    return unref_locked(job);
+}
+
+int queue_push(struct queue *q, struct job *job, char *err)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&q->mu);
+    if (q->fail_code)
+        rc = edged_fail(err, q->fail_code, "%s", q->fail_msg);
+    else if (q->closed)
+        rc = edged_fail(err, EDGED_E_UNAVAILABLE, "server is draining (shutting down)");
+    else if (q->count >= q->depth)
+        rc = edged_fail(err, EDGED_E_QUEUE_FULL, "queue full: %d jobs waiting (--queue-depth %d)", q->count,
+                        q->depth);
+    if (rc == 0) {
+        job->refs++;
+        job->state = JOB_QUEUED;
+        job->t_push = clock_ms();
+        job->next = NULL;
+        if (q->tail)
+            q->tail->next = job;
+        else
+            q->head = job;
+        q->tail = job;
+        q->count++;
+        pthread_cond_broadcast(&q->work);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return rc;
+}
+
+static void deadline_msg(const struct queue *q, const struct job *job, char *msg)
+{
+    edged_fail(msg, EDGED_E_DEADLINE, "job waited %.0f ms in the queue, past its deadline of %d ms",
+               clock_ms() - job->t_push, q->deadline_ms);
+}
+
+int queue_wait(struct queue *q, struct job *job, char *err)
+{
+    struct job *dead = NULL;
+    char msg[EDGED_ERR_LEN];
+    int rc;
+
+    pthread_mutex_lock(&q->mu);
+    while (job->state != JOB_DONE) {
+        double deadline = job->t_push + q->deadline_ms;
+        if (job->state == JOB_QUEUED && clock_ms() >= deadline) {
+            list_remove(&q->head, &q->tail, job);
+            q->count--;
+            deadline_msg(q, job, msg);
+            dead = finish_locked(job, EDGED_E_DEADLINE, msg);
+        } else if (job->state == JOB_RUNNING && q->fail_code) {
+            break; /* abandoned: the worker completes and releases it if it ever returns */
+        } else if (job->state == JOB_QUEUED) {
+            struct timespec ts = clock_abs(deadline);
+            pthread_cond_timedwait(&job->done, &q->mu, &ts);
+        } else {
+            pthread_cond_wait(&job->done, &q->mu);
+        }
+    }
+    if (job->state == JOB_DONE) {
+        rc = job->rc;
+        edged_fail(err, rc, "%s", job->err);
+    } else {
+        rc = edged_fail(err, q->fail_code, "%s", q->fail_msg);
+    }
+    pthread_mutex_unlock(&q->mu);
+    if (dead)
+        job_free(dead); /* cannot happen: the caller still holds its reference */
+    return rc;
+}
+
+/* Completes queued jobs past their deadline; returns the first one to free, chained via next. */
+static struct job *expire_locked(struct queue *q)
+{
+    struct job *it = q->head, *next, *dead = NULL, *d;
+    char msg[EDGED_ERR_LEN];
+    double now = clock_ms();
+
+    for (; it; it = next) {
+        next = it->next;
+        if (now - it->t_push < q->deadline_ms)
+            continue;
+        list_remove(&q->head, &q->tail, it);
+        q->count--;
+        deadline_msg(q, it, msg);
+        if ((d = finish_locked(it, EDGED_E_DEADLINE, msg))) {
+            d->next = dead;
+            dead = d;
+        }
+    }
+    return dead;
+}
+
+static struct job *take_locked(struct queue *q, enum job_lane lane)
+{
+    for (struct job *it = q->head; it; it = it->next) {
+        if (it->lane != lane)
+            continue;
+        list_remove(&q->head, &q->tail, it);
+        q->count--;
+        it->state = JOB_RUNNING;
+        it->t_start = clock_ms();
+        it->t.queue = it->t_start - it->t_push;
+        it->next = q->running;
+        q->running = it;
+        return it;
+    }
+    return NULL;
+}
+
+static int lane_empty_locked(const struct queue *q, enum job_lane lane)
+{
+    for (const struct job *it = q->head; it; it = it->next)
+        if (it->lane == lane)
+            return 0;
+    return 1;
+}
+
+static void free_chain(struct job *dead)
+{
+    for (struct job *next; dead; dead = next) {
+        next = dead->next;
+        job_free(dead);
+    }
+}
+
+struct job *queue_pop(struct queue *q, enum job_lane lane, double wait_ms)
+{
+    struct job *job = NULL, *dead;
+    double until = clock_ms() + wait_ms;
+
+    pthread_mutex_lock(&q->mu);
+    for (;;) {
+        dead = expire_locked(q);
+        if (dead) {
+            pthread_mutex_unlock(&q->mu);
+            free_chain(dead);
+            pthread_mutex_lock(&q->mu);
+            continue;
+        }
+        if ((job = take_locked(q, lane)) || ((q->closed || q->fail_code) && lane_empty_locked(q, lane)))
+            break;
+        if (wait_ms < 0) {
+            pthread_cond_wait(&q->work, &q->mu);
+        } else {
+            struct timespec ts = clock_abs(until);
+            if (clock_ms() >= until || pthread_cond_timedwait(&q->work, &q->mu, &ts) != 0)
+                break;
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+    return job;
+}
+
+void queue_complete(struct queue *q, struct job *job, int rc)
+{
+    struct job *dead;
+
+    pthread_mutex_lock(&q->mu);
+    list_remove(&q->running, NULL, job);
+    dead = finish_locked(job, rc, NULL);
+    pthread_mutex_unlock(&q->mu);
+    if (dead)
+        job_free(dead);
+}
+
+void queue_close(struct queue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    q->closed = 1;
+    pthread_cond_broadcast(&q->work);
+    pthread_mutex_unlock(&q->mu);
+}
+
+void queue_fail(struct queue *q, int code, const char *msg)
+{
+    struct job *it, *dead = NULL, *d;
+
+    pthread_mutex_lock(&q->mu);
+    if (!q->fail_code) {
+        q->fail_code = code;
+        snprintf(q->fail_msg, sizeof(q->fail_msg), "%s", msg);
+    }
+    while ((it = q->head)) {
+        list_remove(&q->head, &q->tail, it);
+        q->count--;
+        if ((d = finish_locked(it, code, msg))) {
+            d->next = dead;
+            dead = d;
+        }
+    }
+    for (it = q->running; it; it = it->next)
+        pthread_cond_broadcast(&it->done);
+    pthread_cond_broadcast(&q->work);
+    pthread_mutex_unlock(&q->mu);
+    free_chain(dead);
+}
+
+int queue_closed_empty(struct queue *q, enum job_lane lane)
+{
+    int r;
+
+    pthread_mutex_lock(&q->mu);
+    r = (q->closed || q->fail_code) && lane_empty_locked(q, lane);
+    pthread_mutex_unlock(&q->mu);
+    return r;
+}
+
+int queue_depth(struct queue *q)
+{
+    int n;
+
+    pthread_mutex_lock(&q->mu);
+    n = q->count;
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+int queue_capacity(const struct queue *q) { return q->depth; }

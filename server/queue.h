@@ -1,0 +1,86 @@
+/* queue.h — the bounded job queue between connection threads and the workers, with deadlines. */
+#ifndef EDGED_QUEUE_H
+#define EDGED_QUEUE_H
+
+#include <pthread.h>
+
+#include "errors.h"
+#include "filter.h"
+#include "image.h"
+#include "variant.h"
+
+/* Which workers take a job: the one GPU worker or the CPU pool. */
+enum job_lane { LANE_CPU, LANE_GPU, LANE_COUNT };
+
+enum job_state { JOB_NEW, JOB_QUEUED, JOB_RUNNING, JOB_DONE };
+
+/* Stage times a worker measured, milliseconds. */
+struct job_times {
+    double queue, upload, kernel, download;
+};
+
+/* One image to filter. The submitter fills the input half, the worker the output half; the
+ * queue owns the bookkeeping. Reference-counted: the submitter and (while queued or running) the
+ * queue each hold one, so an abandoned job is freed by whoever lets go last. */
+struct job {
+    /* input */
+    struct img in; /* owned by the job */
+    struct filter_plan plan;
+    enum variant variant; /* may be VARIANT_AUTO: the worker resolves it */
+    int block;
+    enum job_lane lane;
+    /* output */
+    struct img out; /* GPU lane: allocated by the submitter; CPU lane: by the worker */
+    enum variant used;
+    struct job_times t;
+    int rc;
+    char err[EDGED_ERR_LEN];
+    /* bookkeeping (queue.c) */
+    enum job_state state;
+    int refs;
+    double t_push, t_start;
+    struct job *next;
+    pthread_cond_t done;
+};
+
+struct queue;
+
+/* depth: queued jobs at most; deadline_ms: a job not started by then is answered 504. */
+int queue_new(struct queue **out, int depth, int deadline_ms, char *err);
+/* Frees the queue; every job must be released. Accepts NULL. */
+void queue_free(struct queue *q);
+
+/* A new job holding one reference (the caller's), or NULL when out of memory. */
+struct job *job_new(void);
+/* Drops the caller's reference; frees the job, its images included, with the last one. */
+void job_release(struct queue *q, struct job *job);
+
+/* Queues job. Errors: EDGED_E_QUEUE_FULL (at its bound), EDGED_E_UNAVAILABLE (closed: draining)
+ * or the code queue_fail set (GPU fatal), with a message. */
+int queue_push(struct queue *q, struct job *job, char *err);
+
+/* Waits until job is done; returns job->rc and copies its message into err. A job still queued
+ * at its deadline is taken out and fails with EDGED_E_DEADLINE; a running job after queue_fail is
+ * abandoned with that code: then its output must not be read, only released. */
+int queue_wait(struct queue *q, struct job *job, char *err);
+
+/* Worker side. Takes the oldest job of lane, waiting up to wait_ms (< 0: until one comes or the
+ * queue is closed and empty). Jobs past their deadline are completed with EDGED_E_DEADLINE on the
+ * way. NULL on timeout, or when closed and empty (queue_closed_empty then says 1). */
+struct job *queue_pop(struct queue *q, enum job_lane lane, double wait_ms);
+/* Marks a popped job done with rc (message in job->err when rc < 0) and wakes its submitter. */
+void queue_complete(struct queue *q, struct job *job, int rc);
+
+/* Refuses new jobs (EDGED_E_UNAVAILABLE, "draining"); queued ones still run. Wakes the workers. */
+void queue_close(struct queue *q);
+/* Fails every queued job and every later push with code (EDGED_E_GPU_FATAL) and message, and
+ * releases waiters of running jobs. */
+void queue_fail(struct queue *q, int code, const char *msg);
+/* 1 once closed (or failed) and no job of lane is queued. */
+int queue_closed_empty(struct queue *q, enum job_lane lane);
+
+/* Jobs queued now (not running) and the bound. */
+int queue_depth(struct queue *q);
+int queue_capacity(const struct queue *q);
+
+#endif

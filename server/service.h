@@ -1,0 +1,56 @@
+/* service.h — the state every endpoint shares, readiness, and the route table (GET endpoints
+ * here; the image endpoints in pipeline.c). */
+#ifndef EDGED_SERVICE_H
+#define EDGED_SERVICE_H
+
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "engine.h"
+#include "errors.h"
+#include "http.h"
+#include "metrics.h"
+#include "png_io.h"
+#include "queue.h"
+#include "worker.h"
+
+struct service {
+    const struct serve_config *cfg;
+    struct engine *engine;              /* NULL when the backend could not open: never ready */
+    char engine_err[EDGED_ERR_LEN];     /* why, when engine is NULL */
+    struct queue *q;
+    struct worker *w;
+    struct metrics *m;
+    struct png_limits lim;
+    sem_t codec;                        /* PNG decode/encode slots: cfg->threads */
+    int codec_ready;                    /* codec initialised (service_destroy undoes only that) */
+    char *openapi;                      /* the file's bytes, or NULL */
+    size_t openapi_len;
+    char openapi_path[600];             /* where it was read, or where it was looked for */
+    atomic_int draining;
+};
+
+/* Sets limits and codec slots and reads openapi.yaml (absence is logged, not fatal). The other
+ * members are set by the caller. Returns 0 or a negative EDGED_E_* code. */
+int service_init(struct service *s, const struct serve_config *cfg, char *err);
+void service_destroy(struct service *s);
+
+/* The routes of the API, for http_start. */
+const struct http_route *service_routes(int *n);
+
+/* http_admit: refuses new POSTs while draining, without a backend or after a fatal GPU error. */
+int service_admit(void *app, char *err);
+
+/* 1 when /readyz answers 200; else 0 with the reason in reason (EDGED_ERR_LEN bytes). */
+int service_ready(struct service *s, char *reason);
+
+/* "gpu", "cpu" or "unavailable". */
+const char *service_backend(const struct service *s);
+
+/* A PNG codec slot: at most cfg->threads decodes and encodes run at once. */
+void service_codec_enter(struct service *s);
+void service_codec_leave(struct service *s);
+
+#endif

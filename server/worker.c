@@ -1,0 +1,320 @@
+/* worker.c — runs jobs: the GPU worker keeps one job per CUDA stream in flight, the CPU pool runs
+ * cpu_serial_run / cpu_run. Both complete jobs through the queue, which wakes the connection. */
+#include "worker.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "cpu.h"
+#include "cpu_serial.h"
+#include "gconv.h"
+#include "log.h"
+
+#define GPU_MAX_STREAMS 16
+/* While streams are busy the GPU worker waits this long for a new job before polling them again:
+ * short enough to add < 0.1 ms to a job, long enough not to spin a core. */
+#define GPU_POLL_MS 0.05
+
+struct gpu_slot {
+    struct job *job;
+    double t_submit;
+};
+
+struct worker {
+    struct queue *q;
+    struct engine *e;
+    struct worker_config c;
+    pthread_t *cpu;
+    int ncpu;
+    pthread_t gpu;
+    int has_gpu;
+    atomic_int gpu_ended;
+    atomic_int fatal;
+    atomic_size_t gpu_mem;
+    pthread_mutex_t mu; /* guards fatal_msg and slots' start times for the watchdog */
+    char fatal_msg[EDGED_ERR_LEN];
+    double oldest_submit; /* 0 when no GPU job is running */
+};
+
+enum job_lane worker_lane(const struct engine *e, enum variant v)
+{
+    if (variant_is_gpu(v) || (v == VARIANT_AUTO && e && engine_has_gpu(e)))
+        return LANE_GPU;
+    return LANE_CPU;
+}
+
+/* Marks the GPU dead once: readiness drops, every queued job and every later push fails. */
+static void set_fatal(struct worker *w, const char *msg)
+{
+    int first;
+
+    pthread_mutex_lock(&w->mu);
+    first = !atomic_load(&w->fatal);
+    if (first) {
+        snprintf(w->fatal_msg, sizeof(w->fatal_msg), "%s", msg);
+        atomic_store(&w->fatal, 1);
+    }
+    pthread_mutex_unlock(&w->mu);
+    if (!first)
+        return;
+    log_event("error", "gpu_fatal", "%s", msg);
+    queue_fail(w->q, EDGED_E_GPU_FATAL, msg);
+}
+
+/* ---- CPU pool ---------------------------------------------------------------------------- */
+
+static void cpu_job(struct worker *w, struct job *job)
+{
+    double t0 = clock_ms();
+    int rc;
+
+    job->used = job->variant == VARIANT_AUTO ? VARIANT_CPU : job->variant;
+    if (job->used == VARIANT_CPU_SERIAL)
+        rc = cpu_serial_run(&job->in, &job->plan, &job->out, job->err);
+    else
+        rc = cpu_run(&job->in, &job->plan, &job->out, w->c.cpu_threads, job->err);
+    job->t.kernel = clock_ms() - t0;
+    queue_complete(w->q, job, rc);
+}
+
+static void *cpu_main(void *arg)
+{
+    struct worker *w = arg;
+    struct job *job;
+
+    while ((job = queue_pop(w->q, LANE_CPU, -1)))
+        cpu_job(w, job);
+    return NULL;
+}
+
+/* ---- GPU worker -------------------------------------------------------------------------- */
+
+/* Resolves auto and enqueues the job on stream s (gconv_submit checks the variant's limits). The
+ * input has been copied to pinned staging when this returns 0, so it is freed at once. */
+static int gpu_submit(struct worker *w, struct gconv_ctx *ctx, int s, struct job *job)
+{
+    int block = job->block ? job->block : VARIANT_DEFAULT_BLOCK, rc;
+
+    if (job->variant == VARIANT_AUTO)
+        job->variant = engine_pick(w->e, &job->plan, job->in.w, job->in.h);
+    job->used = job->variant;
+    if ((rc = gconv_submit(ctx, s, &job->in, &job->plan, job->used, block, job->err)) == 0)
+        img_free(&job->in);
+    return rc;
+}
+
+static int gpu_is_fatal(struct gconv_ctx *ctx, int rc) { return rc == EDGED_E_GPU_FATAL || gconv_is_dead(ctx); }
+
+/* Publishes the oldest submit time of the busy slots for the watchdog. */
+static void publish_oldest(struct worker *w, const struct gpu_slot *slots, int ns)
+{
+    double oldest = 0.0;
+
+    for (int s = 0; s < ns; s++)
+        if (slots[s].job && (oldest == 0.0 || slots[s].t_submit < oldest))
+            oldest = slots[s].t_submit;
+    pthread_mutex_lock(&w->mu);
+    w->oldest_submit = oldest;
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Completes every finished stream; returns the number still busy, or -1 after a fatal error
+ * (its message in fatal_msg). */
+static int gpu_reap(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot *slots, int ns, char *fatal_msg)
+{
+    struct gconv_times gt = {0};
+    int busy = 0, rc, fatal = 0, done = 0;
+
+    for (int s = 0; s < ns; s++) {
+        struct job *job = slots[s].job;
+        if (!job || gconv_poll(ctx, s) == 0) {
+            busy += job != NULL;
+            continue;
+        }
+        rc = gconv_finish(ctx, s, &job->out, &gt, job->err);
+        job->t.upload = gt.upload_ms;
+        job->t.kernel = gt.kernel_ms;
+        job->t.download = gt.download_ms;
+        if (!fatal && gpu_is_fatal(ctx, rc))
+            snprintf(fatal_msg, EDGED_ERR_LEN, "%s", rc < 0 ? job->err : "sticky CUDA error: GPU context lost");
+        fatal = fatal || gpu_is_fatal(ctx, rc);
+        if (fatal && rc == 0)
+            rc = edged_fail(job->err, EDGED_E_GPU_FATAL, "GPU context lost");
+        queue_complete(w->q, job, rc);
+        slots[s].job = NULL;
+        done++;
+    }
+    if (done && !fatal)
+        atomic_store(&w->gpu_mem, gconv_mem_used(ctx));
+    return fatal ? -1 : busy;
+}
+
+/* After a fatal error nothing more is asked of the device: running jobs are failed as they are. */
+static void gpu_abandon(struct worker *w, struct gpu_slot *slots, int ns)
+{
+    char msg[EDGED_ERR_LEN];
+
+    worker_fatal(w, msg);
+    for (int s = 0; s < ns; s++) {
+        if (!slots[s].job)
+            continue;
+        snprintf(slots[s].job->err, sizeof(slots[s].job->err), "%s", msg);
+        queue_complete(w->q, slots[s].job, EDGED_E_GPU_FATAL);
+        slots[s].job = NULL;
+    }
+}
+
+static int free_slot(const struct gpu_slot *slots, int ns)
+{
+    for (int s = 0; s < ns; s++)
+        if (!slots[s].job)
+            return s;
+    return -1;
+}
+
+/* Fills free streams from the queue (blocking only when none is busy), then reaps finished ones.
+ * Ends when the queue is closed and drained, or on a fatal error. */
+static void *gpu_main(void *arg)
+{
+    struct worker *w = arg;
+    struct gconv_ctx *ctx = engine_gpu(w->e);
+    struct gpu_slot slots[GPU_MAX_STREAMS] = {{0}};
+    int ns = gconv_stream_count(ctx), busy = 0, s, rc;
+    struct job *job;
+    struct timespec nap = {0, (long)(GPU_POLL_MS * 1e6)};
+    char msg[EDGED_ERR_LEN];
+
+    ns = ns < 1 ? 1 : ns > GPU_MAX_STREAMS ? GPU_MAX_STREAMS : ns;
+    while (!atomic_load(&w->fatal)) {
+        if ((s = free_slot(slots, ns)) >= 0) {
+            job = queue_pop(w->q, LANE_GPU, busy ? GPU_POLL_MS : -1);
+            if (!job && !busy)
+                break; /* closed and drained */
+            if (!job && queue_closed_empty(w->q, LANE_GPU))
+                nanosleep(&nap, NULL); /* draining: pop no longer waits, do not spin */
+            if (job && (rc = gpu_submit(w, ctx, s, job)) < 0) {
+                if (gpu_is_fatal(ctx, rc))
+                    set_fatal(w, job->err);
+                queue_complete(w->q, job, rc);
+                continue;
+            }
+            if (job) {
+                slots[s] = (struct gpu_slot){job, clock_ms()};
+                busy++;
+                publish_oldest(w, slots, ns);
+                continue; /* fill the other free streams first */
+            }
+        } else {
+            nanosleep(&nap, NULL);
+        }
+        if ((busy = gpu_reap(w, ctx, slots, ns, msg)) < 0)
+            set_fatal(w, msg);
+        publish_oldest(w, slots, ns);
+    }
+    gpu_abandon(w, slots, ns);
+    publish_oldest(w, slots, ns);
+    atomic_store(&w->gpu_ended, 1);
+    return NULL;
+}
+
+/* ---- lifecycle ----------------------------------------------------------------------------- */
+
+int worker_start(struct worker **out, struct queue *q, struct engine *e, const struct worker_config *c,
+                 char *err)
+{
+    struct worker *w = calloc(1, sizeof(*w));
+    int rc = 0;
+
+    *out = NULL;
+    if (!w || !(w->cpu = calloc((size_t)c->cpu_workers, sizeof(pthread_t)))) {
+        free(w);
+        return edged_fail(err, EDGED_E_NOMEM, "cannot allocate the workers");
+    }
+    w->q = q;
+    w->e = e;
+    w->c = *c;
+    pthread_mutex_init(&w->mu, NULL);
+    for (int i = 0; i < c->cpu_workers && rc == 0; i++) {
+        if (pthread_create(&w->cpu[w->ncpu], NULL, cpu_main, w) != 0)
+            rc = edged_fail(err, EDGED_E_INTERNAL, "cannot start CPU worker %d", i);
+        else
+            w->ncpu++;
+    }
+    if (rc == 0 && engine_has_gpu(e)) {
+        if (pthread_create(&w->gpu, NULL, gpu_main, w) != 0)
+            rc = edged_fail(err, EDGED_E_INTERNAL, "cannot start the GPU worker");
+        else
+            w->has_gpu = 1;
+    }
+    if (rc < 0) {
+        queue_close(q);
+        worker_stop(w, 1000);
+        return rc;
+    }
+    *out = w;
+    return 0;
+}
+
+int worker_stop(struct worker *w, int wait_ms)
+{
+    double until;
+    int left = 0;
+
+    if (!w)
+        return 0;
+    for (int i = 0; i < w->ncpu; i++)
+        pthread_join(w->cpu[i], NULL);
+    if (w->has_gpu) {
+        struct timespec nap = {0, 10 * 1000000L};
+        for (until = clock_ms() + wait_ms; !atomic_load(&w->gpu_ended) && clock_ms() < until;)
+            nanosleep(&nap, NULL);
+        if (atomic_load(&w->gpu_ended))
+            pthread_join(w->gpu, NULL);
+        else
+            left = -1;
+    }
+    if (left == 0) {
+        pthread_mutex_destroy(&w->mu);
+        free(w->cpu);
+        free(w);
+    } /* else the stuck thread still reads w: leave it to the process exit */
+    return left;
+}
+
+int worker_fatal(struct worker *w, char *msg)
+{
+    int f;
+
+    if (!w)
+        return 0;
+    pthread_mutex_lock(&w->mu);
+    f = atomic_load(&w->fatal);
+    if (msg)
+        snprintf(msg, EDGED_ERR_LEN, "%s", f ? w->fatal_msg : "");
+    pthread_mutex_unlock(&w->mu);
+    return f;
+}
+
+void worker_watchdog(struct worker *w, int limit_ms)
+{
+    char msg[EDGED_ERR_LEN];
+    double oldest;
+
+    if (!w || !w->has_gpu)
+        return;
+    pthread_mutex_lock(&w->mu);
+    oldest = w->oldest_submit;
+    pthread_mutex_unlock(&w->mu);
+    if (oldest > 0.0 && clock_ms() - oldest > limit_ms) {
+        snprintf(msg, sizeof(msg), "GPU job running for %.0f ms, over the %d ms watchdog: device stuck",
+                 clock_ms() - oldest, limit_ms);
+        set_fatal(w, msg);
+    }
+}
+
+size_t worker_gpu_memory(struct worker *w) { return w ? atomic_load(&w->gpu_mem) : 0; }

@@ -1,0 +1,247 @@
+/* test_params.c — the request-parameter parser: defaults, text and JSON fields, precedence, and
+ * every rejection (unknown keys, types, ranges, 1e999, huge ints, even sizes, bad JSON, depth). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "errors.h"
+#include "params.h"
+
+static char err[EDGED_ERR_LEN];
+
+/* Applies JSON text to fresh parameters and returns the code; p may be NULL. */
+static int json(const char *text, struct params *out)
+{
+    struct params p;
+
+    params_init(&p, PARAMS_FILTER);
+    err[0] = '\0';
+    int rc = params_set_json(&p, text, strlen(text), err);
+    if (rc == 0)
+        rc = params_validate(&p, err);
+    if (out)
+        *out = p;
+    return rc;
+}
+
+/* The JSON must be refused with EDGED_E_PARAM and a message naming `field`. */
+static void rejects(const char *text, const char *field)
+{
+    int rc = json(text, NULL);
+
+    CHECK(rc == EDGED_E_PARAM, "%s: rc %d, want EDGED_E_PARAM", text, rc);
+    CHECK(strstr(err, field) != NULL, "%s: message '%s' does not name '%s'", text, err, field);
+}
+
+static void rejects_text(const char *key, const char *value, const char *field)
+{
+    struct params p;
+    int rc;
+
+    params_init(&p, PARAMS_FILTER);
+    err[0] = '\0';
+    rc = params_set_text(&p, key, value, err);
+    if (rc == 0)
+        rc = params_validate(&p, err);
+    CHECK(rc == EDGED_E_PARAM, "%s=%s: rc %d, want EDGED_E_PARAM", key, value, rc);
+    CHECK(strstr(err, field) != NULL, "%s=%s: message '%s' does not name '%s'", key, value, err, field);
+}
+
+static void test_defaults(void)
+{
+    struct params p;
+
+    params_init(&p, PARAMS_FILTER);
+    CHECK(p.spec.filter == FILTER_EDGE, "default filter %d", p.spec.filter);
+    CHECK(p.spec.threshold == 5.0f, "default threshold %g", p.spec.threshold);
+    CHECK(p.variant == VARIANT_AUTO && p.output == PARAMS_OUTPUT_AUTO, "default variant/output");
+    CHECK(p.png_level == PARAMS_DEFAULT_PNG_LEVEL && p.bit_depth == 8, "png_level %d bit_depth %d", p.png_level,
+          p.bit_depth);
+    CHECK(params_validate(&p, err) == 0, "defaults invalid: %s", err);
+}
+
+static void test_text_fields(void)
+{
+    struct params p;
+    int rc = 0;
+
+    params_init(&p, PARAMS_FILTER);
+    rc |= params_set_text(&p, "filter", "gaussian", err);
+    rc |= params_set_text(&p, "size", "7", err);
+    rc |= params_set_text(&p, "sigma", "1.5", err);
+    rc |= params_set_text(&p, "border", "reflect", err);
+    rc |= params_set_text(&p, "output", "json", err);
+    rc |= params_set_text(&p, "png_level", "6", err);
+    CHECK(rc == 0, "text fields refused: %s", err);
+    CHECK(p.spec.filter == FILTER_GAUSSIAN && p.spec.size == 7 && p.spec.sigma == 1.5f, "gaussian fields");
+    CHECK(p.spec.border == BORDER_REFLECT && p.output == PARAMS_OUTPUT_JSON && p.png_level == 6, "other fields");
+    CHECK(params_validate(&p, err) == 0, "valid combination refused: %s", err);
+    params_init(&p, PARAMS_FILTER);
+    CHECK(params_set_text(&p, "filter", "custom", err) == 0 &&
+              params_set_text(&p, "taps", "[[1,2,1],[2,4,2],[1,2,1]]", err) == 0 &&
+              params_set_text(&p, "normalize", "true", err) == 0 && params_validate(&p, err) == 0,
+          "custom taps as text: %s", err);
+    CHECK(p.spec.custom_rows == 3 && p.spec.custom_cols == 3 && p.spec.custom_taps[4] == 4.0f &&
+              p.spec.custom_normalize == 1,
+          "taps parsed %dx%d", p.spec.custom_rows, p.spec.custom_cols);
+}
+
+static void test_json_fields(void)
+{
+    struct params p;
+
+    CHECK(json("{\"filter\":\"custom\",\"taps\":[[0,1,0],[1,-4,1],[0,1,0]],\"border\":\"replicate\"}", &p) == 0,
+          "custom JSON refused: %s", err);
+    CHECK(p.spec.custom_rows == 3 && p.spec.custom_taps[3] == 1.0f && p.spec.custom_taps[4] == -4.0f,
+          "taps values");
+    CHECK(json("{\"filter\":\"edge\",\"threshold\":12.5,\"bit_depth\":1,\"variant\":\"cpu_serial\"}", &p) == 0,
+          "edge JSON refused: %s", err);
+    CHECK(p.spec.threshold == 12.5f && p.bit_depth == 1 && p.variant == VARIANT_CPU_SERIAL, "edge fields");
+    CHECK(json("  {\"filter\" : \"box\", \"size\" : 5}  ", &p) == 0 && p.spec.size == 5, "whitespace: %s", err);
+    CHECK(json("{\"block\":32,\"variant\":\"naive\"}", &p) == 0 && p.block == 32, "block on GPU variant: %s", err);
+}
+
+/* Query/form first, JSON last: JSON wins field by field, other fields survive. */
+static void test_precedence(void)
+{
+    struct params p;
+    const char *j = "{\"threshold\":9}";
+
+    params_init(&p, PARAMS_FILTER);
+    CHECK(params_set_text(&p, "threshold", "7", err) == 0 && params_set_text(&p, "png_level", "3", err) == 0,
+          "text refused");
+    CHECK(params_set_json(&p, j, strlen(j), err) == 0, "json refused: %s", err);
+    CHECK(p.spec.threshold == 9.0f && p.png_level == 3, "threshold %g png_level %d", p.spec.threshold,
+          p.png_level);
+}
+
+static void test_rejections(void)
+{
+    rejects("{\"treshold\":5}", "treshold");
+    rejects("{\"threshold\":\"5\"}", "threshold");
+    rejects("{\"threshold\":-1}", "threshold");
+    rejects("{\"threshold\":1e999}", "threshold");
+    rejects("{\"png_level\":10}", "png_level");
+    rejects("{\"png_level\":2.5}", "png_level");
+    rejects("{\"filter\":\"gaussian\",\"size\":123456789012345678901234567890}", "size");
+    rejects("{\"filter\":\"gaussian\",\"size\":4}", "size");
+    rejects("{\"filter\":\"box\",\"size\":65}", "size");
+    rejects("{\"filter\":\"gaussian\",\"sigma\":-1}", "sigma");
+    rejects("{\"filter\":\"gaussian\",\"sigma\":0}", "sigma");
+    rejects("{\"filter\":\"blur\"}", "filter");
+    rejects("{\"filter\":7}", "filter");
+    rejects("{\"variant\":\"fastest\"}", "variant");
+    rejects("{\"border\":\"wrap\"}", "border");
+    rejects("{\"post\":\"threshold\",\"filter\":\"sobel\"}", "post");
+    rejects("{\"output\":\"jpeg\"}", "output");
+    rejects("{\"bit_depth\":4}", "bit_depth");
+    rejects("{\"filter\":\"sobel\",\"bit_depth\":1}", "bit_depth");
+    rejects("{\"block\":12,\"variant\":\"naive\"}", "block");
+    rejects("{\"block\":16,\"variant\":\"cpu\"}", "block");
+    rejects("{\"filter\":\"sobel\",\"threshold\":3}", "threshold");
+    rejects("{\"filter\":\"edge\",\"size\":5}", "size");
+    rejects("{\"filter\":\"box\",\"sigma\":2}", "sigma");
+    rejects("{\"filter\":\"custom\"}", "taps");
+    rejects("{\"filter\":\"sobel\",\"taps\":[[1]]}", "taps");
+    rejects("{\"filter\":\"custom\",\"taps\":[[1,2],[3,4]]}", "taps");
+    rejects("{\"filter\":\"custom\",\"taps\":[[1,2,3],[1,2]]}", "taps");
+    rejects("{\"filter\":\"custom\",\"taps\":[[1,\"x\",3]]}", "taps");
+    rejects("{\"filter\":\"custom\",\"taps\":[]}", "taps");
+    rejects("{\"filter\":\"custom\",\"taps\":[[1e999]]}", "taps");
+    rejects("{\"filter\":\"custom\",\"taps\":[[1]],\"normalize\":\"yes\"}", "normalize");
+    rejects("{\"filter\":\"custom\",\"taps\":[[1,-1,0]],\"normalize\":true}", "taps");
+    rejects("{\"variants\":[\"cpu\"]}", "variants");
+    rejects("{\"filter\":\"edge\",\"filter\":\"sobel\"}", "duplicate");
+}
+
+static void test_bad_json(void)
+{
+    static const char *const bad[] = {"",          "{",           "{\"filter\":\"edge\",}", "\xEF\xBB\xBF{}",
+                                      "[]",        "5",           "null",                  "{} {}",
+                                      "{'a':1}",   "{\"a\" 1}",   "{\"filter\":\"edge\"",   "\"edge\""};
+    char nul[] = "{\"filter\":\"edge\"}\0garbage";
+    struct params p;
+    int rc;
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        rc = json(bad[i], NULL);
+        CHECK(rc == EDGED_E_PARAM && strstr(err, "params"), "bad JSON #%zu accepted or unnamed: rc %d '%s'", i, rc,
+              err);
+    }
+    params_init(&p, PARAMS_FILTER);
+    rc = params_set_json(&p, nul, sizeof(nul) - 1, err);
+    CHECK(rc == EDGED_E_PARAM, "JSON with a NUL byte accepted");
+    rejects("{\"taps\":[[[[[[[[1]]]]]]]]}", "deeper");
+    rejects("[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+            "deeper");
+    rejects("{\"a\":\"[[[[[[\"}", "unknown parameter 'a'"); /* brackets inside strings do not count */
+}
+
+static void test_text_rejections(void)
+{
+    rejects_text("threshold", "abc", "threshold");
+    rejects_text("threshold", "0x10", "threshold");
+    rejects_text("threshold", "inf", "threshold");
+    rejects_text("threshold", "nan", "threshold");
+    rejects_text("threshold", "", "threshold");
+    rejects_text("threshold", "1e999", "threshold");
+    rejects_text("png_level", "3 4", "png_level");
+    rejects_text("normalize", "yes", "normalize");
+    rejects_text("treshold", "5", "treshold");
+    rejects_text("variants", "cpu", "variants");
+}
+
+static void test_compare_mode(void)
+{
+    struct params p;
+
+    params_init(&p, PARAMS_COMPARE);
+    CHECK(params_set_text(&p, "variants", "cpu_serial,cpu", err) == 0, "variants text refused: %s", err);
+    CHECK(p.variants == ((1u << VARIANT_CPU_SERIAL) | (1u << VARIANT_CPU)), "variants mask %#x", p.variants);
+    CHECK(params_set_text(&p, "variant", "cpu", err) == EDGED_E_PARAM, "compare took `variant`");
+    CHECK(params_set_text(&p, "variants", "cpu,auto", err) == EDGED_E_PARAM, "compare took auto");
+    CHECK(params_set_json(&p, "{\"variants\":[]}", 15, err) == EDGED_E_PARAM, "empty variants accepted");
+}
+
+/* Random mutations of valid parameter texts: only 0 or EDGED_E_PARAM, never a crash. */
+static void test_fuzz(unsigned seed)
+{
+    static const char *const seeds[] = {"{\"filter\":\"custom\",\"taps\":[[1,2,1],[2,4,2],[1,2,1]],\"normalize\":true}",
+                                        "{\"filter\":\"gaussian\",\"size\":7,\"sigma\":1.5,\"border\":\"reflect\"}",
+                                        "{\"filter\":\"edge\",\"threshold\":5,\"bit_depth\":1,\"png_level\":9}"};
+    const char alphabet[] = "{}[]\",:0123456789.eE+-truefalsnl \\";
+    char buf[256];
+    int bad = 0;
+
+    srand(seed);
+    for (int i = 0; i < 20000; i++) {
+        const char *s = seeds[i % 3];
+        size_t n = strlen(s);
+        struct params p;
+        memcpy(buf, s, n + 1);
+        for (int k = rand() % 4; k >= 0; k--)
+            buf[rand() % n] = alphabet[rand() % (int)(sizeof(alphabet) - 1)];
+        params_init(&p, PARAMS_FILTER);
+        int rc = params_set_json(&p, buf, (size_t)(rand() % (int)(n + 1)), err);
+        if (rc == 0)
+            rc = params_validate(&p, err);
+        bad += rc != 0 && rc != EDGED_E_PARAM;
+    }
+    CHECK(bad == 0, "%d mutated inputs gave a code other than 0 or EDGED_E_PARAM", bad);
+}
+
+int main(void)
+{
+    unsigned seed = check_seed();
+
+    test_defaults();
+    test_text_fields();
+    test_json_fields();
+    test_precedence();
+    test_rejections();
+    test_bad_json();
+    test_text_rejections();
+    test_compare_mode();
+    test_fuzz(seed);
+    return check_summary();
+}

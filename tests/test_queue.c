@@ -1,0 +1,148 @@
+/* test_queue.c — the job queue: bound, lanes, FIFO, deadlines, close (drain) and fail (GPU fatal),
+ * including a waiter released from a running job that the worker completes later. */
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "clock.h"
+#include "errors.h"
+#include "queue.h"
+
+static char err[EDGED_ERR_LEN];
+
+static struct job *mkjob(enum job_lane lane, int tag)
+{
+    struct job *j = job_new();
+
+    j->lane = lane;
+    j->block = tag; /* a label to check the order */
+    return j;
+}
+
+static void test_bound_and_lanes(void)
+{
+    struct queue *q;
+    struct job *a = mkjob(LANE_CPU, 1), *b = mkjob(LANE_GPU, 2), *c = mkjob(LANE_CPU, 3), *d = mkjob(LANE_CPU, 4);
+
+    queue_new(&q, 3, 10000, err);
+    CHECK(queue_push(q, a, err) == 0 && queue_push(q, b, err) == 0 && queue_push(q, c, err) == 0, "push");
+    CHECK(queue_push(q, d, err) == EDGED_E_QUEUE_FULL && strstr(err, "queue-depth 3"), "full: %s", err);
+    CHECK(queue_depth(q) == 3, "depth %d", queue_depth(q));
+    struct job *g = queue_pop(q, LANE_GPU, 0), *c1 = queue_pop(q, LANE_CPU, 0), *c2 = queue_pop(q, LANE_CPU, 0);
+    CHECK(g == b && c1 == a && c2 == c, "lanes or FIFO order wrong");
+    CHECK(queue_pop(q, LANE_CPU, 0) == NULL && queue_depth(q) == 0, "empty queue gave a job");
+    CHECK(g->state == JOB_RUNNING && g->t.queue >= 0.0, "popped job state");
+    queue_complete(q, a, 0);
+    queue_complete(q, b, 0);
+    queue_complete(q, c, EDGED_E_VARIANT_LIMIT);
+    CHECK(queue_wait(q, a, err) == 0 && queue_wait(q, c, err) == EDGED_E_VARIANT_LIMIT, "wait results");
+    job_release(q, a);
+    job_release(q, b);
+    job_release(q, c);
+    job_release(q, d);
+    queue_free(q);
+}
+
+static void test_deadline(void)
+{
+    struct queue *q;
+    struct job *a = mkjob(LANE_CPU, 1), *b = mkjob(LANE_CPU, 2);
+    double t0;
+    int rc;
+
+    queue_new(&q, 4, 60, err);
+    queue_push(q, a, err);
+    t0 = clock_ms();
+    rc = queue_wait(q, a, err);
+    CHECK(rc == EDGED_E_DEADLINE && strstr(err, "60 ms"), "deadline: rc %d %s", rc, err);
+    CHECK(clock_ms() - t0 >= 55 && clock_ms() - t0 < 1000, "answered after %.0f ms", clock_ms() - t0);
+    CHECK(queue_depth(q) == 0, "expired job still queued");
+    /* the worker side expires it too: a job past its deadline is never handed out */
+    queue_push(q, b, err);
+    struct timespec nap = {0, 80 * 1000000L};
+    nanosleep(&nap, NULL);
+    CHECK(queue_pop(q, LANE_CPU, 0) == NULL, "expired job handed to a worker");
+    CHECK(queue_wait(q, b, err) == EDGED_E_DEADLINE, "expired job not answered 504");
+    job_release(q, a);
+    job_release(q, b);
+    queue_free(q);
+}
+
+struct worker_arg {
+    struct queue *q;
+    int delay_ms, done;
+};
+
+static void *slow_worker(void *p)
+{
+    struct worker_arg *w = p;
+    struct job *j;
+    struct timespec nap = {0, 0};
+
+    while ((j = queue_pop(w->q, LANE_CPU, -1))) {
+        nap.tv_nsec = w->delay_ms * 1000000L;
+        nanosleep(&nap, NULL);
+        queue_complete(w->q, j, 0);
+        w->done++;
+    }
+    return NULL;
+}
+
+/* Close refuses new jobs but the queued ones still run; the worker ends when it is empty. */
+static void test_close_drains(void)
+{
+    struct queue *q;
+    struct worker_arg w = {NULL, 20, 0};
+    struct job *jobs[3];
+    pthread_t t;
+
+    queue_new(&q, 8, 10000, err);
+    w.q = q;
+    for (int i = 0; i < 3; i++)
+        queue_push(q, jobs[i] = mkjob(LANE_CPU, i), err);
+    pthread_create(&t, NULL, slow_worker, &w);
+    queue_close(q);
+    struct job *late = mkjob(LANE_CPU, 9);
+    CHECK(queue_push(q, late, err) == EDGED_E_UNAVAILABLE && strstr(err, "draining"), "push after close: %s", err);
+    for (int i = 0; i < 3; i++)
+        CHECK(queue_wait(q, jobs[i], err) == 0, "queued job %d not finished after close", i);
+    pthread_join(t, NULL);
+    CHECK(w.done == 3 && queue_closed_empty(q, LANE_CPU), "worker ran %d", w.done);
+    for (int i = 0; i < 3; i++)
+        job_release(q, jobs[i]);
+    job_release(q, late);
+    queue_free(q);
+}
+
+/* Fail answers queued jobs at once and releases the waiter of a running job; the worker's late
+ * completion of that job then frees it (ASan/valgrind see no leak and no use after free). */
+static void test_fail(void)
+{
+    struct queue *q;
+    struct job *running = mkjob(LANE_GPU, 1), *queued = mkjob(LANE_GPU, 2), *late = mkjob(LANE_CPU, 3);
+
+    queue_new(&q, 8, 10000, err);
+    queue_push(q, running, err);
+    queue_push(q, queued, err);
+    CHECK(queue_pop(q, LANE_GPU, 0) == running, "pop");
+    queue_fail(q, EDGED_E_GPU_FATAL, "sticky CUDA error");
+    CHECK(queue_wait(q, queued, err) == EDGED_E_GPU_FATAL && strstr(err, "sticky"), "queued: %s", err);
+    CHECK(queue_wait(q, running, err) == EDGED_E_GPU_FATAL, "running job's waiter not released");
+    CHECK(queue_push(q, late, err) == EDGED_E_GPU_FATAL, "push after fail");
+    CHECK(queue_pop(q, LANE_GPU, -1) == NULL, "pop after fail blocks or returns a job");
+    job_release(q, running); /* the submitter lets go first... */
+    queue_complete(q, running, EDGED_E_GPU_FATAL); /* ...the worker's completion frees it */
+    job_release(q, queued);
+    job_release(q, late);
+    queue_free(q);
+}
+
+int main(void)
+{
+    test_bound_and_lanes();
+    test_deadline();
+    test_close_drains();
+    test_fail();
+    return check_summary();
+}

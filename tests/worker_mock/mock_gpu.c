@@ -1,0 +1,83 @@
+/* mock_gpu.c — a fake gconv async API and engine, so that worker.c's GPU loop (streams, poll,
+ * finish, OOM, fatal, watchdog) runs without a device. Jobs "run" for mock_dur_ms per stream. */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "clock.h"
+#include "engine.h"
+#include "errors.h"
+#include "gconv.h"
+
+struct engine {
+    int unused;
+};
+struct gconv_ctx {
+    int unused;
+};
+static struct gconv_ctx the_ctx;
+static struct engine the_engine;
+
+int mock_streams = 4;
+double mock_dur_ms = 20;
+atomic_int mock_busy, mock_max_busy, mock_dead, mock_fatal_at = -1, mock_oom_at = -1, mock_submits, mock_hang;
+static double start[16];
+static int busy[16], failrc[16];
+
+struct engine *mock_engine(void) { return &the_engine; }
+void mock_reset(void) { memset(busy, 0, sizeof(busy)); }
+
+int engine_has_gpu(const struct engine *e) { return e != NULL; }
+struct gconv_ctx *engine_gpu(struct engine *e) { return e ? &the_ctx : NULL; }
+const char *engine_device(const struct engine *e) { return e ? "mock GPU" : "none"; }
+enum variant engine_pick(const struct engine *e, const struct filter_plan *p, int w, int h)
+{
+    (void)e, (void)p, (void)w, (void)h;
+    return VARIANT_NAIVE;
+}
+
+int gconv_stream_count(const struct gconv_ctx *c) { return c ? mock_streams : 0; }
+int gconv_is_dead(const struct gconv_ctx *c) { return c && mock_dead; }
+size_t gconv_mem_used(const struct gconv_ctx *c) { return c ? 12345 : 0; }
+
+int gconv_submit(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan, enum variant v,
+                 int block, char *err)
+{
+    int n = atomic_fetch_add(&mock_submits, 1), b;
+
+    (void)ctx, (void)in, (void)plan, (void)v, (void)block;
+    if (busy[s])
+        return edged_fail(err, EDGED_E_PARAM, "stream %d already has a job in flight", s);
+    if (n == mock_oom_at)
+        return edged_fail(err, EDGED_E_GPU_OOM, "mock: out of device memory");
+    busy[s] = 1;
+    failrc[s] = n == mock_fatal_at ? EDGED_E_GPU_FATAL : 0;
+    start[s] = clock_ms();
+    b = atomic_fetch_add(&mock_busy, 1) + 1;
+    if (b > mock_max_busy)
+        mock_max_busy = b;
+    return 0;
+}
+
+int gconv_poll(struct gconv_ctx *ctx, int s)
+{
+    (void)ctx;
+    if (!busy[s])
+        return EDGED_E_PARAM;
+    if (mock_hang || clock_ms() - start[s] < mock_dur_ms)
+        return 0;
+    if (failrc[s])
+        mock_dead = 1;
+    return failrc[s] ? failrc[s] : 1;
+}
+
+int gconv_finish(struct gconv_ctx *ctx, int s, struct img *out, struct gconv_times *t, char *err)
+{
+    (void)ctx;
+    busy[s] = 0;
+    atomic_fetch_sub(&mock_busy, 1);
+    if (failrc[s])
+        return edged_fail(err, failrc[s], "mock: sticky CUDA error");
+    memset(out->px, 7, out->stride * (size_t)out->h);
+    *t = (struct gconv_times){1, 2, 1};
+    return 0;
+}

@@ -1,0 +1,165 @@
+/* worker_mock.c — worker.c's GPU loop against mock_gpu.c: 4 streams overlap (max 4 in flight,
+ * 32 x 20 ms jobs in ~160 ms), 1 stream serialises, one job's OOM fails only that job, a sticky
+ * error fails every queued job and the queue, the watchdog catches a hung job. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "check.h"
+#include "clock.h"
+#include "queue.h"
+#include "worker.h"
+
+extern int mock_streams;
+extern atomic_int mock_busy, mock_max_busy, mock_dead, mock_fatal_at, mock_oom_at, mock_submits, mock_hang;
+struct engine *mock_engine(void);
+void mock_reset(void);
+
+static char err[EDGED_ERR_LEN];
+
+struct client {
+    struct queue *q;
+    int rc;
+};
+
+/* One GPU-lane job through push and wait, as pipeline.c does it; -99 for a wrong result. */
+static void *client(void *p)
+{
+    struct client *c = p;
+    char e[EDGED_ERR_LEN];
+    struct job *j = job_new();
+
+    j->lane = LANE_GPU;
+    j->variant = VARIANT_AUTO;
+    j->plan.in_ch = 3;
+    j->plan.out_ch = 1;
+    img_alloc(&j->in, 8, 8, 3, NULL);
+    img_alloc(&j->out, 8, 8, 1, NULL);
+    if ((c->rc = queue_push(c->q, j, e)) == 0)
+        c->rc = queue_wait(c->q, j, e);
+    if (c->rc == 0 && (j->out.px[0] != 7 || j->used != VARIANT_NAIVE || j->t.kernel != 2))
+        c->rc = -99;
+    job_release(c->q, j);
+    return NULL;
+}
+
+/* n concurrent clients; returns how many succeeded, with each code in codes. */
+static int burst(struct queue *q, int n, int *codes)
+{
+    pthread_t t[64];
+    struct client c[64];
+    int ok = 0;
+
+    for (int i = 0; i < n; i++) {
+        c[i] = (struct client){q, 0};
+        pthread_create(&t[i], NULL, client, &c[i]);
+    }
+    for (int i = 0; i < n; i++) {
+        pthread_join(t[i], NULL);
+        codes[i] = c[i].rc;
+        ok += c[i].rc == 0;
+    }
+    return ok;
+}
+
+static int count(const int *codes, int n, int code)
+{
+    int k = 0;
+
+    for (int i = 0; i < n; i++)
+        k += codes[i] == code;
+    return k;
+}
+
+static void start(struct queue **q, struct worker **w)
+{
+    struct worker_config wc = {1, 1};
+
+    queue_new(q, 64, 10000, err);
+    worker_start(w, *q, mock_engine(), &wc, err);
+}
+
+static void stop(struct queue *q, struct worker *w)
+{
+    queue_close(q);
+    CHECK(worker_stop(w, 2000) == 0, "GPU worker did not end");
+    queue_free(q);
+}
+
+static void test_streams_oom_fatal(void)
+{
+    struct queue *q;
+    struct worker *w;
+    int codes[64], ok;
+    double t0 = clock_ms(), ms;
+
+    start(&q, &w);
+    ok = burst(q, 32, codes);
+    ms = clock_ms() - t0;
+    CHECK(ok == 32 && mock_max_busy == 4, "4 streams: %d ok, at most %d in flight", ok, (int)mock_max_busy);
+    CHECK(ms < 300, "4 streams: 32 x 20 ms jobs took %.0f ms (serial would be 640)", ms);
+    printf("4 streams: 32 jobs in %.0f ms\n", ms);
+    mock_oom_at = mock_submits + 3;
+    ok = burst(q, 8, codes);
+    CHECK(ok == 7 && count(codes, 8, EDGED_E_GPU_OOM) == 1 && !worker_fatal(w, NULL), "OOM: %d ok", ok);
+    mock_fatal_at = mock_submits + 5;
+    ok = burst(q, 40, codes);
+    CHECK(ok + count(codes, 40, EDGED_E_GPU_FATAL) == 40 && ok < 40, "fatal: %d ok of 40", ok);
+    struct job *late = job_new();
+    CHECK(worker_fatal(w, err) == 1 && queue_push(q, late, err) == EDGED_E_GPU_FATAL, "not fatal after it");
+    job_release(q, late);
+    stop(q, w);
+}
+
+static void test_watchdog(void)
+{
+    struct queue *q;
+    struct worker *w;
+    struct client c;
+    pthread_t t;
+    struct timespec nap = {0, 20 * 1000000L};
+    double t0;
+
+    mock_reset();
+    mock_dead = 0;
+    mock_fatal_at = -1;
+    mock_hang = 1;
+    mock_busy = 0;
+    start(&q, &w);
+    c = (struct client){q, 0};
+    pthread_create(&t, NULL, client, &c);
+    for (t0 = clock_ms(); !worker_fatal(w, NULL) && clock_ms() - t0 < 3000; nanosleep(&nap, NULL))
+        worker_watchdog(w, 200);
+    pthread_join(t, NULL);
+    CHECK(worker_fatal(w, err) && c.rc == EDGED_E_GPU_FATAL, "watchdog: rc %d (%s)", c.rc, err);
+    printf("watchdog fired after %.0f ms: %s\n", clock_ms() - t0, err);
+    stop(q, w);
+}
+
+static void test_one_stream(void)
+{
+    struct queue *q;
+    struct worker *w;
+    int codes[64], ok;
+    double t0, ms;
+
+    mock_reset();
+    mock_hang = mock_dead = mock_busy = mock_max_busy = 0;
+    mock_streams = 1;
+    start(&q, &w);
+    t0 = clock_ms();
+    ok = burst(q, 16, codes);
+    ms = clock_ms() - t0;
+    CHECK(ok == 16 && mock_max_busy == 1 && ms >= 320, "1 stream: %d ok, max %d, %.0f ms", ok, (int)mock_max_busy, ms);
+    printf("1 stream: 16 jobs in %.0f ms\n", ms);
+    stop(q, w);
+}
+
+int main(void)
+{
+    test_streams_oom_fatal();
+    test_watchdog();
+    test_one_stream();
+    return check_summary();
+}

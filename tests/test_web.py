@@ -1,0 +1,457 @@
+"""test_web.py — the page at GET / (issue 8), driven in headless Chromium (Selenium + chromedriver)
+against a real `edged serve` (backend from EDGED_TEST_BACKEND, default cpu; binary EDGED_BIN).
+
+Outcomes asserted: the page and its files are served from the binary (byte-identical to server/web),
+nothing is fetched from elsewhere, the filter and variant lists come from the API, the result the
+page shows has the input's size and the very pixels the API returns for the parameters set in the
+form (exact match), the timing bar shows the stages, compare draws one bar per API row, API errors
+appear with the API's own message, and at 375 px width nothing overflows sideways.
+Screenshots: tests/out/web/*.png. Without chromium, chromedriver or python3-selenium the browser
+tests are skipped (visibly); the HTTP checks of the page still run.
+Seed of the generated images: SEED below.
+"""
+import base64
+import http.client
+import json
+import os
+import re
+import shutil
+import tempfile
+
+import numpy as np
+import pytest
+import requests
+
+from conftest import ROOT, Server, png_bytes, png_decode, random_image
+
+SEED = 8
+WEB = os.path.join(ROOT, "server", "web")
+OUT = os.path.join(ROOT, "tests", "out", "web")
+STAGES = ["decode", "queue", "upload", "kernel", "download", "encode"]
+W, H = 97, 61  # odd sizes: a transposed or padded result would show
+WAIT_S = 30
+
+
+# ---------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def srv():
+    s = Server([])
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def images():
+    """Input files: an RGB PNG (W x H, seeded) and a text file that is not a PNG."""
+    print("seed", SEED)
+    d = tempfile.mkdtemp(prefix="edged-web-")
+    png = png_bytes(random_image(H, W, 3, SEED))
+    paths = {"png": os.path.join(d, "photo.png"), "text": os.path.join(d, "notes.txt")}
+    with open(paths["png"], "wb") as f:
+        f.write(png)
+    with open(paths["text"], "wb") as f:
+        f.write(b"these are notes, not a picture\n" * 4)
+    yield paths
+    shutil.rmtree(d)
+
+
+def first_program(env, names):
+    """$env if set (and executable), else the first of names found on PATH or as an absolute path."""
+    if os.environ.get(env):
+        return os.environ[env] if os.access(os.environ[env], os.X_OK) else None
+    for n in names:
+        p = n if os.path.isabs(n) else shutil.which(n)
+        if p and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def chrome_paths():
+    return (first_program("EDGED_CHROMIUM", ["chromium", "chromium-browser", "google-chrome"]),
+            first_program("EDGED_CHROMEDRIVER", ["chromedriver", "/usr/lib/chromium/chromedriver"]))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    webdriver = pytest.importorskip("selenium.webdriver",
+                                    reason="python3-selenium not installed: browser tests skipped")
+    from selenium.webdriver.chrome.service import Service
+
+    chromium, driver = chrome_paths()
+    if not chromium or not driver:
+        pytest.skip("chromium (%s) or chromedriver (%s) not found: browser tests skipped; install the Debian "
+                    "packages chromium and chromium-driver" % (chromium, driver))
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--window-size=1280,900", "--no-first-run", "--disable-extensions"]:
+        opts.add_argument(a)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    d = webdriver.Chrome(service=Service(driver), options=opts)
+    d.set_script_timeout(WAIT_S)
+    yield d
+    d.quit()
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def api_filter(srv, path, params):
+    with open(path, "rb") as f:
+        data = f.read()
+    return requests.post(srv.url + "/v1/filter", files={"image": (os.path.basename(path), data, "image/png")},
+                         data={"params": json.dumps(params)}, timeout=60)
+
+
+def wait(d, js, what, timeout=WAIT_S):
+    """Waits until the JavaScript expression js is truthy; fails naming what it waited for."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    try:
+        return WebDriverWait(d, timeout, poll_frequency=0.05).until(lambda drv: drv.execute_script("return " + js))
+    except TimeoutException:
+        err = d.execute_script("const e = document.getElementById('error'); return e.hidden ? '' : e.textContent")
+        pytest.fail("timed out waiting for %s (page error box: %r)" % (what, err))
+
+
+def open_page(d, srv):
+    r = requests.get(srv.url + "/", timeout=10)
+    if r.status_code != 200 or not r.headers.get("Content-Type", "").startswith("text/html"):
+        pytest.fail("GET / does not serve the page (%d %s): is the web hook in server/http.c and the "
+                    "web_data.inc rule in the Makefile there?" % (r.status_code, r.text[:200]))
+    d.get_log("browser")  # drop what earlier tests left (their expected 4xx answers)
+    d.get(srv.url + "/")
+    wait(d, "document.body.dataset.ready === 'true'", "the catalogues to load")
+
+
+def by_id(d, id_):
+    from selenium.webdriver.common.by import By
+    return d.find_element(By.ID, id_)
+
+
+def visible(d, id_):
+    """Rendered with a size (so CSS that overrides `hidden` shows up as visible)."""
+    return d.execute_script("""const e = document.getElementById(arguments[0]);
+        if (!e || getComputedStyle(e).visibility === 'hidden') return false;
+        const r = e.getBoundingClientRect();
+        return r.width > 0 && r.height > 0""", id_)
+
+
+def choose(d, id_, value):
+    from selenium.webdriver.support.ui import Select
+    Select(by_id(d, id_)).select_by_value(value)
+
+
+def type_into(d, id_, text):
+    e = by_id(d, id_)
+    e.clear()
+    e.send_keys(text)
+
+
+def set_checked(d, id_, on):
+    e = by_id(d, id_)
+    if e.is_selected() != on:
+        e.click()
+
+
+def upload(d, path):
+    by_id(d, "file").send_keys(path)
+    wait(d, "document.getElementById('run').disabled === false", "the run button to be enabled")
+
+
+def click_and_settle(d, button):
+    """Clicks run or compare and waits until the page is idle again; returns the error text ('' if none)."""
+    before = d.execute_script("return document.getElementById('result-img').src")
+    by_id(d, button).click()
+    wait(d, "document.getElementById('busy').textContent === '' && !document.getElementById('run').disabled",
+         "the %s request to finish" % button)
+    err = d.execute_script("const e = document.getElementById('error'); return e.hidden ? '' : e.textContent")
+    if button == "run" and not err:
+        assert d.execute_script("return document.getElementById('result-img').src") != before, "no new result"
+    return err
+
+
+def shown_pixels(d):
+    """The result image as the browser decoded it: H x W x 4 RGBA from a canvas."""
+    js = """const img = document.getElementById('result-img');
+            const c = document.createElement('canvas');
+            c.width = img.naturalWidth; c.height = img.naturalHeight;
+            const g = c.getContext('2d');
+            g.drawImage(img, 0, 0);
+            const px = g.getImageData(0, 0, c.width, c.height).data;
+            let s = '';
+            for (let i = 0; i < px.length; i += 0x8000) s += String.fromCharCode.apply(null, px.subarray(i, i + 0x8000));
+            return [c.width, c.height, btoa(s)];"""
+    w, h, b64 = d.execute_script(js)
+    return np.frombuffer(base64.b64decode(b64), np.uint8).reshape(h, w, 4)
+
+
+def assert_same_pixels(shown, api_png):
+    want = png_decode(api_png)
+    if want.ndim == 2:
+        want = np.repeat(want[..., None], 3, axis=2)
+    assert shown.shape[:2] == want.shape[:2]
+    diff = np.abs(shown[..., :want.shape[2]].astype(int) - want.astype(int))
+    assert diff.max() == 0, "page shows other pixels than the API returns: max diff %d at %s" % (
+        diff.max(), np.unravel_index(diff.argmax(), diff.shape))
+
+
+def screenshot(d, name):
+    """Full-page PNG into tests/out/web/NAME.png."""
+    os.makedirs(OUT, exist_ok=True)
+    m = d.execute_cdp_cmd("Page.getLayoutMetrics", {})
+    size = m.get("cssContentSize") or m["contentSize"]
+    shot = d.execute_cdp_cmd("Page.captureScreenshot", {
+        "format": "png", "captureBeyondViewport": True,
+        "clip": {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}})
+    path = os.path.join(OUT, name + ".png")
+    with open(path, "wb") as f:
+        f.write(base64.b64decode(shot["data"]))
+    return path
+
+
+def page_errors(d):
+    """Console errors and CSP violations logged by the page."""
+    return [e["message"] for e in d.get_log("browser") if e["level"] == "SEVERE"]
+
+
+# ---------------------------------------------------------------- the page over HTTP (no browser)
+
+
+def web_file(name):
+    with open(os.path.join(WEB, name), "rb") as f:
+        return f.read()
+
+
+def test_page_and_files_served_from_the_binary(srv):
+    r = requests.get(srv.url + "/", timeout=10)
+    assert r.status_code == 200, r.text
+    assert r.headers["Content-Type"].startswith("text/html")
+    assert r.content == web_file("index.html"), "GET / is not server/web/index.html (binary not rebuilt?)"
+    refs = re.findall(r'(?:src|href)="(web/[^"]+)"', r.text)
+    assert sorted(refs) == ["web/app.js", "web/style.css"]
+    types = {".js": "text/javascript", ".css": "text/css"}
+    for ref in refs:
+        a = requests.get(srv.url + "/" + ref, timeout=10)
+        assert a.status_code == 200, (ref, a.text)
+        assert a.headers["Content-Type"].startswith(types[os.path.splitext(ref)[1]]), a.headers["Content-Type"]
+        assert a.content == web_file(os.path.basename(ref)), ref + " differs from the file in server/web"
+    h = requests.head(srv.url + "/", timeout=10)
+    assert h.status_code == 200 and int(h.headers["Content-Length"]) == len(r.content)
+
+
+@pytest.mark.parametrize("path", ["/web/nope.js", "/web/", "/web", "/index.html", "/web/../web/app.js",
+                                  "/web/%2e%2e/server/http.c", "/web/app.js/x"])
+def test_other_paths_are_not_found(srv, path):
+    c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
+    c.request("GET", path)  # sent as is: no client-side normalisation of ..
+    r = c.getresponse()
+    body = json.loads(r.read())
+    c.close()
+    assert r.status == 404, path
+    assert body["error"]["code"] == "not_found"
+
+
+def test_page_takes_only_get(srv):
+    r = requests.post(srv.url + "/", data=b"x", timeout=10)
+    assert r.status_code == 405
+    assert r.json()["error"]["code"] == "method_not_allowed"
+    assert "GET" in r.headers["Allow"]
+
+
+def test_nothing_from_elsewhere_and_no_duplicated_lists(srv):
+    html, js, css = (web_file(n).decode() for n in ("index.html", "app.js", "style.css"))
+    # every URL the page loads is relative to the server
+    for text in (html, js, css):
+        assert not re.search(r'(?:src|href|action)\s*=\s*["\']?(?:[a-z]+:)?//', text, re.I)
+        assert not re.search(r'(?:fetch|import)\s*\(\s*["\'`](?:[a-z]+:)?//', text, re.I)
+        assert not re.search(r'url\(\s*["\']?(?!data:)', text), "css url() outside data:"
+        assert "@import" not in text
+    # the filter and variant names live in the API, not in the page ("auto" is also a colour/post mode)
+    names = [f["name"] for f in requests.get(srv.url + "/v1/filters", timeout=10).json()["filters"]]
+    names += [v["name"] for v in requests.get(srv.url + "/v1/variants", timeout=10).json()["variants"]]
+    assert len(names) >= 4
+    for n in names:
+        if n == "auto":
+            continue
+        assert not re.search(r"""['"`]%s['"`]""" % re.escape(n), js), "app.js hard-codes %r" % n
+        assert not re.search(r""">\s*%s\s*<|value="%s\"""" % (re.escape(n), re.escape(n)), html), \
+            "index.html hard-codes %r" % n
+
+
+# ---------------------------------------------------------------- the page in Chromium
+
+
+def test_lists_and_server_info_come_from_the_api(srv, browser):
+    d = browser
+    open_page(d, srv)
+    filters = requests.get(srv.url + "/v1/filters", timeout=10).json()
+    variants = requests.get(srv.url + "/v1/variants", timeout=10).json()["variants"]
+    version = requests.get(srv.url + "/version", timeout=10).json()
+    opts = d.execute_script("return [...document.getElementById('filter').options].map(o => o.value)")
+    assert opts == [f["name"] for f in filters["filters"]]
+    assert by_id(d, "filter").get_attribute("value") == filters["default"]
+    vopts = d.execute_script("return [...document.getElementById('variant').options].map(o => [o.value, o.disabled])")
+    assert vopts == [[v["name"], not v["available"]] for v in variants]
+    info = by_id(d, "server-info").text
+    assert version["backend"] in info and version["device"] in info and version["version"] in info
+    # the knobs shown are the ones the API lists for the chosen filter
+    for f in filters["filters"]:
+        choose(d, "filter", f["name"])
+        shown = d.execute_script("return [...document.querySelectorAll('.knob')].filter(k => !k.hidden)"
+                                 ".map(k => k.dataset.knob)")
+        assert sorted(shown) == sorted(f["params"]), f["name"]
+    assert page_errors(d) == []
+
+
+def test_edge_result_has_the_input_size_and_the_api_pixels(srv, browser, images):
+    d = browser
+    open_page(d, srv)
+    upload(d, images["png"])
+    wait(d, "document.getElementById('input-img').naturalWidth > 0", "the input preview")
+    assert by_id(d, "input-cap").text == "input: %d × %d" % (W, H)
+    assert click_and_settle(d, "run") == ""
+    size = d.execute_script("const i = document.getElementById('result-img'); return [i.naturalWidth, i.naturalHeight]")
+    assert size == [W, H]
+    assert visible(d, "result-img")
+    assert_same_pixels(shown_pixels(d), api_filter(srv, images["png"], {
+        "filter": "edge", "border": "zero", "color": "auto", "variant": "auto"}).content)
+    # the timing bar: visible, segments named by stage, widths adding up to the bar
+    assert visible(d, "timing-bar")
+    segs = d.execute_script("""return [...document.querySelectorAll('#timing-bar .seg')]
+        .map(s => [s.dataset.stage, s.getBoundingClientRect().width])""")
+    assert segs and all(name in STAGES + ["other"] and w > 0 for name, w in segs), segs
+    assert {"decode", "kernel", "encode"} <= {name for name, _ in segs}
+    bar_w = d.execute_script("return document.getElementById('timing-bar').clientWidth")
+    assert abs(sum(w for _, w in segs) - bar_w) <= 2 + 2 * len(segs), (segs, bar_w)  # min-width 2px slivers
+    legend = d.execute_script("return [...document.querySelectorAll('#timing-legend li')].map(l => l.dataset.stage)")
+    assert legend[:6] == STAGES
+    assert re.search(r"total [0-9.]+ ms", by_id(d, "timing-total").text)
+    screenshot(d, "desktop_edge")
+    assert page_errors(d) == []
+
+
+# (form settings, the params the API gets for them)
+CASES = [
+    ({"filter": "gaussian", "size": "7", "sigma": "2.5", "border": "reflect", "color": "gray"},
+     {"filter": "gaussian", "size": 7, "sigma": 2.5, "border": "reflect", "color": "gray"}),
+    ({"filter": "custom", "taps": "1 2 1\n2, 4, 2\n1 2 1", "normalize": True, "border": "replicate"},
+     {"filter": "custom", "taps": [[1, 2, 1], [2, 4, 2], [1, 2, 1]], "normalize": True, "border": "replicate"}),
+    ({"filter": "box", "size": "5", "post": "offset", "color": "rgb"},
+     {"filter": "box", "size": 5, "post": "offset", "color": "rgb"}),
+    ({"filter": "edge", "threshold": "12", "bit_depth": True},
+     {"filter": "edge", "threshold": 12, "bit_depth": 1}),
+    ({"filter": "sobel", "variant": "cpu_serial"}, {"filter": "sobel", "variant": "cpu_serial"}),
+]
+
+
+def fill_form(d, form):
+    choose(d, "filter", form["filter"])
+    for key, value in form.items():
+        if key == "filter":
+            continue
+        if isinstance(value, bool):
+            set_checked(d, key, value)
+        elif by_id(d, key).tag_name == "select":
+            choose(d, key, value)
+        else:
+            type_into(d, key, value)
+
+
+@pytest.mark.parametrize("form,params", CASES, ids=[c[0]["filter"] for c in CASES])
+def test_form_parameters_reach_the_api(srv, browser, images, form, params):
+    d = browser
+    open_page(d, srv)
+    upload(d, images["png"])
+    fill_form(d, form)
+    assert click_and_settle(d, "run") == ""
+    want = dict({"border": "zero", "color": "auto", "variant": "auto"}, **params)
+    r = api_filter(srv, images["png"], want)
+    assert r.status_code == 200, r.text
+    assert_same_pixels(shown_pixels(d), r.content)
+    assert "variant " + r.headers["X-Edged-Variant"] in by_id(d, "result-cap").text
+
+
+def test_compare_draws_one_bar_per_variant(srv, browser, images):
+    d = browser
+    open_page(d, srv)
+    upload(d, images["png"])
+    assert click_and_settle(d, "compare") == ""
+    with open(images["png"], "rb") as f:
+        api = requests.post(srv.url + "/v1/compare", files={"image": ("p.png", f.read(), "image/png")},
+                            data={"params": json.dumps({"filter": "edge"})}, timeout=120).json()
+    bars = d.execute_script("""return [...document.querySelectorAll('#compare-chart rect.cbar')]
+        .map(b => [b.dataset.variant, b.getBoundingClientRect().width, b.classList.contains('fastest')])""")
+    assert [b[0] for b in bars] == [r["variant"] for r in api["rows"]]
+    assert len(bars) >= 2 and all(w >= 2 for _, w, _ in bars)
+    assert sum(f for _, _, f in bars) >= 1
+    skipped = d.execute_script("return document.querySelectorAll('#compare-skipped li').length")
+    assert skipped == len(api["skipped"])
+    widest = max(w for _, w, _ in bars)
+    set_checked(d, "log-scale", True)
+    log_bars = d.execute_script("return [...document.querySelectorAll('#compare-chart rect.cbar')]"
+                                ".map(b => b.getBoundingClientRect().width)")
+    assert len(log_bars) == len(bars) and abs(max(log_bars) - widest) <= 1
+    set_checked(d, "log-scale", False)
+    screenshot(d, "desktop_compare")
+    assert page_errors(d) == []
+
+
+def test_api_errors_show_the_api_message(srv, browser, images):
+    d = browser
+    open_page(d, srv)
+    # a file that is not a PNG: 415 and the API's own words
+    upload(d, images["text"])
+    want = api_filter(srv, images["text"], {"filter": "edge"}).json()["error"]
+    err = click_and_settle(d, "run")
+    assert want["message"] in err and want["code"] in err, (err, want)
+    assert visible(d, "error") and by_id(d, "error").get_attribute("role") == "alert"
+    assert not visible(d, "result-img") and not visible(d, "input-img"), "broken image shown"
+    screenshot(d, "desktop_error")
+    # parameter errors from the API (the page does no range checks of its own)
+    upload(d, images["png"])
+    for form, params in [({"filter": "gaussian", "size": "4"}, {"filter": "gaussian", "size": 4}),
+                         ({"filter": "custom", "taps": "1 2 1\n1 2"}, {"filter": "custom", "taps": [[1, 2, 1], [1, 2]]}),
+                         ({"filter": "custom", "taps": ""}, {"filter": "custom"})]:
+        fill_form(d, form)
+        want = api_filter(srv, images["png"], params).json()["error"]
+        assert want["code"] == "invalid_parameter"
+        err = click_and_settle(d, "run")
+        assert want["message"] in err, (form, err, want)
+    # a typo the page cannot turn into JSON is named by the page
+    fill_form(d, {"filter": "custom", "taps": "1 x 1"})
+    assert "'x' is not a number" in click_and_settle(d, "run")
+    # and the error goes away with the next good run
+    choose(d, "filter", "edge")
+    assert click_and_settle(d, "run") == "" and not visible(d, "error")
+
+
+def test_phone_width(srv, browser, images):
+    d = browser
+    d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                      {"width": 375, "height": 812, "deviceScaleFactor": 1, "mobile": True})
+    try:
+        open_page(d, srv)
+        assert d.execute_script("return window.innerWidth") == 375
+        upload(d, images["png"])
+        assert click_and_settle(d, "run") == ""
+        assert click_and_settle(d, "compare") == ""
+        over = d.execute_script("""return [...document.querySelectorAll('body *')]
+            .filter(e => e.getClientRects().length && e.getBoundingClientRect().right > 375.5
+                         && !e.closest('.visually-hidden'))
+            .map(e => e.tagName + '#' + e.id + '.' + e.className)""")
+        assert over == [], "wider than the screen: %s" % over
+        assert d.execute_script("return document.documentElement.scrollWidth") <= 375
+        for id_ in ["result-img", "timing-bar", "compare-chart", "run", "compare"]:
+            assert visible(d, id_), id_
+        # input and result stack: the result sits below the input
+        tops = d.execute_script("return ['input-img', 'result-img'].map(i => "
+                                "document.getElementById(i).getBoundingClientRect().top)")
+        assert tops[1] > tops[0]
+        screenshot(d, "phone_375")
+    finally:
+        d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    assert page_errors(d) == []

@@ -12,6 +12,9 @@ int planes_check_kernel(const struct kernel2d *k, char *err)
         k->rows % 2 == 0 || k->cols % 2 == 0)
         return edged_fail(err, EDGED_E_PARAM, "kernel is %dx%d: rows and cols must be odd, 1..%d", k->rows,
                           k->cols, FILTER_MAX_SIDE);
+    for (int i = 0; i < k->rows * k->cols; i++)
+        if (!isfinite(k->taps[i]))
+            return edged_fail(err, EDGED_E_PARAM, "kernel tap [%d][%d] is not finite", i / k->cols, i % k->cols);
     return 0;
 }
 

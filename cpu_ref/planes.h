@@ -16,7 +16,8 @@ extern "C" {
  * sets them) can be run, and stores w*h in *n. Returns 0 or EDGED_E_PARAM / EDGED_E_IMAGE_TOO_LARGE. */
 int planes_check(const struct img *in, const struct filter_plan *plan, size_t *n, char *err);
 
-/* Checks a kernel's shape: rows and cols odd, 1..FILTER_MAX_SIDE. Returns 0 or EDGED_E_PARAM. */
+/* Checks a kernel: rows and cols odd, 1..FILTER_MAX_SIDE, every tap finite. Returns 0 or
+ * EDGED_E_PARAM. */
 int planes_check_kernel(const struct kernel2d *k, char *err);
 
 /* Writes rows y0..y1-1 of input plane p (the luma when plan->gray, else channel p; the gray

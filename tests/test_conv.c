@@ -232,7 +232,7 @@ static void test_border_index(void)
 static void test_conv_args(void)
 {
     float in[16] = {0}, out[16];
-    struct kernel2d k, even;
+    struct kernel2d k, even; /* `even`: a broken copy of k */
     char err[EDGED_ERR_LEN];
     const float one = 1.0f;
 
@@ -255,6 +255,9 @@ static void test_conv_args(void)
     BADCALL(cpu_conv(in, out, 4, 4, 4, &k, (enum border)BORDER_COUNT, 1, err), "border out of range");
     BADCALL(cpu_conv(in, out, 4, 4, 4, &even, BORDER_ZERO, 1, err), "2x1 kernel");
     BADCALL(cpu_conv(NULL, out, 4, 4, 4, &k, BORDER_ZERO, 1, err), "NULL input");
+    even = k;
+    even.taps[0] = INFINITY;
+    BADCALL(cpu_conv(in, out, 4, 4, 4, &even, BORDER_ZERO, 1, err), "infinite tap");
 #undef BADCALL
 }
 

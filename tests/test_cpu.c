@@ -511,6 +511,10 @@ static void test_bad_inputs(void)
     EXPECT_PARAM(cpu_run(&in, &bad, &out, 1, err), "run, 4-row kernel");
     EXPECT_PARAM(cpu_serial_run(&in, &bad, &out, err), "serial_run, 4-row kernel");
     bad = p;
+    bad.conv[0].taps[4] = INFINITY; /* e.g. normalised taps that overflowed */
+    EXPECT_PARAM(cpu_run(&in, &bad, &out, 1, err), "run, infinite tap");
+    EXPECT_PARAM(cpu_serial_run(&in, &bad, &out, err), "serial_run, infinite tap");
+    bad = p;
     bad.nconv = 2; /* SINGLE with two kernels */
     EXPECT_PARAM(cpu_run(&in, &bad, &out, 1, err), "run, nconv 2 for SINGLE");
     bad = p;
@@ -609,7 +613,7 @@ static void test_alloc_failure(void)
     }
     /* edge on 2048x1024 gray needs 3 float planes of 8 MB, the 2 MB output and a thread stack */
     for (int mb = 0; mb <= 60; mb += 4) {
-        void *probe;
+        void *volatile probe; /* volatile: a compiler may drop an unused malloc/free pair */
         lim = old;
         lim.rlim_cur = (rlim_t)pages * 4096 + (rlim_t)mb * 1048576;
         if (setrlimit(RLIMIT_AS, &lim) < 0)

@@ -84,19 +84,23 @@ void filter_gaussian_1d(int n, double sigma, float *out)
 }
 
 /* Rank-1 test: take the largest tap as pivot, factor through its row and column, and accept when
- * every tap is reproduced within 1e-6 of the largest. */
+ * the residuals summed over all taps stay within 1e-6 of sum|taps| (a bound on the difference
+ * between the two-pass and the direct result, relative to the result's scale). */
 void kernel_detect_separable(struct kernel2d *k)
 {
     int pr = 0, pc = 0;
-    double maxabs = 0.0;
+    double maxabs = 0.0, sumabs = 0.0, resid = 0.0;
 
     for (int i = 0; i < k->rows; i++)
-        for (int j = 0; j < k->cols; j++)
-            if (fabs(k->taps[i * k->cols + j]) > maxabs) {
-                maxabs = fabs(k->taps[i * k->cols + j]);
+        for (int j = 0; j < k->cols; j++) {
+            double t = fabs(k->taps[i * k->cols + j]);
+            sumabs += t;
+            if (t > maxabs) {
+                maxabs = t;
                 pr = i;
                 pc = j;
             }
+        }
     k->separable = 1;
     if (maxabs == 0.0) {
         memset(k->row, 0, sizeof(k->row));
@@ -107,12 +111,10 @@ void kernel_detect_separable(struct kernel2d *k)
         k->col[i] = k->taps[i * k->cols + pc];
     for (int j = 0; j < k->cols; j++)
         k->row[j] = (float)((double)k->taps[pr * k->cols + j] / k->taps[pr * k->cols + pc]);
-    for (int i = 0; i < k->rows && k->separable; i++)
+    for (int i = 0; i < k->rows; i++)
         for (int j = 0; j < k->cols; j++)
-            if (fabs(k->taps[i * k->cols + j] - (double)k->col[i] * k->row[j]) > 1e-6 * maxabs) {
-                k->separable = 0;
-                break;
-            }
+            resid += fabs(k->taps[i * k->cols + j] - (double)k->col[i] * k->row[j]);
+    k->separable = resid <= 1e-6 * sumabs;
 }
 
 /* Taps as the outer product col^T row, with the factors kept exactly as given. */
@@ -166,8 +168,11 @@ static int kernel_custom(const struct filter_spec *s, struct kernel2d *k, char *
     if (s->custom_normalize) {
         if (fabs(sum) < 1e-12)
             return edged_fail(err, EDGED_E_PARAM, "taps sum to 0 and cannot be normalised");
-        for (int i = 0; i < r * c; i++)
+        for (int i = 0; i < r * c; i++) {
             k->taps[i] = (float)(k->taps[i] / sum);
+            if (!isfinite(k->taps[i]))
+                return edged_fail(err, EDGED_E_PARAM, "taps overflow when normalised by their sum %g", sum);
+        }
     }
     kernel_detect_separable(k);
     return 0;

@@ -38,7 +38,7 @@ struct filter_spec {
     enum color_mode color; /* default COLOR_AUTO */
     enum post_mode post;   /* default POST_AUTO (per filter) */
     int size;              /* gaussian, box: odd 3..63; 0 = default (5 gaussian, 3 box) */
-    float sigma;           /* gaussian: <= 0 = OpenCV's default 0.3*((size-1)/2-1)+0.8 */
+    float sigma;           /* gaussian: <= 0 = OpenCV's default sigma 0.3*((size-1)/2-1)+0.8 */
     float threshold;       /* edge: |L| > threshold; set by filter_spec_init to 5 */
     int custom_rows, custom_cols; /* custom: odd, 1..63 */
     int custom_normalize;         /* custom: divide taps by their sum (which must not be 0) */
@@ -46,9 +46,9 @@ struct filter_spec {
 };
 
 /* Taps of one correlation, row-major, anchor at the centre: out(x,y) =
- * sum_ij taps[i*cols+j] * in(x + j - cols/2, y + i - rows/2). When separable, taps[i][j] equals
- * col[i]*row[j] within 1e-6 of the largest tap and a row pass with row[] followed by a column
- * pass with col[] computes the same correlation. */
+ * sum_ij taps[i*cols+j] * in(x + j - cols/2, y + i - rows/2). When separable, the taps equal
+ * col[i]*row[j] with a total residual sum|taps - col*row| <= 1e-6 * sum|taps|, so a row pass
+ * with row[] followed by a column pass with col[] computes the same correlation. */
 struct kernel2d {
     int rows, cols;
     int separable;
@@ -90,7 +90,9 @@ int filter_plan_make(const struct filter_spec *spec, int in_ch, struct filter_pl
 /* Fills row[]/col[] and sets k->separable when the taps are rank 1 (tolerance above). */
 void kernel_detect_separable(struct kernel2d *k);
 
-/* OpenCV getGaussianKernel taps for odd n and sigma (<= 0: OpenCV's default), summing to 1. */
+/* Gaussian taps exp(-(i-c)^2/(2 sigma^2)) normalised to sum 1, for odd n; sigma <= 0 takes OpenCV's
+ * default sigma formula. (OpenCV's getGaussianKernel uses fixed tables instead for n <= 9 with
+ * sigma <= 0; edged always uses the formula.) */
 void filter_gaussian_1d(int n, double sigma, float *out);
 
 /* Multiply-adds per output pixel per plane, for GFLOP/s figures (2 flops each). */

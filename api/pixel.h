@@ -41,10 +41,11 @@ EDGED_HD float pixel_luma(float r, float g, float b)
 /* How a float result becomes an 8-bit sample. Rounding is to nearest, ties to even (rintf). */
 enum post_mode { POST_AUTO, POST_CLAMP, POST_ABS, POST_OFFSET, POST_THRESHOLD, POST_COUNT };
 
+/* NaN (only reachable from absurd custom taps) maps to 0: converting NaN to an integer is UB. */
 EDGED_HD uint8_t pixel_clamp_u8(float v)
 {
     v = rintf(v);
-    return (uint8_t)(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v);
+    return (uint8_t)(v >= 0.0f ? (v <= 255.0f ? v : 255.0f) : 0.0f);
 }
 
 /* threshold: 255 where |v| > t, else 0 (the edge map of the KTH report). */

@@ -2,7 +2,6 @@
  * service uses (decode, plan, engine, encode), with optional JSON timing metadata. */
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 #include "engine.h"
 #include "errors.h"
 #include "filter.h"
+#include "params.h"
 #include "png_io.h"
 #include "variant.h"
 
@@ -22,9 +22,8 @@
 
 struct cli_opts {
     const char *in_path, *out_path;
-    struct filter_spec spec;
-    enum variant variant;
-    int block, png_level, bit_depth, json;
+    struct params p; /* the same request parameters the HTTP service takes */
+    int json;
 };
 
 static const char filter_usage[] =
@@ -38,6 +37,7 @@ static const char filter_usage[] =
     "  --size N           gaussian, box: odd kernel side 3..63\n"
     "  --sigma S          gaussian: sigma (default from size, as OpenCV)\n"
     "  --taps ROWS        custom: rows separated by ';', numbers by ',', e.g. '1,2,1;2,4,2;1,2,1'\n"
+    "                     (or JSON rows '[[1,2,1],[2,4,2],[1,2,1]]')\n"
     "  --normalize        custom: divide the taps by their sum\n"
     "  --variant NAME     auto (default), cpu_serial, cpu or a GPU variant (edged variants)\n"
     "  --block N          GPU block side 8, 16 (default), 24, 32\n"
@@ -73,188 +73,93 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* Strict number parsing: the whole string must be a number in [lo, hi]. */
-static int parse_long(const char *opt, const char *s, long lo, long hi, long *out, char *err)
+/* "a,b,c;d,e,f" (rows by ';', numbers by ',') into the JSON rows "[[a,b,c],[d,e,f]]" that the
+ * request parser takes; a JSON array is passed through. Numbers are checked by the parser. */
+static int taps_to_json(const char *s, char *out, size_t cap, char *err)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return edged_fail(err, EDGED_E_PARAM, "--%s '%s' invalid: want an integer %ld..%ld", opt, s, lo, hi);
-    *out = v;
-    return 0;
-}
+    size_t n = 0;
 
-static int parse_float(const char *opt, const char *s, float *out, char *err)
-{
-    char *end;
-    errno = 0;
-    float v = strtof(s, &end);
-    if (errno || end == s || *end || !isfinite(v))
-        return edged_fail(err, EDGED_E_PARAM, "--%s '%s' invalid: want a finite number", opt, s);
-    *out = v;
-    return 0;
-}
-
-/* "a,b,c;d,e,f;..." into the spec's custom taps; rows must have equal lengths. */
-static int parse_taps(const char *s, struct filter_spec *spec, char *err)
-{
-    int rows = 1, cols = 0, n = 0, in_row = 0;
-    const char *p = s;
-
-    while (*p) {
-        char *end;
-        errno = 0;
-        float v = strtof(p, &end);
-        if (end == p || errno || !isfinite(v))
-            return edged_fail(err, EDGED_E_PARAM, "--taps: bad number at '%.20s'", p);
-        if (n >= FILTER_MAX_TAPS || ++in_row > FILTER_MAX_SIDE)
-            return edged_fail(err, EDGED_E_PARAM, "--taps: more than %d per row or %d in all", FILTER_MAX_SIDE,
-                              FILTER_MAX_TAPS);
-        spec->custom_taps[n++] = v;
-        p = end;
-        if (*p == ';' || *p == '\0') {
-            if (cols && in_row != cols)
-                return edged_fail(err, EDGED_E_PARAM, "--taps: row %d has %d numbers, row 1 has %d", rows, in_row,
-                                  cols);
-            cols = in_row;
-            in_row = 0;
-            if (*p == ';' && (rows++, *++p == '\0'))
-                return edged_fail(err, EDGED_E_PARAM, "--taps: empty last row");
-        } else if (*p++ != ',') {
-            return edged_fail(err, EDGED_E_PARAM, "--taps: expected ',' or ';' at '%.20s'", p - 1);
+    if (*s == '[')
+        return snprintf(out, cap, "%s", s) < (int)cap ? 0
+               : edged_fail(err, EDGED_E_PARAM, "taps: longer than %zu characters", cap - 1);
+    out[n++] = '[';
+    out[n++] = '[';
+    for (; *s && n + 4 < cap; s++)
+        if (*s == ';') {
+            out[n++] = ']';
+            out[n++] = ',';
+            out[n++] = '[';
+        } else {
+            out[n++] = *s;
         }
-    }
-    if (n == 0)
-        return edged_fail(err, EDGED_E_PARAM, "--taps: no numbers");
-    spec->custom_rows = rows;
-    spec->custom_cols = cols;
+    if (*s)
+        return edged_fail(err, EDGED_E_PARAM, "taps: longer than %zu characters", cap - 4);
+    out[n++] = ']';
+    out[n++] = ']';
+    out[n] = '\0';
     return 0;
 }
-
-/* Looks name up with from_name; an unknown name is a usage error naming the option. */
-static int parse_name(const char *opt, const char *s, int (*from_name)(const char *), int *out, char *err)
-{
-    int v = from_name(s);
-    if (v < 0)
-        return edged_fail(err, EDGED_E_PARAM, "--%s '%s' unknown (edged %s lists the names)", opt, s,
-                          strcmp(opt, "variant") == 0 ? "variants" : strcmp(opt, "filter") == 0 ? "filters"
-                                                                                                 : "filter --help");
-    *out = v;
-    return 0;
-}
-
-enum { OPT_THRESHOLD = 256, OPT_BORDER, OPT_COLOR, OPT_POST, OPT_SIZE, OPT_SIGMA, OPT_TAPS, OPT_NORMALIZE,
-       OPT_VARIANT, OPT_BLOCK, OPT_LEVEL, OPT_DEPTH, OPT_JSON, OPT_FILTER, OPT_HELP };
 
 static const struct option long_opts[] = {
-    {"filter", required_argument, 0, OPT_FILTER},       {"threshold", required_argument, 0, OPT_THRESHOLD},
-    {"border", required_argument, 0, OPT_BORDER},       {"color", required_argument, 0, OPT_COLOR},
-    {"post", required_argument, 0, OPT_POST},           {"size", required_argument, 0, OPT_SIZE},
-    {"sigma", required_argument, 0, OPT_SIGMA},         {"taps", required_argument, 0, OPT_TAPS},
-    {"normalize", no_argument, 0, OPT_NORMALIZE},       {"variant", required_argument, 0, OPT_VARIANT},
-    {"block", required_argument, 0, OPT_BLOCK},         {"png-level", required_argument, 0, OPT_LEVEL},
-    {"bit-depth", required_argument, 0, OPT_DEPTH},     {"json", no_argument, 0, OPT_JSON},
-    {"help", no_argument, 0, OPT_HELP},                 {0, 0, 0, 0},
+    {"filter", required_argument, 0, 0},    {"threshold", required_argument, 0, 0},
+    {"border", required_argument, 0, 0},    {"color", required_argument, 0, 0},
+    {"post", required_argument, 0, 0},      {"size", required_argument, 0, 0},
+    {"sigma", required_argument, 0, 0},     {"taps", required_argument, 0, 0},
+    {"normalize", no_argument, 0, 0},       {"variant", required_argument, 0, 0},
+    {"block", required_argument, 0, 0},     {"png-level", required_argument, 0, 0},
+    {"bit-depth", required_argument, 0, 0}, {"json", no_argument, 0, 'j'},
+    {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
 };
 
-/* One option into o; returns 0, 1 for --help, or a negative code with the message in err. */
-static int apply_opt(int c, const char *arg, struct cli_opts *o, char *err)
+/* Every option but --json and --help is a request parameter of the same name ('-' -> '_'),
+ * parsed and checked by api/params.c exactly as the HTTP service does. */
+static int apply_param(struct params *p, const char *opt, const char *arg, char *err)
 {
-    long n;
-    int v, rc = 0;
+    static char taps[PARAMS_MAX_JSON];
+    char key[32];
+    size_t i;
 
-    switch (c) {
-    case OPT_FILTER:
-        if ((rc = parse_name("filter", arg, filter_from_name, &v, err)) == 0)
-            o->spec.filter = v;
-        return rc;
-    case OPT_THRESHOLD:
-        return parse_float("threshold", arg, &o->spec.threshold, err);
-    case OPT_BORDER:
-        if ((rc = parse_name("border", arg, border_from_name, &v, err)) == 0)
-            o->spec.border = v;
-        return rc;
-    case OPT_COLOR:
-        if ((rc = parse_name("color", arg, color_from_name, &v, err)) == 0)
-            o->spec.color = v;
-        return rc;
-    case OPT_POST:
-        if ((rc = parse_name("post", arg, post_from_name, &v, err)) == 0)
-            o->spec.post = v;
-        return rc;
-    case OPT_SIZE:
-        if ((rc = parse_long("size", arg, 1, FILTER_MAX_SIDE, &n, err)) == 0)
-            o->spec.size = (int)n;
-        return rc;
-    case OPT_SIGMA:
-        rc = parse_float("sigma", arg, &o->spec.sigma, err);
-        if (rc == 0 && o->spec.sigma <= 0.0f)
-            return edged_fail(err, EDGED_E_PARAM, "--sigma %s invalid: must be > 0", arg);
-        return rc;
-    case OPT_TAPS:
-        return parse_taps(arg, &o->spec, err);
-    case OPT_NORMALIZE:
-        o->spec.custom_normalize = 1;
-        return 0;
-    case OPT_VARIANT:
-        if ((rc = parse_name("variant", arg, variant_from_name, &v, err)) == 0)
-            o->variant = v;
-        return rc;
-    case OPT_BLOCK:
-        if ((rc = parse_long("block", arg, 1, 1024, &n, err)) == 0 && !variant_block_ok((int)n))
-            return edged_fail(err, EDGED_E_PARAM, "--block %ld invalid: must be 8, 16, 24 or 32", n);
-        o->block = (int)n;
-        return rc;
-    case OPT_LEVEL:
-        if ((rc = parse_long("png-level", arg, 0, 9, &n, err)) == 0)
-            o->png_level = (int)n;
-        return rc;
-    case OPT_DEPTH:
-        if ((rc = parse_long("bit-depth", arg, 1, 8, &n, err)) == 0 && n != 1 && n != 8)
-            return edged_fail(err, EDGED_E_PARAM, "--bit-depth %ld invalid: must be 8 or 1", n);
-        o->bit_depth = (int)n;
-        return rc;
-    case OPT_JSON:
-        o->json = 1;
-        return 0;
-    case OPT_HELP:
-        return 1;
-    default:
-        return edged_fail(err, EDGED_E_USAGE, "unknown option (see edged filter --help)");
+    for (i = 0; opt[i] && i + 1 < sizeof(key); i++)
+        key[i] = opt[i] == '-' ? '_' : opt[i];
+    key[i] = '\0';
+    if (strcmp(key, "normalize") == 0)
+        arg = "true";
+    if (strcmp(key, "taps") == 0) {
+        int rc = taps_to_json(arg, taps, sizeof(taps), err);
+        if (rc < 0)
+            return rc;
+        arg = taps;
     }
+    return params_set_text(p, key, arg, err);
 }
 
+/* Returns 0, 1 for --help, or a negative code with the message in err. */
 static int parse_args(int argc, char **argv, struct cli_opts *o, char *err)
 {
-    int c, rc;
+    int c, idx, rc;
 
     memset(o, 0, sizeof(*o));
-    filter_spec_init(&o->spec, FILTER_EDGE);
-    o->variant = VARIANT_AUTO;
-    o->block = VARIANT_DEFAULT_BLOCK;
-    o->png_level = PNGIO_DEFAULT_LEVEL;
-    o->bit_depth = 8;
+    params_init(&o->p, PARAMS_FILTER);
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", long_opts, &idx)) != -1) {
         if (c == 'h')
-            c = OPT_HELP;
-        if (c == '?')
+            return 1;
+        if (c == 'j')
+            o->json = 1;
+        else if (c == '?')
             return edged_fail(err, EDGED_E_USAGE, "unknown or incomplete option '%s' (see edged filter --help)",
                               argv[optind - 1]);
-        if ((rc = apply_opt(c, optarg, o, err)) != 0)
+        else if ((rc = apply_param(&o->p, long_opts[idx].name, optarg, err)) < 0)
             return rc;
     }
     if (argc - optind != 2)
         return edged_fail(err, EDGED_E_USAGE, "need INPUT.png and OUTPUT.png (got %d paths)", argc - optind);
     o->in_path = argv[optind];
     o->out_path = argv[optind + 1];
-    if (o->spec.filter == FILTER_CUSTOM && o->spec.custom_rows == 0)
-        return edged_fail(err, EDGED_E_PARAM, "filter custom needs --taps");
-    if (o->spec.filter != FILTER_CUSTOM && (o->spec.custom_rows || o->spec.custom_normalize))
-        return edged_fail(err, EDGED_E_PARAM, "--taps and --normalize apply to filter custom only");
-    return 0;
+    if (o->p.output == PARAMS_OUTPUT_JSON)
+        return edged_fail(err, EDGED_E_USAGE, "use --json for the timing metadata");
+    return params_validate(&o->p, err);
 }
 
 /* Reads a whole file into a malloc'd buffer (caller frees). */
@@ -316,7 +221,7 @@ static void print_json(const struct cli_opts *o, const struct img *in, const str
     cJSON *root = cJSON_CreateObject(), *ms = cJSON_CreateObject();
     char *text;
 
-    cJSON_AddStringToObject(root, "filter", filter_name(o->spec.filter));
+    cJSON_AddStringToObject(root, "filter", filter_name(o->p.spec.filter));
     cJSON_AddStringToObject(root, "variant", variant_name(used));
     cJSON_AddStringToObject(root, "backend", variant_is_gpu(used) ? "gpu" : "cpu");
     cJSON_AddStringToObject(root, "device", engine_device(e));
@@ -350,9 +255,9 @@ static int filter_run(const struct cli_opts *o, char *err)
     struct cli_times t = {0};
     uint8_t *file = NULL, *png = NULL;
     size_t file_len = 0, png_len = 0;
-    enum variant used = o->variant;
-    enum backend want = o->variant == VARIANT_AUTO ? BACKEND_AUTO
-                        : variant_is_gpu(o->variant) ? BACKEND_GPU : BACKEND_CPU;
+    enum variant used = o->p.variant;
+    enum backend want = o->p.variant == VARIANT_AUTO ? BACKEND_AUTO
+                        : variant_is_gpu(o->p.variant) ? BACKEND_GPU : BACKEND_CPU;
     double t0 = now_ms(), t1;
     int rc;
 
@@ -367,15 +272,15 @@ static int filter_run(const struct cli_opts *o, char *err)
         rc = edged_fail(err, EDGED_E_NOMEM, "cannot allocate the plan");
         goto out;
     }
-    if ((rc = filter_plan_make(&o->spec, in.ch, plan, err)) < 0 ||
+    if ((rc = filter_plan_make(&o->p.spec, in.ch, plan, err)) < 0 ||
         (rc = engine_open(&e, want, 1, 0, err)) < 0)
         goto out;
     t1 = now_ms();
-    if ((rc = engine_run(e, &in, plan, o->variant, o->block, &out, &used, &t.dev, err)) < 0)
+    if ((rc = engine_run(e, &in, plan, o->p.variant, o->p.block ? o->p.block : VARIANT_DEFAULT_BLOCK, &out, &used, &t.dev, err)) < 0)
         goto out;
     t.filter = now_ms() - t1;
     t1 = now_ms();
-    if ((rc = pngio_encode(&out, o->png_level, o->bit_depth, &png, &png_len, err)) < 0 ||
+    if ((rc = pngio_encode(&out, o->p.png_level, o->p.bit_depth, &png, &png_len, err)) < 0 ||
         (rc = write_file(o->out_path, png, png_len, err)) < 0)
         goto out;
     t.encode = now_ms() - t1;

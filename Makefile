@@ -67,6 +67,8 @@ BENCH_SRCS := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
 .PHONY: all deps run test test-gpu bench plots clean asan
+# Keep the test objects make would treat as intermediate, so a second make does not rebuild them.
+.SECONDARY:
 all: $(BUILD)/edged $(TEST_BINS) $(BENCH_BINS) $(MOCK_BIN)
 
 $(BUILD)/edged: $(MAIN_OBJ) $(LIB_OBJS)

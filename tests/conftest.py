@@ -17,7 +17,7 @@ import requests
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, os.environ.get("EDGED_BIN", "build/edged"))
 BACKEND = os.environ.get("EDGED_TEST_BACKEND", "cpu")
-PNGSUITE = os.path.join(ROOT, "..", "shared", "pngsuite")
+PNGSUITE = os.environ.get("EDGED_PNGSUITE", os.path.join(ROOT, "..", "shared", "pngsuite"))
 
 
 def free_port():

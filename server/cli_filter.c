@@ -5,12 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cjson/cJSON.h>
 
 #include "commands.h"
 #include "engine.h"
+#include "clock.h"
 #include "errors.h"
 #include "filter.h"
 #include "params.h"
@@ -64,13 +64,6 @@ int exit_status_for(int code)
     default:
         return EXIT_FAIL;
     }
-}
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 /* "a,b,c;d,e,f" (rows by ';', numbers by ',') into the JSON rows "[[a,b,c],[d,e,f]]" that the
@@ -258,16 +251,16 @@ static int filter_run(const struct cli_opts *o, char *err)
     enum variant used = o->p.variant;
     enum backend want = o->p.variant == VARIANT_AUTO ? BACKEND_AUTO
                         : variant_is_gpu(o->p.variant) ? BACKEND_GPU : BACKEND_CPU;
-    double t0 = now_ms(), t1;
+    double t0 = clock_ms(), t1;
     int rc;
 
     pngio_default_limits(&lim);
     if ((rc = read_file(o->in_path, &file, &file_len, err)) < 0)
         goto out;
-    t1 = now_ms();
+    t1 = clock_ms();
     if ((rc = pngio_decode(file, file_len, &lim, &in, err)) < 0)
         goto out;
-    t.decode = now_ms() - t1;
+    t.decode = clock_ms() - t1;
     if (!(plan = malloc(sizeof(*plan)))) {
         rc = edged_fail(err, EDGED_E_NOMEM, "cannot allocate the plan");
         goto out;
@@ -275,16 +268,16 @@ static int filter_run(const struct cli_opts *o, char *err)
     if ((rc = filter_plan_make(&o->p.spec, in.ch, plan, err)) < 0 ||
         (rc = engine_open(&e, want, 1, 0, err)) < 0)
         goto out;
-    t1 = now_ms();
+    t1 = clock_ms();
     if ((rc = engine_run(e, &in, plan, o->p.variant, o->p.block ? o->p.block : VARIANT_DEFAULT_BLOCK, &out, &used, &t.dev, err)) < 0)
         goto out;
-    t.filter = now_ms() - t1;
-    t1 = now_ms();
+    t.filter = clock_ms() - t1;
+    t1 = clock_ms();
     if ((rc = pngio_encode(&out, o->p.png_level, o->p.bit_depth, &png, &png_len, err)) < 0 ||
         (rc = write_file(o->out_path, png, png_len, err)) < 0)
         goto out;
-    t.encode = now_ms() - t1;
-    t.total = now_ms() - t0;
+    t.encode = clock_ms() - t1;
+    t.total = clock_ms() - t0;
     if (o->json)
         print_json(o, &in, &out, used, e, &t, png_len);
 out:

@@ -3,11 +3,11 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cpu.h"
 #include "cpu_serial.h"
+#include "clock.h"
 #include "errors.h"
 #include "gconv.h"
 
@@ -16,13 +16,6 @@ struct engine {
     int threads;
     char device[160];
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 int engine_open(struct engine **out, enum backend want, int streams, int threads, char *err)
 {
@@ -120,11 +113,11 @@ int engine_run(struct engine *e, const struct img *in, const struct filter_plan 
     *used = v;
     if (variant_is_gpu(v))
         return run_gpu(e, in, plan, v, block, out, t, err);
-    t0 = now_ms();
+    t0 = clock_ms();
     if (v == VARIANT_CPU_SERIAL)
         rc = cpu_serial_run(in, plan, out, err);
     else
         rc = cpu_run(in, plan, out, e->threads, err);
-    t->kernel = now_ms() - t0;
+    t->kernel = clock_ms() - t0;
     return rc;
 }

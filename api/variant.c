@@ -19,6 +19,8 @@ static const struct {
     [VARIANT_TILED] = {"tiled", "adaptive 1xT tiling, T chosen from shared memory and filter size"},
     [VARIANT_TEXTURE] = {"texture", "image read through a 1-D texture object (tex1Dfetch)"},
     [VARIANT_TEXTURE2D] = {"texture2d", "image read through a 2-D texture object with border addressing"},
+    [VARIANT_FAST] = {"fast", "production path: rank-1 taps in one fused pass, others register-blocked; "
+                              "edge filter in one pass over the u8 image"},
 };
 
 const char *variant_name(enum variant v) { return v < VARIANT_COUNT ? variant_rows[v].name : "?"; }

@@ -20,6 +20,7 @@ enum variant {
     VARIANT_TILED,
     VARIANT_TEXTURE,
     VARIANT_TEXTURE2D,
+    VARIANT_FAST, /* production path: fused separable / register-blocked direct, fused u8 edge */
     VARIANT_COUNT
 };
 

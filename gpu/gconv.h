@@ -82,6 +82,14 @@ int gconv_bench_conv(struct gconv_ctx *ctx, int w, int h, const struct kernel2d 
 int gconv_bench_npp(struct gconv_ctx *ctx, int w, int h, const struct kernel2d *k, int warmup, int reps,
                     double *median_ms, char *err);
 
+/* Bench timing of the u8 edge pipeline alone (upload done, kernels only) on a w x h image of ch
+ * channels with variant v; median of reps after warmup. The _npp form times NPP's gray u8
+ * Gauss 5x5 + Laplace 3x3 (EDGED_E_NO_CUDA without NPP). */
+int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, enum variant v, int block, int warmup,
+                     int reps, double *median_ms, char *err);
+int gconv_bench_edge_npp(struct gconv_ctx *ctx, int w, int h, int warmup, int reps, double *median_ms,
+                         char *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -63,7 +63,7 @@ static int cmp_double(const void *a, const void *b)
 }
 
 static int bench_args_ok(struct gconv_ctx *ctx, int w, int h, const struct kernel2d *k, int warmup, int reps,
-                         char *err)
+                         char *err, int check_k = 1)
 {
     int rc;
 
@@ -71,8 +71,8 @@ static int bench_args_ok(struct gconv_ctx *ctx, int w, int h, const struct kerne
         return rc;
     if (w < 1 || h < 1 || w > IMG_MAX_SIDE || h > IMG_MAX_SIDE)
         return edged_fail(err, EDGED_E_PARAM, "bench image %d x %d invalid", w, h);
-    if (k->rows < 1 || k->cols < 1 || k->rows > FILTER_MAX_SIDE || k->cols > FILTER_MAX_SIDE ||
-        !(k->rows & 1) || !(k->cols & 1))
+    if (check_k && (k->rows < 1 || k->cols < 1 || k->rows > FILTER_MAX_SIDE || k->cols > FILTER_MAX_SIDE ||
+        !(k->rows & 1) || !(k->cols & 1)))
         return edged_fail(err, EDGED_E_PARAM, "bench kernel %dx%d invalid", k->rows, k->cols);
     if (warmup < 0 || warmup > BENCH_MAX_REPS || reps < 1 || reps > BENCH_MAX_REPS)
         return edged_fail(err, EDGED_E_PARAM, "warmup 0..%d and reps 1..%d", BENCH_MAX_REPS, BENCH_MAX_REPS);
@@ -81,11 +81,10 @@ static int bench_args_ok(struct gconv_ctx *ctx, int w, int h, const struct kerne
     return 0;
 }
 
-/* Times warmup + reps launches of `launch` on stream 0, rotating through the pairs; each rep is
- * bracketed by its own events and waited for, so host gaps never enter a measurement. */
+/* Times warmup + reps launches of `launch(i)` on stream 0 (the launcher picks rotation i's buffers);
+ * each rep is bracketed by its own events and waited for, so host gaps never enter a measurement. */
 template <typename F>
-static cudaError_t bench_loop(struct gconv_ctx *ctx, struct bench_bufs *b, int warmup, int reps,
-                              double *median_ms, F launch)
+static cudaError_t bench_loop(struct gconv_ctx *ctx, int warmup, int reps, double *median_ms, F launch)
 {
     struct gstream *st = &ctx->st[0];
     double *ms = (double *)malloc(sizeof(double) * reps);
@@ -95,11 +94,7 @@ static cudaError_t bench_loop(struct gconv_ctx *ctx, struct bench_bufs *b, int w
     if (!ms)
         return cudaErrorMemoryAllocation;
     for (int i = 0; i < warmup + reps && e == cudaSuccess; i++) {
-        int r = i % b->rot;
-        const float *d_in = b->d_arena + 2 * r * b->stride;
-        float *d_out = b->d_arena + (2 * r + 1) * b->stride;
-        if ((e = cudaEventRecord(st->ev_up, st->s)) != cudaSuccess ||
-            (e = launch(d_in, d_out, i)) != cudaSuccess ||
+        if ((e = cudaEventRecord(st->ev_up, st->s)) != cudaSuccess || (e = launch(i)) != cudaSuccess ||
             (e = cudaEventRecord(st->ev_kern, st->s)) != cudaSuccess ||
             (e = cudaEventSynchronize(st->ev_kern)) != cudaSuccess)
             break;
@@ -112,6 +107,16 @@ static cudaError_t bench_loop(struct gconv_ctx *ctx, struct bench_bufs *b, int w
     }
     free(ms);
     return e;
+}
+
+/* Input and output planes of rotation i. */
+static const float *bench_in(const struct bench_bufs *b, int i)
+{
+    return b->d_arena + 2 * (size_t)(i % b->rot) * b->stride;
+}
+static float *bench_out(const struct bench_bufs *b, int i)
+{
+    return b->d_arena + (2 * (size_t)(i % b->rot) + 1) * b->stride;
 }
 
 static void bench_free(struct gconv_ctx *ctx, struct bench_bufs *b)
@@ -154,13 +159,131 @@ int gconv_bench_conv(struct gconv_ctx *ctx, int w, int h, const struct kernel2d 
         goto out;
     a.cslot = slot, a.check_only = 0, a.d_tmp = b.d_arena + 2 * (size_t)b.rot * b.stride;
     what = "bench kernel";
-    e = bench_loop(ctx, &b, warmup, reps, median_ms, [&](const float *d_in, float *d_out, int i) {
-        a.d_in = d_in, a.d_out = d_out, a.taps_loaded = i > 0;
+    e = bench_loop(ctx, warmup, reps, median_ms, [&](int i) {
+        a.d_in = bench_in(&b, i), a.d_out = bench_out(&b, i), a.taps_loaded = i > 0;
         int r = conv_dispatch(&a, err);
         return r == 0 ? cudaSuccess : r == GCONV_CUDA_FAILED ? a.cuerr : cudaErrorInvalidValue;
     });
 out:
     bench_free(ctx, &b);
+    texcache_clear(&tc);
+    if (slot >= 0)
+        gctx_slot_unlock(ctx, 0, 1);
+    return e == cudaSuccess ? 0 : gctx_fail(ctx, e, what, err);
+}
+
+/* ---- the u8 edge pipeline --------------------------------------------------------------- */
+
+/* Random bytes from a hash of the index (never all zeros). */
+__global__ void k_fill_u8(uint8_t *d_p, size_t n, uint32_t seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t v = (uint32_t)i * 2654435761u ^ seed;
+        v ^= v >> 15;
+        v *= 2246822519u;
+        v ^= v >> 13;
+        d_p[i] = (uint8_t)(v >> 24);
+    }
+}
+
+/* Device buffers of an edge timing: `rot` pairs of u8 input (in_b bytes) and output (out_b bytes)
+ * cycled past L2, and one float arena of `planes` planes for the pipelines that need it. */
+struct bench_u8 {
+    uint8_t *d_u8;
+    float *d_arena;
+    size_t in_b, out_b, u8_bytes, arena_bytes, stride;
+    int rot;
+};
+
+static cudaError_t bench_u8_alloc(struct gconv_ctx *ctx, int w, int h, int in_ch, int out_ch, int planes,
+                                  struct bench_u8 *b)
+{
+    size_t pair;
+    cudaError_t e;
+
+    memset(b, 0, sizeof(*b));
+    b->in_b = (size_t)w * h * in_ch;
+    b->out_b = (size_t)w * h * out_ch;
+    b->stride = gctx_plane_stride(ctx, w, h);
+    pair = b->in_b + b->out_b;
+    b->rot = (int)((2 * ctx->info.l2_bytes + pair - 1) / pair);
+    b->rot = b->rot < 2 ? 2 : b->rot > BENCH_MAX_ROT ? BENCH_MAX_ROT : b->rot;
+    b->u8_bytes = pair * b->rot;
+    b->arena_bytes = sizeof(float) * b->stride * planes;
+    if ((e = cudaMalloc((void **)&b->d_u8, b->u8_bytes)) != cudaSuccess)
+        return e;
+    __atomic_fetch_add(&ctx->mem_used, b->u8_bytes, __ATOMIC_SEQ_CST);
+    if (planes && (e = cudaMalloc((void **)&b->d_arena, b->arena_bytes)) != cudaSuccess)
+        return e;
+    if (planes)
+        __atomic_fetch_add(&ctx->mem_used, b->arena_bytes, __ATOMIC_SEQ_CST);
+    k_fill_u8<<<4 * ctx->lim.sms, 256, 0, ctx->st[0].s>>>(b->d_u8, b->u8_bytes, 0x85ebca6bu);
+    return cudaGetLastError();
+}
+
+static void bench_u8_free(struct gconv_ctx *ctx, struct bench_u8 *b)
+{
+    cudaStreamSynchronize(ctx->st[0].s);
+    gctx_free_device(ctx, b->d_u8, b->u8_bytes);
+    if (b->d_arena)
+        gctx_free_device(ctx, b->d_arena, b->arena_bytes);
+}
+
+static uint8_t *bench_u8_in(const struct bench_u8 *b, int i)
+{
+    return b->d_u8 + (size_t)(i % b->rot) * (b->in_b + b->out_b);
+}
+
+static int bench_edge_plan(int ch, struct filter_plan *plan, char *err)
+{
+    struct filter_spec spec;
+
+    filter_spec_init(&spec, FILTER_EDGE);
+    return filter_plan_make(&spec, ch, plan, err);
+}
+
+int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, enum variant v, int block, int warmup,
+                     int reps, double *median_ms, char *err)
+{
+    struct filter_plan plan;
+    struct bench_u8 b;
+    struct gstream *st;
+    struct gplan_dev d;
+    struct tex_cache tc;
+    cudaError_t e = cudaSuccess;
+    const char *what = "bench buffers";
+    int rc, slot = -1;
+
+    memset(&b, 0, sizeof(b));
+    memset(&tc, 0, sizeof(tc));
+    if ((rc = bench_edge_plan(ch, &plan, err)) < 0 || (rc = bench_args_ok(ctx, w, h, NULL, warmup, reps, err, 0)) < 0 ||
+        (rc = gconv_check(ctx, &plan, w, h, v, block, err)) < 0)
+        return rc;
+    st = &ctx->st[0];
+    if ((e = bench_u8_alloc(ctx, w, h, plan.in_ch, plan.out_ch, 2 * plan.planes + 2, &b)) != cudaSuccess)
+        goto out;
+    for (int i = 0; i < plan.nconv; i++)
+        memcpy(st->h_taps + i * FILTER_MAX_TAPS, plan.conv[i].taps, sizeof(float) * 25);
+    what = "bench taps upload";
+    if ((e = cudaMemcpyAsync(st->d_taps, st->h_taps, sizeof(float) * GCONV_TAPS_FLOATS, cudaMemcpyHostToDevice,
+                             st->s)) != cudaSuccess)
+        goto out;
+    what = "cudaStreamWaitEvent (constant slot)";
+    if (variant_uses_cslot(v) && (slot = gctx_slot_lock(ctx, 0, &e)) < 0)
+        goto out;
+    memset(&d, 0, sizeof(d));
+    d.stream = st->s, d.tc = &tc, d.d_arena = b.d_arena, d.stride = b.stride, d.d_taps = st->d_taps;
+    d.w = w, d.h = h;
+    what = "bench edge pipeline";
+    e = bench_loop(ctx, warmup, reps, median_ms, [&](int i) {
+        cudaError_t ce = cudaSuccess;
+        d.d_in8 = bench_u8_in(&b, i), d.d_out8 = bench_u8_in(&b, i) + b.in_b, d.taps_loaded = i > 0;
+        int r = gconv_plan_kernels(ctx, &d, &plan, v, block, slot, &ce, &what, err);
+        return r == 0 ? cudaSuccess : r == GCONV_CUDA_FAILED ? ce : cudaErrorInvalidValue;
+    });
+out:
+    bench_u8_free(ctx, &b);
     texcache_clear(&tc);
     if (slot >= 0)
         gctx_slot_unlock(ctx, 0, 1);
@@ -220,7 +343,9 @@ int gconv_bench_npp(struct gconv_ctx *ctx, int w, int h, const struct kernel2d *
         (e = npp_context(ctx, &nc)) != cudaSuccess)
         goto out;
     what = "nppiFilterBorder_32f_C1R_Ctx";
-    e = bench_loop(ctx, &b, warmup, reps, median_ms, [&](const float *d_in, float *d_out, int) {
+    e = bench_loop(ctx, warmup, reps, median_ms, [&](int i) {
+        const float *d_in = bench_in(&b, i);
+        float *d_out = bench_out(&b, i);
         NppiSize size = {w, h}, ksize = {k->cols, k->rows};
         NppiPoint origin = {0, 0}, anchor = {k->cols / 2, k->rows / 2};
         ns = nppiFilterBorder_32f_C1R_Ctx(d_in, step, size, origin, d_out, step, size, st->d_taps, ksize,
@@ -234,11 +359,56 @@ out:
                           (int)ns);
     return e == cudaSuccess ? 0 : gctx_fail(ctx, e, what, err);
 }
+
+/* NPP's u8 edge pipeline for comparison: nppiFilterGaussBorder 5x5 then nppiFilterLaplaceBorder
+ * 3x3, gray u8 in and out (replicate border, NPP's own Laplacian mask, no threshold): two passes
+ * over memory with a u8 intermediate. */
+int gconv_bench_edge_npp(struct gconv_ctx *ctx, int w, int h, int warmup, int reps, double *median_ms,
+                         char *err)
+{
+    struct bench_u8 b;
+    NppStreamContext nc;
+    NppStatus ns = NPP_SUCCESS;
+    cudaError_t e;
+    const char *what = "bench buffers";
+    int rc;
+
+    memset(&b, 0, sizeof(b));
+    if ((rc = bench_args_ok(ctx, w, h, NULL, warmup, reps, err, 0)) < 0)
+        return rc;
+    /* one u8 plane for the intermediate: the float arena is not needed (planes = 0) */
+    if ((e = bench_u8_alloc(ctx, w, h, 1, 2, 0, &b)) != cudaSuccess || (e = npp_context(ctx, &nc)) != cudaSuccess)
+        goto out;
+    what = "nppiFilterGaussBorder_8u_C1R_Ctx + nppiFilterLaplaceBorder_8u_C1R_Ctx";
+    e = bench_loop(ctx, warmup, reps, median_ms, [&](int i) {
+        NppiSize size = {w, h};
+        NppiPoint origin = {0, 0};
+        uint8_t *d_in = bench_u8_in(&b, i), *d_tmp = d_in + b.in_b, *d_out = d_tmp + (size_t)w * h;
+        ns = nppiFilterGaussBorder_8u_C1R_Ctx(d_in, w, size, origin, d_tmp, w, size, NPP_MASK_SIZE_5_X_5,
+                                              NPP_BORDER_REPLICATE, nc);
+        if (ns >= 0)
+            ns = nppiFilterLaplaceBorder_8u_C1R_Ctx(d_tmp, w, size, origin, d_out, w, size, NPP_MASK_SIZE_3_X_3,
+                                                    NPP_BORDER_REPLICATE, nc);
+        return ns < 0 ? cudaErrorInvalidValue : cudaGetLastError();
+    });
+out:
+    bench_u8_free(ctx, &b);
+    if (ns < 0)
+        return edged_fail(err, EDGED_E_INTERNAL, "NPP edge pipeline failed with NPP status %d", (int)ns);
+    return e == cudaSuccess ? 0 : gctx_fail(ctx, e, what, err);
+}
 #else
 int gconv_bench_npp(struct gconv_ctx *ctx, int w, int h, const struct kernel2d *k, int warmup, int reps,
                     double *median_ms, char *err)
 {
     (void)ctx, (void)w, (void)h, (void)k, (void)warmup, (void)reps, (void)median_ms;
+    return edged_fail(err, EDGED_E_NO_CUDA, "NVIDIA NPP unavailable: built without NPP (libnppif not found)");
+}
+
+int gconv_bench_edge_npp(struct gconv_ctx *ctx, int w, int h, int warmup, int reps, double *median_ms,
+                         char *err)
+{
+    (void)ctx, (void)w, (void)h, (void)warmup, (void)reps, (void)median_ms;
     return edged_fail(err, EDGED_E_NO_CUDA, "NVIDIA NPP unavailable: built without NPP (libnppif not found)");
 }
 #endif

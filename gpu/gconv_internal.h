@@ -116,6 +116,37 @@ int conv_cached(struct conv_args *a, char *err);    /* cached */
 int conv_separable(struct conv_args *a, char *err); /* separable */
 int conv_tiled(struct conv_args *a, char *err);     /* tiled */
 int conv_texture(struct conv_args *a, char *err);   /* texture, texture2d */
+int conv_fast(struct conv_args *a, char *err);      /* fast (conv_fast.cu) */
+
+/* The fused u8 edge pipeline (edge_fast.cu). can: 1 when plan is the bank's edge filter with the
+ * zero border on one plane (gray or luma), the case the one-pass kernel serves. launch: enqueues it
+ * on s: d_in8 (w x h x in_ch u8, rows dense) -> d_out8 (map, then alpha for 2 or 4 channels);
+ * when d_L is not NULL it also writes the float L (rows lpitch floats apart) for the tests. */
+int edge_fast_can(const struct filter_plan *p);
+int edge_fast_launch(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, int lpitch, int w, int h, int in_ch,
+                     float threshold, cudaStream_t s);
+
+/* Device buffers of one image for gconv_plan_kernels: u8 in and out, the float arena (2*planes+2
+ * planes of `stride` floats: src, dst, two scratch) and the taps (conv0, then conv1 at
+ * FILTER_MAX_TAPS). */
+struct gplan_dev {
+    cudaStream_t stream;
+    struct tex_cache *tc;
+    const uint8_t *d_in8;
+    uint8_t *d_out8;
+    float *d_arena;
+    size_t stride;
+    const float *d_taps;
+    int w, h;
+    int want_planes; /* the fused edge kernel writes its float L into the dst plane */
+    int taps_loaded; /* the constant slot already holds these taps (bench repetitions) */
+};
+
+/* Enqueues every kernel of plan for one image (unpack, convolutions, combine, pack; or the fused
+ * edge kernel for fast): no copies, no events. slot: the constant slot held, or -1. Returns 0, an
+ * EDGED_E_* code, or GCONV_CUDA_FAILED with *cuerr and *cuwhat set. Used by jobs and the bench. */
+int gconv_plan_kernels(struct gconv_ctx *ctx, const struct gplan_dev *d, const struct filter_plan *plan,
+                       enum variant v, int block, int slot, cudaError_t *cuerr, const char **cuwhat, char *err);
 
 /* Runs a's variant through its family launcher. */
 int conv_dispatch(struct conv_args *a, char *err);

@@ -75,6 +75,8 @@ int conv_dispatch(struct conv_args *a, char *err)
     case VARIANT_TEXTURE:
     case VARIANT_TEXTURE2D:
         return conv_texture(a, err);
+    case VARIANT_FAST:
+        return conv_fast(a, err);
     default:
         return edged_fail(err, EDGED_E_PARAM, "variant %s is not a GPU variant", variant_name(a->variant));
     }
@@ -189,28 +191,74 @@ static int run_conv(struct conv_args *a, const struct kernel2d *k, const float *
 
 /* Plane p through the plan: SINGLE conv0 -> dst; MAGNITUDE conv0 -> dst, conv1 -> tmp_a, then
  * dst = |(dst, tmp_a)|; CHAIN conv0 -> tmp_a -> conv1 -> dst (the intermediate stays on the
- * device, in float). Separable variants use tmp_b between their passes. */
-static int run_plane(struct conv_args *a, const struct filter_plan *plan, struct gstream *st,
+ * device, in float). Separable variants use tmp_b between their passes. d_taps holds conv0's taps,
+ * then conv1's FILTER_MAX_TAPS floats further. */
+static int run_plane(struct conv_args *a, const struct filter_plan *plan, const float *d_taps,
                      struct job_planes *jp, int p, char *err)
 {
     const float *src = jp->src + p * jp->stride;
     float *dst = jp->dst + p * jp->stride;
-    const float *taps1 = st->d_taps + FILTER_MAX_TAPS;
+    const float *taps1 = d_taps + FILTER_MAX_TAPS;
     int rc;
 
     a->d_tmp = jp->tmp_b;
     if (plan->combine == COMBINE_CHAIN) {
-        if ((rc = run_conv(a, &plan->conv[0], st->d_taps, src, jp->tmp_a, err)) < 0)
+        if ((rc = run_conv(a, &plan->conv[0], d_taps, src, jp->tmp_a, err)) < 0)
             return rc;
         return run_conv(a, &plan->conv[1], taps1, jp->tmp_a, dst, err);
     }
-    if ((rc = run_conv(a, &plan->conv[0], st->d_taps, src, dst, err)) < 0 || plan->combine == COMBINE_SINGLE)
+    if ((rc = run_conv(a, &plan->conv[0], d_taps, src, dst, err)) < 0 || plan->combine == COMBINE_SINGLE)
         return rc;
     if ((rc = run_conv(a, &plan->conv[1], taps1, src, jp->tmp_a, err)) < 0)
         return rc;
     dim3 block(PIPE_BX, PIPE_BY), grid(div_up(a->w, PIPE_BX), div_up(a->h, PIPE_BY));
     k_magnitude<<<grid, block, 0, a->stream>>>(dst, jp->tmp_a, a->w, a->h, a->pitch);
     return conv_launched(a, "magnitude kernel");
+}
+
+/* Whether a job runs as the fused u8 edge kernel (edge_fast.cu) instead of the float pipeline. */
+static int job_fused_edge(const struct filter_plan *plan, enum variant v)
+{
+    return v == VARIANT_FAST && edge_fast_can(plan);
+}
+
+int gconv_plan_kernels(struct gconv_ctx *ctx, const struct gplan_dev *d, const struct filter_plan *plan,
+                       enum variant v, int block, int slot, cudaError_t *cuerr, const char **cuwhat, char *err)
+{
+    int w = d->w, h = d->h, pitch = gctx_pitch(ctx, w), rc;
+    struct job_planes jp = {d->d_arena, d->d_arena + plan->planes * d->stride,
+                            d->d_arena + 2 * plan->planes * d->stride,
+                            d->d_arena + (2 * plan->planes + 1) * d->stride, d->stride};
+    struct conv_args a;
+    dim3 pb(PIPE_BX, PIPE_BY), pg(div_up(w, PIPE_BX), div_up(h, PIPE_BY));
+
+    *cuerr = cudaSuccess;
+    if (job_fused_edge(plan, v)) { /* one pass: u8 in, u8 map (and alpha) out */
+        edge_fast_launch(d->d_in8, d->d_out8, d->want_planes ? jp.dst : NULL, pitch, w, h, plan->in_ch,
+                         plan->threshold, d->stream);
+        *cuwhat = "fast edge kernel";
+        return (*cuerr = cudaGetLastError()) == cudaSuccess ? 0 : GCONV_CUDA_FAILED;
+    }
+    k_unpack<<<pg, pb, 0, d->stream>>>(d->d_in8, jp.src, d->stride, w, h, pitch, plan->in_ch, plan->planes,
+                                       plan->gray);
+    *cuwhat = "unpack kernel";
+    if ((*cuerr = cudaGetLastError()) != cudaSuccess)
+        return GCONV_CUDA_FAILED;
+    args_init(&a, ctx, NULL, w, h, plan->border, v, block);
+    a.stream = d->stream;
+    a.tc = d->tc;
+    a.cslot = slot;
+    a.taps_loaded = d->taps_loaded;
+    for (int p = 0; p < plan->planes; p++)
+        if ((rc = run_plane(&a, plan, d->d_taps, &jp, p, err)) < 0) {
+            if (rc == GCONV_CUDA_FAILED)
+                *cuerr = a.cuerr, *cuwhat = a.cuwhat;
+            return rc;
+        }
+    k_pack<<<pg, pb, 0, d->stream>>>(jp.dst, d->stride, d->d_in8, d->d_out8, w, h, pitch, plan->in_ch,
+                                     plan->planes, plan->out_ch, plan->post, plan->threshold);
+    *cuwhat = "pack kernel";
+    return (*cuerr = cudaGetLastError()) == cudaSuccess ? 0 : GCONV_CUDA_FAILED;
 }
 
 #define CK(call)                                                                                             \
@@ -252,50 +300,45 @@ static void job_stage(struct gstream *st, const struct img *in, const struct fil
                sizeof(float) * plan->conv[i].rows * plan->conv[i].cols);
 }
 
-/* Enqueues the whole job on stream s (limits were checked by the caller). */
+/* Enqueues the whole job on stream s (limits were checked by the caller). want_planes: the float
+ * planes must be left in the arena's dst planes for download_planes (the fused edge kernel then
+ * also writes its float L there). */
 static int job_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
-                       enum variant v, int block, char *err)
+                       enum variant v, int block, int want_planes, char *err)
 {
     struct gstream *st = &ctx->st[s];
-    int w = in->w, h = in->h, P = plan->planes, rc = 0, slot = -1;
-    size_t px = (size_t)w * h, stride = gctx_plane_stride(ctx, w, h);
+    int w = in->w, h = in->h, rc = 0, slot = -1, fused = job_fused_edge(plan, v);
+    size_t px = (size_t)w * h;
     const char *what = "";
     cudaError_t e = cudaSuccess;
-    struct conv_args a;
-    struct job_planes jp;
-    dim3 pb(PIPE_BX, PIPE_BY), pg(div_up(w, PIPE_BX), div_up(h, PIPE_BY));
+    struct gplan_dev d;
 
     if ((e = job_buffers(ctx, st, w, h, plan, &what)) != cudaSuccess)
         goto out;
     job_stage(st, in, plan);
-    jp = job_planes_of(st, P, stride);
     if (variant_uses_cslot(v) && (slot = gctx_slot_lock(ctx, s, &e)) < 0) {
         what = "cudaStreamWaitEvent (constant slot)";
         goto out;
     }
     CK(cudaEventRecord(st->ev_start, st->s));
     CK(cudaMemcpyAsync(st->d_in8, st->h_in, px * in->ch, cudaMemcpyHostToDevice, st->s));
-    CK(cudaMemcpyAsync(st->d_taps, st->h_taps, sizeof(float) * FILTER_MAX_TAPS * plan->nconv,
-                       cudaMemcpyHostToDevice, st->s));
+    if (!fused)
+        CK(cudaMemcpyAsync(st->d_taps, st->h_taps, sizeof(float) * FILTER_MAX_TAPS * plan->nconv,
+                           cudaMemcpyHostToDevice, st->s));
     CK(cudaEventRecord(st->ev_up, st->s));
-    k_unpack<<<pg, pb, 0, st->s>>>(st->d_in8, jp.src, stride, w, h, gctx_pitch(ctx, w), in->ch, P,
-                                   plan->gray);
-    CK(cudaGetLastError());
-    args_init(&a, ctx, st, w, h, plan->border, v, block);
-    a.cslot = slot;
-    for (int p = 0; p < P; p++)
-        if ((rc = run_plane(&a, plan, st, &jp, p, err)) < 0) {
-            if (rc == GCONV_CUDA_FAILED)
-                e = a.cuerr, what = a.cuwhat;
-            goto out;
-        }
+    memset(&d, 0, sizeof(d));
+    d.stream = st->s, d.tc = &st->tc, d.d_in8 = st->d_in8, d.d_out8 = st->d_out8, d.d_arena = st->d_arena;
+    d.stride = gctx_plane_stride(ctx, w, h), d.d_taps = st->d_taps, d.w = w, d.h = h;
+    d.want_planes = want_planes;
+    if ((rc = gconv_plan_kernels(ctx, &d, plan, v, block, slot, &e, &what, err)) < 0) {
+        if (rc != GCONV_CUDA_FAILED)
+            e = cudaSuccess;
+        goto out;
+    }
     if (slot >= 0) { /* the last kernel reading the __constant__ slot is enqueued: free it */
         gctx_slot_unlock(ctx, s, 1);
         slot = -1;
     }
-    k_pack<<<pg, pb, 0, st->s>>>(jp.dst, stride, st->d_in8, st->d_out8, w, h, gctx_pitch(ctx, w), in->ch, P,
-                                 plan->out_ch, plan->post, plan->threshold);
-    CK(cudaGetLastError());
     CK(cudaEventRecord(st->ev_kern, st->s));
     CK(cudaMemcpyAsync(st->h_out, st->d_out8, px * plan->out_ch, cudaMemcpyDeviceToHost, st->s));
     CK(cudaEventRecord(st->ev_down, st->s));
@@ -324,8 +367,8 @@ static int stream_ok(const struct gconv_ctx *ctx, int s, char *err)
     return 0;
 }
 
-int gconv_submit(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
-                 enum variant v, int block, char *err)
+static int job_submit(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
+                      enum variant v, int block, int want_planes, char *err)
 {
     struct gstream *st;
     int rc;
@@ -337,7 +380,7 @@ int gconv_submit(struct gconv_ctx *ctx, int s, const struct img *in, const struc
     st = &ctx->st[s];
     if (st->busy)
         return edged_fail(err, EDGED_E_PARAM, "stream %d already has a job in flight", s);
-    if ((rc = job_enqueue(ctx, s, in, plan, v, block, err)) < 0) {
+    if ((rc = job_enqueue(ctx, s, in, plan, v, block, want_planes, err)) < 0) {
         cudaStreamSynchronize(st->s); /* drain what was enqueued before the failure */
         return rc;
     }
@@ -350,6 +393,12 @@ int gconv_submit(struct gconv_ctx *ctx, int s, const struct img *in, const struc
     st->pitch = gctx_pitch(ctx, in->w);
     st->plane_stride = gctx_plane_stride(ctx, in->w, in->h);
     return 0;
+}
+
+int gconv_submit(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
+                 enum variant v, int block, char *err)
+{
+    return job_submit(ctx, s, in, plan, v, block, 0, err);
 }
 
 int gconv_poll(struct gconv_ctx *ctx, int s)
@@ -436,7 +485,7 @@ int gconv_run(struct gconv_ctx *ctx, int s, const struct img *in, const struct f
 
     if ((rc = stream_ok(ctx, s, err)) < 0 || (rc = plan_ok(plan, err)) < 0 ||
         (rc = img_ok(out, in ? in->w : 0, in ? in->h : 0, plan->out_ch, "output", err)) < 0 ||
-        (rc = gconv_submit(ctx, s, in, plan, v, block, err)) < 0 ||
+        (rc = job_submit(ctx, s, in, plan, v, block, h_planes != NULL, err)) < 0 ||
         (rc = gconv_finish(ctx, s, out, t, err)) < 0)
         return rc;
     return h_planes ? download_planes(ctx, s, h_planes, err) : 0;

@@ -94,3 +94,17 @@ int gconv_bench_npp(struct gconv_ctx *ctx, int w, int h, const struct kernel2d *
     (void)ctx, (void)w, (void)h, (void)k, (void)warmup, (void)reps, (void)median_ms;
     return NO_CUDA(err);
 }
+
+int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, enum variant v, int block, int warmup,
+                     int reps, double *median_ms, char *err)
+{
+    (void)ctx, (void)w, (void)h, (void)ch, (void)v, (void)block, (void)warmup, (void)reps, (void)median_ms;
+    return NO_CUDA(err);
+}
+
+int gconv_bench_edge_npp(struct gconv_ctx *ctx, int w, int h, int warmup, int reps, double *median_ms,
+                         char *err)
+{
+    (void)ctx, (void)w, (void)h, (void)warmup, (void)reps, (void)median_ms;
+    return NO_CUDA(err);
+}

@@ -16,6 +16,7 @@
 
 #define BENCH_MAX_LIST 32
 #define BENCH_STREAMS 1
+#define BENCH_FP32_BYTES_PX 8.0 /* fp32 in + out: the memory floor of a correlation */
 
 enum bench_fmt { FMT_TABLE, FMT_CSV, FMT_JSON };
 
@@ -26,11 +27,14 @@ struct bench_opts {
     int blocks[4], nb;
     enum filter_id filter;
     enum border border;
-    int reps, warmup, channels, serial_max, compare, cpu;
+    int reps, warmup, channels, serial_max, compare, cpu, u8_edge;
     enum bench_fmt fmt;
 };
 
-/* One measured implementation at one (size, kernel): what a printed row holds. */
+/* One measured implementation at one (size, kernel): what a printed row holds. ch (the channels
+ * column), planes, bytes_px and flops_px are the traffic model of the row: fp32 rows run `planes`
+ * = ch planes, each moving 8 bytes per pixel and doing 2*k*k flops; u8 edge rows run one pass over
+ * an image of ch channels, moving ch + 1 bytes per pixel and doing 2*(25+9) flops. */
 struct bench_row {
     const char *impl;
     int block; /* 0: not a GPU block size */
@@ -38,6 +42,8 @@ struct bench_row {
     double ms; /* < 0: not measured, see note */
     const char *border;
     char note[EDGED_ERR_LEN];
+    int ch, planes;
+    double bytes_px, flops_px;
 };
 
 struct bench_env {
@@ -51,6 +57,7 @@ static const char bench_usage[] =
     "usage: edged bench [--variants a,b] [--sizes 256,...,8192] [--ksizes 3,5,...] [--blocks 16,32]\n"
     "                   [--filter box|gaussian|custom] [--border zero|replicate|reflect] [--reps N]\n"
     "                   [--warmup N] [--csv|--json] [--compare] [--cpu] [--serial-max N] [--channels C]\n"
+    "                   [--u8-edge]\n"
     "Times each GPU variant on N x N float planes (random data on the device, input/output pairs\n"
     "rotated past L2, CUDA events, median of --reps after --warmup) for every kernel size and block.\n"
     "  --variants   GPU variants (default all; `edged variants` lists them)\n"
@@ -62,9 +69,14 @@ static const char bench_usage[] =
     "  --cpu        adds cpu (threaded, median of 3) and cpu_serial (once, sides <= --serial-max,\n"
     "               default 2048) rows, and speedup columns against them\n"
     "  --channels   planes per image (default 1): times are per image, C planes of one launch each\n"
+    "  --u8-edge    instead: the whole edge pipeline (gaussian5 -> laplacian3 -> threshold) on u8\n"
+    "               images of each size, gray (1 byte in, 1 out) and RGB (3 in, 1 out), all kernels\n"
+    "               of a job on the device; --compare adds NPP's u8 Gauss 5x5 + Laplace 3x3 (gray)\n"
     "Columns: ms; GPix/s; GFLOP/s counting 2*rows*cols per pixel (the direct method, also for\n"
     "separable, so it can pass the FP32 peak); GB/s counting 8 bytes per pixel (fp32 in + out);\n"
-    "%copy and %fp32: fractions of the measured copy bandwidth and of the FP32 peak.\n";
+    "%copy and %fp32: fractions of the measured copy bandwidth and of the FP32 peak; floor: the\n"
+    "memory floor (bytes per pixel over the measured copy bandwidth; edge rows count their own\n"
+    "bytes), x_floor = ms / floor.\n";
 
 static int parse_ints(const char *s, int *out, int max, int lo, int hi, int odd)
 {
@@ -178,6 +190,8 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
             o->compare = 1;
         else if (!strcmp(a, "--cpu"))
             o->cpu = 1;
+        else if (!strcmp(a, "--u8-edge"))
+            o->u8_edge = 1;
         else if (i + 1 < argc && !strncmp(a, "--", 2)) {
             if (parse_opt(o, a, argv[++i]) < 0)
                 return EXIT_USAGE;
@@ -214,23 +228,27 @@ static int bench_kernel(const struct bench_opts *o, int size, struct kernel2d *k
 /* ---- output ------------------------------------------------------------------------------ */
 
 struct row_stats {
-    double gpix, gflop, gbps, pct_copy, pct_fp32, x_serial, x_cpu;
+    double gpix, gflop, gbps, pct_copy, pct_fp32, x_serial, x_cpu, floor_ms, x_floor;
 };
 
 static struct row_stats row_stats(const struct bench_env *env, const struct bench_opts *o,
                                   const struct bench_row *r)
 {
-    struct row_stats s = {NAN, NAN, NAN, NAN, NAN, NAN, NAN};
-    double px = (double)r->w * r->h * o->channels;
+    struct row_stats s = {NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    double px = (double)r->w * r->h * r->planes;
 
+    (void)o;
+    if (env->gi)
+        s.floor_ms = r->bytes_px * px / (env->gi->copy_gbps * 1e6);
     if (r->ms <= 0.0)
         return s;
     s.gpix = px / (r->ms * 1e6);
-    s.gflop = 2.0 * r->k * r->k * px / (r->ms * 1e6);
-    s.gbps = 8.0 * px / (r->ms * 1e6);
+    s.gflop = r->flops_px * px / (r->ms * 1e6);
+    s.gbps = r->bytes_px * px / (r->ms * 1e6);
     if (env->gi) {
         s.pct_copy = 100.0 * s.gbps / env->gi->copy_gbps;
         s.pct_fp32 = 100.0 * s.gflop / env->gi->fp32_gflops;
+        s.x_floor = r->ms / s.floor_ms;
     }
     if (env->serial_ms > 0.0)
         s.x_serial = env->serial_ms / r->ms;
@@ -265,7 +283,8 @@ static void print_header(const struct bench_env *env, const struct bench_opts *o
     today(date, sizeof(date));
     if (o->fmt == FMT_CSV) {
         printf("date,device,variant,block,width,height,ksize,taps,channels,border,ms,gpix_s,gflop_s,gb_s,"
-               "pct_copy_bw,pct_fp32_peak,speedup_vs_cpu_serial,speedup_vs_cpu,copy_gbps,fp32_gflops,note\n");
+               "pct_copy_bw,pct_fp32_peak,speedup_vs_cpu_serial,speedup_vs_cpu,copy_gbps,fp32_gflops,floor_ms,"
+               "x_floor,note\n");
         return;
     }
     if (o->fmt == FMT_JSON) {
@@ -285,24 +304,30 @@ static void print_header(const struct bench_env *env, const struct bench_opts *o
             "TFLOP/s\n",
             date, gi->name, gi->cc_major, gi->cc_minor, gi->sms, gi->l2_bytes >> 20, gi->copy_gbps,
             gi->fp32_gflops / 1e3);
-    printf("# filter %s, border %s, %d channel(s), median of %d after %d warm-up; GFLOP/s = 2*k*k per pixel, "
-           "GB/s = 8 B per pixel\n",
-           filter_name(o->filter), border_name(o->border), o->channels, o->reps, o->warmup);
-    printf("%-16s %5s %11s %4s %10s %8s %9s %8s %6s %6s %8s %7s  %s\n", "variant", "block", "size", "k", "ms",
-           "GPix/s", "GFLOP/s", "GB/s", "%copy", "%fp32", "x_serial", "x_cpu", "note");
+    if (o->u8_edge)
+        printf("# u8 edge pipeline (gaussian5 -> laplacian3 -> |L| > 5, zero border; NPP: replicate, no "
+               "threshold), median of %d after %d warm-up; GB/s and floor count in_ch + out_ch bytes per pixel\n",
+               o->reps, o->warmup);
+    else
+        printf("# filter %s, border %s, %d channel(s), median of %d after %d warm-up; GFLOP/s = 2*k*k per "
+               "pixel, GB/s = 8 B per pixel\n",
+               filter_name(o->filter), border_name(o->border), o->channels, o->reps, o->warmup);
+    printf("%-16s %5s %11s %4s %10s %8s %9s %8s %6s %6s %8s %7s %8s %7s  %s\n", "variant", "block", "size", "k",
+           "ms", "GPix/s", "GFLOP/s", "GB/s", "%copy", "%fp32", "x_serial", "x_cpu", "floor", "x_floor", "note");
 }
 
 static void print_row_text(const struct bench_row *r, const struct row_stats *s)
 {
-    char b[8][32], size[24], blk[8];
+    char b[10][32], size[24], blk[8];
 
     snprintf(size, sizeof(size), "%dx%d", r->w, r->h);
     snprintf(blk, sizeof(blk), "%d", r->block);
-    printf("%-16s %5s %11s %4d %10s %8s %9s %8s %6s %6s %8s %7s  %s\n", r->impl, r->block ? blk : "-", size,
-           r->k, cell(b[0], 32, r->ms > 0 ? r->ms : NAN, "%.4f", "-"), cell(b[1], 32, s->gpix, "%.2f", "-"),
+    printf("%-16s %5s %11s %4d %10s %8s %9s %8s %6s %6s %8s %7s %8s %7s  %s\n", r->impl, r->block ? blk : "-",
+           size, r->k, cell(b[0], 32, r->ms > 0 ? r->ms : NAN, "%.4f", "-"), cell(b[1], 32, s->gpix, "%.2f", "-"),
            cell(b[2], 32, s->gflop, "%.0f", "-"), cell(b[3], 32, s->gbps, "%.0f", "-"),
            cell(b[4], 32, s->pct_copy, "%.1f", "-"), cell(b[5], 32, s->pct_fp32, "%.1f", "-"),
-           cell(b[6], 32, s->x_serial, "%.0f", "-"), cell(b[7], 32, s->x_cpu, "%.1f", "-"), r->note);
+           cell(b[6], 32, s->x_serial, "%.0f", "-"), cell(b[7], 32, s->x_cpu, "%.1f", "-"),
+           cell(b[8], 32, s->floor_ms, "%.4f", "-"), cell(b[9], 32, s->x_floor, "%.2f", "-"), r->note);
 }
 
 /* CSV and JSON cells never contain quotes or commas from us; notes are sanitised. */
@@ -316,35 +341,40 @@ static void sanitize(char *s)
 static void print_row_csv(const struct bench_env *env, const struct bench_opts *o, struct bench_row *r,
                           const struct row_stats *s)
 {
-    char b[8][32], date[16];
+    char b[10][32], date[16];
     const struct gconv_info *gi = env->gi;
 
+    (void)o;
     sanitize(r->note);
-    printf("%s,%s,%s,%d,%d,%d,%d,%d,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.1f,%.1f,%s\n", today(date, sizeof(date)),
-           gi ? gi->name : "none", r->impl, r->block, r->w, r->h, r->k, r->k * r->k, o->channels, r->border,
+    printf("%s,%s,%s,%d,%d,%d,%d,%d,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.1f,%.1f,%s,%s,%s\n", today(date, sizeof(date)),
+           gi ? gi->name : "none", r->impl, r->block, r->w, r->h, r->k, r->k * r->k, r->ch, r->border,
            cell(b[0], 32, r->ms > 0 ? r->ms : NAN, "%.5f", ""), cell(b[1], 32, s->gpix, "%.4f", ""),
            cell(b[2], 32, s->gflop, "%.2f", ""), cell(b[3], 32, s->gbps, "%.2f", ""),
            cell(b[4], 32, s->pct_copy, "%.2f", ""), cell(b[5], 32, s->pct_fp32, "%.2f", ""),
            cell(b[6], 32, s->x_serial, "%.2f", ""), cell(b[7], 32, s->x_cpu, "%.3f", ""),
-           gi ? gi->copy_gbps : 0.0, gi ? gi->fp32_gflops : 0.0, r->note);
+           gi ? gi->copy_gbps : 0.0, gi ? gi->fp32_gflops : 0.0, cell(b[8], 32, s->floor_ms, "%.5f", ""),
+           cell(b[9], 32, s->x_floor, "%.3f", ""), r->note);
 }
 
 static void print_row_json(struct bench_env *env, const struct bench_opts *o, struct bench_row *r,
                            const struct row_stats *s)
 {
-    char b[8][32];
+    char b[10][32];
 
+    (void)o;
     sanitize(r->note);
     printf(
         "%s\n  {\"variant\": \"%s\", \"block\": %d, \"width\": %d, \"height\": %d, \"ksize\": %d, "
         "\"channels\": %d, "
         "\"border\": \"%s\", \"ms\": %s, \"gpix_s\": %s, \"gflop_s\": %s, \"gb_s\": %s, \"pct_copy_bw\": %s, "
-        "\"pct_fp32_peak\": %s, \"speedup_vs_cpu_serial\": %s, \"speedup_vs_cpu\": %s, \"note\": \"%s\"}",
-        env->rows ? "," : "", r->impl, r->block, r->w, r->h, r->k, o->channels, r->border,
+        "\"pct_fp32_peak\": %s, \"speedup_vs_cpu_serial\": %s, \"speedup_vs_cpu\": %s, \"floor_ms\": %s, "
+        "\"x_floor\": %s, \"note\": \"%s\"}",
+        env->rows ? "," : "", r->impl, r->block, r->w, r->h, r->k, r->ch, r->border,
         cell(b[0], 32, r->ms > 0 ? r->ms : NAN, "%.5f", "null"), cell(b[1], 32, s->gpix, "%.4f", "null"),
         cell(b[2], 32, s->gflop, "%.2f", "null"), cell(b[3], 32, s->gbps, "%.2f", "null"),
         cell(b[4], 32, s->pct_copy, "%.2f", "null"), cell(b[5], 32, s->pct_fp32, "%.2f", "null"),
-        cell(b[6], 32, s->x_serial, "%.2f", "null"), cell(b[7], 32, s->x_cpu, "%.3f", "null"), r->note);
+        cell(b[6], 32, s->x_serial, "%.2f", "null"), cell(b[7], 32, s->x_cpu, "%.3f", "null"),
+        cell(b[8], 32, s->floor_ms, "%.5f", "null"), cell(b[9], 32, s->x_floor, "%.3f", "null"), r->note);
 }
 
 static void print_row(struct bench_env *env, const struct bench_opts *o, struct bench_row *r)
@@ -382,7 +412,8 @@ static void bench_cpu_rows(struct bench_env *env, const struct bench_opts *o, in
 {
     size_t px = (size_t)n * n;
     float *in = malloc(px * sizeof(float)), *out = malloc(px * sizeof(float));
-    struct bench_row r = {"cpu_serial", 0, n, n, k->rows, -1.0, border_name(o->border), ""};
+    struct bench_row r = {"cpu_serial", 0, n, n, k->rows, -1.0, border_name(o->border), "",
+                          o->channels, o->channels, BENCH_FP32_BYTES_PX, 2.0 * k->rows * k->cols};
     double t[3], t0;
 
     env->serial_ms = env->cpu_ms = -1.0;
@@ -423,7 +454,8 @@ out:
 static int bench_gpu_row(struct bench_env *env, const struct bench_opts *o, int n, const struct kernel2d *k,
                          enum variant v, int block)
 {
-    struct bench_row r = {variant_name(v), block, n, n, k->rows, -1.0, border_name(o->border), ""};
+    struct bench_row r = {variant_name(v), block, n, n, k->rows, -1.0, border_name(o->border), "",
+                          o->channels, o->channels, BENCH_FP32_BYTES_PX, 2.0 * k->rows * k->cols};
     double ms = -1.0;
     int rc = gconv_bench_conv(env->ctx, n, n, k, o->border, v, block, o->warmup, o->reps, &ms, r.note);
 
@@ -435,7 +467,8 @@ static int bench_gpu_row(struct bench_env *env, const struct bench_opts *o, int 
 
 static void bench_npp_row(struct bench_env *env, const struct bench_opts *o, int n, const struct kernel2d *k)
 {
-    struct bench_row r = {"npp", 0, n, n, k->rows, -1.0, "replicate", ""};
+    struct bench_row r = {"npp", 0, n, n, k->rows, -1.0, "replicate", "", o->channels, o->channels,
+                          BENCH_FP32_BYTES_PX, 2.0 * k->rows * k->cols};
     double ms = -1.0;
 
     if (gconv_bench_npp(env->ctx, n, n, k, o->warmup, o->reps, &ms, r.note) == 0) {
@@ -445,11 +478,53 @@ static void bench_npp_row(struct bench_env *env, const struct bench_opts *o, int
     print_row(env, o, &r);
 }
 
+/* The u8 edge pipeline of an n x n image with ch input channels (1 gray, 3 RGB): one row per GPU
+ * variant and, with --compare, NPP's gray pipeline. Returns -1 when the context died. */
+static int bench_edge_rows(struct bench_env *env, const struct bench_opts *o, int n, int ch)
+{
+    double flops = 2.0 * (25 + 9), bytes = ch + 1;
+    char what[64];
+
+    snprintf(what, sizeof(what), "u8 edge %s (%d B/px)", ch == 1 ? "gray" : "rgb", ch + 1);
+    for (int vi = 0; vi < o->nv; vi++) {
+        struct bench_row r = {variant_name(o->variants[vi]), o->blocks[0], n, n, 5, -1.0, "zero", "", ch, 1,
+                              bytes, flops};
+        double ms = -1.0;
+        int rc = gconv_bench_edge(env->ctx, n, n, ch, o->variants[vi], o->blocks[0], o->warmup, o->reps, &ms, r.note);
+        if (rc == 0) {
+            r.ms = ms;
+            snprintf(r.note, sizeof(r.note), "%s", what);
+        }
+        print_row(env, o, &r);
+        if (rc == EDGED_E_GPU_FATAL)
+            return -1;
+    }
+    if (o->compare && ch == 1) {
+        struct bench_row r = {"npp", 0, n, n, 5, -1.0, "replicate", "", ch, 1, bytes, flops};
+        double ms = -1.0;
+        if (gconv_bench_edge_npp(env->ctx, n, n, o->warmup, o->reps, &ms, r.note) == 0) {
+            r.ms = ms;
+            snprintf(r.note, sizeof(r.note), "%s: nppiFilterGaussBorder 5x5 + nppiFilterLaplaceBorder 3x3 u8", what);
+        }
+        print_row(env, o, &r);
+    }
+    return 0;
+}
+
 static int bench_all(struct bench_env *env, const struct bench_opts *o)
 {
     struct kernel2d k;
     char err[EDGED_ERR_LEN];
 
+    if (o->u8_edge) {
+        for (int si = 0; env->ctx && si < o->ns; si++)
+            for (int ch = 1; ch <= 3; ch += 2)
+                if (bench_edge_rows(env, o, o->sizes[si], ch) < 0) {
+                    fprintf(stderr, "edged bench: the GPU failed; stopping\n");
+                    return EXIT_FAIL;
+                }
+        return EXIT_OK;
+    }
     for (int si = 0; si < o->ns; si++)
         for (int ki = 0; ki < o->nk; ki++) {
             int n = o->sizes[si];

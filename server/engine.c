@@ -56,11 +56,15 @@ const char *engine_device(const struct engine *e) { return e->device; }
 struct gconv_ctx *engine_gpu(struct engine *e) { return e->gpu; }
 int engine_threads(const struct engine *e) { return e->threads; }
 
-/* Until the fast path exists, auto takes the seed variant the bench measured fastest (H100,
- * 8192², 2026-11-21): the adaptive tiled kernel for small taps (k=3: 0.33 ms vs separable 0.55;
- * k=5: 0.51 vs 0.60) and for non-separable taps (2-5x ahead of the other direct variants),
- * separable passes for rank-1 taps from 7x7 up (k=7: 0.63 vs 0.91 ms; k=31: 1.09 vs 16.6);
- * cpu without a GPU. */
+/* auto = fast wherever fast can serve the case (on the H100 that is every case: fast's only limit
+ * is shared memory per block, 166 KiB for a rank-1 63x63 tile of 227). `edged bench --compare` on
+ * the GPU host (H100, 8192², kernel times, 2026-11-21) found fast faster than the best seed variant
+ * in every case measured: gaussian taps k=3 0.228 ms vs tiled 0.316, k=7 0.255 vs separable 0.628,
+ * k=31 0.416 vs separable 1.098, k=63 0.825 vs separable 1.940; full-rank taps k=3 0.239 vs tiled
+ * 0.320, k=11 0.462 vs tiled 2.144, k=31 2.54 vs tiled 16.59; the u8 edge job 0.106 ms vs tiled's
+ * pipeline 1.30 (gray) and 0.189 vs 1.30 (RGB). Where fast cannot serve (a GPU with less opt-in
+ * shared memory): the seed variant the bench measured fastest, separable passes for rank-1 taps
+ * from 7x7 up, else the adaptive tiled kernel; cpu without a GPU. */
 enum variant engine_pick(const struct engine *e, const struct filter_plan *plan, int w, int h)
 {
     char err[EDGED_ERR_LEN];
@@ -68,6 +72,8 @@ enum variant engine_pick(const struct engine *e, const struct filter_plan *plan,
 
     if (!e->gpu)
         return VARIANT_CPU;
+    if (gconv_check(e->gpu, plan, w, h, VARIANT_FAST, VARIANT_DEFAULT_BLOCK, err) == 0)
+        return VARIANT_FAST;
     for (int i = 0; i < plan->nconv; i++) {
         const struct kernel2d *k = &plan->conv[i];
         sep = sep && k->separable && (k->rows >= 7 || k->cols >= 7);

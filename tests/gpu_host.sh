@@ -1,7 +1,10 @@
 #!/bin/sh
 # gpu_host.sh — one pass on the GPU host (the device `run` tool): build, GPU tests, the quick set
 # under compute-sanitizer memcheck and racecheck, a bench with NPP and its charts. Logs under $OUT.
-# usage (repo root, with .debs carried): sh tests/gpu_host.sh [all|test|bench]
+# usage (repo root, with .debs carried): sh tests/gpu_host.sh [all|test|bench|fast]
+# fast: the issue-5 pass: full GPU tests, memcheck (quick set, every variant), racecheck of fast
+# alone, and the fast-vs-seed-vs-NPP bench at 8192^2 (fp32 gaussian and full-rank custom taps,
+# large separable gaussians, the u8 edge pipeline) with a summary table (fast_summary.txt).
 # Knobs: BUILD (build-dev), BENCH_ARGS (the bench's arguments), ARCHS (nvcc -gencode list).
 set -u
 export EDGED_REQUIRE_GPU=1
@@ -80,6 +83,63 @@ for r in rows:
     if int(r["width"]) == big and r["ksize"] in ("3", "7", "15", "31"):
         print("%-16s %5s %4s %9s %9s %8s %6s %7s" % (r["variant"], r["width"], r["ksize"], r["ms"], r["gflop_s"],
               r["gb_s"], r["pct_copy_bw"], r["speedup_vs_cpu"]))
+PY
+fi
+if [ "$what" = fast ]; then
+    step test_gpu 200 "$BUILD/tests/test_gpu" > "$OUT/test_gpu.log" 2>&1
+    grep -E "^edge fast|passed, [0-9]+ failed|seed" "$OUT/test_gpu.log"; grep -m 20 FAIL "$OUT/test_gpu.log"
+    san="$OUT/sanitizer.log"
+    echo "#### EDGED_GPU_QUICK=1 compute-sanitizer --tool memcheck (every variant)" > "$san"
+    step memcheck 150 env EDGED_GPU_QUICK=1 compute-sanitizer --tool memcheck --error-exitcode 99 \
+        "$BUILD/tests/test_gpu" >> "$san" 2>&1
+    echo "#### EDGED_GPU_QUICK=2 EDGED_GPU_ONLY=fast compute-sanitizer --tool racecheck" >> "$san"
+    step racecheck-fast 100 env EDGED_GPU_QUICK=2 EDGED_GPU_ONLY=fast compute-sanitizer --tool racecheck \
+        --error-exitcode 99 "$BUILD/tests/test_gpu" >> "$san" 2>&1
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed, [0-9]+ failed" "$san"
+    b="$BUILD/edged bench --sizes 8192 --reps 20 --warmup 3 --compare --csv"
+    step bench-gauss 60 $b --filter gaussian --ksizes 3,5,7,9,11,15,25,31 \
+        --variants fast,tiled,separable,shared_constant > "$OUT/fast_gauss.csv" 2>> "$log"
+    step bench-custom 60 $b --filter custom --ksizes 3,5,7,9,11,15,25,31 --variants fast,tiled,shared_constant \
+        > "$OUT/fast_custom.csv" 2>> "$log"
+    step bench-gauss-big 60 $b --filter gaussian --ksizes 41,51,63 --variants fast,separable,tiled \
+        > "$OUT/fast_gauss_big.csv" 2>> "$log"
+    step bench-edge 60 $b --u8-edge --variants fast,tiled,shared_constant,shared_halo,naive \
+        > "$OUT/fast_edge.csv" 2>> "$log"
+    # the edge kernel without its prefetch ring, for comparison (bench knob)
+    EDGED_EDGE_PREFETCH=0 $b --u8-edge --variants fast 2>> "$log" | tail -n +2 | sed 's/,fast,/,fast_noprefetch,/' \
+        >> "$OUT/fast_edge.csv"
+    "$PYTHON" - "$OUT" <<'PY' | tee "$OUT/fast_summary.txt"
+import csv, os, sys
+out = sys.argv[1]
+def rows(name):
+    p = os.path.join(out, name)
+    return [r for r in csv.DictReader(open(p))] if os.path.exists(p) else []
+print("%-22s %9s %-26s %9s %9s %9s %7s %7s" % ("case", "fast ms", "best seed", "seed ms", "NPP ms", "floor", "x_floor", "vs NPP"))
+for name, label in (("fast_gauss.csv", "gaussian"), ("fast_custom.csv", "custom"), ("fast_gauss_big.csv", "gaussian"),
+                    ("fast_edge.csv", "edge")):
+    rs = rows(name)
+    keys = []
+    for r in rs:
+        key = (r["ksize"], r["channels"]) if label == "edge" else (r["ksize"],)
+        if key not in keys:
+            keys.append(key)
+    for key in keys:
+        grp = [r for r in rs if ((r["ksize"], r["channels"]) if label == "edge" else (r["ksize"],)) == key]
+        ms = lambda r: float(r["ms"]) if r["ms"] else None
+        fast = [r for r in grp if r["variant"] == "fast" and ms(r)]
+        npp = [r for r in grp if r["variant"] == "npp" and ms(r)]
+        seeds = sorted([r for r in grp if not r["variant"].startswith("fast") and r["variant"] != "npp" and ms(r)],
+                       key=ms)
+        for r in grp:
+            if r["variant"].startswith("fast_") and ms(r):
+                print("  (%s: %.4f ms)" % (r["variant"], ms(r)))
+        case = "%s k=%s" % (label, key[0]) if label != "edge" else "u8 edge %s" % ("gray" if key[1] == "1" else "rgb")
+        f = ms(fast[0]) if fast else None
+        n = ms(npp[0]) if npp else None
+        print("%-22s %9s %-26s %9s %9s %9s %7s %7s" % (case, "%.4f" % f if f else "-",
+              seeds[0]["variant"] if seeds else "-", "%.4f" % ms(seeds[0]) if seeds else "-",
+              "%.4f" % n if n else "-", fast[0]["floor_ms"] if fast else "-",
+              fast[0]["x_floor"] if fast else "-", "%.2fx" % (n / f) if f and n else "-"))
 PY
 fi
 grep "^== " "$log"

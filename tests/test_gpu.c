@@ -12,7 +12,11 @@
  * except where |L| is within 1e-3 of the threshold. Alpha exact.
  * Env: EDGED_SEED repeats a run; EDGED_GPU_QUICK=1 small sizes only (compute-sanitizer memcheck),
  * EDGED_GPU_QUICK=2 a third of those kernels and no async rounds (racecheck, synccheck);
- * EDGED_REQUIRE_GPU=1 fails instead of skipping when no device is usable. */
+ * EDGED_GPU_ONLY=name runs the kernel and plan matrices for that one variant (sanitizer runs);
+ * EDGED_REQUIRE_GPU=1 fails instead of skipping when no device is usable.
+ * fast joins every matrix; auto is checked per plan through engine_run (what the service runs),
+ * and the fused u8 edge kernel of fast has its own test (sizes around its 480-column blocks and
+ * 32-row strips, every channel count, several thresholds, smooth images with |L| near T). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +26,7 @@
 
 #include "check.h"
 #include "cpu_serial.h"
+#include "engine.h"
 #include "errors.h"
 #include "filter.h"
 #include "gconv.h"
@@ -33,7 +38,8 @@
 #define MAX_THREADS 1024 /* threads per block on every CUDA GPU since sm_20 */
 
 static const int blocks[4] = {8, 16, 24, 32};
-static int quick;
+static int quick, only = -1;
+static struct engine *eng; /* auto goes through the engine, as in the service */
 static uint32_t rng;
 
 static uint32_t rnd_u32(void)
@@ -176,7 +182,7 @@ static void conv_one(struct gconv_ctx *ctx, const float *in, float *out, float *
     plan.in_ch = plan.planes = plan.out_ch = 1, plan.post = POST_CLAMP;
     for (int v = VARIANT_FIRST_GPU; v < VARIANT_COUNT; v++)
         for (int bi = 0; bi < 4; bi++) {
-            if (!(block_mask & (1 << bi)))
+            if (!(block_mask & (1 << bi)) || (only >= 0 && v != only))
                 continue;
             int B = blocks[bi], lim = expect_limit(v, &c->k, B), rc, rc_check;
             poison_floats(out, n);
@@ -399,6 +405,8 @@ static void plan_one(struct gconv_ctx *ctx, const struct img *in, const struct f
     if (img_alloc(&out, in->w, in->h, plan->out_ch, NULL) < 0)
         abort();
     for (int v = VARIANT_FIRST_GPU; v < VARIANT_COUNT; v++) {
+        if (only >= 0 && v != only)
+            continue;
         int B = blocks[(*rot)++ % 4], lim = 0, rc;
         for (int i = 0; i < plan->nconv; i++)
             lim |= expect_limit(v, &plan->conv[i], B);
@@ -430,6 +438,21 @@ static void plan_one(struct gconv_ctx *ctx, const struct img *in, const struct f
               first / in->w);
     }
     img_free(&out);
+    if (eng && only < 0) { /* auto, resolved and run by the engine */
+        struct img ao;
+        struct engine_times et;
+        enum variant used = VARIANT_AUTO;
+        int rc = engine_run(eng, in, plan, VARIANT_AUTO, VARIANT_DEFAULT_BLOCK, &ao, &used, &et, err);
+        CHECK(rc == 0 && variant_is_gpu(used), "plan %s auto %dx%dx%d: %d %s (ran %s)", filter_name(plan->filter),
+              in->w, in->h, in->ch, rc, err, variant_name(used));
+        if (rc == 0) {
+            size_t first = 0, bad = compare_u8(&ao, in, ref, tol, plan, &first);
+            CHECK(bad == 0, "plan %s auto (%s) %s %dx%dx%d: %zu u8 pixels off, first (%zu,%zu)",
+                  filter_name(plan->filter), variant_name(used), border_name(plan->border), in->w, in->h, in->ch,
+                  bad, first % in->w, first / in->w);
+            img_free(&ao);
+        }
+    }
 out:
     free(ref);
     free(got);
@@ -478,6 +501,81 @@ static void test_plans(struct gconv_ctx *ctx)
     }
 }
 
+/* ---- the fused u8 edge kernel of fast ---------------------------------------------------- */
+
+/* Random u8 image, or a smooth one (a ramp plus 0..3 of noise: |L| small, often near T). */
+static void image_edge(struct img *im, int w, int h, int ch, int smooth)
+{
+    if (img_alloc(im, w, h, ch, NULL) < 0)
+        abort();
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int c = 0; c < ch; c++) {
+                uint32_t r = rnd_u32() >> 24;
+                im->px[(size_t)y * im->stride + (size_t)x * ch + c] =
+                    (uint8_t)(smooth ? ((3 * x + 5 * y + 7 * c) / 8 + (r & 3)) % 256 : r);
+            }
+}
+
+/* fast on the edge plan with the zero border (the one-pass kernel) against cpu_serial: the map
+ * exact except where |L_ref| is within 1e-3 of T, alpha exact, the kernel's float L (N/289) within
+ * the CHAIN tolerance. Also reports how far the reference's float L lies from the kernel's (exact
+ * for gray input): the margin the 1e-3 exemption must cover. */
+static void test_edge_fast(struct gconv_ctx *ctx)
+{
+    static const struct size2 full[] = {{1, 1},    {3, 5},    {4, 4},     {8, 3},    {5, 70},   {124, 33},
+                                        {125, 40}, {481, 39}, {484, 70},  {964, 37}, {968, 97}, {1000, 100},
+                                        {1443, 65}};
+    static const struct size2 small[] = {{1, 1}, {3, 5}, {8, 3}, {124, 33}, {125, 40}, {484, 70}};
+    static const float thresholds[4] = {5.0f, 0.0f, 1.7f, 20.5f};
+    const struct size2 *sizes = quick ? small : full;
+    int nsizes = quick ? 6 : 13, checks0 = check_passed + check_failed;
+    double max_dl = 0.0, t0 = now_s();
+    size_t near = 0, total = 0;
+    char err[EDGED_ERR_LEN];
+
+    for (int si = 0; si < nsizes; si++)
+        for (int ch = 1; ch <= 4; ch++)
+            for (int ti = 0; ti < 4; ti++) {
+                if (quick && (ti + ch + si) % 2)
+                    continue;
+                int w = sizes[si].w, h = sizes[si].h, smooth = ti >= 2;
+                struct plan_case pc = {FILTER_EDGE, 0, COLOR_AUTO};
+                struct filter_plan plan;
+                struct img in, out;
+                image_edge(&in, w, h, ch, smooth);
+                plan_make(&plan, &pc, BORDER_ZERO, ch);
+                plan.threshold = thresholds[ti];
+                size_t n = (size_t)w * h;
+                float *ref = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+                img_alloc(&out, w, h, plan.out_ch, NULL);
+                memset(out.px, 0xAB, out.stride * h);
+                poison_floats(got, n);
+                if (cpu_serial_compute(&in, &plan, ref, err) < 0)
+                    abort();
+                int rc = gconv_run(ctx, 3, &in, &plan, VARIANT_FAST, 16, &out, got, NULL, err);
+                CHECK(rc == 0, "edge fast %dx%dx%d T=%g: %s", w, h, ch, thresholds[ti], err);
+                if (rc == 0) {
+                    double tol = plan_tol(&plan, 255.0);
+                    struct diff d = compare_floats(got, ref, n, tol);
+                    size_t first = 0, bad = compare_u8(&out, &in, ref, tol, &plan, &first);
+                    CHECK(d.bad == 0, "edge fast %dx%dx%d T=%g: %zu L values off, first %zu: %g vs ref %g", w, h, ch,
+                          thresholds[ti], d.bad, d.first, got[d.first], ref[d.first]);
+                    CHECK(bad == 0, "edge fast %dx%dx%d T=%g %s: %zu map pixels off, first (%zu,%zu)", w, h, ch,
+                          thresholds[ti], smooth ? "smooth" : "random", bad, first % w, first / w);
+                    if (ch <= 2)
+                        max_dl = fmax(max_dl, d.max_err);
+                    for (size_t i = 0; i < n; i++)
+                        near += fabsf(fabsf(ref[i]) - plan.threshold) <= 1e-3f;
+                    total += n;
+                }
+                free(ref), free(got), img_free(&in), img_free(&out);
+            }
+    printf("edge fast: %d checks in %.1f s; gray: max |L_ref - L_exact| = %.3g; %zu of %zu pixels within 1e-3 "
+           "of T (exempt)\n",
+           check_passed + check_failed - checks0, now_s() - t0, max_dl, near, total);
+}
+
 /* ---- async API, constant-memory slots, reuse, errors -------------------------------------- */
 
 /* NSTREAMS jobs with different taps on NSTREAMS streams at once, constant-memory variants
@@ -490,19 +588,24 @@ static void test_async(struct gconv_ctx *ctx)
         {FILTER_GAUSSIAN, 3, COLOR_AUTO}, {FILTER_LAPLACIAN8, 0, COLOR_AUTO},
         {FILTER_CUSTOM, 0, COLOR_AUTO},   {FILTER_SOBEL, 0, COLOR_AUTO},
     };
-    static const enum variant round_variants[3][2] = {{VARIANT_CONSTANT, VARIANT_SHARED_CONSTANT},
+    static const enum variant round_variants[4][2] = {{VARIANT_CONSTANT, VARIANT_SHARED_CONSTANT},
                                                       {VARIANT_TILED, VARIANT_TEXTURE2D},
-                                                      {VARIANT_NAIVE, VARIANT_CACHED}};
+                                                      {VARIANT_NAIVE, VARIANT_CACHED},
+                                                      {VARIANT_FAST, VARIANT_FAST}};
+    /* round 3: fast everywhere, the odd streams (2 and 4 channels) running the fused edge kernel */
+    static const struct plan_case edge_case = {FILTER_EDGE, 0, COLOR_AUTO};
     struct filter_plan plans[NSTREAMS];
     struct img in[NSTREAMS], sync_out[NSTREAMS], async_out[NSTREAMS];
     char err[EDGED_ERR_LEN];
     int ns = gconv_stream_count(ctx);
 
     CHECK(ns == NSTREAMS, "stream count %d", ns);
-    for (int r = 0; r < 3; r++) {
+    for (int r = 0; r < 4; r++) {
         for (int s = 0; s < NSTREAMS; s++) {
-            image_random(&in[s], 301 + 13 * s, 203 + 7 * s, 1 + s % 4);
-            plan_make(&plans[s], &pcs[s], (enum border)(s % BORDER_COUNT), in[s].ch);
+            int fused = r == 3 && s % 2;
+            image_random(&in[s], 301 + 13 * s + (fused ? 3 : 0), 203 + 7 * s, 1 + s % 4);
+            plan_make(&plans[s], fused ? &edge_case : &pcs[s], fused ? BORDER_ZERO : (enum border)(s % BORDER_COUNT),
+                      in[s].ch);
             img_alloc(&sync_out[s], in[s].w, in[s].h, plans[s].out_ch, NULL);
             img_alloc(&async_out[s], in[s].w, in[s].h, plans[s].out_ch, NULL);
             int rc = gconv_run(ctx, 0, &in[s], &plans[s], round_variants[r][s % 2], 16, &sync_out[s], NULL,
@@ -618,8 +721,14 @@ int main(void)
     double t0 = now_s();
     int rc;
 
+    const char *o = getenv("EDGED_GPU_ONLY");
+
     rng = check_seed() | 1u;
     quick = q ? atoi(q) : 0;
+    if (o && *o && (only = variant_from_name(o)) < 0) {
+        CHECK(0, "EDGED_GPU_ONLY=%s is not a variant", o);
+        return check_summary();
+    }
     if ((rc = gconv_open(&ctx, 0, NSTREAMS, err)) < 0) {
         if (req && strcmp(req, "1") == 0)
             CHECK(rc == 0, "EDGED_REQUIRE_GPU=1 but no GPU: %s", err);
@@ -633,9 +742,16 @@ int main(void)
         SKIP("async rounds are not run at EDGED_GPU_QUICK=2 (racecheck set)");
     else
         test_async(ctx);
+    if (engine_open(&eng, BACKEND_GPU, 1, 2, err) < 0) {
+        CHECK(0, "engine_open for auto: %s", err);
+        eng = NULL;
+    }
+    if (only < 0 || only == VARIANT_FAST)
+        test_edge_fast(ctx);
     test_conv(ctx);
     test_plans(ctx);
     CHECK(!gconv_is_dead(ctx), "context alive at the end");
+    engine_close(eng);
     gconv_close(ctx);
     printf("%s set, %.1f s\n", quick ? "quick" : "full", now_s() - t0);
     return check_summary();

@@ -81,7 +81,7 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(LIB_OBJS)
 $(MOCK_BIN): $(MOCK_SRCS)
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -DEDGED_GPU=% -MMD -MP,$(CPPFLAGS)) -DEDGED_GPU=1 -Itests -O1 -g -std=c11 $(WARN) -pthread \
-	  -fsanitize=address,undefined -fno-omit-frame-pointer -o $@ $(MOCK_SRCS) $(PKG_LIBS) -lm
+	  -fsanitize=address,undefined -fno-omit-frame-pointer $(LDFLAGS) -o $@ $(MOCK_SRCS) $(PKG_LIBS) -lm
 
 $(BUILD)/bench/%: $(BUILD)/tests/bench/%.o $(LIB_OBJS)
 	@mkdir -p $(dir $@)

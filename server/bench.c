@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "commands.h"
 #include "cpu.h"
 #include "cpu_serial.h"
@@ -393,14 +394,6 @@ static void print_row(struct bench_env *env, const struct bench_opts *o, struct 
 
 /* ---- measurements ------------------------------------------------------------------------ */
 
-static double now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -424,20 +417,20 @@ static void bench_cpu_rows(struct bench_env *env, const struct bench_opts *o, in
     for (size_t i = 0; i < px; i++)
         in[i] = (float)(i * 2654435761u % 255u);
     if (n <= o->serial_max) {
-        t0 = now_ms();
+        t0 = clock_ms();
         cpu_serial_conv(in, out, n, n, (size_t)n, k, o->border);
-        r.ms = (now_ms() - t0) * o->channels;
+        r.ms = (clock_ms() - t0) * o->channels;
         print_row(env, o, &r);
         env->serial_ms = r.ms;
     }
     r.impl = "cpu";
     r.ms = -1.0;
     for (int i = -1; i < 3; i++) {
-        t0 = now_ms();
+        t0 = clock_ms();
         if (cpu_conv(in, out, n, n, (size_t)n, k, o->border, 0, r.note) < 0)
             break;
         if (i >= 0)
-            t[i] = now_ms() - t0;
+            t[i] = clock_ms() - t0;
         if (i == 2) {
             qsort(t, 3, sizeof(double), cmp_double);
             r.ms = t[1] * o->channels;

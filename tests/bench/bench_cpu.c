@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "cpu.h"
 #include "errors.h"
 #include "filter.h"
@@ -22,14 +23,6 @@ static const char bench_usage[] =
     "                 [--filters box,gaussian,custom] [--border zero|replicate|reflect] [--seed N]\n"
     "Times cpu_conv on an N x N float plane (default 4096, threads 0 = all cores, 5 reps after 1\n"
     "warm-up) and prints CSV: filter,k,separable,threads,w,h,median_ms,min_ms,mpix_s.\n";
-
-static double now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -125,13 +118,13 @@ static int bench_one(const struct bench_opts *o, const char *name, int k, const 
         return rc;
     }
     for (int r = 0; r < o->warmup + o->reps; r++) {
-        t0 = now_ms();
+        t0 = clock_ms();
         if ((rc = cpu_conv(in, out, o->size, o->size, (size_t)o->size, &kern, o->border, o->threads, err)) < 0) {
             fprintf(stderr, "bench_cpu: cpu_conv: %s\n", err);
             return rc;
         }
         if (r >= o->warmup)
-            t[r - o->warmup] = now_ms() - t0;
+            t[r - o->warmup] = clock_ms() - t0;
     }
     qsort(t, (size_t)o->reps, sizeof(double), cmp_double);
     printf("%s,%d,%d,%d,%d,%d,%.3f,%.3f,%.1f\n", name, k, kern.separable, o->threads, o->size, o->size,

@@ -29,6 +29,7 @@ PKGS := libpng libmicrohttpd libcjson zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(or $(shell pkg-config --libs $(PKGS) 2>/dev/null),-lpng16 -lmicrohttpd -lcjson -lz)
 
+CPPFLAGS_ENV := $(CPPFLAGS)
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes
 override CFLAGS += -std=c11 $(WARN) -pthread
@@ -66,7 +67,7 @@ MOCK_BIN := $(BUILD)/tests/test_worker_mock
 BENCH_SRCS := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
-.PHONY: all deps run test test-gpu bench plots clean asan
+.PHONY: all deps run test test-gpu bench plots clean asan test-asan test-valgrind fuzz fuzz-smoke debug
 # Keep the test objects make would treat as intermediate, so a second make does not rebuild them.
 .SECONDARY:
 all: $(BUILD)/edged $(TEST_BINS) $(BENCH_BINS) $(MOCK_BIN)
@@ -130,7 +131,31 @@ asan:
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 	  LDFLAGS="-fsanitize=address,undefined" all
 
+# The whole suite against an ASan+UBSan build (CPU backend).
+test-asan: deps asan
+	@PYTHON=$(PYTHON) BUILD=build-asan sh tests/run_tests.sh
+
+# The C tests and the server under valgrind memcheck (CPU backend).
+test-valgrind: deps
+	@sh docker/deps.sh dev
+	@PYTHON=$(PYTHON) sh tests/valgrind/run.sh
+
+# libFuzzer targets (clang): PNG decode, multipart+params request parser, params validator.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@sh docker/deps.sh dev
+	sh tests/fuzz/build.sh build-fuzz
+
+# Each fuzz target for FUZZ_SECONDS; fails on any crash, leak or sanitizer report.
+fuzz-smoke: fuzz
+	FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh build-fuzz
+
+# Debug build with the fault-injection switch (EDGED_FAULT, see tests/gpu_faults.sh); never
+# part of a release build.
+debug:
+	@$(MAKE) --no-print-directory BUILD=build-debug CFLAGS="-O1 -g" CPPFLAGS="$(CPPFLAGS_ENV) -DEDGED_DEBUG=1" all
+
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-debug build-fuzz build-vg
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

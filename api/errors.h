@@ -31,7 +31,8 @@ extern "C" {
     X(EDGED_E_GPU_FATAL, -16, 503, "gpu_fatal", "GPU failed; the service is restarting")          \
     X(EDGED_E_DEADLINE, -17, 504, "deadline_exceeded", "job waited past its queue deadline")      \
     X(EDGED_E_IO, -18, 500, "io_error", "I/O error")                                              \
-    X(EDGED_E_INTERNAL, -19, 500, "internal", "internal error")
+    X(EDGED_E_INTERNAL, -19, 500, "internal", "internal error")                                   \
+    X(EDGED_E_UNAUTHORIZED, -20, 401, "unauthorized", "missing or invalid API key")
 
 #define EDGED_ERR_ENUM(sym, val, status, name, msg) sym = val,
 enum edged_err { EDGED_ERRORS(EDGED_ERR_ENUM) };

@@ -1,12 +1,13 @@
 #!/bin/sh
 # deps.sh — the one list of Debian/Ubuntu packages edged needs, and their installer.
 # Used by `make deps` (groups build and test) and by the Dockerfile (build, runtime).
-# Usage: docker/deps.sh [--check] GROUP...   GROUP: build | test | runtime
+# Usage: docker/deps.sh [--check] GROUP...   GROUP: build | test | runtime | dev (fuzz, valgrind)
 # Installs only what is missing and says what; --check only lists it (exit 1 if any).
 set -eu
 
 BUILD="make gcc g++ pkg-config libpng-dev zlib1g-dev libmicrohttpd-dev libcjson-dev"
 TEST="python3 python3-numpy python3-opencv python3-pytest python3-requests python3-skimage python3-yaml python3-matplotlib shellcheck chromium chromium-driver python3-selenium curl"
+DEV="clang valgrind"
 # Runtime library names differ between Debian 12 and Ubuntu 24.04 (the t64 transition): a|b
 # takes the first name the package index knows.
 RUNTIME="libpng16-16t64|libpng16-16 zlib1g libmicrohttpd12t64|libmicrohttpd12 libcjson1 curl ca-certificates"
@@ -36,7 +37,8 @@ for group in "$@"; do
     build) want="$want $BUILD" ;;
     test) want="$want $TEST" ;;
     runtime) want="$want $RUNTIME" ;;
-    *) echo "deps.sh: unknown group '$group' (build, test, runtime)" >&2; exit 2 ;;
+    dev) want="$want $DEV" ;;
+    *) echo "deps.sh: unknown group '$group' (build, test, runtime, dev)" >&2; exit 2 ;;
     esac
 done
 

@@ -9,6 +9,9 @@ int filter_main(int argc, char **argv);   /* cli_filter.c */
 int list_main(int argc, char **argv);     /* cli_list.c: variants, filters */
 int bench_main(int argc, char **argv);    /* bench.c */
 int serve_main(int argc, char **argv);    /* serve.c */
+/* 1 when serve_main returned after a fatal GPU error without closing the context: the CUDA
+ * runtime's exit handlers could then block on a stuck kernel, so main leaves with _exit. */
+int serve_left_gpu(void);
 int health_main(int argc, char **argv);   /* health.c */
 
 /* Maps an EDGED_E_* code to the CLI exit status: usage 2, bad input 3, other failures 1. */

@@ -8,8 +8,11 @@
 #include <unistd.h>
 
 #include "errors.h"
+#include "auth.h"
 
-enum opt_kind { OPT_INT, OPT_LL, OPT_STR, OPT_BACKEND };
+/* OPT_SECRET: a string read from the environment only (no flag: argv is visible in ps) and
+ * logged as a count, never as its value. */
+enum opt_kind { OPT_INT, OPT_LL, OPT_STR, OPT_BACKEND, OPT_SECRET };
 
 struct opt {
     const char *flag, *env;
@@ -44,7 +47,8 @@ static const struct opt opts[] = {
     {"conn-timeout-s", "EDGED_CONN_TIMEOUT_S", OPT_INT, O(conn_timeout_s), 1, 3600, "30",
      "idle connection timeout (slow clients are cut)"},
     {"request-timeout-s", "EDGED_REQUEST_TIMEOUT_S", OPT_INT, O(request_timeout_s), 1, 3600, "60",
-     "a request body must arrive within this"},
+     "a request's headers and body must arrive within this (counted from the connection's start or its "
+     "previous answer; slowloris and slow bodies are cut)"},
     {"drain-grace-ms", "EDGED_DRAIN_GRACE_MS", OPT_INT, O(drain_grace_ms), 0, 600000, "0",
      "after SIGTERM, keep accepting (answering 503) this long before closing the listener"},
     {"drain-timeout-s", "EDGED_DRAIN_TIMEOUT_S", OPT_INT, O(drain_timeout_s), 1, 3600, "60",
@@ -53,6 +57,13 @@ static const struct opt opts[] = {
      "a GPU job running longer means a stuck device: not ready, exit non-zero"},
     {"openapi", "EDGED_OPENAPI", OPT_STR, O(openapi), 0, 0, "",
      "path of openapi.yaml (default: api/openapi.yaml beside the binary's build dir, then ./api/)"},
+    {"max-conn-per-ip", "EDGED_MAX_CONN_PER_IP", OPT_INT, O(max_conn_per_ip), 0, 65536, "64",
+     "connections from one IP address at once (0 = no cap); more are refused"},
+    {"cors-origin", "EDGED_CORS_ORIGIN", OPT_STR, O(cors_origin), 0, 0, "",
+     "CORS: the origin allowed (Access-Control-Allow-Origin, OPTIONS preflight); empty = CORS off"},
+    {"api-keys", "EDGED_API_KEYS", OPT_SECRET, O(api_keys), 0, 0, "",
+     "environment only: comma-separated API keys; requests need Authorization: Bearer KEY "
+     "(health, readiness, metrics and the web page exempt); empty = no authentication"},
 };
 #undef O
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -67,7 +78,7 @@ static int opt_set(struct serve_config *cfg, const struct opt *o, const char *sr
     char *field = (char *)cfg + o->off, *end;
     long long v;
 
-    if (o->kind == OPT_STR) {
+    if (o->kind == OPT_STR || o->kind == OPT_SECRET) {
         if (strlen(text) >= o->size)
             return edged_fail(err, EDGED_E_USAGE, "%s: value longer than %zu bytes", src, o->size - 1);
         memcpy(field, text, strlen(text) + 1);
@@ -95,7 +106,7 @@ static int opt_set(struct serve_config *cfg, const struct opt *o, const char *sr
 static const struct opt *opt_find(const char *flag, size_t len)
 {
     for (size_t i = 0; i < NOPTS; i++)
-        if (strlen(opts[i].flag) == len && strncmp(opts[i].flag, flag, len) == 0)
+        if (opts[i].kind != OPT_SECRET && strlen(opts[i].flag) == len && strncmp(opts[i].flag, flag, len) == 0)
             return &opts[i];
     return NULL;
 }
@@ -138,6 +149,12 @@ int config_load(struct serve_config *cfg, int argc, char **argv, char *err)
             return rc;
     if ((rc = load_args(cfg, argc, argv, err)) != 0)
         return rc;
+    if ((rc = auth_keys_check(cfg->api_keys, NULL, err)) < 0)
+        return rc;
+    for (const char *p = cfg->cors_origin; *p; p++)
+        if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)
+            return edged_fail(err, EDGED_E_USAGE, "cors-origin: '%.64s' must be one origin (visible ASCII, no spaces)",
+                              cfg->cors_origin);
     if (cfg->threads == 0) {
         cores = sysconf(_SC_NPROCESSORS_ONLN);
         cfg->threads = cores > 0 ? (int)cores : 1;
@@ -155,6 +172,12 @@ struct cJSON *config_json(const struct serve_config *cfg)
         case OPT_STR:
             cJSON_AddStringToObject(o, opts[i].flag, field);
             break;
+        case OPT_SECRET: {
+            int n = 0;
+            auth_keys_check(field, &n, NULL);
+            cJSON_AddNumberToObject(o, opts[i].flag, n); /* how many keys, never the keys */
+            break;
+        }
         case OPT_BACKEND:
             cJSON_AddStringToObject(o, opts[i].flag, backend_name(*(const enum backend *)(const void *)field));
             break;
@@ -172,6 +195,7 @@ void config_usage(FILE *f)
 {
     fprintf(f, "usage: edged serve [--FLAG VALUE]...\n\nEvery flag also reads EDGED_<NAME>; flags win.\n\n");
     for (size_t i = 0; i < NOPTS; i++)
-        fprintf(f, "  --%-18s %-24s default %-9s %s\n", opts[i].flag, opts[i].env,
+        fprintf(f, "  %s%-18s %-24s default %-9s %s\n", opts[i].kind == OPT_SECRET ? "  " : "--",
+                opts[i].kind == OPT_SECRET ? "(no flag)" : opts[i].flag, opts[i].env,
                 opts[i].dflt[0] ? opts[i].dflt : "\"\"", opts[i].help);
 }

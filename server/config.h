@@ -25,10 +25,13 @@ struct serve_config {
     int cpu_workers;        /* CPU-backend jobs run at once */
     int max_connections;    /* concurrent connections (one thread each) */
     int conn_timeout_s;     /* idle connection timeout */
-    int request_timeout_s;  /* a request body must arrive within this */
+    int request_timeout_s;  /* a request's headers and body must arrive within this */
     int drain_grace_ms;     /* after SIGTERM: readiness 503 but still accepting, before closing */
     int drain_timeout_s;    /* at shutdown, longest wait for requests in flight */
     int gpu_watchdog_ms;    /* a GPU job running longer is a stuck device: fatal */
+    int max_conn_per_ip;    /* connections from one IP address at once; 0 = no cap */
+    char cors_origin[256];  /* Access-Control-Allow-Origin; "" = CORS off */
+    char api_keys[8448];    /* EDGED_API_KEYS (environment only, never logged); "" = no auth */
     char openapi[512];      /* openapi.yaml path; "" = api/openapi.yaml beside the binary's repo */
 };
 

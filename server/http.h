@@ -18,12 +18,14 @@ typedef void (*http_handler)(struct http_req *r, void *app);
 
 /* One endpoint. GET routes also answer HEAD; POST routes read a body first, of one of the media
  * types in `types` (comma-separated, "multipart/form-data,image/png"; else 415). A path ending in
- * '*' matches every path that starts with the part before the '*' (e.g. "/web/" + '*'). */
+ * '*' matches every path that starts with the part before the '*' (e.g. "/web/" + '*'). `open`
+ * routes need no API key (health, readiness, metrics, the static web page). */
 struct http_route {
     const char *path;
     int post;
     const char *types;
     http_handler handle;
+    int open;
 };
 
 struct http_config {
@@ -31,8 +33,13 @@ struct http_config {
     int port;
     size_t max_body;          /* bytes; 413 above */
     int max_connections;
-    int conn_timeout_s;
-    int request_timeout_s;    /* the body must arrive within this */
+    int max_conn_per_ip;      /* connections from one IP address at once; 0 = no cap */
+    int conn_timeout_s;       /* idle connection timeout */
+    int request_timeout_s;    /* headers and body must arrive within this */
+    int max_active;           /* POST requests admitted and not yet answered; more get 429 at once */
+    int queue_depth;          /* the job queue's bound, named in that 429's message */
+    const char *api_keys;     /* comma-separated (auth.h); NULL or "" = no authentication */
+    const char *cors_origin;  /* Access-Control-Allow-Origin value; NULL or "" = CORS off */
 };
 
 /* Called on the first callback of a POST to a known route, before its body is read: 0 to go on,
@@ -49,6 +56,10 @@ void http_quiesce(struct http_server *s);
 int http_in_flight(struct http_server *s);
 /* From now on every answer carries `Connection: close` (draining). */
 void http_set_closing(struct http_server *s);
+/* Cuts connections whose request (headers and body) has not fully arrived request_timeout_s
+ * after the connection opened or its previous answer (slowloris, slow bodies). Called
+ * periodically by the main loop. Returns how many were cut. */
+int http_reap(struct http_server *s);
 /* Stops the daemon (joins the connection threads) and frees s; accepts NULL. */
 void http_stop(struct http_server *s);
 

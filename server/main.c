@@ -1,6 +1,7 @@
 /* main.c — build/edged: dispatches to the subcommands. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
 
@@ -34,8 +35,14 @@ int main(int argc, char **argv)
         return EXIT_OK;
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-        if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].run(argc - 1, argv + 1);
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            int rc = commands[i].run(argc - 1, argv + 1);
+            if (serve_left_gpu()) {
+                fflush(NULL);
+                _exit(rc); /* skip exit handlers that could wait on a stuck GPU */
+            }
+            return rc;
+        }
     fprintf(stderr, "edged: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return EXIT_USAGE;

@@ -19,10 +19,10 @@ static const char *const stage_names[ST_COUNT] = {"receive", "queue",  "decode",
                                                   "download", "encode", "total"};
 
 #define MAX_STATUS 600
-#define NREASONS 8
+#define NREASONS 9
 static const int reason_codes[NREASONS] = {EDGED_E_BODY_TOO_LARGE, EDGED_E_IMAGE_TOO_LARGE, EDGED_E_QUEUE_FULL,
                                            EDGED_E_DEADLINE,       EDGED_E_UNAVAILABLE,     EDGED_E_NOMEM,
-                                           EDGED_E_GPU_OOM,        EDGED_E_GPU_FATAL};
+                                           EDGED_E_GPU_OOM,        EDGED_E_GPU_FATAL,       EDGED_E_UNAUTHORIZED};
 
 struct histogram {
     uint64_t bucket[NBUCKETS]; /* non-cumulative; summed when rendered */

@@ -13,7 +13,9 @@
 
 #define NPOS ((size_t)-1)
 
-/* Copies the value of parameter `key` (after "key=", quoted or a token) of a header value. */
+/* Copies the value of parameter `key` (after "key=", quoted or a token) of a header value; a
+ * value longer than cap - 1 is cut there (callers that care check its length). An unterminated
+ * quoted value counts as absent: the header is malformed. */
 static int header_param(const char *value, const char *key, char *out, size_t cap)
 {
     size_t klen = strlen(key), n = 0;
@@ -27,12 +29,16 @@ static int header_param(const char *value, const char *key, char *out, size_t ca
             continue;
         p += klen + 1;
         if (*p == '"') {
-            for (p++; *p && *p != '"' && n + 1 < cap; p++)
-                out[n++] = (*p == '\\' && p[1]) ? *++p : *p;
-        } else {
-            for (; *p && *p != ';' && *p != ' ' && *p != '\t' && n + 1 < cap; p++)
-                out[n++] = *p;
+            for (p++; *p && *p != '"'; p++) {
+                char c = (*p == '\\' && p[1]) ? *++p : *p;
+                if (n + 1 < cap)
+                    out[n++] = c;
+            }
+            out[n] = '\0';
+            return *p == '"';
         }
+        for (; *p && *p != ';' && *p != ' ' && *p != '\t' && n + 1 < cap; p++)
+            out[n++] = *p;
         out[n] = '\0';
         return 1;
     }

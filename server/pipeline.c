@@ -10,21 +10,15 @@
 #include "clock.h"
 #include "gconv.h"
 #include "log.h"
-#include "multipart.h"
 #include "params.h"
 #include "png_io.h"
 #include "result.h"
 #include "service.h"
+#include "upload.h"
 
 /* The first bytes of a PNG with a damaged signature still carry the IHDR tag of the first chunk
  * (at offset 12, give or take a byte the damage added or removed); no other format has it there. */
 #define SNIFF_IHDR_WINDOW 24
-
-struct upload {
-    const uint8_t *image;
-    size_t image_len;
-    struct params p;
-};
 
 /* ---- upload and parameters ------------------------------------------------------------------ */
 
@@ -40,77 +34,20 @@ static int query_param(void *cls, const char *key, const char *value)
     return params_set_text(sink->p, key, value, sink->err);
 }
 
-/* A form field's bytes as text: bounded, NUL-free, terminated. */
-static int form_param(struct params *p, const struct multipart_part *part, char *err)
-{
-    char *text;
-    int rc;
-
-    if (part->len > PARAMS_MAX_JSON || memchr(part->data, '\0', part->len))
-        return edged_fail(err, EDGED_E_PARAM, "form field '%s': over %d bytes or not text", part->name,
-                          PARAMS_MAX_JSON);
-    if (!(text = malloc(part->len + 1)))
-        return edged_fail(err, EDGED_E_NOMEM, "out of memory");
-    memcpy(text, part->data, part->len);
-    text[part->len] = '\0';
-    rc = params_set_text(p, part->name, text, err);
-    free(text);
-    return rc;
-}
-
-/* Parts: exactly one `image`, at most one `params` (JSON, applied last so that it wins), any
- * other part is a plain form field naming a parameter. */
-static int read_multipart(struct http_req *r, struct upload *u, char *err)
-{
-    struct multipart_part parts[MULTIPART_MAX_PARTS];
-    const struct multipart_part *json = NULL;
-    char boundary[MULTIPART_MAX_BOUNDARY + 1];
-    const uint8_t *body;
-    size_t len;
-    int n, rc;
-
-    body = http_req_body(r, &len);
-    if ((rc = multipart_boundary(http_req_header(r, "Content-Type"), boundary, err)) < 0)
-        return rc;
-    if ((n = multipart_parse(body, len, boundary, parts, MULTIPART_MAX_PARTS, err)) < 0)
-        return n;
-    for (int i = 0; i < n; i++) {
-        if (strcmp(parts[i].name, "image") == 0) {
-            if (u->image)
-                return edged_fail(err, EDGED_E_MULTIPART, "more than one 'image' part");
-            u->image = parts[i].data;
-            u->image_len = parts[i].len;
-        } else if (strcmp(parts[i].name, "params") == 0) {
-            if (json)
-                return edged_fail(err, EDGED_E_MULTIPART, "more than one 'params' part");
-            json = &parts[i];
-        } else if ((rc = form_param(&u->p, &parts[i], err)) < 0) {
-            return rc;
-        }
-    }
-    if (json && (rc = params_set_json(&u->p, (const char *)json->data, json->len, err)) < 0)
-        return rc;
-    if (!u->image)
-        return edged_fail(err, EDGED_E_MULTIPART, "multipart body has no 'image' part");
-    return 0;
-}
-
 /* Query string, then the body (multipart fields and params, or a raw image/png body). */
 static int read_upload(struct http_req *r, enum params_mode mode, struct upload *u, char *err)
 {
     struct param_sink sink = {&u->p, err};
-    const char *ctype = http_req_header(r, "Content-Type");
+    const uint8_t *body;
+    size_t len;
     int rc;
 
     memset(u, 0, sizeof(*u));
     params_init(&u->p, mode);
     if ((rc = http_req_query(r, query_param, &sink)) < 0)
         return rc;
-    if (ctype && strncasecmp(ctype, "image/png", 9) == 0)
-        u->image = http_req_body(r, &u->image_len);
-    else if ((rc = read_multipart(r, u, err)) < 0)
-        return rc;
-    return params_validate(&u->p, err);
+    body = http_req_body(r, &len);
+    return upload_parse(http_req_header(r, "Content-Type"), body, len, u, err);
 }
 
 /* q of the most specific Accept entry matching type ("image/png"), 0 when none matches. */

@@ -74,6 +74,10 @@ static void drain(struct service *s, struct http_server *h, int signo)
     queue_close(s->q);
 }
 
+static int serve_gpu_left; /* the GPU context was not closed (see serve_run) */
+
+int serve_left_gpu(void) { return serve_gpu_left; }
+
 /* Runs until a drain signal (returns EXIT_OK) or a fatal GPU error (EXIT_FAIL). */
 static int main_loop(struct service *s, struct http_server *h, const sigset_t *set)
 {
@@ -87,6 +91,7 @@ static int main_loop(struct service *s, struct http_server *h, const sigset_t *s
             drain(s, h, signo);
             return EXIT_OK;
         }
+        http_reap(h);
         worker_watchdog(s->w, s->cfg->gpu_watchdog_ms);
         if (worker_fatal(s->w, msg)) {
             log_event("error", "exit", "fatal GPU error, exiting for a restart: %s", msg);
@@ -125,12 +130,21 @@ static int serve_run(const struct serve_config *cfg, const sigset_t *set)
 {
     struct service s = {0};
     struct metrics_build mb = {EDGED_VERSION, "", ""};
-    struct http_config hc = {cfg->host, cfg->port, (size_t)cfg->max_body_mb << 20, cfg->max_connections,
-                             cfg->conn_timeout_s, cfg->request_timeout_s};
+    struct http_config hc = {cfg->host,
+                             cfg->port,
+                             (size_t)cfg->max_body_mb << 20,
+                             cfg->max_connections,
+                             cfg->max_conn_per_ip,
+                             cfg->conn_timeout_s,
+                             cfg->request_timeout_s,
+                             0,
+                             cfg->queue_depth,
+                             cfg->api_keys,
+                             cfg->cors_origin};
     struct http_server *h = NULL;
     const struct http_route *routes;
     char err[EDGED_ERR_LEN];
-    int nroutes, rc, status = EXIT_FAIL;
+    int nroutes, rc, status = EXIT_FAIL, fatal, left;
 
     if ((rc = service_init(&s, cfg, err)) < 0 || (rc = queue_new(&s.q, cfg->queue_depth, cfg->queue_deadline_ms, err)) < 0)
         goto out;
@@ -141,6 +155,10 @@ static int serve_run(const struct serve_config *cfg, const sigset_t *set)
     if ((rc = metrics_new(&s.m, &mb, err)) < 0)
         goto out;
     log_start(cfg, &s);
+    /* image requests in the server at once: the queue's bound plus what can be decoding or
+     * encoding (codec slots) and running (GPU streams or CPU workers) */
+    hc.max_active = cfg->queue_depth + 2 * cfg->threads +
+                    (s.engine && engine_has_gpu(s.engine) ? cfg->streams : cfg->cpu_workers);
     routes = service_routes(&nroutes);
     if ((rc = http_start(&h, &hc, routes, nroutes, service_admit, &s, s.m, err)) < 0)
         goto out;
@@ -152,10 +170,17 @@ out:
         log_event("error", "start", "%s", err);
     queue_close(s.q);
     http_stop(h);
-    if (worker_stop(s.w, SERVE_FATAL_WAIT_MS) == 0)
-        engine_close(s.engine); /* else a GPU call never returned: leave the context to the exit */
+    /* After a fatal GPU error the context is poisoned (or a kernel still spins): closing it could
+     * block in the driver, so it is left to the process exit, as is a worker that never returned. */
+    fatal = worker_fatal(s.w, NULL);
+    left = worker_stop(s.w, SERVE_FATAL_WAIT_MS) != 0;
+    if (!left && !fatal)
+        engine_close(s.engine);
+    else if (s.engine)
+        serve_gpu_left = 1;
     metrics_free(s.m);
-    queue_free(s.q);
+    if (!left)
+        queue_free(s.q); /* a stuck GPU worker still holds a job of it: left to the exit */
     service_destroy(&s);
     log_event("info", "exit", "exit status %d", status);
     return status;

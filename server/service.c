@@ -108,10 +108,12 @@ int service_admit(void *app, char *err)
 
     if (atomic_load(&s->draining))
         return edged_fail(err, EDGED_E_UNAVAILABLE, "server is draining (shutting down)");
+    /* the reasons themselves (driver messages) are in the log, not in answers */
     if (!s->engine)
-        return edged_fail(err, EDGED_E_UNAVAILABLE, "backend unavailable: %s", s->engine_err);
+        return edged_fail(err, EDGED_E_UNAVAILABLE, "backend %s unavailable (see the server log)",
+                          backend_name(s->cfg->backend));
     if (worker_fatal(s->w, msg))
-        return edged_fail(err, EDGED_E_GPU_FATAL, "%s", msg);
+        return edged_fail(err, EDGED_E_GPU_FATAL, "GPU failed; the service is restarting");
     return 0;
 }
 
@@ -303,11 +305,9 @@ static void get_variants(struct http_req *r, void *app)
 static void get_openapi(struct http_req *r, void *app)
 {
     struct service *s = app;
-    char msg[EDGED_ERR_LEN];
 
-    if (!s->openapi) {
-        snprintf(msg, sizeof(msg), "openapi.yaml not found at %.200s", s->openapi_path);
-        http_respond_error(r, EDGED_E_NOT_FOUND, msg);
+    if (!s->openapi) { /* where it was looked for is in the start-up log, not in the answer */
+        http_respond_error(r, EDGED_E_NOT_FOUND, "openapi.yaml is not available on this server");
         return;
     }
     http_respond_static(r, 200, "application/yaml", s->openapi, s->openapi_len); /* read once at start */
@@ -333,17 +333,17 @@ static void get_web(struct http_req *r, void *app)
 
 #define POST_TYPES "multipart/form-data,image/png"
 static const struct http_route routes[] = {
-    {"/v1/filter", 1, POST_TYPES, pipeline_filter},
-    {"/v1/compare", 1, POST_TYPES, pipeline_compare},
-    {"/v1/filters", 0, NULL, get_filters},
-    {"/v1/variants", 0, NULL, get_variants},
-    {"/healthz", 0, NULL, get_healthz},
-    {"/readyz", 0, NULL, get_readyz},
-    {"/metrics", 0, NULL, get_metrics},
-    {"/version", 0, NULL, get_version},
-    {"/openapi.yaml", 0, NULL, get_openapi},
-    {"/", 0, NULL, get_web},
-    {"/web/*", 0, NULL, get_web},
+    {"/v1/filter", 1, POST_TYPES, pipeline_filter, 0},
+    {"/v1/compare", 1, POST_TYPES, pipeline_compare, 0},
+    {"/v1/filters", 0, NULL, get_filters, 0},
+    {"/v1/variants", 0, NULL, get_variants, 0},
+    {"/healthz", 0, NULL, get_healthz, 1},
+    {"/readyz", 0, NULL, get_readyz, 1},
+    {"/metrics", 0, NULL, get_metrics, 1},
+    {"/version", 0, NULL, get_version, 0},
+    {"/openapi.yaml", 0, NULL, get_openapi, 0},
+    {"/", 0, NULL, get_web, 1},
+    {"/web/*", 0, NULL, get_web, 1},
 };
 
 const struct http_route *service_routes(int *n)

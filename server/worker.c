@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "cpu.h"
 #include "cpu_serial.h"
+#include "fault.h"
 #include "gconv.h"
 #include "log.h"
 
@@ -74,9 +75,10 @@ static void cpu_job(struct worker *w, struct job *job)
     int rc;
 
     job->used = job->variant == VARIANT_AUTO ? VARIANT_CPU : job->variant;
-    if (job->used == VARIANT_CPU_SERIAL)
+    rc = fault_cpu_job(job->err); /* debug builds only; 0 otherwise */
+    if (rc == 0 && job->used == VARIANT_CPU_SERIAL)
         rc = cpu_serial_run(&job->in, &job->plan, &job->out, job->err);
-    else
+    else if (rc == 0)
         rc = cpu_run(&job->in, &job->plan, &job->out, w->c.cpu_threads, job->err);
     job->t.kernel = clock_ms() - t0;
     queue_complete(w->q, job, rc);
@@ -99,12 +101,14 @@ static void *cpu_main(void *arg)
 static int gpu_submit(struct worker *w, struct gconv_ctx *ctx, int s, struct job *job)
 {
     int block = job->block ? job->block : VARIANT_DEFAULT_BLOCK, rc;
+    void *hog = fault_before_submit(); /* debug builds only */
 
     if (job->variant == VARIANT_AUTO)
         job->variant = engine_pick(w->e, &job->plan, job->in.w, job->in.h);
     job->used = job->variant;
     if ((rc = gconv_submit(ctx, s, &job->in, &job->plan, job->used, block, job->err)) == 0)
         img_free(&job->in);
+    fault_release(hog);
     return rc;
 }
 
@@ -207,7 +211,8 @@ static void *gpu_main(void *arg)
                 slots[s] = (struct gpu_slot){job, clock_ms()};
                 busy++;
                 publish_oldest(w, slots, ns);
-                continue; /* fill the other free streams first */
+                fault_job_started(); /* debug builds only: may poison the context, or block (spin) */
+                continue;            /* fill the other free streams first */
             }
         } else {
             nanosleep(&nap, NULL);
@@ -239,6 +244,7 @@ int worker_start(struct worker **out, struct queue *q, struct engine *e, const s
     w->e = e;
     w->c = *c;
     pthread_mutex_init(&w->mu, NULL);
+    fault_init(); /* debug builds only */
     for (int i = 0; i < c->cpu_workers && rc == 0; i++) {
         if (pthread_create(&w->cpu[w->ncpu], NULL, cpu_main, w) != 0)
             rc = edged_fail(err, EDGED_E_INTERNAL, "cannot start CPU worker %d", i);

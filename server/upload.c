@@ -1,0 +1,125 @@
+/* upload.c — the request body buffer and its parse into image bytes and parameters. */
+#include "upload.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "errors.h"
+#include "multipart.h"
+
+#define UPLOAD_FIRST_CHUNK (256 * 1024) /* first buffer when the length is not announced */
+
+void upload_body_init(struct upload_body *b, size_t max) { *b = (struct upload_body){NULL, 0, 0, max}; }
+
+void upload_body_free(struct upload_body *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+int upload_body_reserve(struct upload_body *b, size_t n, char *err)
+{
+    uint8_t *p;
+
+    if (n > b->max)
+        return edged_fail(err, EDGED_E_BODY_TOO_LARGE, "body of %zu bytes exceeds the %zu-byte cap", n, b->max);
+    if (n <= b->cap)
+        return 0;
+    if (!(p = realloc(b->p, n)))
+        return edged_fail(err, EDGED_E_NOMEM, "cannot buffer a body of %zu bytes", n);
+    b->p = p;
+    b->cap = n;
+    return 0;
+}
+
+/* Growth doubles (O(n) copies in all) and never passes max; a body that would is refused whole,
+ * before anything of the piece is kept. */
+int upload_body_append(struct upload_body *b, const void *data, size_t n, char *err)
+{
+    size_t cap;
+    int rc;
+
+    if (n > b->max - b->len)
+        return edged_fail(err, EDGED_E_BODY_TOO_LARGE, "body exceeds the %zu-byte cap", b->max);
+    if (n > b->cap - b->len) {
+        cap = b->cap ? b->cap : UPLOAD_FIRST_CHUNK;
+        while (cap < b->len + n && cap <= b->max / 2)
+            cap *= 2;
+        cap = cap < b->len + n ? b->len + n : cap > b->max ? b->max : cap;
+        if ((rc = upload_body_reserve(b, cap, err)) < 0)
+            return rc;
+    }
+    if (n)
+        memcpy(b->p + b->len, data, n);
+    b->len += n;
+    return 0;
+}
+
+/* A form field's bytes as text: bounded, NUL-free, terminated. */
+static int form_param(struct params *p, const struct multipart_part *part, char *err)
+{
+    char *text;
+    int rc;
+
+    if (part->len > PARAMS_MAX_JSON || memchr(part->data, '\0', part->len))
+        return edged_fail(err, EDGED_E_PARAM, "form field '%s': over %d bytes or not text", part->name,
+                          PARAMS_MAX_JSON);
+    if (!(text = malloc(part->len + 1)))
+        return edged_fail(err, EDGED_E_NOMEM, "out of memory");
+    memcpy(text, part->data, part->len);
+    text[part->len] = '\0';
+    rc = params_set_text(p, part->name, text, err);
+    free(text);
+    return rc;
+}
+
+/* Parts: exactly one `image`, at most one `params` (JSON, applied last so that it wins), any
+ * other part is a plain form field naming a parameter. */
+static int parse_multipart(const char *ctype, const uint8_t *body, size_t len, struct upload *u, char *err)
+{
+    struct multipart_part parts[MULTIPART_MAX_PARTS];
+    const struct multipart_part *json = NULL;
+    char boundary[MULTIPART_MAX_BOUNDARY + 1];
+    int n, rc;
+
+    if ((rc = multipart_boundary(ctype ? ctype : "", boundary, err)) < 0)
+        return rc;
+    if ((n = multipart_parse(body, len, boundary, parts, MULTIPART_MAX_PARTS, err)) < 0)
+        return n;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(parts[i].name, "image") == 0) {
+            if (u->image)
+                return edged_fail(err, EDGED_E_MULTIPART, "more than one 'image' part");
+            u->image = parts[i].data;
+            u->image_len = parts[i].len;
+        } else if (strcmp(parts[i].name, "params") == 0) {
+            if (json)
+                return edged_fail(err, EDGED_E_MULTIPART, "more than one 'params' part");
+            json = &parts[i];
+        } else if ((rc = form_param(&u->p, &parts[i], err)) < 0) {
+            return rc;
+        }
+    }
+    if (json && (rc = params_set_json(&u->p, (const char *)json->data, json->len, err)) < 0)
+        return rc;
+    if (!u->image)
+        return edged_fail(err, EDGED_E_MULTIPART, "multipart body has no 'image' part");
+    return 0;
+}
+
+int upload_parse(const char *content_type, const uint8_t *body, size_t len, struct upload *u, char *err)
+{
+    int rc;
+
+    u->image = NULL;
+    u->image_len = 0;
+    if (content_type && strncasecmp(content_type, "image/png", 9) == 0) {
+        u->image = body;
+        u->image_len = len;
+    } else if ((rc = parse_multipart(content_type, body, len, u, err)) < 0) {
+        return rc;
+    }
+    return params_validate(&u->p, err);
+}

@@ -1,0 +1,45 @@
+/* upload.h — a request body as it arrives (a bounded buffer filled piece by piece) and its parse
+ * into the image bytes and the parameters: a raw image/png body, or multipart/form-data with an
+ * `image` part, form fields and a JSON `params` part. Pure functions of the bytes, so that the
+ * fuzz target runs exactly the code the server runs. */
+#ifndef EDGED_UPLOAD_H
+#define EDGED_UPLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "params.h"
+
+/* The body buffer: at most `max` bytes. */
+struct upload_body {
+    uint8_t *p;
+    size_t len, cap, max;
+};
+
+/* An empty buffer that will refuse to grow past max bytes. Allocates nothing. */
+void upload_body_init(struct upload_body *b, size_t max);
+/* Allocates room for a body announced as n bytes (Content-Length) in one piece. Returns 0,
+ * EDGED_E_BODY_TOO_LARGE (n > max) or EDGED_E_NOMEM, with a message. */
+int upload_body_reserve(struct upload_body *b, size_t n, char *err);
+/* Appends n bytes, growing the buffer (doubling, capped at max). Returns 0,
+ * EDGED_E_BODY_TOO_LARGE (the body would pass max; nothing is appended) or EDGED_E_NOMEM. */
+int upload_body_append(struct upload_body *b, const void *data, size_t n, char *err);
+/* Frees the buffer; the struct may be initialised again. */
+void upload_body_free(struct upload_body *b);
+
+/* A parsed upload. image points into the body (no copy). */
+struct upload {
+    const uint8_t *image;
+    size_t image_len;
+    struct params p;
+};
+
+/* Parses body (len bytes, content_type as sent, may be NULL) into u. u->p must have been set up
+ * by params_init (and hold the query-string parameters, which form fields and then JSON override).
+ * A Content-Type of image/png takes the body as the image; anything else is parsed as multipart:
+ * exactly one `image` part, at most one `params` part (JSON, applied last), every other part a
+ * parameter by name. Ends with params_validate. Returns 0, EDGED_E_MULTIPART, EDGED_E_PARAM or
+ * EDGED_E_NOMEM, with a message naming the part or field. */
+int upload_parse(const char *content_type, const uint8_t *body, size_t len, struct upload *u, char *err);
+
+#endif

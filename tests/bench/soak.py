@@ -1,0 +1,383 @@
+#!/usr/bin/env python3
+"""soak.py — load and overload of `edged serve` (RELIABILITY.md section F), loopback only,
+bounded in time and request count.
+
+Phases:
+  ramp      closed loop, N keep-alive clients for --step-s each (N in --ramp): req/s, p50/p99,
+            errors. The knee is the smallest N whose req/s is within 5% of the best error-free one.
+  hold      open loop at --hold-frac (0.7) of the knee's req/s for --hold-s: zero non-2xx and
+            socket errors, p99 vs p50, server RSS and open fds sampled every --sample-s.
+  overload  open loop at --over-mult (2) x the knee's req/s for --over-s: only 200 and 429 (each
+            429 with Retry-After), edged_queue_depth sampled and never above its bound.
+  recovery  load stops: seconds until /readyz is 200 and a request is served at hold latency.
+
+It starts the server itself (--bin: CPU backend, default --queue-depth, so an admission bound of
+64 + 2 x 2 codec slots + 2 workers = 70 image requests; no per-IP cap, as every client here is
+127.0.0.1) or uses --url and --pid. Prints one line per step
+and a JSON summary (also to --json). Exit status 1 when a phase's condition fails.
+
+  python3 tests/bench/soak.py --bin build/edged              # the full run (~15 minutes)
+  python3 tests/bench/soak.py --bin build/edged --quick      # ~1 minute smoke of the same phases
+"""
+import argparse
+import http.client
+import json
+import os
+import queue
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+import zlib
+
+import numpy as np
+
+
+def synthetic_photo(side, seed=1):
+    """Gradients, shapes and sensor noise (like tests/bench/load.py): a PNG that compresses as a
+    photograph does, so decode costs what it costs in production."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:side, 0:side].astype(np.float32)
+    img = np.stack([x / side * 200, y / side * 180, (x + y) / (2 * side) * 160], axis=2)
+    for _ in range(12):
+        cx, cy, r = rng.integers(0, side, 2).tolist() + [int(rng.integers(side // 20, side // 5))]
+        img[(x - cx) ** 2 + (y - cy) ** 2 < r * r] = rng.integers(0, 255, 3)
+    img += rng.normal(0, 6, img.shape)
+    a = np.clip(img, 0, 255).astype(np.uint8)
+    raw = b"".join(b"\x00" + a[i].tobytes() for i in range(side))
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", side, side, 8, 2, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
+
+
+def multipart(png, params):
+    b = "soakB0undary"
+    body = (("--%s\r\nContent-Disposition: form-data; name=\"image\"; filename=\"x.png\"\r\n"
+             "Content-Type: image/png\r\n\r\n" % b).encode() + png +
+            ("\r\n--%s\r\nContent-Disposition: form-data; name=\"params\"\r\n\r\n%s\r\n--%s--\r\n" %
+             (b, params, b)).encode())
+    return body, "multipart/form-data; boundary=" + b
+
+
+class Client:
+    """One keep-alive connection; post() returns (status, retry_after, seconds) or (0, None, s)
+    on a socket error (then the connection is rebuilt)."""
+
+    def __init__(self, host, port, body, ctype, timeout):
+        self.host, self.port, self.body, self.ctype, self.timeout = host, port, body, ctype, timeout
+        self.conn = None
+
+    def post(self):
+        t0 = time.perf_counter()
+        try:
+            if self.conn is None:
+                self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+            self.conn.request("POST", "/v1/filter", self.body, {"Content-Type": self.ctype})
+            r = self.conn.getresponse()
+            r.read()
+            ra = r.getheader("Retry-After")
+            if r.getheader("Connection", "").lower() == "close":
+                self.conn.close()
+                self.conn = None
+            return r.status, ra, time.perf_counter() - t0
+        except (OSError, http.client.HTTPException):
+            if self.conn:
+                self.conn.close()
+            self.conn = None
+            return 0, None, time.perf_counter() - t0
+
+
+class Stats:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.codes, self.lat, self.bad_429 = {}, [], 0
+
+    def add(self, status, retry_after, secs):
+        with self.lock:
+            self.codes[status] = self.codes.get(status, 0) + 1
+            if status == 200:
+                self.lat.append(secs)
+            if status == 429 and not retry_after:
+                self.bad_429 += 1
+
+    def summary(self, wall):
+        n = sum(self.codes.values())
+        lat = np.array(self.lat) * 1e3 if self.lat else np.array([0.0])
+        return {"requests": n, "ok": self.codes.get(200, 0), "codes": {str(k): v for k, v in sorted(self.codes.items())},
+                "errors": n - self.codes.get(200, 0), "rps": round(self.codes.get(200, 0) / wall, 2),
+                "p50_ms": round(float(np.percentile(lat, 50)), 1), "p99_ms": round(float(np.percentile(lat, 99)), 1),
+                "max_ms": round(float(lat.max()), 1), "seconds": round(wall, 1), "429_without_retry_after": self.bad_429}
+
+
+def closed_loop(args, nclients, seconds, budget):
+    stats, stop = Stats(), time.time() + seconds
+
+    def run():
+        c = Client("127.0.0.1", args.port, args.body, args.ctype, args.timeout)
+        while time.time() < stop and budget.take():
+            stats.add(*c.post())
+
+    threads = [threading.Thread(target=run) for _ in range(nclients)]
+    t0 = time.time()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return stats.summary(time.time() - t0)
+
+
+def open_loop(args, rate, seconds, budget, workers, on_tick=None):
+    """Arrivals at `rate` per second (evenly spaced) served by up to `workers` connections."""
+    stats, q = Stats(), queue.Queue()
+
+    def run():
+        c = Client("127.0.0.1", args.port, args.body, args.ctype, args.timeout)
+        while True:
+            item = q.get()
+            if item is None:
+                return
+            stats.add(*c.post())
+
+    threads = [threading.Thread(target=run) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    t0, sent, last_tick = time.time(), 0, 0.0
+    while time.time() - t0 < seconds and budget.take():
+        due = t0 + sent / rate
+        now = time.time()
+        if due > now:
+            time.sleep(min(due - now, 0.05))
+            if time.time() < due:
+                budget.give_back()
+                continue
+        q.put(1)
+        sent += 1
+        if on_tick and time.time() - last_tick >= args.sample_s:
+            last_tick = time.time()
+            on_tick()
+    for _ in threads:
+        q.put(None)
+    for t in threads:
+        t.join()
+    s = stats.summary(time.time() - t0)
+    s["offered_rps"] = round(rate, 2)
+    return s
+
+
+class Budget:
+    """The most requests the whole run may send."""
+
+    def __init__(self, n):
+        self.n, self.lock = n, threading.Lock()
+
+    def take(self):
+        with self.lock:
+            if self.n <= 0:
+                return False
+            self.n -= 1
+            return True
+
+    def give_back(self):
+        with self.lock:
+            self.n += 1
+
+
+def proc_kb(pid, key):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def fds(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def metric(port, name):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    c.request("GET", "/metrics")
+    text = c.getresponse().read().decode()
+    c.close()
+    m = re.search(r"^%s (\S+)$" % name, text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def start_server(args):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    args.port = s.getsockname()[1]
+    s.close()
+    cmd = [args.bin, "serve", "--host", "127.0.0.1", "--port", str(args.port), "--backend", "cpu",
+           "--queue-depth", str(args.queue_depth), "--threads", str(args.threads), "--cpu-workers",
+           str(args.cpu_workers), "--max-conn-per-ip", str(args.max_conn_per_ip)]
+    log = open(args.log, "w")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
+    for _ in range(200):
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", args.port, timeout=1)
+            c.request("GET", "/readyz")
+            if c.getresponse().status == 200:
+                return proc
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit("edged did not start: see " + args.log)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", default="build/edged")
+    ap.add_argument("--url", help="use a running server (http://127.0.0.1:PORT) instead of --bin")
+    ap.add_argument("--pid", type=int, help="its pid, for RSS and fds (with --url)")
+    ap.add_argument("--size", type=int, default=512, help="image side (synthetic photo, RGB)")
+    ap.add_argument("--params", default='{"filter":"edge"}')
+    ap.add_argument("--ramp", default="1,2,3,4,6,8,12")
+    ap.add_argument("--step-s", type=float, default=20)
+    ap.add_argument("--hold-frac", type=float, default=0.7)
+    ap.add_argument("--hold-s", type=float, default=600)
+    ap.add_argument("--over-mult", type=float, default=2.0)
+    ap.add_argument("--over-s", type=float, default=60)
+    ap.add_argument("--sample-s", type=float, default=5)
+    ap.add_argument("--queue-depth", type=int, default=64, help="the server's --queue-depth (its default)")
+    ap.add_argument("--max-conn-per-ip", type=int, default=0,
+                    help="the server's cap; 0 (off) as every client here is 127.0.0.1")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--cpu-workers", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=128,
+                    help="open-loop connections at most: above the admission bound, so that overload reaches it")
+    ap.add_argument("--timeout", type=float, default=60)
+    ap.add_argument("--max-requests", type=int, default=400000)
+    ap.add_argument("--quick", action="store_true", help="short phases: ramp 1,2,4 x 4 s, hold 20 s, overload 10 s")
+    ap.add_argument("--json", default="")
+    ap.add_argument("--log", default="/tmp/edged-soak.log")
+    args = ap.parse_args()
+    if args.quick:
+        args.ramp, args.step_s, args.hold_s, args.over_s, args.sample_s = "1,2,4", 4, 20, 10, 2
+    png = synthetic_photo(args.size)
+    args.body, args.ctype = multipart(png, args.params)
+    proc = None
+    if args.url:
+        args.port = int(args.url.rsplit(":", 1)[1].strip("/"))
+        pid = args.pid
+    else:
+        proc = start_server(args)
+        pid = proc.pid
+    budget = Budget(args.max_requests)
+    out = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "cpus": os.cpu_count(),
+           "image": "%dx%d RGB, %d bytes" % (args.size, args.size, len(png)), "params": args.params,
+           "queue_depth": args.queue_depth, "ramp": [], "ok": True, "failures": []}
+
+    def fail(msg):
+        out["ok"] = False
+        out["failures"].append(msg)
+        print("FAIL: " + msg, flush=True)
+
+    try:
+        closed_loop(args, 1, min(3, args.step_s), budget)  # warm-up
+        for n in [int(x) for x in args.ramp.split(",")]:
+            r = closed_loop(args, n, args.step_s, budget)
+            r["clients"] = n
+            out["ramp"].append(r)
+            print("ramp  clients %3d  %7.1f req/s  p50 %7.1f ms  p99 %7.1f ms  errors %d %s" %
+                  (n, r["rps"], r["p50_ms"], r["p99_ms"], r["errors"], r["codes"]), flush=True)
+            if r["errors"]:
+                fail("ramp at %d clients: %d errors %s" % (n, r["errors"], r["codes"]))
+        clean = [r for r in out["ramp"] if not r["errors"]]
+        best = max(r["rps"] for r in clean)
+        knee = min((r for r in clean if r["rps"] >= 0.95 * best), key=lambda r: r["clients"])
+        out["knee"] = {"clients": knee["clients"], "rps": knee["rps"], "p50_ms": knee["p50_ms"]}
+        print("knee: %d clients, %.1f req/s" % (knee["clients"], knee["rps"]), flush=True)
+
+        samples = []
+
+        def sample():
+            samples.append({"t": round(time.time() - t_hold, 1), "rss_kb": proc_kb(pid, "VmRSS"),
+                            "hwm_kb": proc_kb(pid, "VmHWM"), "fds": fds(pid)})
+
+        t_hold = time.time()
+        sample()
+        hold = open_loop(args, args.hold_frac * knee["rps"], args.hold_s, budget, args.workers, sample)
+        sample()
+        hold["samples"] = samples
+        # Instantaneous RSS swings by the buffers of the requests in flight; flat means no trend:
+        # the median of the first and of the last quarter of the samples after the first tenth
+        # (allocator warm-up), and the peak (VmHWM) from then to the end.
+        settled = samples[len(samples) // 10:] or samples
+        q = max(1, len(settled) // 4)
+        first = float(np.median([x["rss_kb"] for x in settled[:q]]))
+        last = float(np.median([x["rss_kb"] for x in settled[-q:]]))
+        hold.update({"rss_start_kb": samples[0]["rss_kb"], "rss_end_kb": samples[-1]["rss_kb"],
+                     "rss_median_first_quarter_kb": first, "rss_median_last_quarter_kb": last,
+                     "hwm_settled_kb": settled[0]["hwm_kb"], "hwm_end_kb": samples[-1]["hwm_kb"],
+                     "fds_start": samples[0]["fds"], "fds_end": samples[-1]["fds"],
+                     "fds_max": max(x["fds"] for x in samples), "nsamples": len(samples)})
+        out["hold"] = hold
+        print("hold  %.1f req/s offered, %.1f served, %d requests, p50 %.1f ms, p99 %.1f ms, errors %d, RSS %d -> %d kB "
+              "(median first/last quarter %.0f / %.0f kB, peak %d -> %d kB), fds %d -> %d" %
+              (hold["offered_rps"], hold["rps"], hold["requests"], hold["p50_ms"], hold["p99_ms"], hold["errors"],
+               hold["rss_start_kb"], hold["rss_end_kb"], first, last, hold["hwm_settled_kb"], hold["hwm_end_kb"],
+               hold["fds_start"], hold["fds_end"]), flush=True)
+        if hold["errors"]:
+            fail("hold: %d errors %s" % (hold["errors"], hold["codes"]))
+        if last - first > 16 * 1024:
+            fail("hold: RSS grew (median %.0f -> %.0f kB)" % (first, last))
+        if hold["fds_end"] > hold["fds_start"] + 4:
+            fail("hold: fds grew %d -> %d" % (hold["fds_start"], hold["fds_end"]))
+        hold["p99_over_p50"] = round(hold["p99_ms"] / max(hold["p50_ms"], 1e-3), 2)
+
+        depth = []
+
+        def sample_depth():
+            depth.append(metric(args.port, "edged_queue_depth"))
+
+        over = open_loop(args, args.over_mult * knee["rps"], args.over_s, budget, args.workers, sample_depth)
+        over["queue_depth_max"] = max(d for d in depth if d is not None) if depth else None
+        out["overload"] = over
+        print("over  %.1f req/s offered, %.1f served, %d requests, codes %s, p50 %.1f ms, p99 %.1f ms, queue max %s/%d"
+              % (over["offered_rps"], over["rps"], over["requests"], over["codes"], over["p50_ms"], over["p99_ms"],
+                 over["queue_depth_max"], args.queue_depth), flush=True)
+        if set(over["codes"]) - {"200", "429"}:
+            fail("overload: statuses other than 200 and 429: %s" % over["codes"])
+        if over["429_without_retry_after"]:
+            fail("overload: %d answers 429 without Retry-After" % over["429_without_retry_after"])
+        if over["queue_depth_max"] is not None and over["queue_depth_max"] > args.queue_depth:
+            fail("overload: queue depth %s above its bound %d" % (over["queue_depth_max"], args.queue_depth))
+        if "429" not in over["codes"]:
+            fail("overload: no 429 at %.0f req/s offered: the admission bound was never reached" % over["offered_rps"])
+
+        t0 = time.time()
+        c = Client("127.0.0.1", args.port, args.body, args.ctype, args.timeout)
+        while time.time() - t0 < 30:
+            status, _, secs = c.post()
+            if status == 200 and secs * 1e3 < 2 * max(hold["p50_ms"], knee["p50_ms"]):
+                break
+            time.sleep(0.1)
+        out["recovery_s"] = round(time.time() - t0, 2)
+        print("recovery: %.2f s until a request was served at hold latency" % out["recovery_s"], flush=True)
+        if out["recovery_s"] >= 30:
+            fail("no recovery within 30 s")
+        out["rss_end_kb"] = proc_kb(pid, "VmRSS")
+        out["fds_end"] = fds(pid)
+    finally:
+        if proc:
+            proc.send_signal(signal.SIGTERM)
+            out["exit_status"] = proc.wait(60)
+            if out["exit_status"] != 0:
+                fail("edged exited %d" % out["exit_status"])
+    print(json.dumps({k: v for k, v in out.items() if k != "hold"} | {"hold": {k: v for k, v in out["hold"].items()
+                                                                                if k != "samples"}}))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+    return 0 if out["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+#!/bin/sh
+# build.sh — builds the libFuzzer targets (clang, -fsanitize=fuzzer,address,undefined) into
+# $OUT (default build-fuzz): fuzz_png, fuzz_request, fuzz_params. Usage: sh tests/fuzz/build.sh [OUT]
+set -eu
+cd "$(dirname "$0")/../.."
+OUT=${1:-${OUT:-build-fuzz}}
+CLANG=${CLANG:-clang}
+PKGS="libpng libcjson zlib"
+CFLAGS="-std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+ -Wall -Wextra -Wshadow -Wstrict-prototypes -D_DEFAULT_SOURCE -DEDGED_GPU=0 -Iapi -Iserver -Icpu_ref -Igpu \
+ $(pkg-config --cflags $PKGS)"
+LIBS="$(pkg-config --libs $PKGS) -lm"
+API="api/errors.c api/filter.c api/image.c api/params.c api/variant.c"
+mkdir -p "$OUT"
+build() { # NAME SOURCES...
+    name=$1
+    shift
+    echo "  CC $OUT/$name"
+    # shellcheck disable=SC2086
+    $CLANG $CFLAGS -o "$OUT/$name" "tests/fuzz/$name.c" "$@" $LIBS
+}
+build fuzz_png server/png_io.c api/errors.c api/image.c
+build fuzz_params $API
+build fuzz_request server/upload.c server/multipart.c $API

@@ -1,0 +1,97 @@
+/* fuzz_png.c — libFuzzer target: pngio_decode (the server's PNG decode wrapper) on arbitrary bytes,
+ * once as given and once with every chunk CRC recomputed (so that mutations reach the inflate,
+ * filter and transform code instead of stopping at a CRC error). Oracles beyond "no crash, no
+ * leak, no UB": only documented errors and never a partial image; a decode that succeeds agrees
+ * with pngio_peek on the size and survives an encode + decode round trip bit for bit. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "errors.h"
+#include "image.h"
+#include "png_io.h"
+
+/* Small limits keep each run fast and far below libFuzzer's RSS cap; the size checks are the
+ * same code whatever the numbers. */
+#define FUZZ_MAX_SIDE 4096u
+#define FUZZ_MAX_PIXELS (2u << 20)
+
+static void roundtrip(const struct img *im)
+{
+    struct img back = {0};
+    uint8_t *png = NULL;
+    size_t len = 0;
+    char err[EDGED_ERR_LEN];
+
+    if (pngio_encode(im, 1, 8, &png, &len, err) != 0)
+        abort(); /* any decoded image must encode */
+    if (pngio_decode(png, len, NULL, &back, err) != 0 || back.w != im->w || back.h != im->h || back.ch != im->ch)
+        abort();
+    for (int y = 0; y < im->h; y++)
+        if (memcmp(back.px + (size_t)y * back.stride, im->px + (size_t)y * im->stride, (size_t)im->w * im->ch))
+            abort();
+    img_free(&back);
+    free(png);
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+/* Rewrites the CRC of every whole chunk after the signature; stops at the first that does not fit. */
+static void fix_crcs(uint8_t *d, size_t size)
+{
+    size_t pos = 8;
+
+    while (size - pos >= 12) {
+        size_t n = (size_t)d[pos] << 24 | (size_t)d[pos + 1] << 16 | (size_t)d[pos + 2] << 8 | d[pos + 3];
+        if (n > size - pos - 12)
+            return;
+        put_be32(d + pos + 8 + n, (uint32_t)crc32(0, d + pos + 4, (uInt)(n + 4)));
+        pos += 12 + n;
+    }
+}
+
+static void one(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    uint8_t *copy;
+
+    one(data, size);
+    if (size < 8 || !(copy = malloc(size)))
+        return 0;
+    memcpy(copy, data, size);
+    fix_crcs(copy, size);
+    one(copy, size);
+    free(copy);
+    return 0;
+}
+
+static void one(const uint8_t *data, size_t size)
+{
+    struct png_limits lim = {FUZZ_MAX_SIDE, FUZZ_MAX_PIXELS, (size_t)1 << 20};
+    struct img im = {0};
+    char err[EDGED_ERR_LEN];
+    int w = 0, h = 0, ch = 0, rc, prc;
+
+    prc = pngio_peek(data, size, &w, &h, &ch, err);
+    rc = pngio_decode(data, size, &lim, &im, err);
+    if (rc != 0) {
+        if (rc != EDGED_E_NOT_PNG && rc != EDGED_E_BAD_PNG && rc != EDGED_E_IMAGE_TOO_LARGE && rc != EDGED_E_NOMEM)
+            abort(); /* no other outcome is documented */
+        if (im.px)
+            abort(); /* never a partial image */
+        return;
+    }
+    if (prc != 0 || w != im.w || h != im.h || im.ch < 1 || im.ch > 4 || (uint64_t)im.w * im.h > FUZZ_MAX_PIXELS)
+        abort();
+    if ((size_t)im.w * (size_t)im.h <= 65536)
+        roundtrip(&im);
+    img_free(&im);
+}

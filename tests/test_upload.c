@@ -1,0 +1,91 @@
+/* test_upload.c — the request body buffer (bounded growth, refusal past the cap, random piece
+ * sizes give the same bytes) and upload_parse (raw PNG, multipart, precedence of JSON over form
+ * fields over the query, and its errors). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "errors.h"
+#include "upload.h"
+
+static char err[EDGED_ERR_LEN];
+
+static void test_body_growth(unsigned seed)
+{
+    struct upload_body b;
+    size_t n = 3u << 20, at = 0;
+    uint8_t *src = malloc(n);
+    int rc = 0;
+
+    srand(seed);
+    for (size_t i = 0; i < n; i++)
+        src[i] = (uint8_t)rand();
+    upload_body_init(&b, n);
+    while (at < n && rc == 0) {
+        size_t k = 1 + (size_t)rand() % 70000;
+        k = k > n - at ? n - at : k;
+        rc = upload_body_append(&b, src + at, k, err);
+        at += k;
+    }
+    CHECK(rc == 0 && b.len == n && memcmp(b.p, src, n) == 0, "random pieces: rc %d len %zu", rc, b.len);
+    CHECK(b.cap <= n, "buffer %zu bytes for a %zu-byte cap", b.cap, n);
+    CHECK(upload_body_append(&b, src, 1, err) == EDGED_E_BODY_TOO_LARGE && b.len == n, "one byte past the cap");
+    CHECK(upload_body_append(&b, src, 0, err) == 0, "empty piece at the cap");
+    upload_body_free(&b);
+    CHECK(b.p == NULL && b.len == 0, "freed");
+
+    upload_body_init(&b, 1000);
+    CHECK(upload_body_reserve(&b, 1001, err) == EDGED_E_BODY_TOO_LARGE, "reserve past the cap");
+    CHECK(upload_body_reserve(&b, 1000, err) == 0 && b.cap == 1000, "reserve the cap: %zu", b.cap);
+    CHECK(upload_body_append(&b, src, 600, err) == 0 && upload_body_append(&b, src, 401, err) ==
+          EDGED_E_BODY_TOO_LARGE && b.len == 600, "a piece that would pass the cap is refused whole");
+    upload_body_free(&b);
+    upload_body_free(&b); /* twice is fine */
+    free(src);
+}
+
+static const char png_sig[] = "\x89PNG\r\n\x1a\n";
+
+static int parse(const char *ctype, const char *body, struct upload *u)
+{
+    params_init(&u->p, PARAMS_FILTER);
+    return upload_parse(ctype, (const uint8_t *)body, strlen(body), u, err);
+}
+
+static void test_parse(void)
+{
+    struct upload u;
+    const char *mp = "--B\r\nContent-Disposition: form-data; name=\"filter\"\r\n\r\nsobel\r\n"
+                     "--B\r\nContent-Disposition: form-data; name=\"image\"; filename=\"a.jpg\"\r\n"
+                     "Content-Type: image/jpeg\r\n\r\n\x89PNG\r\n\x1a\nxyz\r\n"
+                     "--B\r\nContent-Disposition: form-data; name=\"params\"\r\n\r\n{\"filter\":\"gaussian\"}\r\n"
+                     "--B--\r\n";
+    int rc;
+
+    rc = parse("image/png", png_sig, &u);
+    CHECK(rc == 0 && u.image_len == 8 && memcmp(u.image, png_sig, 8) == 0, "raw body: %d %s", rc, err);
+    rc = parse("multipart/form-data; boundary=B", mp, &u);
+    CHECK(rc == 0 && u.image_len == 11 && memcmp(u.image, png_sig, 8) == 0, "multipart: %d %s", rc, err);
+    CHECK(rc == 0 && u.p.spec.filter == FILTER_GAUSSIAN, "JSON params win over the form field");
+    params_init(&u.p, PARAMS_FILTER);
+    CHECK(params_set_text(&u.p, "filter", "box", err) == 0, "query");
+    rc = upload_parse("multipart/form-data; boundary=B",
+                      (const uint8_t *)"--B\r\nContent-Disposition: form-data; name=\"image\"\r\n\r\nx\r\n--B--\r\n",
+                      strlen("--B\r\nContent-Disposition: form-data; name=\"image\"\r\n\r\nx\r\n--B--\r\n"), &u, err);
+    CHECK(rc == 0 && u.p.spec.filter == FILTER_BOX, "the query stays when the body does not set it: %d", rc);
+    CHECK(parse("multipart/form-data; boundary=\"B", mp, &u) == EDGED_E_MULTIPART, "unterminated quoted boundary");
+    CHECK(parse("multipart/form-data", mp, &u) == EDGED_E_MULTIPART, "no boundary");
+    CHECK(parse(NULL, mp, &u) == EDGED_E_MULTIPART, "no Content-Type");
+    CHECK(parse("multipart/form-data; boundary=B", "--B\r\nContent-Disposition: form-data; name=\"size\"\r\n\r\n4\r\n"
+                "--B\r\nContent-Disposition: form-data; name=\"image\"\r\n\r\nx\r\n--B--\r\n", &u) == EDGED_E_PARAM &&
+          strstr(err, "size"), "validation runs: %s", err);
+    CHECK(parse("multipart/form-data; boundary=B", "--B\r\nContent-Disposition: form-data; name=\"image\"\r\n\r\nx\r\n",
+                &u) == EDGED_E_MULTIPART && strstr(err, "truncated"), "truncated: %s", err);
+}
+
+int main(void)
+{
+    test_body_growth(check_seed());
+    test_parse();
+    return check_summary();
+}

@@ -29,12 +29,12 @@ PKGS := libpng libmicrohttpd libcjson zlib
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(or $(shell pkg-config --libs $(PKGS) 2>/dev/null),-lpng16 -lmicrohttpd -lcjson -lz)
 
-CPPFLAGS_ENV := $(CPPFLAGS)
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes
 override CFLAGS += -std=c11 $(WARN) -pthread
 override CPPFLAGS += -D_DEFAULT_SOURCE -Iapi -Icpu_ref -Igpu -Iserver -DEDGED_GPU=$(GPU) \
                      -DEDGED_NPP=$(NPP) $(PKG_CFLAGS) -MMD -MP
+override CPPFLAGS += $(if $(filter 1,$(DEBUG)),-DEDGED_DEBUG=1)
 LDLIBS += $(PKG_LIBS) -lm -pthread
 
 NVCCFLAGS ?= -O3 -lineinfo
@@ -81,7 +81,7 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(LIB_OBJS)
 
 $(MOCK_BIN): $(MOCK_SRCS)
 	@mkdir -p $(dir $@)
-	$(CC) $(filter-out -DEDGED_GPU=% -MMD -MP,$(CPPFLAGS)) -DEDGED_GPU=1 -Itests -O1 -g -std=c11 $(WARN) -pthread \
+	$(CC) $(filter-out -DEDGED_GPU=% -DEDGED_DEBUG=% -MMD -MP,$(CPPFLAGS)) -DEDGED_GPU=1 -Itests -O1 -g -std=c11 $(WARN) -pthread \
 	  -fsanitize=address,undefined -fno-omit-frame-pointer $(LDFLAGS) -o $@ $(MOCK_SRCS) $(PKG_LIBS) -lm
 
 $(BUILD)/bench/%: $(BUILD)/tests/bench/%.o $(LIB_OBJS)
@@ -128,12 +128,12 @@ plots:
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan GPU=0 \
-	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
+	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
 	  LDFLAGS="-fsanitize=address,undefined" all
 
 # The whole suite against an ASan+UBSan build (CPU backend).
 test-asan: deps asan
-	@PYTHON=$(PYTHON) BUILD=build-asan sh tests/run_tests.sh
+	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 PYTHON=$(PYTHON) BUILD=build-asan sh tests/run_tests.sh
 
 # The C tests and the server under valgrind memcheck (CPU backend).
 test-valgrind: deps
@@ -153,7 +153,7 @@ fuzz-smoke: fuzz
 # Debug build with the fault-injection switch (EDGED_FAULT, see tests/gpu_faults.sh); never
 # part of a release build.
 debug:
-	@$(MAKE) --no-print-directory BUILD=build-debug CFLAGS="-O1 -g" CPPFLAGS="$(CPPFLAGS_ENV) -DEDGED_DEBUG=1" all
+	@$(MAKE) --no-print-directory BUILD=build-debug DEBUG=1 CFLAGS="-O1 -g" build-debug/edged
 
 clean:
 	rm -rf $(BUILD) build-asan build-debug build-fuzz build-vg

@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#ifdef __GLIBC__ /* defined by the headers above */
+#include <malloc.h>
+#endif
 
 #include "clock.h"
 #include "commands.h"
@@ -16,6 +19,7 @@
 
 #define SERVE_TICK_MS 100      /* main loop period: signal wait, watchdog, fatal check */
 #define SERVE_FATAL_WAIT_MS 3000 /* after a fatal GPU error: most time to let answers go out */
+#define SERVE_TRIM_MS 5000     /* how often freed heap memory is handed back to the system */
 
 /* The signals that drain the service. Blocked in every thread (they inherit the mask) and taken
  * synchronously by the main loop with sigtimedwait, so no handler runs at an arbitrary point. */
@@ -78,11 +82,24 @@ static int serve_gpu_left; /* the GPU context was not closed (see serve_run) */
 
 int serve_left_gpu(void) { return serve_gpu_left; }
 
+/* Hands freed heap memory back to the system. Every connection has a thread and glibc gives
+ * threads their own arenas, which keep the high-water mark of a burst (tens of MB of bodies,
+ * images and float planes at once) long after it: the soak test saw RSS stay 50 MB up after a
+ * two-minute burst. malloc_trim releases the free pages of every arena (a few ms, under each
+ * arena's lock), so RSS follows the load down again. */
+static void trim_heap(void)
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
 /* Runs until a drain signal (returns EXIT_OK) or a fatal GPU error (EXIT_FAIL). */
 static int main_loop(struct service *s, struct http_server *h, const sigset_t *set)
 {
     struct timespec tick = {0, SERVE_TICK_MS * 1000000L};
     char msg[EDGED_ERR_LEN];
+    double next_trim = clock_ms() + SERVE_TRIM_MS;
     int signo;
 
     for (;;) {
@@ -92,6 +109,10 @@ static int main_loop(struct service *s, struct http_server *h, const sigset_t *s
             return EXIT_OK;
         }
         http_reap(h);
+        if (clock_ms() >= next_trim) {
+            trim_heap();
+            next_trim = clock_ms() + SERVE_TRIM_MS;
+        }
         worker_watchdog(s->w, s->cfg->gpu_watchdog_ms);
         if (worker_fatal(s->w, msg)) {
             log_event("error", "exit", "fatal GPU error, exiting for a restart: %s", msg);

@@ -15,8 +15,8 @@ import pytest
 import requests
 
 from conftest import PNGSUITE, png_bytes, png_decode, random_image
-from relutil import (SIG, assert_balanced, chunk, connect, error_of, exchange, ihdr, join_chunks, metrics,
-                     multipart, post_head, proc_status, read_response, sanitized, slowdown, solid_png, split_chunks,
+from relutil import (SIG, assert_balanced, chunk, error_of, exchange, ihdr, join_chunks, metrics, multipart,
+                     post_head, proc_status, sanitized, slowdown, solid_png, split_chunks,
                      total)
 
 K = slowdown()  # timing limits scale with it (sanitizers, valgrind)

@@ -3,13 +3,11 @@ types, body limits decided before the body (no 100 Continue), chunked bodies pas
 malformed framing, slow clients cut by timeouts with nothing queued, disconnects with balanced
 counters, and /healthz and /readyz fast under overload."""
 import concurrent.futures as cf
-import os
 import socket
 import statistics
 import threading
 import time
 
-import numpy as np
 import pytest
 import requests
 

@@ -4,7 +4,8 @@ bounded in time and request count.
 
 Phases:
   ramp      closed loop, N keep-alive clients for --step-s each (N in --ramp): req/s, p50/p99,
-            errors. The knee is the smallest N whose req/s is within 5% of the best error-free one.
+            errors. The knee is the smallest N whose req/s is within 10% of the best error-free one
+            (--knee-frac): where more clients stop buying throughput and only add latency.
   hold      open loop at --hold-frac (0.7) of the knee's req/s for --hold-s: zero non-2xx and
             socket errors, p99 vs p50, server RSS and open fds sampled every --sample-s.
   overload  open loop at --over-mult (2) x the knee's req/s for --over-s: only 200 and 429 (each
@@ -133,6 +134,9 @@ def closed_loop(args, nclients, seconds, budget):
     return stats.summary(time.time() - t0)
 
 
+MAX_LAG_S = 0.1  # the open-loop sender's schedule is reset when it falls further behind
+
+
 def open_loop(args, rate, seconds, budget, workers, on_tick=None):
     """Arrivals at `rate` per second (evenly spaced) served by up to `workers` connections."""
     stats, q = Stats(), queue.Queue()
@@ -148,15 +152,20 @@ def open_loop(args, rate, seconds, budget, workers, on_tick=None):
     threads = [threading.Thread(target=run) for _ in range(workers)]
     for t in threads:
         t.start()
-    t0, sent, last_tick = time.time(), 0, 0.0
+    t0, sent, last_tick, base, lag = time.time(), 0, 0.0, time.time(), []
     while time.time() - t0 < seconds and budget.take():
-        due = t0 + sent / rate
+        due = base + sent / rate
         now = time.time()
         if due > now:
             time.sleep(min(due - now, 0.05))
             if time.time() < due:
                 budget.give_back()
                 continue
+        elif now - due > MAX_LAG_S:
+            # This process was not scheduled in time (it shares the cores with the server): the
+            # missed arrivals are dropped, not sent at once as a burst the offered rate never had.
+            lag.append(now - due)
+            base, sent = now, 0
         q.put(1)
         sent += 1
         if on_tick and time.time() - last_tick >= args.sample_s:
@@ -168,6 +177,8 @@ def open_loop(args, rate, seconds, budget, workers, on_tick=None):
         t.join()
     s = stats.summary(time.time() - t0)
     s["offered_rps"] = round(rate, 2)
+    s["generator_lags"] = len(lag)  # times the sender fell behind by more than MAX_LAG_S
+    s["generator_lag_s"] = round(sum(lag), 2)
     return s
 
 
@@ -201,6 +212,29 @@ def fds(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
 
+def gpu_mb(pid):
+    """Device memory the process holds (nvidia-smi), MiB; None without a GPU or nvidia-smi."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for line in out.splitlines():
+        f = [x.strip() for x in line.split(",")]
+        if len(f) == 2 and f[0] == str(pid):
+            return int(f[1])
+    return None
+
+
+def quarter_medians(values):
+    """Instantaneous samples swing with the requests in flight; flat means no trend: the medians
+    of the first and of the last quarter of the samples after the first tenth (allocator and pool
+    warm-up)."""
+    settled = values[len(values) // 10:] or values
+    q = max(1, len(settled) // 4)
+    return float(np.median(settled[:q])), float(np.median(settled[-q:]))
+
+
 def metric(port, name):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     c.request("GET", "/metrics")
@@ -215,7 +249,7 @@ def start_server(args):
     s.bind(("127.0.0.1", 0))
     args.port = s.getsockname()[1]
     s.close()
-    cmd = [args.bin, "serve", "--host", "127.0.0.1", "--port", str(args.port), "--backend", "cpu",
+    cmd = [args.bin, "serve", "--host", "127.0.0.1", "--port", str(args.port), "--backend", args.backend,
            "--queue-depth", str(args.queue_depth), "--threads", str(args.threads), "--cpu-workers",
            str(args.cpu_workers), "--max-conn-per-ip", str(args.max_conn_per_ip)]
     log = open(args.log, "w")
@@ -240,6 +274,8 @@ def main():
     ap.add_argument("--params", default='{"filter":"edge"}')
     ap.add_argument("--ramp", default="1,2,3,4,6,8,12")
     ap.add_argument("--step-s", type=float, default=20)
+    ap.add_argument("--knee-frac", type=float, default=0.9,
+                    help="the knee: the fewest clients reaching this fraction of the best error-free req/s")
     ap.add_argument("--hold-frac", type=float, default=0.7)
     ap.add_argument("--hold-s", type=float, default=600)
     ap.add_argument("--over-mult", type=float, default=2.0)
@@ -248,6 +284,7 @@ def main():
     ap.add_argument("--queue-depth", type=int, default=64, help="the server's --queue-depth (its default)")
     ap.add_argument("--max-conn-per-ip", type=int, default=0,
                     help="the server's cap; 0 (off) as every client here is 127.0.0.1")
+    ap.add_argument("--backend", default="cpu", help="the server's --backend (cpu, gpu)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--cpu-workers", type=int, default=2)
     ap.add_argument("--workers", type=int, default=128,
@@ -291,7 +328,7 @@ def main():
                 fail("ramp at %d clients: %d errors %s" % (n, r["errors"], r["codes"]))
         clean = [r for r in out["ramp"] if not r["errors"]]
         best = max(r["rps"] for r in clean)
-        knee = min((r for r in clean if r["rps"] >= 0.95 * best), key=lambda r: r["clients"])
+        knee = min((r for r in clean if r["rps"] >= args.knee_frac * best), key=lambda r: r["clients"])
         out["knee"] = {"clients": knee["clients"], "rps": knee["rps"], "p50_ms": knee["p50_ms"]}
         print("knee: %d clients, %.1f req/s" % (knee["clients"], knee["rps"]), flush=True)
 
@@ -299,20 +336,21 @@ def main():
 
         def sample():
             samples.append({"t": round(time.time() - t_hold, 1), "rss_kb": proc_kb(pid, "VmRSS"),
-                            "hwm_kb": proc_kb(pid, "VmHWM"), "fds": fds(pid)})
+                            "hwm_kb": proc_kb(pid, "VmHWM"), "fds": fds(pid),
+                            "gpu_mb": gpu_mb(pid) if args.backend == "gpu" else None})
 
         t_hold = time.time()
         sample()
         hold = open_loop(args, args.hold_frac * knee["rps"], args.hold_s, budget, args.workers, sample)
         sample()
         hold["samples"] = samples
-        # Instantaneous RSS swings by the buffers of the requests in flight; flat means no trend:
-        # the median of the first and of the last quarter of the samples after the first tenth
-        # (allocator warm-up), and the peak (VmHWM) from then to the end.
+        # RSS: the quarter medians, and the peak (VmHWM) from the first tenth to the end.
         settled = samples[len(samples) // 10:] or samples
-        q = max(1, len(settled) // 4)
-        first = float(np.median([x["rss_kb"] for x in settled[:q]]))
-        last = float(np.median([x["rss_kb"] for x in settled[-q:]]))
+        first, last = quarter_medians([x["rss_kb"] for x in samples])
+        gpu = [x["gpu_mb"] for x in samples if x["gpu_mb"] is not None]
+        if gpu:
+            hold["gpu_mb_start"], hold["gpu_mb_end"] = gpu[0], gpu[-1]
+            hold["gpu_mb_median_first_quarter"], hold["gpu_mb_median_last_quarter"] = quarter_medians(gpu)
         hold.update({"rss_start_kb": samples[0]["rss_kb"], "rss_end_kb": samples[-1]["rss_kb"],
                      "rss_median_first_quarter_kb": first, "rss_median_last_quarter_kb": last,
                      "hwm_settled_kb": settled[0]["hwm_kb"], "hwm_end_kb": samples[-1]["hwm_kb"],
@@ -320,17 +358,25 @@ def main():
                      "fds_max": max(x["fds"] for x in samples), "nsamples": len(samples)})
         out["hold"] = hold
         print("hold  %.1f req/s offered, %.1f served, %d requests, p50 %.1f ms, p99 %.1f ms, errors %d, RSS %d -> %d kB "
-              "(median first/last quarter %.0f / %.0f kB, peak %d -> %d kB), fds %d -> %d" %
+              "(median first/last quarter %.0f / %.0f kB, peak %d -> %d kB), fds %d -> %d, sender lags %d (%.1f s)" %
               (hold["offered_rps"], hold["rps"], hold["requests"], hold["p50_ms"], hold["p99_ms"], hold["errors"],
                hold["rss_start_kb"], hold["rss_end_kb"], first, last, hold["hwm_settled_kb"], hold["hwm_end_kb"],
-               hold["fds_start"], hold["fds_end"]), flush=True)
+               hold["fds_start"], hold["fds_end"], hold["generator_lags"], hold["generator_lag_s"]), flush=True)
         if hold["errors"]:
             fail("hold: %d errors %s" % (hold["errors"], hold["codes"]))
         if last - first > 16 * 1024:
             fail("hold: RSS grew (median %.0f -> %.0f kB)" % (first, last))
+        if gpu:
+            print("hold  GPU memory %d -> %d MiB (median first/last quarter %.0f / %.0f MiB)" %
+                  (gpu[0], gpu[-1], hold["gpu_mb_median_first_quarter"], hold["gpu_mb_median_last_quarter"]), flush=True)
+            if hold["gpu_mb_median_last_quarter"] - hold["gpu_mb_median_first_quarter"] > 64:
+                fail("hold: GPU memory grew (median %.0f -> %.0f MiB)" %
+                     (hold["gpu_mb_median_first_quarter"], hold["gpu_mb_median_last_quarter"]))
         if hold["fds_end"] > hold["fds_start"] + 4:
             fail("hold: fds grew %d -> %d" % (hold["fds_start"], hold["fds_end"]))
         hold["p99_over_p50"] = round(hold["p99_ms"] / max(hold["p50_ms"], 1e-3), 2)
+        if hold["p99_over_p50"] > 3:
+            fail("hold: p99 %.1f ms is %.1f x p50 (at most 3)" % (hold["p99_ms"], hold["p99_over_p50"]))
 
         depth = []
 

@@ -32,6 +32,9 @@ static const struct opt opts[] = {
      "request body cap in MiB (413 above; decided from Content-Length, or while streaming chunked)"},
     {"max-pixels", "EDGED_MAX_PIXELS", OPT_LL, O(max_pixels), 1, 2147483648LL, "50000000",
      "image width*height cap (422 above, decided from IHDR)"},
+    {"large-pixels", "EDGED_LARGE_PIXELS", OPT_LL, O(large_pixels), 1, 2147483648LL, "4000000",
+     "an image with more pixels is large: large ones hold at most threads-1 codec slots and cpu-workers-1 "
+     "CPU workers at once, so small requests are not starved"},
     {"max-side", "EDGED_MAX_SIDE", OPT_INT, O(max_side), 1, 65535, "32768", "image width and height cap (422)"},
     {"queue-depth", "EDGED_QUEUE_DEPTH", OPT_INT, O(queue_depth), 1, 100000, "64",
      "jobs waiting for a worker (429 with Retry-After when full)"},

@@ -17,6 +17,7 @@ struct serve_config {
     enum backend backend;   /* auto | gpu | cpu */
     int max_body_mb;        /* request body cap, MiB */
     long long max_pixels;   /* image width*height cap */
+    long long large_pixels; /* an image with more pixels is large: capped codec slots and CPU workers */
     int max_side;           /* image width and height cap */
     int queue_depth;        /* jobs waiting for a worker, at most */
     int queue_deadline_ms;  /* a job still queued after this is answered 504 */

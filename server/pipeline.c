@@ -120,11 +120,11 @@ static int decode_image(struct service *s, const uint8_t *d, size_t n, struct im
     if ((long long)w * h > c->max_pixels)
         return edged_fail(err, EDGED_E_IMAGE_TOO_LARGE, "image %dx%d = %lld pixels exceeds --max-pixels %lld", w,
                           h, (long long)w * h, c->max_pixels);
-    service_codec_enter(s);
+    service_codec_enter(s, (long long)w * h);
     t0 = clock_ms();
     rc = pngio_decode(d, n, &s->lim, in, err);
     *ms = clock_ms() - t0;
-    service_codec_leave(s);
+    service_codec_leave(s, (long long)w * h);
     return rc == EDGED_E_NOT_PNG ? edged_fail(err, EDGED_E_BAD_PNG, "corrupt PNG") : rc;
 }
 
@@ -146,6 +146,7 @@ static int job_prepare(struct service *s, const struct params *p, struct job *jo
     job->variant = p->variant;
     job->block = p->block;
     job->lane = worker_lane(s->engine, p->variant);
+    job->large = (long long)job->in.w * job->in.h > s->cfg->large_pixels;
     if (job->lane == LANE_GPU)
         return img_alloc(&job->out, job->in.w, job->in.h, job->plan.out_ch, err);
     return 0;
@@ -222,11 +223,11 @@ static void answer(struct http_req *r, struct service *s, const struct upload *u
     double t0;
     int rc;
 
-    service_codec_enter(s);
+    service_codec_enter(s, (long long)job->out.w * job->out.h);
     t0 = clock_ms();
     rc = pngio_encode(&job->out, u->p.png_level, u->p.bit_depth, &png, &png_len, err);
     t->encode = clock_ms() - t0;
-    service_codec_leave(s);
+    service_codec_leave(s, (long long)job->out.w * job->out.h);
     if (rc < 0) {
         http_respond_error(r, rc, err);
         return;

@@ -1,4 +1,5 @@
-/* queue.c — bounded FIFO of jobs with lanes, deadlines, drain and fail-all; one mutex. */
+/* queue.c — bounded FIFO of jobs with lanes, a cap on large CPU jobs, deadlines, drain and
+ * fail-all; one mutex. */
 #include "queue.h"
 
 #include <stdio.h>
@@ -11,9 +12,11 @@
  * `depth`) or `running` (popped, not yet complete), so that queue_fail can reach both. */
 struct queue {
     pthread_mutex_t mu;
-    pthread_cond_t work; /* a job was pushed, or the queue closed: workers wake */
+    pthread_cond_t work; /* a job was pushed, a large one completed, or the queue closed: workers wake */
     struct job *head, *tail, *running;
     int count, depth, deadline_ms;
+    int large_max[LANE_COUNT];     /* large jobs of a lane running at once, at most; 0: no cap */
+    int large_running[LANE_COUNT]; /* popped large jobs not yet completed */
     int closed, fail_code;
     char fail_msg[EDGED_ERR_LEN];
 };
@@ -28,7 +31,9 @@ static void cond_init_monotonic(pthread_cond_t *c)
     pthread_condattr_destroy(&a);
 }
 
-int queue_new(struct queue **out, int depth, int deadline_ms, char *err)
+/* The GPU lane has no cap: its one worker keeps a job per stream in flight and a large job costs
+ * it milliseconds, so plain FIFO starves nobody there. */
+int queue_new(struct queue **out, int depth, int deadline_ms, int cpu_large_max, char *err)
 {
     struct queue *q = calloc(1, sizeof(*q));
 
@@ -39,6 +44,7 @@ int queue_new(struct queue **out, int depth, int deadline_ms, char *err)
     cond_init_monotonic(&q->work);
     q->depth = depth;
     q->deadline_ms = deadline_ms;
+    q->large_max[LANE_CPU] = cpu_large_max > 0 ? cpu_large_max : 0;
     *out = q;
     return 0;
 }
@@ -212,11 +218,18 @@ static struct job *expire_locked(struct queue *q)
     return dead;
 }
 
+/* The oldest job of lane, passing over large jobs while the lane's cap of them is running: with
+ * the cap below the worker count, a worker is always left for small jobs, which then wait behind
+ * small ones only. The passed-over job keeps its place and is the next large one taken. */
 static struct job *take_locked(struct queue *q, enum job_lane lane)
 {
+    int large_full = q->large_max[lane] > 0 && q->large_running[lane] >= q->large_max[lane];
+
     for (struct job *it = q->head; it; it = it->next) {
-        if (it->lane != lane)
+        if (it->lane != lane || (it->large && large_full))
             continue;
+        if (it->large)
+            q->large_running[lane]++;
         list_remove(&q->head, &q->tail, it);
         q->count--;
         it->state = JOB_RUNNING;
@@ -279,6 +292,10 @@ void queue_complete(struct queue *q, struct job *job, int rc)
 
     pthread_mutex_lock(&q->mu);
     list_remove(&q->running, NULL, job);
+    if (job->large) {
+        q->large_running[job->lane]--;
+        pthread_cond_broadcast(&q->work); /* a large job passed over may now be taken */
+    }
     dead = finish_locked(job, rc, NULL);
     pthread_mutex_unlock(&q->mu);
     if (dead)
@@ -325,6 +342,16 @@ int queue_closed_empty(struct queue *q, enum job_lane lane)
     r = (q->closed || q->fail_code) && lane_empty_locked(q, lane);
     pthread_mutex_unlock(&q->mu);
     return r;
+}
+
+int queue_running_large(struct queue *q, enum job_lane lane)
+{
+    int n;
+
+    pthread_mutex_lock(&q->mu);
+    n = q->large_running[lane];
+    pthread_mutex_unlock(&q->mu);
+    return n;
 }
 
 int queue_depth(struct queue *q)

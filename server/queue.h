@@ -29,6 +29,7 @@ struct job {
     enum variant variant; /* may be VARIANT_AUTO: the worker resolves it */
     int block;
     enum job_lane lane;
+    int large; /* over --large-pixels: the CPU lane runs a bounded number of these at once */
     /* output */
     struct img out; /* GPU lane: allocated by the submitter; CPU lane: by the worker */
     enum variant used;
@@ -45,8 +46,9 @@ struct job {
 
 struct queue;
 
-/* depth: queued jobs at most; deadline_ms: a job not started by then is answered 504. */
-int queue_new(struct queue **out, int depth, int deadline_ms, char *err);
+/* depth: queued jobs at most; deadline_ms: a job not started by then is answered 504;
+ * cpu_large_max: large jobs of the CPU lane running at once, at most (< 1: no cap). */
+int queue_new(struct queue **out, int depth, int deadline_ms, int cpu_large_max, char *err);
 /* Frees the queue; every job must be released. Accepts NULL. */
 void queue_free(struct queue *q);
 
@@ -65,8 +67,9 @@ int queue_push(struct queue *q, struct job *job, char *err);
 int queue_wait(struct queue *q, struct job *job, char *err);
 
 /* Worker side. Takes the oldest job of lane, waiting up to wait_ms (< 0: until one comes or the
- * queue is closed and empty). Jobs past their deadline are completed with EDGED_E_DEADLINE on the
- * way. NULL on timeout, or when closed and empty (queue_closed_empty then says 1). */
+ * queue is closed and empty); a large job is passed over while the lane's cap of large jobs is
+ * running. Jobs past their deadline are completed with EDGED_E_DEADLINE on the way. NULL on
+ * timeout, or when closed and empty (queue_closed_empty then says 1). */
 struct job *queue_pop(struct queue *q, enum job_lane lane, double wait_ms);
 /* Marks a popped job done with rc (message in job->err when rc < 0) and wakes its submitter. */
 void queue_complete(struct queue *q, struct job *job, int rc);
@@ -78,6 +81,9 @@ void queue_close(struct queue *q);
 void queue_fail(struct queue *q, int code, const char *msg);
 /* 1 once closed (or failed) and no job of lane is queued. */
 int queue_closed_empty(struct queue *q, enum job_lane lane);
+
+/* Large jobs of lane popped and not yet completed. */
+int queue_running_large(struct queue *q, enum job_lane lane);
 
 /* Jobs queued now (not running) and the bound. */
 int queue_depth(struct queue *q);

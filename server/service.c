@@ -74,6 +74,10 @@ int service_init(struct service *s, const struct serve_config *cfg, char *err)
     s->lim.max_pixels = (uint64_t)cfg->max_pixels;
     if (sem_init(&s->codec, 0, (unsigned)cfg->threads) != 0)
         return edged_fail(err, EDGED_E_INTERNAL, "sem_init: %s", strerror(errno));
+    if (sem_init(&s->codec_large, 0, (unsigned)(cfg->threads > 1 ? cfg->threads - 1 : 1)) != 0) {
+        sem_destroy(&s->codec);
+        return edged_fail(err, EDGED_E_INTERNAL, "sem_init: %s", strerror(errno));
+    }
     s->codec_ready = 1;
     load_openapi(s);
     return 0;
@@ -81,20 +85,38 @@ int service_init(struct service *s, const struct serve_config *cfg, char *err)
 
 void service_destroy(struct service *s)
 {
-    if (s->codec_ready)
+    if (s->codec_ready) {
+        sem_destroy(&s->codec_large);
         sem_destroy(&s->codec);
+    }
     s->codec_ready = 0;
     free(s->openapi);
     s->openapi = NULL;
 }
 
-void service_codec_enter(struct service *s)
+static void sem_wait_intr(sem_t *sem)
 {
-    while (sem_wait(&s->codec) != 0 && errno == EINTR)
+    while (sem_wait(sem) != 0 && errno == EINTR)
         ;
 }
 
-void service_codec_leave(struct service *s) { sem_post(&s->codec); }
+/* A large image first takes one of the threads - 1 large slots, then a shared one: so one shared
+ * slot is always left to images at or under --large-pixels (with threads >= 2), and a small
+ * request waits at most behind other small ones, never behind seconds of a 50 MP decode. Both
+ * semaphores are taken in the same order by everyone, so there is no deadlock. */
+void service_codec_enter(struct service *s, long long pixels)
+{
+    if (pixels > s->cfg->large_pixels)
+        sem_wait_intr(&s->codec_large);
+    sem_wait_intr(&s->codec);
+}
+
+void service_codec_leave(struct service *s, long long pixels)
+{
+    sem_post(&s->codec);
+    if (pixels > s->cfg->large_pixels)
+        sem_post(&s->codec_large);
+}
 
 const char *service_backend(const struct service *s)
 {

@@ -25,7 +25,8 @@ struct service {
     struct metrics *m;
     struct png_limits lim;
     sem_t codec;                        /* PNG decode/encode slots: cfg->threads */
-    int codec_ready;                    /* codec initialised (service_destroy undoes only that) */
+    sem_t codec_large;                  /* of which large images may hold: max(1, threads - 1) */
+    int codec_ready;                    /* both initialised (service_destroy undoes only that) */
     char *openapi;                      /* the file's bytes, or NULL */
     size_t openapi_len;
     char openapi_path[600];             /* where it was read, or where it was looked for */
@@ -49,8 +50,10 @@ int service_ready(struct service *s, char *reason);
 /* "gpu", "cpu" or "unavailable". */
 const char *service_backend(const struct service *s);
 
-/* A PNG codec slot: at most cfg->threads decodes and encodes run at once. */
-void service_codec_enter(struct service *s);
-void service_codec_leave(struct service *s);
+/* A PNG codec slot for an image of pixels pixels: at most cfg->threads decodes and encodes run at
+ * once, of which images over cfg->large_pixels hold at most max(1, threads - 1). Leave with the
+ * same pixel count. */
+void service_codec_enter(struct service *s, long long pixels);
+void service_codec_leave(struct service *s, long long pixels);
 
 #endif

@@ -2,8 +2,9 @@
 # gpu_soak.sh — the load and overload run (tests/bench/soak.py, RELIABILITY.md F) against the GPU
 # backend on the GPU host. A full run takes ~13 minutes, longer than one device command may run,
 # so `start` builds and launches it in its own session (setsid: it outlives the command) and
-# `collect`, called later, copies its log and JSON to $OUT.
-# usage (repo root, .debs carried): sh tests/gpu_soak.sh start; ...; sh tests/gpu_soak.sh collect
+# `wait SECONDS` (the next command, issued at once: the host is given back after ~30 s idle)
+# waits for it up to SECONDS, then copies its log and JSON to $OUT.
+# usage (repo root, .debs carried): sh tests/gpu_soak.sh start 540; sh tests/gpu_soak.sh wait 580
 # Knobs: SRC (the tree to build, default .), BUILD (build-soak), DIR (/tmp/edged-soak),
 # SOAK_ARGS (soak.py's arguments after --bin/--backend/--json).
 set -u
@@ -32,10 +33,14 @@ start)
     # shellcheck disable=SC2086
     setsid nohup "$PYTHON" tests/bench/soak.py --bin "$BUILD/edged" --backend gpu --json "$DIR/soak_gpu.json" \
         --log "$DIR/edged.log" $SOAK_ARGS > "$DIR/soak.log" 2>&1 < /dev/null &
-    sleep 20
+    sleep "${2:-20}"
     cat "$DIR/host.txt" "$DIR/soak.log"
     ;;
-collect)
+wait)
+    t0=$(date +%s)
+    while pgrep -f tests/bench/soak.py > /dev/null && [ $(($(date +%s) - t0)) -lt "${2:-60}" ]; do
+        sleep 5
+    done
     cp "$DIR"/* "$OUT"/ 2>/dev/null
     cat "$DIR/soak.log"
     if pgrep -f tests/bench/soak.py > /dev/null; then
@@ -43,7 +48,7 @@ collect)
     fi
     ;;
 *)
-    echo "usage: sh tests/gpu_soak.sh start|collect" >&2
+    echo "usage: sh tests/gpu_soak.sh start [SECONDS] | wait SECONDS" >&2
     exit 2
     ;;
 esac

@@ -1,5 +1,6 @@
-/* test_queue.c — the job queue: bound, lanes, FIFO, deadlines, close (drain) and fail (GPU fatal),
- * including a waiter released from a running job that the worker completes later. */
+/* test_queue.c — the job queue: bound, lanes, FIFO, the cap on large CPU jobs, deadlines, close
+ * (drain) and fail (GPU fatal), including a waiter released from a running job that the worker
+ * completes later. */
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
@@ -25,7 +26,7 @@ static void test_bound_and_lanes(void)
     struct queue *q;
     struct job *a = mkjob(LANE_CPU, 1), *b = mkjob(LANE_GPU, 2), *c = mkjob(LANE_CPU, 3), *d = mkjob(LANE_CPU, 4);
 
-    queue_new(&q, 3, 10000, err);
+    queue_new(&q, 3, 10000, 0, err);
     CHECK(queue_push(q, a, err) == 0 && queue_push(q, b, err) == 0 && queue_push(q, c, err) == 0, "push");
     CHECK(queue_push(q, d, err) == EDGED_E_QUEUE_FULL && strstr(err, "queue-depth 3"), "full: %s", err);
     CHECK(queue_depth(q) == 3, "depth %d", queue_depth(q));
@@ -51,7 +52,7 @@ static void test_deadline(void)
     double t0;
     int rc;
 
-    queue_new(&q, 4, 60, err);
+    queue_new(&q, 4, 60, 0, err);
     queue_push(q, a, err);
     t0 = clock_ms();
     rc = queue_wait(q, a, err);
@@ -97,7 +98,7 @@ static void test_close_drains(void)
     struct job *jobs[3];
     pthread_t t;
 
-    queue_new(&q, 8, 10000, err);
+    queue_new(&q, 8, 10000, 0, err);
     w.q = q;
     for (int i = 0; i < 3; i++)
         queue_push(q, jobs[i] = mkjob(LANE_CPU, i), err);
@@ -122,7 +123,7 @@ static void test_fail(void)
     struct queue *q;
     struct job *running = mkjob(LANE_GPU, 1), *queued = mkjob(LANE_GPU, 2), *late = mkjob(LANE_CPU, 3);
 
-    queue_new(&q, 8, 10000, err);
+    queue_new(&q, 8, 10000, 0, err);
     queue_push(q, running, err);
     queue_push(q, queued, err);
     CHECK(queue_pop(q, LANE_GPU, 0) == running, "pop");
@@ -138,11 +139,128 @@ static void test_fail(void)
     queue_free(q);
 }
 
+static struct job *mklarge(enum job_lane lane, int tag, int large)
+{
+    struct job *j = mkjob(lane, tag);
+
+    j->large = large;
+    return j;
+}
+
+struct pop_arg {
+    struct queue *q;
+    struct job *got;
+};
+
+static void *pop_waiting(void *p)
+{
+    struct pop_arg *a = p;
+
+    a->got = queue_pop(a->q, LANE_CPU, 5000);
+    return NULL;
+}
+
+/* Cap 1: large, large, small pops as large #1, small (large #2 passed over while #1 runs); once #1
+ * completes, a worker already waiting is woken and gets large #2. */
+static void test_large_cap(void)
+{
+    struct queue *q;
+    struct job *l1 = mklarge(LANE_CPU, 1, 1), *l2 = mklarge(LANE_CPU, 2, 1), *sm = mklarge(LANE_CPU, 3, 0);
+    struct pop_arg a = {NULL, NULL};
+    pthread_t t;
+    struct timespec nap = {0, 50 * 1000000L};
+    double t0;
+
+    queue_new(&q, 8, 10000, 1, err);
+    queue_push(q, l1, err);
+    queue_push(q, l2, err);
+    queue_push(q, sm, err);
+    struct job *p1 = queue_pop(q, LANE_CPU, 0), *p2 = queue_pop(q, LANE_CPU, 0);
+    CHECK(p1 == l1 && p2 == sm, "cap 1: popped tags %d, %d (want 1, 3)", p1 ? p1->block : -1, p2 ? p2->block : -1);
+    CHECK(queue_running_large(q, LANE_CPU) == 1, "running large %d", queue_running_large(q, LANE_CPU));
+    CHECK(queue_pop(q, LANE_CPU, 0) == NULL && queue_depth(q) == 1, "large #2 handed out over the cap");
+    a.q = q;
+    pthread_create(&t, NULL, pop_waiting, &a);
+    nanosleep(&nap, NULL); /* the thread now waits: only the passed-over large job is queued */
+    t0 = clock_ms();
+    queue_complete(q, l1, 0);
+    pthread_join(t, NULL);
+    CHECK(a.got == l2 && clock_ms() - t0 < 1000, "after #1 completed: got tag %d after %.0f ms",
+          a.got ? a.got->block : -1, clock_ms() - t0);
+    CHECK(queue_running_large(q, LANE_CPU) == 1, "running large %d", queue_running_large(q, LANE_CPU));
+    queue_complete(q, l2, 0);
+    queue_complete(q, sm, 0);
+    CHECK(queue_running_large(q, LANE_CPU) == 0, "running large %d at the end", queue_running_large(q, LANE_CPU));
+    job_release(q, l1);
+    job_release(q, l2);
+    job_release(q, sm);
+    queue_free(q);
+}
+
+/* Below the cap, and with small jobs only, the order stays FIFO; the GPU lane is never capped. */
+static void test_large_fifo(void)
+{
+    struct queue *q;
+    struct job *j[4], *g[2], *got;
+    int order = 1;
+
+    queue_new(&q, 8, 10000, 1, err);
+    for (int i = 0; i < 4; i++)
+        queue_push(q, j[i] = mklarge(LANE_CPU, i, 0), err);
+    for (int i = 0; i < 4; i++) {
+        got = queue_pop(q, LANE_CPU, 0);
+        order = order && got == j[i];
+    }
+    CHECK(order, "small jobs not FIFO under a cap of 1");
+    for (int i = 0; i < 2; i++)
+        queue_push(q, g[i] = mklarge(LANE_GPU, 10 + i, 1), err);
+    CHECK(queue_pop(q, LANE_GPU, 0) == g[0] && queue_pop(q, LANE_GPU, 0) == g[1], "GPU lane capped");
+    for (int i = 0; i < 4; i++)
+        queue_complete(q, j[i], 0);
+    for (int i = 0; i < 2; i++)
+        queue_complete(q, g[i], 0);
+    CHECK(queue_running_large(q, LANE_GPU) == 0, "GPU running large %d", queue_running_large(q, LANE_GPU));
+    for (int i = 0; i < 4; i++)
+        job_release(q, j[i]);
+    for (int i = 0; i < 2; i++)
+        job_release(q, g[i]);
+    queue_free(q);
+}
+
+/* queue_fail answers the passed-over large job; the running one's late completion balances the count. */
+static void test_large_fail_balance(void)
+{
+    struct queue *q;
+    struct job *l1 = mklarge(LANE_CPU, 1, 1), *l2 = mklarge(LANE_CPU, 2, 1), *sm = mklarge(LANE_CPU, 3, 0);
+
+    queue_new(&q, 8, 10000, 1, err);
+    queue_push(q, l1, err);
+    queue_push(q, l2, err);
+    queue_push(q, sm, err);
+    CHECK(queue_pop(q, LANE_CPU, 0) == l1, "pop");
+    queue_fail(q, EDGED_E_GPU_FATAL, "sticky CUDA error");
+    CHECK(queue_wait(q, l2, err) == EDGED_E_GPU_FATAL && queue_wait(q, sm, err) == EDGED_E_GPU_FATAL,
+          "queued jobs not failed");
+    CHECK(queue_running_large(q, LANE_CPU) == 1 && queue_depth(q) == 0, "after fail: running large %d, depth %d",
+          queue_running_large(q, LANE_CPU), queue_depth(q));
+    CHECK(queue_pop(q, LANE_CPU, -1) == NULL, "pop after fail");
+    queue_complete(q, l1, EDGED_E_GPU_FATAL);
+    CHECK(queue_running_large(q, LANE_CPU) == 0, "running large %d after the late completion",
+          queue_running_large(q, LANE_CPU));
+    job_release(q, l1);
+    job_release(q, l2);
+    job_release(q, sm);
+    queue_free(q);
+}
+
 int main(void)
 {
     test_bound_and_lanes();
     test_deadline();
     test_close_drains();
     test_fail();
+    test_large_cap();
+    test_large_fifo();
+    test_large_fail_balance();
     return check_summary();
 }

@@ -76,7 +76,7 @@ static void start(struct queue **q, struct worker **w)
 {
     struct worker_config wc = {1, 1};
 
-    queue_new(q, 64, 10000, err);
+    queue_new(q, 64, 10000, 1, err);
     worker_start(w, *q, mock_engine(), &wc, err);
 }
 

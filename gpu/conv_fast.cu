@@ -1,5 +1,6 @@
-/* conv_fast.cu — fast: the production fp32 correlation. Rank-1 square taps run as ONE fused
- * row+column pass through shared memory; other taps run as a register-blocked direct kernel. */
+/* conv_fast.cu — fast: the production fp32 correlation. Kernels up to 5x5 stream through registers
+ * (conv_stream.cu); larger rank-1 square taps run as ONE fused row+column pass through shared
+ * memory; other taps run as a register-blocked direct kernel. */
 #include <string.h>
 
 #include "gconv_internal.h"
@@ -356,6 +357,22 @@ static cudaError_t fast_launch(const struct conv_args *a, const struct fast_plan
     return cudaErrorInvalidValue; /* even sides never reach here: kernel_ok rejects them */
 }
 
+/* Which taps take the streaming register kernel (conv_stream.cu) instead of the tiles above: both
+ * sides 1, 3 or 5, rank 1 or not. At that size the tiled kernels are bound by their phases (stage,
+ * barrier, compute, barrier: the memory pipe idles between them) and by the staged halo (16 % more
+ * bytes at 3x3), and they lost to NPP at 3x3 and 5x5 on the H100. The streaming kernel keeps the
+ * loads of every warp in flight and reads each row once per 128-column strip; at most 25 FMAs per
+ * pixel stay far below the FP32 peak, so direct correlation is as fast as the separable split.
+ * Larger kernels keep the tiles: a direct 7x7 streaming pass (a trial build: 52 instructions per
+ * pixel, 49 of them FMAs, and spills at 80 registers) would need about two thirds of the issue
+ * rate at the memory floor, and 9x9 more than all of it. Chosen by reasoning and the SASS; to be
+ * confirmed by bench numbers on the H100. */
+static int fast_use_stream(const struct kernel2d *k)
+{
+    /* bench knob EDGED_FAST_STREAM=0: the tiles instead */
+    return gconv_knob("EDGED_FAST_STREAM", 1) != 0 && k->rows <= 5 && k->cols <= 5 && (k->rows & 1) && (k->cols & 1);
+}
+
 /* Limits: none on the H100 (every odd size up to 63x63 fits); on a GPU with less opt-in shared
  * memory a tile that does not fit is refused with the size it needs. The block argument is not
  * used: the tiles are fixed (128 columns x 32 or 64 rows). */
@@ -364,6 +381,8 @@ extern "C" int conv_fast(struct conv_args *a, char *err)
     struct fast_plan p;
     cudaError_t e;
 
+    if (fast_use_stream(a->k))
+        return conv_fast_stream(a, err);
     if (fast_choose(a, &p) < 0)
         return edged_fail(err, EDGED_E_VARIANT_LIMIT,
                           "fast: a %dx%d tile needs %zu bytes of shared memory > %zu per block",

@@ -4,322 +4,531 @@
 
 #include "gconv_internal.h"
 
-/* Layout. A warp owns 128 columns (4 per lane, one u8 word of gray) and walks down a strip of
- * EDGE_SY output rows, keeping the vertical windows in registers (the row loop is fully unrolled,
- * so the sliding windows are renamed registers, never moved or spilled). Horizontal neighbours
- * come from the adjacent lanes by shuffles; lanes 0 and 31 have no outer neighbour, so they only
- * supply the halo and lanes 1..30 write outputs: a warp produces 120 columns, and the warps of
- * the grid overlap by 8 columns. No shared memory, no barrier.
+/* Layout. A block is one warp. It owns 32*PX columns (PX per lane) and walks down a strip of
+ * g.sy output rows, keeping the vertical windows in registers. Horizontal neighbours come from
+ * the adjacent lanes by shuffles; lanes 0 and 31 have no outer neighbour, so they only supply the
+ * halo and lanes 1..30 write outputs: a warp produces 30*PX columns, and the warps of the grid
+ * overlap by 2*PX columns. No shared memory, no barrier. A block of one warp keeps every branch
+ * above the shuffles uniform for the compiler (blockIdx and the parameters only), so it emits
+ * plain SHFLs without a divergent fallback.
+ *
+ * Row loop. Step k of a strip reads input row y0-3+k; steps 0..5 (EDGE_WARM) only fill the
+ * windows, every later step writes output row y0+k-6. The later steps run as a rolled loop whose
+ * body is EDGE_P steps long: the windows are register arrays indexed by k % EDGE_P, which is a
+ * compile-time constant inside the unrolled body, so they rotate by renaming and the loop runs
+ * over any number of rows (g.sy, a multiple of EDGE_P) with a fixed code size.
  *
  * Arithmetic. The gaussian is [2,4,5,4,2]^T[2,4,5,4,2]/289. For gray input (u8 samples) the
  * unnormalised sums are integers: row pass h <= 17*255, column pass G <= 289*255, laplacian
- * N = G_n + G_w - 4 G_c + G_e + G_s, |N| <= 8*73695 < 2^24, so float arithmetic on them is exact in
- * any order (FMA included) and N = 289 * L exactly, L being the exact-math result. The map is
- * |N| > floor(289 T) <=> |L| > T in exact math. cpu_serial rounds its float sums (taps a_i a_j/289
- * as floats, 25 sequential adds); it differs from exact math by ~1e-5..1e-4 in L, so the two agree
- * wherever |L| is not within that of T (the tests exempt |L| within 1e-3 of T). For RGB input the
- * luma is a float (pixel_luma, evaluated with the same roundings as the host code), the sums are
- * float sums in this kernel's order, and the test is |N| > 289 T: again ~1e-5 relative from the
- * reference.
+ * N = G_n + G_w - 4 G_c + G_e + G_s, |N| <= 8*73695 < 2^24, so arithmetic on them is exact in any
+ * order and N = 289 * L exactly, L being the exact-math result. The map is |N| > floor(289 T)
+ * <=> |L| > T in exact math. cpu_serial rounds its float sums (taps a_i a_j/289 as floats, 25
+ * sequential adds); it differs from exact math by ~1e-5..1e-4 in L, so the two agree wherever |L|
+ * is not within that of T (the tests exempt |L| within 1e-3 of T). Gray runs the row pass and the
+ * first sums of the column pass in 32-bit integers that hold the 16-bit sums of two pixels (each
+ * <= 5*4335 < 2^15, so no carry crosses the halves), turns a half into the float 2^15 + half with
+ * one PRMT and finishes G with one FMA: G then carries the bias 5*2^15 (an integer below 2^24,
+ * exact), which cancels in the laplacian (its taps sum to 0; every partial sum stays an integer
+ * below 2^24). For RGB input the luma is a float (pixel_luma, evaluated with the same roundings
+ * as the host code), the sums are float sums in this kernel's order (that of the first version),
+ * and the test is |N| > 289 T: again ~1e-5 relative from the reference. The map byte of a pixel
+ * is the sign of thr - |N| spread over the byte: negative exactly when |N| > thr.
  *
  * Borders. Zero only, and for both stages as the plan defines it: the gaussian sees zeros outside
  * the image, and the laplacian sees ZEROS outside the image (the intermediate's own border), not
  * the gaussian of the zero-padded input; G is forced to 0 at every position outside the image.
  * Replicate and reflect run as the two-stage fast path (gconv_run.cu). */
-#define EDGE_WARPS 4                    /* warps per block, side by side */
-#define EDGE_WARP_OUT 120               /* output columns per warp (lanes 1..30) */
-#define EDGE_SY 32                      /* output rows per warp */
-#define EDGE_STEPS (EDGE_SY + 6)        /* input rows per warp: 3 above and 3 below */
+#define EDGE_P 8                        /* row steps per loop iteration: the period of the windows */
+#define EDGE_WARM 6                     /* input rows a strip reads before its first output row */
+#define EDGE_SY 32                      /* output rows per warp (edge_rows; measured, see there) */
 #define EDGE_FULL 0xffffffffu
-#define EDGE_PREFETCH(CH) ((CH) <= 2 ? 8 : 4) /* rows fetched ahead: 8-16 registers of raw bytes */
+#define EDGE_PX(CH) ((CH) == 1 ? 8 : 4) /* pixels per lane when w is a multiple of it */
+#define EDGE_HFLOAT 0x47000000u         /* bits of 2^15: a 16-bit sum s in bits 8..23 -> 2^15 + s */
+#define EDGE_GBIAS 163840.0f            /* 5 * 2^15, carried by G of gray input */
+#define EDGE_U8F 8388608.0f             /* 2^23: a byte b in the low mantissa -> 2^23 + b */
+
+/* Rows fetched ahead (< EDGE_P): 24-36 bytes of raw samples per lane (3 rows for gray with 8
+ * pixels per lane, which then fits 80 registers). */
+static constexpr int edge_prefetch(int ch, int px)
+{
+    return ch * px <= 4 ? 6 : px == 8 ? 3 : ch * px <= 8 ? 4 : ch * px <= 12 ? 3 : 2;
+}
+
+/* Warps per SM the register budget allows (without spills): 32 (64 registers) for gray with 4
+ * pixels per lane, 24 (80) otherwise, 20 (96) for 8 pixels per lane without the prefetch ring
+ * (the compiler then hoists more loads itself); the kernels that also write L (tests) get 128. */
+static constexpr int edge_minb(int ch, int px, int pf, bool want_l)
+{
+    return want_l ? 16 : ch <= 2 && px == 4 ? 32 : px == 8 && pf == 0 ? 20 : 24;
+}
 
 struct edge_geom {
     int w, h, lpitch;
+    int sy;    /* output rows per warp, a multiple of EDGE_P */
     float thr; /* gray: floor(289 T); luma: 289 T */
 };
 
-/* Byte k of v as a float, without the conversion unit: the byte is placed in the mantissa of 2^23
- * (one PRMT) and 2^23 subtracted (one FADD). */
-template <int K>
-static __device__ __forceinline__ float edge_u8f(unsigned v)
-{
-    return __int_as_float((int)__byte_perm(v, 0x4B000000u, 0x7440 | K)) - 8388608.0f;
-}
+/* The raw bytes of a lane's PX pixels in one row, as loaded. */
+template <int CH, int PX>
+struct edge_raw {
+    unsigned v[CH * PX / 4];
+};
 
-/* pixel_luma with the host's roundings (three products, two sums, no FMA contraction). */
-static __device__ __forceinline__ float edge_luma(float r, float g, float b)
+/* Pixels x0..x0+PX-1 of a row (a: the address of pixel x0, which may lie outside the image in
+ * the frame), zero bytes outside the image. ALIGNED (w % PX == 0): the group lies at a multiple of
+ * its size and entirely inside or entirely outside; one to three vector loads. Otherwise byte by
+ * byte. FRAME false: every byte is inside. */
+template <int CH, int PX, bool ALIGNED, bool FRAME>
+static __device__ __forceinline__ edge_raw<CH, PX> edge_fetch(uintptr_t a, bool row_in,
+                                                              const bool (&col_in)[PX])
 {
-    return __fadd_rn(__fadd_rn(__fmul_rn(0.299f, r), __fmul_rn(0.587f, g)), __fmul_rn(0.114f, b));
-}
+    constexpr int NB = CH * PX, V = NB % 16 == 0 ? 16 : NB % 8 == 0 ? 8 : 4;
+    edge_raw<CH, PX> r;
 
-/* Pixel x of row `row` (x inside the image): its gray or luma value, and its alpha byte. */
-template <int CH>
-static __device__ __forceinline__ float edge_pixel(const uint8_t *__restrict__ row, int x, unsigned &a)
-{
-    const uint8_t *px = row + (size_t)x * CH;
-    if constexpr (CH == 2 || CH == 4)
-        a = __ldg(px + CH - 1);
-    if constexpr (CH <= 2)
-        return (float)__ldg(px);
-    else
-        return edge_luma((float)__ldg(px), (float)__ldg(px + 1), (float)__ldg(px + 2));
-}
-
-/* Samples x0..x0+3 of row y (zero outside the image) and their alpha bytes packed in a word.
- * ALIGNED (w % 4 == 0): the four pixels are one aligned 4-, 8-, 12- or 16-byte group, entirely
- * inside or entirely outside. Otherwise pixel by pixel. */
-template <int CH, bool ALIGNED, bool FRAME>
-static __device__ __forceinline__ void edge_load(const uint8_t *__restrict__ in, const edge_geom &g, int y,
-                                                 int x0, bool row_in, float (&p)[4], unsigned &alpha)
-{
-    p[0] = p[1] = p[2] = p[3] = 0.0f;
-    alpha = 0;
-    if (!row_in)
-        return;
-    const uint8_t *row = in + (size_t)y * g.w * CH;
+#pragma unroll
+    for (int i = 0; i < NB / 4; i++)
+        r.v[i] = 0;
+    if (FRAME && !row_in)
+        return r;
     if constexpr (!ALIGNED) {
 #pragma unroll
-        for (int c = 0; c < 4; c++)
-            if ((unsigned)(x0 + c) < (unsigned)g.w) {
-                unsigned a = 0;
-                p[c] = edge_pixel<CH>(row, x0 + c, a);
-                alpha |= a << (8 * c);
-            }
-        return;
+        for (int c = 0; c < PX; c++)
+            if (col_in[c])
+#pragma unroll
+                for (int ch = 0; ch < CH; ch++) {
+                    const int n = c * CH + ch;
+                    r.v[n / 4] |= (unsigned)__ldg(reinterpret_cast<const uint8_t *>(a + n)) << (8 * (n % 4));
+                }
+        return r;
     }
-    if (FRAME && (unsigned)x0 >= (unsigned)g.w)
-        return;
-    const uint8_t *px = row + (size_t)x0 * CH;
-    if constexpr (CH == 1) {
-        unsigned v = __ldg(reinterpret_cast<const unsigned *>(px));
-        p[0] = edge_u8f<0>(v), p[1] = edge_u8f<1>(v), p[2] = edge_u8f<2>(v), p[3] = edge_u8f<3>(v);
-    } else if constexpr (CH == 2) {
-        uint2 v = __ldg(reinterpret_cast<const uint2 *>(px));
-        p[0] = edge_u8f<0>(v.x), p[1] = edge_u8f<2>(v.x), p[2] = edge_u8f<0>(v.y), p[3] = edge_u8f<2>(v.y);
-        alpha = __byte_perm(v.x, v.y, 0x7531);
-    } else if constexpr (CH == 3) {
-        const unsigned *q = reinterpret_cast<const unsigned *>(px);
-        unsigned a = __ldg(q), b = __ldg(q + 1), c = __ldg(q + 2);
-        p[0] = edge_luma(edge_u8f<0>(a), edge_u8f<1>(a), edge_u8f<2>(a));
-        p[1] = edge_luma(edge_u8f<3>(a), edge_u8f<0>(b), edge_u8f<1>(b));
-        p[2] = edge_luma(edge_u8f<2>(b), edge_u8f<3>(b), edge_u8f<0>(c));
-        p[3] = edge_luma(edge_u8f<1>(c), edge_u8f<2>(c), edge_u8f<3>(c));
-    } else {
-        uint4 v = __ldg(reinterpret_cast<const uint4 *>(px));
-        p[0] = edge_luma(edge_u8f<0>(v.x), edge_u8f<1>(v.x), edge_u8f<2>(v.x));
-        p[1] = edge_luma(edge_u8f<0>(v.y), edge_u8f<1>(v.y), edge_u8f<2>(v.y));
-        p[2] = edge_luma(edge_u8f<0>(v.z), edge_u8f<1>(v.z), edge_u8f<2>(v.z));
-        p[3] = edge_luma(edge_u8f<0>(v.w), edge_u8f<1>(v.w), edge_u8f<2>(v.w));
-        alpha = __byte_perm(__byte_perm(v.x, v.y, 0x0073), __byte_perm(v.z, v.w, 0x0073), 0x5410);
+    if (FRAME && !col_in[0])
+        return r;
+    const uint8_t *px = reinterpret_cast<const uint8_t *>(a);
+#pragma unroll
+    for (int i = 0; i < NB / V; i++) {
+        if constexpr (V == 16) {
+            uint4 q = __ldg(reinterpret_cast<const uint4 *>(px) + i);
+            r.v[4 * i] = q.x, r.v[4 * i + 1] = q.y, r.v[4 * i + 2] = q.z, r.v[4 * i + 3] = q.w;
+        } else if constexpr (V == 8) {
+            uint2 q = __ldg(reinterpret_cast<const uint2 *>(px) + i);
+            r.v[2 * i] = q.x, r.v[2 * i + 1] = q.y;
+        } else {
+            r.v[i] = __ldg(reinterpret_cast<const unsigned *>(px) + i);
+        }
+    }
+    return r;
+}
+
+/* Byte n of the group as the float 2^23 + b (one PRMT: b in the low mantissa of 2^23). */
+template <int CH, int PX>
+static __device__ __forceinline__ float edge_byte(const edge_raw<CH, PX> &r, int n)
+{
+    return __int_as_float((int)__byte_perm(r.v[n / 4], 0x4B000000u, 0x7440 | (n % 4)));
+}
+
+/* pixel_luma with the host's roundings (three products, two sums, no contraction), from bytes
+ * given as 2^23 + b: fma(c, 2^23 + b, -c 2^23) is the exact c*b rounded once, i.e. c*b in float. */
+static __device__ __forceinline__ float edge_luma(float r, float g, float b)
+{
+    const float pr = __fmaf_rn(0.299f, r, -0.299f * EDGE_U8F), pg = __fmaf_rn(0.587f, g, -0.587f * EDGE_U8F),
+                pb = __fmaf_rn(0.114f, b, -0.114f * EDGE_U8F);
+    return __fadd_rn(__fadd_rn(pr, pg), pb);
+}
+
+/* Alpha bytes of pixels 4q..4q+3, packed (2 and 4 channels; 0 otherwise). */
+template <int CH, int PX>
+static __device__ __forceinline__ unsigned edge_alpha(const edge_raw<CH, PX> &r, int q)
+{
+    if constexpr (CH == 2)
+        return __byte_perm(r.v[2 * q], r.v[2 * q + 1], 0x7531);
+    else if constexpr (CH == 4)
+        return __byte_perm(__byte_perm(r.v[4 * q], r.v[4 * q + 1], 0x0073),
+                           __byte_perm(r.v[4 * q + 2], r.v[4 * q + 3], 0x0073), 0x5410);
+    else
+        return 0u;
+}
+
+/* Row pass of gray input in 16-bit halves. The samples b_k (k = -4 .. PX+3: the left lane's last
+ * word, the lane's words, the right lane's first word) are spread into E_q = (b_4q, b_4q+2) and
+ * O_q = (b_4q+1, b_4q+3) and their copies two pixels on, E'_q = (b_4q+2, b_4q+4) and
+ * O'_q = (b_4q+3, b_4q+5); then (h_4q, h_4q+2) = 2 (E'_q-1 + E'_q) + 4 (O'_q-1 + O_q) + 5 E_q and
+ * (h_4q+1, h_4q+3) = 2 (O'_q-1 + O'_q) + 4 (E_q + E'_q) + 5 O_q in one 32-bit word each (halves
+ * <= 17*255, no carry). H[2q] holds the even pixels of quad q, H[2q+1] the odd ones. */
+template <int CH, int PX>
+static __device__ __forceinline__ void edge_hrow_gray(const edge_raw<CH, PX> &r, unsigned (&H)[PX / 2])
+{
+    constexpr int NQ = PX / 4;
+    unsigned wd[NQ], E[NQ], O[NQ], E2[NQ + 1], O2[NQ + 1]; /* E2[q + 1] = E'_q */
+
+#pragma unroll
+    for (int q = 0; q < NQ; q++) {
+        wd[q] = CH == 1 ? r.v[q] : __byte_perm(r.v[2 * q], r.v[2 * q + 1], 0x6420);
+        E[q] = __byte_perm(wd[q], 0u, 0x4240);
+        O[q] = __byte_perm(wd[q], 0u, 0x4341);
+    }
+    const unsigned left = __shfl_up_sync(EDGE_FULL, wd[NQ - 1], 1),
+                   right = __shfl_down_sync(EDGE_FULL, wd[0], 1);
+    E2[0] = __byte_perm(left, E[0], 0x5452);
+    O2[0] = __byte_perm(left, O[0], 0x5453);
+#pragma unroll
+    for (int q = 0; q < NQ; q++) {
+        E2[q + 1] = q + 1 < NQ ? __byte_perm(E[q], E[q + 1], 0x5432) : __byte_perm(E[q], right, 0x3432);
+        O2[q + 1] = q + 1 < NQ ? __byte_perm(O[q], O[q + 1], 0x5432) : __byte_perm(O[q], right, 0x3532);
+    }
+#pragma unroll
+    for (int q = 0; q < NQ; q++) {
+        H[2 * q] = ((E2[q] + E2[q + 1]) << 1) + ((O2[q] + O[q] + E[q]) << 2) + E[q];
+        H[2 * q + 1] = ((O2[q] + O2[q + 1]) << 1) + ((E[q] + E2[q + 1] + O[q]) << 2) + O[q];
     }
 }
 
-/* The aligned path split in two, so that rows can be fetched EDGE_PREFETCH steps before they are
- * used (a warp's rows are a dependent chain otherwise: load, then ~80 instructions on it): fetch
- * returns the raw bytes of pixels x0..x0+3 (zeros outside the image), decode turns them into
- * samples and packed alpha; zero bytes decode to zero samples. */
-template <int CH, bool FRAME>
-static __device__ __forceinline__ uint4 edge_fetch(const uint8_t *__restrict__ in, const edge_geom &g, int y, int x0)
+/* Half `hi` of a word of 16-bit sums as the float 2^15 + half (one PRMT: the half in bits 8..23). */
+static __device__ __forceinline__ float edge_half(unsigned v, int hi)
 {
-    uint4 v = make_uint4(0u, 0u, 0u, 0u);
-
-    if (FRAME && ((unsigned)y >= (unsigned)g.h || (unsigned)x0 >= (unsigned)g.w))
-        return v;
-    const uint8_t *px = in + ((size_t)y * g.w + x0) * CH;
-    if constexpr (CH == 1) {
-        v.x = __ldg(reinterpret_cast<const unsigned *>(px));
-    } else if constexpr (CH == 2) {
-        uint2 q = __ldg(reinterpret_cast<const uint2 *>(px));
-        v.x = q.x, v.y = q.y;
-    } else if constexpr (CH == 3) {
-        const unsigned *q = reinterpret_cast<const unsigned *>(px);
-        v.x = __ldg(q), v.y = __ldg(q + 1), v.z = __ldg(q + 2);
-    } else {
-        v = __ldg(reinterpret_cast<const uint4 *>(px));
-    }
-    return v;
+    return __int_as_float((int)__byte_perm(v, EDGE_HFLOAT, hi ? 0x7324 : 0x7104));
 }
 
-template <int CH>
-static __device__ __forceinline__ void edge_decode(uint4 v, float (&p)[4], unsigned &alpha)
+/* Row pass of luma input, in the float order of the first version of this kernel. */
+template <int CH, int PX>
+static __device__ __forceinline__ void edge_hrow_luma(const edge_raw<CH, PX> &r, float (&hs)[PX])
 {
-    alpha = 0;
-    if constexpr (CH == 1) {
-        p[0] = edge_u8f<0>(v.x), p[1] = edge_u8f<1>(v.x), p[2] = edge_u8f<2>(v.x), p[3] = edge_u8f<3>(v.x);
-    } else if constexpr (CH == 2) {
-        p[0] = edge_u8f<0>(v.x), p[1] = edge_u8f<2>(v.x), p[2] = edge_u8f<0>(v.y), p[3] = edge_u8f<2>(v.y);
-        alpha = __byte_perm(v.x, v.y, 0x7531);
-    } else if constexpr (CH == 3) {
-        p[0] = edge_luma(edge_u8f<0>(v.x), edge_u8f<1>(v.x), edge_u8f<2>(v.x));
-        p[1] = edge_luma(edge_u8f<3>(v.x), edge_u8f<0>(v.y), edge_u8f<1>(v.y));
-        p[2] = edge_luma(edge_u8f<2>(v.y), edge_u8f<3>(v.y), edge_u8f<0>(v.z));
-        p[3] = edge_luma(edge_u8f<1>(v.z), edge_u8f<2>(v.z), edge_u8f<3>(v.z));
-    } else {
-        p[0] = edge_luma(edge_u8f<0>(v.x), edge_u8f<1>(v.x), edge_u8f<2>(v.x));
-        p[1] = edge_luma(edge_u8f<0>(v.y), edge_u8f<1>(v.y), edge_u8f<2>(v.y));
-        p[2] = edge_luma(edge_u8f<0>(v.z), edge_u8f<1>(v.z), edge_u8f<2>(v.z));
-        p[3] = edge_luma(edge_u8f<0>(v.w), edge_u8f<1>(v.w), edge_u8f<2>(v.w));
-        alpha = __byte_perm(__byte_perm(v.x, v.y, 0x0073), __byte_perm(v.z, v.w, 0x0073), 0x5410);
-    }
+    float q[PX + 4]; /* q[c + 2]: pixel c, c = -2 .. PX+1 */
+
+#pragma unroll
+    for (int c = 0; c < PX; c++)
+        q[c + 2] = edge_luma(edge_byte(r, c * CH), edge_byte(r, c * CH + 1), edge_byte(r, c * CH + 2));
+    q[0] = __shfl_up_sync(EDGE_FULL, q[PX], 1);
+    q[1] = __shfl_up_sync(EDGE_FULL, q[PX + 1], 1);
+    q[PX + 2] = __shfl_down_sync(EDGE_FULL, q[2], 1);
+    q[PX + 3] = __shfl_down_sync(EDGE_FULL, q[3], 1);
+#pragma unroll
+    for (int c = 0; c < PX; c++)
+        hs[c] = fmaf(2.0f, q[c] + q[c + 4], fmaf(4.0f, q[c + 1] + q[c + 3], 5.0f * q[c + 2]));
 }
 
-/* Writes the map bytes (0 or 255 each, packed) of pixels x0..x0+3 of row y, with alpha after
- * each when the input has alpha. */
-template <int CH, bool ALIGNED>
-static __device__ __forceinline__ void edge_store(uint8_t *__restrict__ out, const edge_geom &g, int y, int x0,
-                                                  unsigned bits, unsigned alpha)
+/* Map bytes of four pixels from d_c = thr - |N_c| (negative exactly when |N_c| > thr): the sign
+ * bytes gathered, then replicated over each byte (PRMT's sign mode). */
+static __device__ __forceinline__ unsigned edge_mask4(float d0, float d1, float d2, float d3)
 {
-    constexpr int OC = (CH == 2 || CH == 4) ? 2 : 1;
-    uint8_t *row = out + (size_t)y * g.w * OC;
+    unsigned a = __byte_perm(__float_as_uint(d0), __float_as_uint(d1), 0x0073),
+             b = __byte_perm(__float_as_uint(d2), __float_as_uint(d3), 0x0073), m;
+    asm("prmt.b32 %0, %1, %2, 0xDC98;" : "=r"(m) : "r"(a), "r"(b));
+    return m;
+}
+
+/* Writes the map bytes of pixels x0..x0+PX-1 of a row (a: the address of pixel x0's output), with
+ * alpha after each when the input has alpha. ALIGNED: the caller checked that the group is inside. */
+template <int CH, int PX, bool ALIGNED>
+static __device__ __forceinline__ void edge_store(uintptr_t a, const unsigned (&bits)[PX / 4],
+                                                  const unsigned (&al)[PX / 4], const bool (&col_in)[PX])
+{
+    constexpr int OC = (CH == 2 || CH == 4) ? 2 : 1, NW = PX / 4 * OC;
+    unsigned v[NW];
 
     if constexpr (ALIGNED) {
-        if ((unsigned)x0 >= (unsigned)g.w)
-            return;
-        if constexpr (OC == 1)
-            *reinterpret_cast<unsigned *>(row + x0) = bits;
+#pragma unroll
+        for (int q = 0; q < PX / 4; q++)
+            if constexpr (OC == 1) {
+                v[q] = bits[q];
+            } else {
+                v[2 * q] = __byte_perm(bits[q], al[q], 0x5140);
+                v[2 * q + 1] = __byte_perm(bits[q], al[q], 0x7362);
+            }
+        if constexpr (NW == 1) /* __stwb: a plain global store (the address is an integer here) */
+            __stwb(reinterpret_cast<unsigned *>(a), v[0]);
+        else if constexpr (NW == 2)
+            __stwb(reinterpret_cast<uint2 *>(a), make_uint2(v[0], v[1]));
         else
-            *reinterpret_cast<uint2 *>(row + (size_t)x0 * 2) =
-                make_uint2(__byte_perm(bits, alpha, 0x5140), __byte_perm(bits, alpha, 0x7362));
+            __stwb(reinterpret_cast<uint4 *>(a), make_uint4(v[0], v[1], v[2], v[3]));
     } else {
 #pragma unroll
-        for (int c = 0; c < 4; c++)
-            if ((unsigned)(x0 + c) < (unsigned)g.w) {
-                row[(size_t)(x0 + c) * OC] = (uint8_t)(bits >> (8 * c));
+        for (int c = 0; c < PX; c++)
+            if (col_in[c]) {
+                unsigned char *p = reinterpret_cast<unsigned char *>(a + c * OC);
+                __stwb(p, (unsigned char)(bits[c / 4] >> (8 * (c % 4))));
                 if constexpr (OC == 2)
-                    row[(size_t)(x0 + c) * OC + 1] = (uint8_t)(alpha >> (8 * c));
+                    __stwb(p + 1, (unsigned char)(al[c / 4] >> (8 * (c % 4))));
             }
     }
 }
 
-/* One warp's strip: input rows y0-3 .. y0+EDGE_SY+2, output rows y0 .. y0+EDGE_SY-1. With FRAME
- * false (the warp's 128 columns and all its rows lie inside the image) no sample is checked. Step
- * k reads row y0-3+k: h (row pass) of that row; then D(k-1) = h(k-1)+h(k), Q(k-2) = D(k-3)+D(k-1)
- * (four consecutive h), S = Q(k-3)+Q(k-2), G(k-2) = 2 S + h(k-2) = [2,4,5,4,2] of h; and from step
- * 6 on the laplacian of output row k-6 from G(k-4), G(k-3), G(k-2). */
-template <int CH, bool ALIGNED, bool WANT_L, int PF, bool FRAME>
+/* The windows of a strip, indexed by step % EDGE_P (see edge_step). */
+template <int CH, int PX>
+struct edge_win {
+    unsigned H[EDGE_P][PX / 2];                         /* gray: h in 16-bit halves (edge_hrow_gray) */
+    float hs[EDGE_P][PX], D[EDGE_P][PX], Q[EDGE_P][PX]; /* luma: h and its partial sums */
+    float G[EDGE_P][PX], Gw[EDGE_P], Ge[EDGE_P];
+    unsigned al[EDGE_P][PX / 4];
+    edge_raw<CH, PX> raw[EDGE_P];
+};
+
+/* Where a strip is: the lane's first column, the row strides of input and output, and which of
+ * its columns and outputs are real. Addresses are integers (uintptr_t) until a sample is known to
+ * be inside: in the frame they run outside the image. */
+template <int PX>
+struct edge_lane {
+    uintptr_t istride, ostride;
+    int x0;
+    bool store; /* a writer lane, its group inside the image when ALIGNED */
+    bool col_in[PX];
+};
+
+/* Column pass of gray input at step k (k >= 4): G(k-2) = [2,4,5,4,2] of h(k-4..k) = 4 T + Y with
+ * T = h(k-3)+h(k-2)+h(k-1) and Y = 2 (h(k-4)+h(k)) + h(k-2), both summed in 16-bit halves
+ * (<= 5*4335) and turned into floats 2^15 + T, 2^15 + Y, so one FMA gives G + 5*2^15. */
+template <int CH, int PX>
+static __device__ __forceinline__ void edge_col_gray(const edge_win<CH, PX> &s, const int k, float (&gv)[PX])
+{
+    constexpr int P = EDGE_P;
+    const int i0 = k % P, i1 = (k + P - 1) % P, i2 = (k + P - 2) % P, i3 = (k + P - 3) % P,
+              i4 = (k + P - 4) % P;
+
+#pragma unroll
+    for (int m = 0; m < PX / 2; m++) {
+        const unsigned t = s.H[i3][m] + s.H[i2][m] + s.H[i1][m],
+                       y = ((s.H[i4][m] + s.H[i0][m]) << 1) + s.H[i2][m];
+#pragma unroll
+        for (int hi = 0; hi < 2; hi++) /* word m holds pixels 4 (m/2) + m%2 + 2 hi */
+            gv[4 * (m / 2) + m % 2 + 2 * hi] = fmaf(4.0f, edge_half(t, hi), edge_half(y, hi));
+    }
+}
+
+/* Column pass of luma input at step k: h(k) is stored, D(k-1) = h(k-1)+h(k),
+ * Q(k-2) = D(k-3)+D(k-1) (four consecutive h), and from k = 4 on S = Q(k-3)+Q(k-2),
+ * G(k-2) = 2 S + h(k-2) = [2,4,5,4,2] of h(k-4..k). */
+template <int CH, int PX>
+static __device__ __forceinline__ void edge_col_luma(edge_win<CH, PX> &s, const int k, const float (&hs)[PX],
+                                                     float (&gv)[PX])
+{
+    constexpr int P = EDGE_P;
+    const int i0 = k % P, i1 = (k + P - 1) % P, i2 = (k + P - 2) % P, i3 = (k + P - 3) % P;
+
+#pragma unroll
+    for (int c = 0; c < PX; c++) {
+        s.hs[i0][c] = hs[c];
+        if (k >= 1)
+            s.D[i1][c] = s.hs[i1][c] + hs[c];
+        if (k >= 3)
+            s.Q[i2][c] = s.D[i3][c] + s.D[i1][c];
+        if (k >= 4)
+            gv[c] = fmaf(2.0f, s.Q[i3][c] + s.Q[i2][c], s.hs[i2][c]);
+    }
+}
+
+/* The laplacian of the row whose G is in slot (k-3) % EDGE_P, between the rows in slots k-4 and
+ * k-2, thresholded into map bytes (and N into L for WANT_L), stored at address aout (row yo). */
+template <int CH, int PX, bool ALIGNED, bool WANT_L, bool FRAME>
+static __device__ __forceinline__ void edge_out(const edge_win<CH, PX> &s, const int k,
+                                                const edge_lane<PX> &ln, uintptr_t aout,
+                                                float *__restrict__ d_L, const edge_geom &g, int yo)
+{
+    constexpr int P = EDGE_P;
+    const int n = (k + P - 4) % P, r = (k + P - 3) % P, so = (k + P - 2) % P;
+    unsigned bits[PX / 4];
+    float L[PX];
+
+#pragma unroll
+    for (int q = 0; q < PX / 4; q++) {
+        float d[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) { /* the reference's tap order: n, w, c, e, s */
+            const int c = 4 * q + j;
+            float t = s.G[n][c] + (c > 0 ? s.G[r][c - 1] : s.Gw[r]);
+            t = fmaf(-4.0f, s.G[r][c], t);
+            t = t + (c < PX - 1 ? s.G[r][c + 1] : s.Ge[r]);
+            t = t + s.G[so][c];
+            L[c] = t;
+            d[j] = g.thr - fabsf(t);
+        }
+        bits[q] = edge_mask4(d[0], d[1], d[2], d[3]);
+    }
+    if (ln.store && (!FRAME || yo < g.h)) {
+        edge_store<CH, PX, ALIGNED>(aout, bits, s.al[r], ln.col_in);
+        if constexpr (WANT_L) /* tests: the float L = N / 289 */
+#pragma unroll
+            for (int c = 0; c < PX; c++)
+                if (ln.col_in[c])
+                    d_L[(size_t)yo * g.lpitch + ln.x0 + c] = L[c] * (1.0f / 289.0f);
+    }
+}
+
+/* Step k of a strip, reading row y = y0-3+k (k only matters through k % EDGE_P and whether
+ * k < EDGE_WARM; both are compile-time constants at every call): the row pass h of row k, the
+ * column pass G(k-2), and from step 6 on the output row y-3. With PF > 0 the row was fetched PF
+ * steps ago and row y+PF is fetched now when `fetch` says it lies in the strip. ain, aout: the
+ * addresses of pixel x0 of input row y and of output row y-3. */
+template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF, bool FRAME>
+static __device__ __forceinline__ void
+edge_step(edge_win<CH, PX> &s, const int k, const edge_lane<PX> &ln, uintptr_t ain, uintptr_t aout,
+          float *__restrict__ d_L, const edge_geom &g, int y, bool fetch)
+{
+    constexpr float GZERO = CH <= 2 ? EDGE_GBIAS : 0.0f; /* G = 0 in this path's representation */
+    const int i0 = k % EDGE_P, i2 = (k + EDGE_P - 2) % EDGE_P;
+    const bool grow_in = (unsigned)(y - 2) < (unsigned)g.h;
+    edge_raw<CH, PX> r;
+    float gv[PX];
+
+    if constexpr (PF > 0) {
+        if (fetch)
+            s.raw[(k + PF) % EDGE_P] = edge_fetch<CH, PX, ALIGNED, FRAME>(
+                ain + PF * ln.istride, (unsigned)(y + PF) < (unsigned)g.h, ln.col_in);
+        r = s.raw[i0];
+    } else {
+        r = edge_fetch<CH, PX, ALIGNED, FRAME>(ain, (unsigned)y < (unsigned)g.h, ln.col_in);
+    }
+#pragma unroll
+    for (int q = 0; q < PX / 4; q++)
+        s.al[i0][q] = edge_alpha(r, q);
+    if constexpr (CH <= 2) {
+        edge_hrow_gray(r, s.H[i0]);
+        if (k >= 4)
+            edge_col_gray(s, k, gv);
+    } else {
+        float hs[PX];
+        edge_hrow_luma(r, hs);
+        edge_col_luma(s, k, hs, gv);
+    }
+    if (k >= 4) {
+#pragma unroll
+        for (int c = 0; c < PX; c++)
+            s.G[i2][c] = (!FRAME || (ln.col_in[c] && grow_in)) ? gv[c] : GZERO;
+        s.Gw[i2] = __shfl_up_sync(EDGE_FULL, s.G[i2][PX - 1], 1);
+        s.Ge[i2] = __shfl_down_sync(EDGE_FULL, s.G[i2][0], 1);
+    }
+    if (k >= EDGE_WARM)
+        edge_out<CH, PX, ALIGNED, WANT_L, FRAME>(s, k, ln, aout, d_L, g, y - 3);
+}
+
+/* One warp's strip: input rows y0-3 .. y0+g.sy+2, output rows y0 .. y0+g.sy-1. With FRAME false
+ * (the warp's columns and all its rows lie inside the image) no sample is checked. */
+template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF, bool FRAME>
 static __device__ __forceinline__ void edge_strip(const uint8_t *__restrict__ in, uint8_t *__restrict__ out,
                                                   float *__restrict__ d_L, const edge_geom &g, int xw, int y0)
 {
-    int lane = threadIdx.x & 31, x0 = xw + 4 * lane;
-    bool writer = lane >= 1 && lane <= 30, col_in[4];
-    float hs[EDGE_STEPS][4], D[EDGE_STEPS][4], Q[EDGE_STEPS][4], G[EDGE_STEPS][4], Gw[EDGE_STEPS],
-        Ge[EDGE_STEPS];
-    unsigned al[EDGE_STEPS];
-    uint4 raw[EDGE_STEPS];
+    constexpr int OC = (CH == 2 || CH == 4) ? 2 : 1;
+    const int lane = threadIdx.x & 31, niter = g.sy / EDGE_P;
+    edge_lane<PX> ln;
+    edge_win<CH, PX> s;
 
+    ln.x0 = xw + PX * lane;
+    ln.istride = (uintptr_t)g.w * CH, ln.ostride = (uintptr_t)g.w * OC;
 #pragma unroll
-    for (int c = 0; c < 4; c++)
-        col_in[c] = !FRAME || (unsigned)(x0 + c) < (unsigned)g.w;
-    if constexpr (ALIGNED && PF > 0)
+    for (int c = 0; c < PX; c++)
+        ln.col_in[c] = !FRAME || (unsigned)(ln.x0 + c) < (unsigned)g.w;
+    ln.store = lane >= 1 && lane <= 30 && (!ALIGNED || ln.col_in[0]);
+    /* pixel x0 of input row y0-3 and of output row y0 (modulo 2^64: they may lie before the image) */
+    uintptr_t ain = reinterpret_cast<uintptr_t>(in) + (uintptr_t)(((ptrdiff_t)(y0 - 3) * g.w + ln.x0) * CH),
+              aout = reinterpret_cast<uintptr_t>(out) + (uintptr_t)(((ptrdiff_t)y0 * g.w + ln.x0) * OC);
 #pragma unroll
-        for (int k = 0; k < PF; k++)
-            raw[k] = edge_fetch<CH, FRAME>(in, g, y0 - 3 + k, x0);
+    for (int k = 0; k < PF; k++)
+        s.raw[k] = edge_fetch<CH, PX, ALIGNED, FRAME>(ain + k * ln.istride,
+                                                      (unsigned)(y0 - 3 + k) < (unsigned)g.h, ln.col_in);
 #pragma unroll
-    for (int k = 0; k < EDGE_STEPS; k++) {
-        int y = y0 - 3 + k;
-        float p[4], q[8];
-        if constexpr (ALIGNED && PF > 0) {
-            if (k + PF < EDGE_STEPS)
-                raw[k + PF] = edge_fetch<CH, FRAME>(in, g, y + PF, x0);
-            edge_decode<CH>(raw[k], p, al[k]);
-        } else {
-            edge_load<CH, ALIGNED, FRAME>(in, g, y, x0, !FRAME || (unsigned)y < (unsigned)g.h, p, al[k]);
-        }
-        q[0] = __shfl_up_sync(EDGE_FULL, p[2], 1);
-        q[1] = __shfl_up_sync(EDGE_FULL, p[3], 1);
-        q[2] = p[0], q[3] = p[1], q[4] = p[2], q[5] = p[3];
-        q[6] = __shfl_down_sync(EDGE_FULL, p[0], 1);
-        q[7] = __shfl_down_sync(EDGE_FULL, p[1], 1);
+    for (int k = 0; k < EDGE_WARM; k++)
+        edge_step<CH, PX, ALIGNED, WANT_L, PF, FRAME>(s, k, ln, ain + k * ln.istride, aout, d_L, g,
+                                                      y0 - 3 + k, true);
+    ain += EDGE_WARM * ln.istride;
+#pragma unroll 1
+    for (int i = 0; i < niter; i++) {
+        const bool more = i + 1 < niter; /* rows below the strip are not fetched */
+        const int y = y0 + EDGE_WARM - 3 + i * EDGE_P;
 #pragma unroll
-        for (int c = 0; c < 4; c++) {
-            hs[k][c] = fmaf(2.0f, q[c] + q[c + 4], fmaf(4.0f, q[c + 1] + q[c + 3], 5.0f * q[c + 2]));
-            if (k >= 1)
-                D[k - 1][c] = hs[k - 1][c] + hs[k][c];
-            if (k >= 3)
-                Q[k - 2][c] = D[k - 3][c] + D[k - 1][c];
-            if (k >= 4) {
-                float gv = fmaf(2.0f, Q[k - 3][c] + Q[k - 2][c], hs[k - 2][c]);
-                G[k - 2][c] = (!FRAME || (col_in[c] && (unsigned)(y - 2) < (unsigned)g.h)) ? gv : 0.0f;
-            }
-        }
-        if (k >= 4) {
-            Gw[k - 2] = __shfl_up_sync(EDGE_FULL, G[k - 2][3], 1);
-            Ge[k - 2] = __shfl_down_sync(EDGE_FULL, G[k - 2][0], 1);
-        }
-        if (k >= 6) {
-            int r = k - 3, yo = y0 + k - 6;
-            unsigned bits = 0;
-            float L[4];
-#pragma unroll
-            for (int c = 0; c < 4; c++) { /* the reference's tap order: n, w, c, e, s */
-                float t = G[r - 1][c] + (c > 0 ? G[r][c - 1] : Gw[r]);
-                t = fmaf(-4.0f, G[r][c], t);
-                t = t + (c < 3 ? G[r][c + 1] : Ge[r]);
-                t = t + G[r + 1][c];
-                L[c] = t;
-                bits |= fabsf(t) > g.thr ? 0xFFu << (8 * c) : 0u;
-            }
-            if (writer && (!FRAME || yo < g.h)) {
-                edge_store<CH, ALIGNED>(out, g, yo, x0, bits, al[k - 3]);
-                if constexpr (WANT_L) /* tests: the float L = N / 289 */
-#pragma unroll
-                    for (int c = 0; c < 4; c++)
-                        if (col_in[c])
-                            d_L[(size_t)yo * g.lpitch + x0 + c] = L[c] * (1.0f / 289.0f);
-            }
+        for (int j = 0; j < EDGE_P; j++) {
+            edge_step<CH, PX, ALIGNED, WANT_L, PF, FRAME>(s, EDGE_WARM + j, ln, ain, aout, d_L, g, y + j,
+                                                          j + PF < EDGE_P || more);
+            ain += ln.istride, aout += ln.ostride;
         }
     }
 }
 
-/* PF: rows fetched ahead (aligned rows only; 0: each row loaded where it is used, the first
- * version, kept for the bench's comparison, EDGED_EDGE_PREFETCH=0). The prefetch ring costs
- * registers: 4 blocks of 4 warps per SM with it, 6 without. */
-template <int CH, bool ALIGNED, bool WANT_L, int PF>
-__global__ void __launch_bounds__(32 * EDGE_WARPS, PF ? 4 : 6)
-    k_edge_fast(const uint8_t *__restrict__ in, uint8_t *__restrict__ out, float *__restrict__ d_L, edge_geom g)
+/* PF: rows fetched ahead into a ring of registers (0: each row loaded in its step, where the
+ * compiler hoists the loads of a loop iteration itself; EDGED_EDGE_PREFETCH=0). */
+template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF>
+__global__ void __launch_bounds__(32, edge_minb(CH, PX, PF, WANT_L))
+    k_edge_fast(const uint8_t *__restrict__ in, uint8_t *__restrict__ out, float *__restrict__ d_L,
+                edge_geom g)
 {
-    int xw = (blockIdx.x * EDGE_WARPS + (threadIdx.x >> 5)) * EDGE_WARP_OUT - 4, y0 = blockIdx.y * EDGE_SY;
+    const int xw = (int)blockIdx.x * (30 * PX) - PX, y0 = (int)blockIdx.y * g.sy;
 
-    if (xw + 4 >= g.w)
-        return; /* the whole warp lies right of the image */
-    if (xw >= 0 && xw + 128 <= g.w && y0 >= 3 && y0 + EDGE_SY + 3 <= g.h)
-        edge_strip<CH, ALIGNED, WANT_L, PF, false>(in, out, d_L, g, xw, y0);
+    /* rings: raw PF+1 rows, h (gray) 5, alpha 4, the others 3 */
+    static_assert(PF < EDGE_P && EDGE_P >= 5 && PX % 4 == 0, "window rings too short");
+    if (xw >= 0 && xw + 32 * PX <= g.w && y0 >= 3 && y0 + g.sy + 3 <= g.h)
+        edge_strip<CH, PX, ALIGNED, WANT_L, PF, false>(in, out, d_L, g, xw, y0);
     else
-        edge_strip<CH, ALIGNED, WANT_L, PF, true>(in, out, d_L, g, xw, y0);
+        edge_strip<CH, PX, ALIGNED, WANT_L, PF, true>(in, out, d_L, g, xw, y0);
 }
 
-/* EDGED_EDGE_PREFETCH=0 (read once) selects the kernel without the prefetch ring for gray and RGB
- * aligned images: a bench knob to compare the two; results are identical. */
-static int edge_prefetch_on(void)
+/* Bench knobs (gconv_knob): EDGED_EDGE_PREFETCH=0 selects the kernel without the prefetch ring for
+ * gray and RGB aligned images; EDGED_EDGE_PX=4 keeps gray at 4 pixels per lane when w % 8 == 0 (a
+ * loop body half as long, 8.6 KiB instead of 15.4, for 12 % more instructions per pixel);
+ * EDGED_EDGE_SY=n runs n output rows per warp instead of EDGE_SY. Results do not depend on them. */
+static int edge_prefetch_on(void) { return gconv_knob("EDGED_EDGE_PREFETCH", 1) != 0; }
+static int edge_px8_on(void) { return gconv_knob("EDGED_EDGE_PX", 8) != 4; }
+static int edge_sy_knob(void)
 {
-    static int mode = -1;
-    if (mode < 0) {
-        const char *e = getenv("EDGED_EDGE_PREFETCH");
-        mode = !(e && e[0] == '0');
+    int v = gconv_knob("EDGED_EDGE_SY", 0);
+    return v < 0 ? 0 : v > 65536 ? 65536 : v;
+}
+
+/* Output rows per warp (g.sy) for an image of h rows. A strip reads 6 rows more than it writes,
+ * which argues for tall strips, but on the H200 (2026-11-21, 8192^2 gray) short ones won: 32 rows
+ * 0.061 ms, 64 rows 0.065, 128 rows 0.079, and one wave of 96-row strips (every warp resident at
+ * once) 0.073 — more, shorter warps keep more loads in flight than fewer long ones save. So
+ * EDGE_SY, or EDGED_EDGE_SY; then a multiple of EDGE_P, at most what the image needs, and enough
+ * for grid.y <= 65535. */
+static int edge_rows(int h)
+{
+    long r = edge_sy_knob();
+
+    r = r > 0 ? r : EDGE_SY;
+    r = (r + EDGE_P - 1) / EDGE_P * EDGE_P;
+    if (r > div_up(h, EDGE_P) * EDGE_P)
+        r = div_up(h, EDGE_P) * EDGE_P;
+    if (div_up(h, (int)r) > 65535)
+        r = div_up(div_up(h, 65535), EDGE_P) * EDGE_P;
+    return (int)r;
+}
+
+template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF>
+static void edge_launch_k(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, edge_geom g, cudaStream_t s)
+{
+    void (*k)(const uint8_t *, uint8_t *, float *, edge_geom) = k_edge_fast<CH, PX, ALIGNED, WANT_L, PF>;
+    int gx = div_up(g.w, 30 * PX);
+
+    g.sy = edge_rows(g.h);
+    k<<<dim3(gx, div_up(g.h, g.sy)), dim3(32), 0, s>>>(d_in8, d_out8, d_L, g);
+}
+
+/* The widest lane group the width allows: EDGE_PX(CH) pixels when w is a multiple of it, else 4
+ * (aligned when w % 4 == 0, byte by byte otherwise). The prefetch ring serves aligned rows. */
+template <int CH, int PX, bool ALIGNED>
+static void edge_launch_px(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, const edge_geom &g,
+                           cudaStream_t s)
+{
+    constexpr int PF = ALIGNED ? edge_prefetch(CH, PX) : 0;
+
+    if (d_L) {
+        edge_launch_k<CH, PX, ALIGNED, true, PF>(d_in8, d_out8, d_L, g, s);
+        return;
     }
-    return mode;
+    if constexpr (ALIGNED && (CH == 1 || CH == 3))
+        if (!edge_prefetch_on()) {
+            edge_launch_k<CH, PX, ALIGNED, false, 0>(d_in8, d_out8, d_L, g, s);
+            return;
+        }
+    edge_launch_k<CH, PX, ALIGNED, false, PF>(d_in8, d_out8, d_L, g, s);
 }
 
 template <int CH>
-static void edge_launch_ch(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, const edge_geom &g, cudaStream_t s)
+static void edge_launch_ch(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, const edge_geom &g,
+                           cudaStream_t s)
 {
-    constexpr int PF = EDGE_PREFETCH(CH);
-    dim3 grid(div_up(g.w, EDGE_WARPS * EDGE_WARP_OUT), div_up(g.h, EDGE_SY)), block(32 * EDGE_WARPS);
-
-    if (g.w % 4 == 0 && !d_L) {
-        if constexpr (CH == 1 || CH == 3)
-            if (!edge_prefetch_on()) {
-                k_edge_fast<CH, true, false, 0><<<grid, block, 0, s>>>(d_in8, d_out8, d_L, g);
-                return;
-            }
-        k_edge_fast<CH, true, false, PF><<<grid, block, 0, s>>>(d_in8, d_out8, d_L, g);
-    } else if (g.w % 4 == 0) {
-        k_edge_fast<CH, true, true, PF><<<grid, block, 0, s>>>(d_in8, d_out8, d_L, g);
-    } else if (!d_L) {
-        k_edge_fast<CH, false, false, 0><<<grid, block, 0, s>>>(d_in8, d_out8, d_L, g);
-    } else {
-        k_edge_fast<CH, false, true, 0><<<grid, block, 0, s>>>(d_in8, d_out8, d_L, g);
-    }
+    if (EDGE_PX(CH) == 8 && g.w % 8 == 0 && edge_px8_on())
+        edge_launch_px<CH, EDGE_PX(CH), true>(d_in8, d_out8, d_L, g, s);
+    else if (g.w % 4 == 0)
+        edge_launch_px<CH, 4, true>(d_in8, d_out8, d_L, g, s);
+    else
+        edge_launch_px<CH, 4, false>(d_in8, d_out8, d_L, g, s);
 }
 
 /* The plan is the bank's edge filter exactly: gaussian5 then laplacian3 chained, threshold post,
@@ -348,7 +557,7 @@ extern "C" int edge_fast_launch(const uint8_t *d_in8, uint8_t *d_out8, float *d_
     edge_geom g;
     double t289 = 289.0 * (double)threshold;
 
-    g.w = w, g.h = h, g.lpitch = lpitch;
+    g.w = w, g.h = h, g.lpitch = lpitch, g.sy = 0; /* set per kernel: edge_rows */
     /* gray: N is an integer, |N| > 289 T <=> |N| > floor(289 T); clamp far above any |N| */
     g.thr = in_ch <= 2 ? (float)(t289 > 1e7 ? 1e7 : floor(t289)) : (float)t289;
     switch (in_ch) {

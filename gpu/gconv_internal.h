@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <cuda_runtime.h>
 
@@ -117,6 +118,9 @@ int conv_separable(struct conv_args *a, char *err); /* separable */
 int conv_tiled(struct conv_args *a, char *err);     /* tiled */
 int conv_texture(struct conv_args *a, char *err);   /* texture, texture2d */
 int conv_fast(struct conv_args *a, char *err);      /* fast (conv_fast.cu) */
+/* fast for kernels with sides 1, 3 or 5 (conv_stream.cu); conv_fast calls it for the sizes it
+ * picks. */
+int conv_fast_stream(struct conv_args *a, char *err);
 
 /* The fused u8 edge pipeline (edge_fast.cu). can: 1 when plan is the bank's edge filter with the
  * zero border on one plane (gray or luma), the case the one-pass kernel serves. launch: enqueues it
@@ -205,6 +209,15 @@ static inline int div_up(int a, int b)
 struct conv_geom {
     int w, h, pitch, rows, cols, border;
 };
+
+/* A bench knob: the integer in environment variable name, or dflt when it is unset or empty.
+ * Knobs pick between equivalent kernels (results do not depend on them), so the bench can compare
+ * them in one run; the service never sets them. */
+static inline int gconv_knob(const char *name, int dflt)
+{
+    const char *e = getenv(name);
+    return e && *e ? atoi(e) : dflt;
+}
 
 static inline conv_geom conv_geom_of(const struct conv_args *a)
 {

@@ -15,8 +15,9 @@
  * EDGED_GPU_ONLY=name runs the kernel and plan matrices for that one variant (sanitizer runs);
  * EDGED_REQUIRE_GPU=1 fails instead of skipping when no device is usable.
  * fast joins every matrix; auto is checked per plan through engine_run (what the service runs),
- * and the fused u8 edge kernel of fast has its own test (sizes around its 480-column blocks and
- * 32-row strips, every channel count, several thresholds, smooth images with |L| near T). */
+ * and the fused u8 edge kernel of fast has its own test (sizes around its 240- and 120-column warp
+ * strips, strips of 32 rows and taller ones, every channel count, several thresholds, smooth images
+ * with |L| near T). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -525,11 +526,11 @@ static void test_edge_fast(struct gconv_ctx *ctx)
 {
     static const struct size2 full[] = {{1, 1},    {3, 5},    {4, 4},     {8, 3},    {5, 70},   {124, 33},
                                         {125, 40}, {481, 39}, {484, 70},  {964, 37}, {968, 97}, {1000, 100},
-                                        {1443, 65}};
+                                        {1443, 65}, {488, 70}, {1000, 400}};
     static const struct size2 small[] = {{1, 1}, {3, 5}, {8, 3}, {124, 33}, {125, 40}, {484, 70}};
     static const float thresholds[4] = {5.0f, 0.0f, 1.7f, 20.5f};
     const struct size2 *sizes = quick ? small : full;
-    int nsizes = quick ? 6 : 13, checks0 = check_passed + check_failed;
+    int nsizes = quick ? 6 : 15, checks0 = check_passed + check_failed;
     double max_dl = 0.0, t0 = now_s();
     size_t near = 0, total = 0;
     char err[EDGED_ERR_LEN];

@@ -1,0 +1,340 @@
+/* conv_stream.cu — fast, kernels up to 5x5: a streaming register kernel (no shared memory, no
+ * barrier) that reads each input row once per 128-column strip and writes each output once. */
+#include <string.h>
+
+#include <type_traits>
+
+#include "gconv_internal.h"
+
+/* Layout. A block is one warp; it owns a strip of 128 columns (one float4 per lane) and walks down
+ * SY output rows. Step s reads input row y0 - RY + s: one 16-byte load per lane, plus one load of
+ * the RX samples just outside the strip by lanes 0 (left) and 31 (right). The lane's horizontal
+ * window (4 + 2 RX samples) is completed from lanes -1 and +1 by shuffles, and the row is pushed
+ * into the KR output rows it contributes to: output r gets tap row i at step r + i. So each output
+ * adds its taps in row-major order, as cpu_serial does (here with FMA), and only KR float4
+ * accumulators are live. Output r is complete after step r + KR - 1 and is written with one 16-byte
+ * store per lane (512 contiguous bytes per warp). Direct correlation for rank-1 taps too: at most 25
+ * FMAs per pixel are far from the FP32 peak at the memory floor.
+ *
+ * Registers, not local memory: every array is indexed with compile-time constants. The row loop
+ * is rolled over periods of U steps (U a multiple of KR) and each period is unrolled, so the
+ * accumulator of output r is acc[r % KR] and the prefetch ring slot of step s is ring[s % U], both
+ * constants in the unrolled body. Rows are fetched D steps before they are used, so a warp keeps
+ * about D rows of loads in flight while it computes (ptxas may move a load within a period).
+ *
+ * Bytes. A strip reads SY + KR - 1 rows for SY output rows; its KR - 1 halo rows are read by the
+ * strip above or below as well, which runs at about the same time, so they come from L2. Lanes 0
+ * and 31 read one 32-byte sector each outside the strip (L2 hits too).
+ *
+ * Borders. A warp whose strip, its RX halo columns and its RY halo rows lie inside the image takes
+ * the path with no checks. Other (frame) warps resolve each row once with border_index, and each
+ * lane resolves its four columns once: a float4 inside the image row is still one 16-byte load,
+ * other samples are loaded one by one at their border_index column (zero when -1). The shuffles
+ * then hand every lane border-resolved neighbours, since each lane holds the resolved values of its
+ * own columns whether or not they lie inside the image. Frame stores stay inside the image. */
+#define STREAM_ROWS 48       /* output rows per strip, rounded up to a multiple of the period U */
+#define STREAM_DEPTH 3       /* rows fetched ahead of the one in use, interior warps */
+#define STREAM_FRAME_DEPTH 2 /* the same in frame warps: their fetches need more registers */
+#define STREAM_FULL 0xffffffffu
+
+/* Period of the unrolled row loop for depth d: a multiple of KR, larger than d (the ring slot of
+ * the row being fetched must differ from the one in use). Interior (d = 3): KR = 1: 4, 3: 6, 5: 5;
+ * frame (d = 2): 3, 3, 5. */
+static __host__ __device__ constexpr int stream_period(int kr, int d)
+{
+    return kr * ((d + kr) / kr);
+}
+
+/* Output rows per strip: STREAM_ROWS rounded up to a multiple of the interior period (48, 48, 50
+ * rows for KR = 1, 3, 5); the frame period divides it too (static_assert in stream_strip). */
+static __host__ __device__ constexpr int stream_sy(int kr)
+{
+    return (STREAM_ROWS + stream_period(kr, STREAM_DEPTH) - 1) / stream_period(kr, STREAM_DEPTH) *
+           stream_period(kr, STREAM_DEPTH);
+}
+
+/* Warps (one-warp blocks) per SM that __launch_bounds__ asks the register budget to allow: 32, the
+ * most one-warp blocks an SM holds (64 registers); 28 (72 registers) for 3x5 and 5x3, and 24 (80)
+ * for 5x5, where fewer registers spill (sm_90 at 64, sm_80 at 72). With one-warp blocks every
+ * launch-wide branch depends on blockIdx only, and ptxas gives FFMA the taps as uniform-register
+ * operands (with 4-warp blocks, whose branches depend on threadIdx, it kept them in ordinary
+ * registers: 127 at 5x5). One-warp blocks also keep a slower frame warp from holding other warps'
+ * registers. Re-check the ptxas -v report (0 bytes spill; CUDA 13.0, sm_90 and sm_80) after any
+ * change. */
+static __host__ __device__ constexpr int stream_min_warps(int kr, int kc)
+{
+    return kr * kc >= 25 ? 24 : kr * kc >= 15 ? 28 : 32;
+}
+
+template <int N>
+struct stream_taps {
+    float t[N]; /* row-major, a __grid_constant__ parameter: each launch carries its own */
+};
+
+/* One input row as a lane holds it: its four samples and, in lanes 0 and 31, the RX samples left
+ * (lane 0) or right (lane 31) of the strip. */
+template <int RX>
+struct stream_row {
+    float4 v;
+    float h[RX > 0 ? RX : 1];
+};
+
+/* Interior source: no checks. The pointers advance one row per fetch (rows are fetched in order). */
+template <int RX>
+struct stream_src_inner {
+    const float *p, *hp;
+    int pitch;
+
+    __device__ __forceinline__ stream_src_inner(const float *__restrict__ d_in, const conv_geom &g, int xw,
+                                                int lane, int y)
+    {
+        const float *row = d_in + (size_t)y * g.pitch;
+        p = row + xw + 4 * lane;
+        /* lanes 1..30 load lane 0's address: their value is not used, and the warp's load touches
+         * only the two sectors it needs, without a predicate */
+        hp = row + (lane == 31 ? xw + 128 : xw - RX);
+        pitch = g.pitch;
+    }
+
+    __device__ __forceinline__ stream_row<RX> fetch()
+    {
+        stream_row<RX> r;
+        r.v = __ldg(reinterpret_cast<const float4 *>(p));
+        if constexpr (RX == 2) {
+            float2 q = __ldg(reinterpret_cast<const float2 *>(hp)); /* xw - 2 and xw + 128: 8-byte aligned */
+            r.h[0] = q.x, r.h[1] = q.y;
+        } else if constexpr (RX == 1) {
+            r.h[0] = __ldg(hp);
+        }
+        p += pitch;
+        hp += pitch;
+        return r;
+    }
+};
+
+/* Frame source: columns resolved once per lane, rows once per fetch (in order, from y). */
+template <int RX>
+struct stream_src_frame {
+    const float *d_in;
+    int pitch, h, border, y, x0;
+    int xi[4], hx[RX > 0 ? RX : 1];
+    bool vec; /* the lane's four columns lie inside the image row: one 16-byte load */
+
+    __device__ __forceinline__ stream_src_frame(const float *__restrict__ d_in_, const conv_geom &g, int xw,
+                                                int lane, int y_)
+    {
+        d_in = d_in_, pitch = g.pitch, h = g.h, border = g.border, y = y_;
+        x0 = xw + 4 * lane;
+        vec = x0 + 3 < g.w;
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            xi[e] = border_index(x0 + e, g.w, g.border);
+#pragma unroll
+        for (int j = 0; j < RX; j++)
+            hx[j] = lane == 0    ? border_index(xw - RX + j, g.w, g.border)
+                    : lane == 31 ? border_index(xw + 128 + j, g.w, g.border)
+                                 : -1;
+    }
+
+    __device__ __forceinline__ stream_row<RX> fetch()
+    {
+        stream_row<RX> r;
+        int yi = border_index(y++, h, border);
+
+        r.v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+        for (int j = 0; j < RX; j++)
+            r.h[j] = 0.0f;
+        if (yi < 0)
+            return r;
+        const float *row = d_in + (size_t)yi * pitch;
+        if (vec) {
+            r.v = __ldg(reinterpret_cast<const float4 *>(row + x0));
+        } else {
+            r.v.x = xi[0] >= 0 ? __ldg(row + xi[0]) : 0.0f;
+            r.v.y = xi[1] >= 0 ? __ldg(row + xi[1]) : 0.0f;
+            r.v.z = xi[2] >= 0 ? __ldg(row + xi[2]) : 0.0f;
+            r.v.w = xi[3] >= 0 ? __ldg(row + xi[3]) : 0.0f;
+        }
+#pragma unroll
+        for (int j = 0; j < RX; j++)
+            if (hx[j] >= 0)
+                r.h[j] = __ldg(row + hx[j]);
+        return r;
+    }
+};
+
+static __device__ __forceinline__ float stream_elem(const float4 &v, int e)
+{
+    return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w; /* e is a constant after unrolling */
+}
+
+/* The lane's window of one row: samples x0 - RX .. x0 + 3 + RX. */
+template <int RX>
+static __device__ __forceinline__ void stream_window(const stream_row<RX> &r, int lane,
+                                                     float (&w)[4 + 2 * RX])
+{
+    w[RX] = r.v.x, w[RX + 1] = r.v.y, w[RX + 2] = r.v.z, w[RX + 3] = r.v.w;
+#pragma unroll
+    for (int j = 0; j < RX; j++) {
+        float left = __shfl_up_sync(STREAM_FULL, stream_elem(r.v, 4 - RX + j), 1);
+        float right = __shfl_down_sync(STREAM_FULL, stream_elem(r.v, j), 1);
+        w[j] = lane == 0 ? r.h[j] : left;
+        w[RX + 4 + j] = lane == 31 ? r.h[j] : right;
+    }
+}
+
+/* Pushes one input row (window w) into the outputs it feeds: tap row i goes to the accumulator
+ * acc[(S - i) mod KR], S being the step number mod KR. Tap rows above imax are skipped (the first
+ * KR - 1 steps, whose outputs would lie above the strip). Tap (0, 0) starts an output. */
+template <int KR, int KC>
+static __device__ __forceinline__ void stream_push(float (&acc)[KR][4], const float (&w)[4 + 2 * (KC / 2)],
+                                                   const stream_taps<KR * KC> &taps, int S, int imax)
+{
+#pragma unroll
+    for (int i = 0; i < KR; i++) {
+        if (i > imax)
+            break;
+        int a = ((S - i) % KR + KR) % KR;
+#pragma unroll
+        for (int j = 0; j < KC; j++) {
+            float t = taps.t[i * KC + j];
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+                acc[a][c] = (i == 0 && j == 0) ? t * w[c] : fmaf(t, w[c + j], acc[a][c]);
+        }
+    }
+}
+
+/* Writes output row yo, columns x0..x0+3, at o. FRAME: only the part inside the image. */
+template <bool FRAME>
+static __device__ __forceinline__ void stream_store(float *__restrict__ o, const float (&a)[4],
+                                                    const conv_geom &g, int x0, int yo)
+{
+    float4 q = make_float4(a[0], a[1], a[2], a[3]);
+
+    if (!FRAME || x0 + 3 < g.w) {
+        if (!FRAME || yo < g.h)
+            *reinterpret_cast<float4 *>(o) = q;
+        return;
+    }
+    if (yo >= g.h || x0 >= g.w)
+        return;
+    o[0] = q.x;
+    if (x0 + 1 < g.w)
+        o[1] = q.y;
+    if (x0 + 2 < g.w)
+        o[2] = q.z;
+}
+
+/* One warp's strip: output rows y0 .. y0 + SY - 1 from input rows y0 - RY .. y0 + SY - 1 + RY
+ * (steps 0 .. SY + KR - 2). Steps 0 .. KR - 2 only start outputs; from step KR - 1 on, step s
+ * completes output s - KR + 1. Row s + D is fetched at step s. */
+template <int KR, int KC, bool FRAME, int D>
+static __device__ __forceinline__ void stream_strip(const float *__restrict__ d_in, float *__restrict__ d_out,
+                                                    const conv_geom &g, const stream_taps<KR * KC> &taps,
+                                                    int xw, int y0)
+{
+    constexpr int RX = KC / 2, RY = KR / 2, U = stream_period(KR, D), SY = stream_sy(KR), NP = SY / U;
+    constexpr int S0 = KR - 1; /* first step of the rolled loop */
+    static_assert(SY % U == 0 && D < U, "a strip is whole periods, the ring holds D + 1 rows");
+    using src_t = typename std::conditional<FRAME, stream_src_frame<RX>, stream_src_inner<RX>>::type;
+    int lane = threadIdx.x & 31, x0 = xw + 4 * lane;
+    src_t src(d_in, g, xw, lane, y0 - RY);
+    float *o = d_out + (size_t)y0 * g.pitch + x0;
+    stream_row<RX> ring[U];
+    float acc[KR][4], w[4 + 2 * RX];
+
+#pragma unroll
+    for (int s = 0; s < D; s++)
+        ring[s] = src.fetch();
+#pragma unroll
+    for (int s = 0; s < S0; s++) { /* s + D < SY + KR - 1: these fetches always exist */
+        ring[(s + D) % U] = src.fetch();
+        stream_window<RX>(ring[s], lane, w);
+        stream_push<KR, KC>(acc, w, taps, s, s);
+    }
+    /* Period p: steps S0 + p U + u, outputs p U + u. The last period fetches only up to the strip's
+     * last row, so it is peeled (a conditional fetch in the rolled loop keeps dead ring values
+     * alive across the back edge). */
+    auto period = [&](int p, auto last) {
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            if (!decltype(last)::value || u + D < U)
+                ring[(S0 + u + D) % U] = src.fetch();
+            stream_window<RX>(ring[(S0 + u) % U], lane, w);
+            stream_push<KR, KC>(acc, w, taps, (S0 + u) % KR, KR - 1);
+            stream_store<FRAME>(o, acc[u % KR], g, x0, y0 + p * U + u);
+            o += g.pitch;
+        }
+    };
+#pragma unroll 1
+    for (int p = 0; p < NP - 1; p++) {
+        if (FRAME && y0 + p * U >= g.h)
+            return;
+        period(p, std::false_type());
+    }
+    if (!FRAME || y0 + (NP - 1) * U < g.h)
+        period(NP - 1, std::true_type());
+}
+
+/* Band order: the top band, then the bottom band, then the others top-down. Both edge bands are
+ * frame warps (border checks, shallower prefetch: slower per row), and with the natural order the
+ * bottom band would start last and stretch the kernel's tail; bands 1.. still start right after
+ * their upper neighbours, whose halo rows are then in L2. */
+static __device__ __forceinline__ int stream_band(void)
+{
+    int b = blockIdx.y, n = gridDim.y;
+    return b == 0 ? 0 : b == 1 ? n - 1 : b - 1;
+}
+
+template <int KR, int KC>
+__global__ void __launch_bounds__(32, stream_min_warps(KR, KC))
+    k_fast_stream(const float *__restrict__ d_in, float *__restrict__ d_out, conv_geom g,
+                  const __grid_constant__ stream_taps<KR * KC> taps)
+{
+    constexpr int RX = KC / 2, RY = KR / 2, SY = stream_sy(KR);
+    static_assert(KR % 2 == 1 && KC % 2 == 1 && KR <= 5 && KC <= 5, "odd sides up to 5 (halo loads)");
+    int xw = blockIdx.x * 128, y0 = stream_band() * SY;
+
+    if (xw >= RX && xw + 128 + RX <= g.w && y0 >= RY && y0 + SY + RY <= g.h)
+        stream_strip<KR, KC, false, STREAM_DEPTH>(d_in, d_out, g, taps, xw, y0);
+    else
+        stream_strip<KR, KC, true, STREAM_FRAME_DEPTH>(d_in, d_out, g, taps, xw, y0);
+}
+
+/* ---- launcher ---------------------------------------------------------------------------- */
+
+template <int KR, int KC>
+static void stream_launch(const struct conv_args *a)
+{
+    stream_taps<KR * KC> t;
+    dim3 grid(div_up(a->w, 128), div_up(a->h, stream_sy(KR)));
+
+    memcpy(t.t, a->k->taps, sizeof(t.t));
+    k_fast_stream<KR, KC><<<grid, 32, 0, a->stream>>>(a->d_in, a->d_out, conv_geom_of(a), t);
+}
+
+/* Sides 1, 3 or 5 each; conv_fast decides which sizes come here. No limits: no shared memory, one
+ * warp per block. */
+extern "C" int conv_fast_stream(struct conv_args *a, char *err)
+{
+    int kr = a->k->rows, kc = a->k->cols;
+
+    if (kr < 1 || kr > 5 || kc < 1 || kc > 5 || !(kr & 1) || !(kc & 1))
+        return edged_fail(err, EDGED_E_PARAM, "fast streaming kernel: %dx%d taps, sides must be 1, 3 or 5",
+                          kr, kc);
+    if (a->check_only)
+        return 0;
+    switch (kr * 8 + kc) {
+#define STREAM_CASE(R, C)                                                                                    \
+    case R * 8 + C:                                                                                          \
+        stream_launch<R, C>(a);                                                                              \
+        break;
+        STREAM_CASE(1, 1) STREAM_CASE(1, 3) STREAM_CASE(1, 5)
+        STREAM_CASE(3, 1) STREAM_CASE(3, 3) STREAM_CASE(3, 5)
+        STREAM_CASE(5, 1) STREAM_CASE(5, 3) STREAM_CASE(5, 5)
+#undef STREAM_CASE
+    }
+    return conv_launched(a, "fast streaming kernel");
+}

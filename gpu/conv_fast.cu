@@ -1,6 +1,6 @@
-/* conv_fast.cu — fast: the production fp32 correlation. Kernels up to 5x5 stream through registers
- * (conv_stream.cu); larger rank-1 square taps run as ONE fused row+column pass through shared
- * memory; other taps run as a register-blocked direct kernel. */
+/* conv_fast.cu — fast: the production fp32 correlation. Kernels up to 5x5, and rank-1 square taps
+ * of side 7 and 9, stream through registers (conv_stream.cu); larger rank-1 square taps run as ONE
+ * fused row+column pass through shared memory; other taps run as a register-blocked direct kernel. */
 #include <string.h>
 
 #include "gconv_internal.h"
@@ -373,6 +373,17 @@ static int fast_use_stream(const struct kernel2d *k)
     return gconv_knob("EDGED_FAST_STREAM", 1) != 0 && k->rows <= 5 && k->cols <= 5 && (k->rows & 1) && (k->cols & 1);
 }
 
+/* Rank-1 square taps of side 7 and 9 stream too (conv_stream.cu): a row pass and a column pass in
+ * registers, 2N FMAs per pixel, each row read once per strip. H100, 8192^2 (2026-11-21): 0.219 and
+ * 0.228 ms against the fused tile's 0.254 and 0.262; from 11 on the streaming kernel lost (0.289
+ * and 0.454 ms at 11 and 15 against 0.271 and 0.284: it holds 4N accumulators per lane, so too few
+ * warps fit), so larger sides keep the tile. Same knob. */
+static int fast_use_stream_sep(const struct kernel2d *k)
+{
+    return gconv_knob("EDGED_FAST_STREAM", 1) != 0 && k->separable && k->rows == k->cols &&
+           (k->rows == 7 || k->rows == 9);
+}
+
 /* Limits: none on the H100 (every odd size up to 63x63 fits); on a GPU with less opt-in shared
  * memory a tile that does not fit is refused with the size it needs. The block argument is not
  * used: the tiles are fixed (128 columns x 32 or 64 rows). */
@@ -383,6 +394,8 @@ extern "C" int conv_fast(struct conv_args *a, char *err)
 
     if (fast_use_stream(a->k))
         return conv_fast_stream(a, err);
+    if (fast_use_stream_sep(a->k))
+        return conv_fast_stream_sep(a, err);
     if (fast_choose(a, &p) < 0)
         return edged_fail(err, EDGED_E_VARIANT_LIMIT,
                           "fast: a %dx%d tile needs %zu bytes of shared memory > %zu per block",

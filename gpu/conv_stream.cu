@@ -1,5 +1,6 @@
-/* conv_stream.cu — fast, kernels up to 5x5: a streaming register kernel (no shared memory, no
- * barrier) that reads each input row once per 128-column strip and writes each output once. */
+/* conv_stream.cu — fast, kernels up to 5x5 and rank-1 square taps of side 7 and 9: streaming register
+ * kernels (no shared memory, no barrier) that read each input row once per 128-column strip and
+ * write each output once. */
 #include <string.h>
 
 #include <type_traits>
@@ -15,6 +16,16 @@
  * accumulators are live. Output r is complete after step r + KR - 1 and is written with one 16-byte
  * store per lane (512 contiguous bytes per warp). Direct correlation for rank-1 taps too: at most 25
  * FMAs per pixel are far from the FP32 peak at the memory floor.
+ *
+ * Separable, rank-1 square taps of side N = 7 and 9 (k_fast_stream_sep): the same walk, but each
+ * input row is first filtered along x with the row taps (N FMAs per sample) and the result pushed
+ * into the N pending outputs with the column taps (N more): 2N FMAs per pixel where direct
+ * correlation would take N^2. Interior loop (sm_90 SASS, per pixel): 19.4 and 24.6 instructions,
+ * of which 2N FFMA/FMUL. Its halo is spread over 16 lanes (stream_halo). Measured on the H100
+ * (8192^2, 2026-11-21): 0.219 and 0.228 ms, 1.19x and 1.24x the memory floor, against 0.254 and
+ * 0.262 for the fused tile; at N = 11 and 15 the same kernel took 0.289 and 0.454 ms against the
+ * tile's 0.271 and 0.284 (13 and 12 warps per SM at 151 and 168 registers: too few rows in
+ * flight), so larger sides keep the tile. The template takes N up to 15 for that comparison.
  *
  * Registers, not local memory: every array is indexed with compile-time constants. The row loop
  * is rolled over periods of U steps (U a multiple of KR) and each period is unrolled, so the
@@ -39,14 +50,15 @@
 
 /* Period of the unrolled row loop for depth d: a multiple of KR, larger than d (the ring slot of
  * the row being fetched must differ from the one in use). Interior (d = 3): KR = 1: 4, 3: 6, 5: 5;
- * frame (d = 2): 3, 3, 5. */
+ * frame (d = 2): 3, 3, 5; KR = N >= 7: N for both. */
 static __host__ __device__ constexpr int stream_period(int kr, int d)
 {
     return kr * ((d + kr) / kr);
 }
 
 /* Output rows per strip: STREAM_ROWS rounded up to a multiple of the interior period (48, 48, 50
- * rows for KR = 1, 3, 5); the frame period divides it too (static_assert in stream_strip). */
+ * rows for KR = 1, 3, 5; 49, 54, 55, 52, 60 for KR = 7..15); the frame period divides it too
+ * (static_assert in stream_strip). */
 static __host__ __device__ constexpr int stream_sy(int kr)
 {
     return (STREAM_ROWS + stream_period(kr, STREAM_DEPTH) - 1) / stream_period(kr, STREAM_DEPTH) *
@@ -66,21 +78,55 @@ static __host__ __device__ constexpr int stream_min_warps(int kr, int kc)
     return kr * kc >= 25 ? 24 : kr * kc >= 15 ? 28 : 32;
 }
 
+/* The same for the separable kernel, side n. Unbounded, ptxas takes 120, 132, 154, 168 and 172
+ * registers for n = 7, 9, 11, 13, 15 (4n accumulators, the window and the prefetched rows); the
+ * bounds below (16 warps at n = 7, else 12) allow 128 and 168 with no spill (CUDA 13.0, sm_90:
+ * asking for 13 or more warps at n = 9 gave 128 registers and 12 bytes of spill). ptxas then uses
+ * 116, 132, 151, 166, 168: 17, 15, 13, 12, 12 warps per SM, each with D rows in flight. */
+static __host__ __device__ constexpr int stream_sep_min_warps(int n)
+{
+    return n <= 7 ? 16 : 12;
+}
+
 template <int N>
 struct stream_taps {
     float t[N]; /* row-major, a __grid_constant__ parameter: each launch carries its own */
 };
 
-/* One input row as a lane holds it: its four samples and, in lanes 0 and 31, the RX samples left
- * (lane 0) or right (lane 31) of the strip. */
-template <int RX>
+/* Halo width HW: the samples loaded beyond each side of the strip for a horizontal radius rx. Up to
+ * rx = 2, lanes 0 and 31 load rx each (one 4- or 8-byte load) and keep them. Wider halos would cost
+ * every lane rx registers per prefetched row, so they are SPREAD: lanes 0..7 load one sample each of
+ * columns xw - 8 .. xw - 1, lanes 24..31 of xw + 128 .. xw + 135 (one 32-byte sector per side, one
+ * 4-byte load per lane), and the window brings them to lanes 0 and 31 by shuffles. */
+#define STREAM_SPREAD 8
+static __host__ __device__ constexpr int stream_halo(int rx)
+{
+    return rx <= 2 ? rx : STREAM_SPREAD;
+}
+
+/* One input row as a lane holds it: its four samples and the halo: for HW <= 2, in lanes 0 and 31,
+ * the HW samples left (lane 0: columns xw - HW ..) or right (lane 31: columns xw + 128 ..) of the
+ * strip; for a spread halo the lane's one sample (above). */
+template <int HW>
+static __host__ __device__ constexpr int stream_hn(void) /* halo samples a lane holds */
+{
+    return HW == STREAM_SPREAD ? 1 : HW;
+}
+
+template <int HW>
 struct stream_row {
     float4 v;
-    float h[RX > 0 ? RX : 1];
+    float h[stream_hn<HW>() > 0 ? stream_hn<HW>() : 1];
 };
 
+/* The halo column that this lane loads for a spread halo. */
+static __device__ __forceinline__ int stream_spread_col(int xw, int lane)
+{
+    return lane >= 16 ? xw + 128 + (lane & 7) : xw - 8 + (lane & 7);
+}
+
 /* Interior source: no checks. The pointers advance one row per fetch (rows are fetched in order). */
-template <int RX>
+template <int HW>
 struct stream_src_inner {
     const float *p, *hp;
     int pitch;
@@ -92,18 +138,23 @@ struct stream_src_inner {
         p = row + xw + 4 * lane;
         /* lanes 1..30 load lane 0's address: their value is not used, and the warp's load touches
          * only the two sectors it needs, without a predicate */
-        hp = row + (lane == 31 ? xw + 128 : xw - RX);
+        if constexpr (HW == STREAM_SPREAD)
+            hp = row + stream_spread_col(xw, lane); /* lanes 8..23 load what 0..7 or 24..31 load */
+        else
+            hp = row + (lane == 31 ? xw + 128 : xw - HW);
         pitch = g.pitch;
     }
 
-    __device__ __forceinline__ stream_row<RX> fetch()
+    __device__ __forceinline__ stream_row<HW> fetch()
     {
-        stream_row<RX> r;
+        stream_row<HW> r;
         r.v = __ldg(reinterpret_cast<const float4 *>(p));
-        if constexpr (RX == 2) {
+        if constexpr (HW == STREAM_SPREAD) {
+            r.h[0] = __ldg(hp);
+        } else if constexpr (HW == 2) {
             float2 q = __ldg(reinterpret_cast<const float2 *>(hp)); /* xw - 2 and xw + 128: 8-byte aligned */
             r.h[0] = q.x, r.h[1] = q.y;
-        } else if constexpr (RX == 1) {
+        } else if constexpr (HW == 1) {
             r.h[0] = __ldg(hp);
         }
         p += pitch;
@@ -113,11 +164,11 @@ struct stream_src_inner {
 };
 
 /* Frame source: columns resolved once per lane, rows once per fetch (in order, from y). */
-template <int RX>
+template <int HW>
 struct stream_src_frame {
     const float *d_in;
     int pitch, h, border, y, x0;
-    int xi[4], hx[RX > 0 ? RX : 1];
+    int xi[4], hx[stream_hn<HW>() > 0 ? stream_hn<HW>() : 1];
     bool vec; /* the lane's four columns lie inside the image row: one 16-byte load */
 
     __device__ __forceinline__ stream_src_frame(const float *__restrict__ d_in_, const conv_geom &g, int xw,
@@ -129,21 +180,25 @@ struct stream_src_frame {
 #pragma unroll
         for (int e = 0; e < 4; e++)
             xi[e] = border_index(x0 + e, g.w, g.border);
+        if constexpr (HW == STREAM_SPREAD) {
+            hx[0] = lane < 8 || lane >= 24 ? border_index(stream_spread_col(xw, lane), g.w, g.border) : -1;
+        } else {
 #pragma unroll
-        for (int j = 0; j < RX; j++)
-            hx[j] = lane == 0    ? border_index(xw - RX + j, g.w, g.border)
-                    : lane == 31 ? border_index(xw + 128 + j, g.w, g.border)
-                                 : -1;
+            for (int j = 0; j < HW; j++)
+                hx[j] = lane == 0    ? border_index(xw - HW + j, g.w, g.border)
+                        : lane == 31 ? border_index(xw + 128 + j, g.w, g.border)
+                                     : -1;
+        }
     }
 
-    __device__ __forceinline__ stream_row<RX> fetch()
+    __device__ __forceinline__ stream_row<HW> fetch()
     {
-        stream_row<RX> r;
+        stream_row<HW> r;
         int yi = border_index(y++, h, border);
 
         r.v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
-        for (int j = 0; j < RX; j++)
+        for (int j = 0; j < stream_hn<HW>(); j++)
             r.h[j] = 0.0f;
         if (yi < 0)
             return r;
@@ -157,54 +212,103 @@ struct stream_src_frame {
             r.v.w = xi[3] >= 0 ? __ldg(row + xi[3]) : 0.0f;
         }
 #pragma unroll
-        for (int j = 0; j < RX; j++)
+        for (int j = 0; j < stream_hn<HW>(); j++)
             if (hx[j] >= 0)
                 r.h[j] = __ldg(row + hx[j]);
         return r;
     }
 };
 
-static __device__ __forceinline__ float stream_elem(const float4 &v, int e)
-{
-    return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w; /* e is a constant after unrolling */
-}
-
-/* The lane's window of one row: samples x0 - RX .. x0 + 3 + RX. */
-template <int RX>
-static __device__ __forceinline__ void stream_window(const stream_row<RX> &r, int lane,
+/* The lane's window of one row: samples x0 - RX .. x0 + 3 + RX, filled outwards from the lane's
+ * own four. Sample x0 + q (q < 0) is sample x0 + q + 4 of lane - 1, already in that lane's window;
+ * x0 + 4 + j is x0 + j of lane + 1. So every sample costs one shuffle from an adjacent lane, also
+ * for RX > 4 (the samples of lane -2 come through lane -1's window), and lanes 0 and 31 take theirs
+ * from the halo: their own, or for a spread halo one more shuffle per j: with xor mask 7 - j, lane 0
+ * gets column xw - 1 - j from lane 7 - j and lane 31 gets xw + 128 + j from lane 24 + j. */
+template <int RX, int HW>
+static __device__ __forceinline__ void stream_window(const stream_row<HW> &r, int lane,
                                                      float (&w)[4 + 2 * RX])
 {
+    static_assert(HW >= RX, "the halo covers the radius");
     w[RX] = r.v.x, w[RX + 1] = r.v.y, w[RX + 2] = r.v.z, w[RX + 3] = r.v.w;
 #pragma unroll
     for (int j = 0; j < RX; j++) {
-        float left = __shfl_up_sync(STREAM_FULL, stream_elem(r.v, 4 - RX + j), 1);
-        float right = __shfl_down_sync(STREAM_FULL, stream_elem(r.v, j), 1);
-        w[j] = lane == 0 ? r.h[j] : left;
-        w[RX + 4 + j] = lane == 31 ? r.h[j] : right;
-    }
-}
-
-/* Pushes one input row (window w) into the outputs it feeds: tap row i goes to the accumulator
- * acc[(S - i) mod KR], S being the step number mod KR. Tap rows above imax are skipped (the first
- * KR - 1 steps, whose outputs would lie above the strip). Tap (0, 0) starts an output. */
-template <int KR, int KC>
-static __device__ __forceinline__ void stream_push(float (&acc)[KR][4], const float (&w)[4 + 2 * (KC / 2)],
-                                                   const stream_taps<KR * KC> &taps, int S, int imax)
-{
-#pragma unroll
-    for (int i = 0; i < KR; i++) {
-        if (i > imax)
-            break;
-        int a = ((S - i) % KR + KR) % KR;
-#pragma unroll
-        for (int j = 0; j < KC; j++) {
-            float t = taps.t[i * KC + j];
-#pragma unroll
-            for (int c = 0; c < 4; c++)
-                acc[a][c] = (i == 0 && j == 0) ? t * w[c] : fmaf(t, w[c + j], acc[a][c]);
+        float left = __shfl_up_sync(STREAM_FULL, w[RX + 3 - j], 1);
+        float right = __shfl_down_sync(STREAM_FULL, w[RX + j], 1);
+        if constexpr (HW == STREAM_SPREAD) {
+            float halo = __shfl_xor_sync(STREAM_FULL, r.h[0], 7 - j);
+            w[RX - 1 - j] = lane == 0 ? halo : left;
+            w[RX + 4 + j] = lane == 31 ? halo : right;
+        } else {
+            w[RX - 1 - j] = lane == 0 ? r.h[HW - 1 - j] : left;
+            w[RX + 4 + j] = lane == 31 ? r.h[j] : right;
         }
     }
 }
+
+/* What the strip walk below needs of a filter: KR tap rows (outputs pending at once), the
+ * horizontal radius RX and halo width HW, the taps' type, and push, which adds one input row (window
+ * w) to the outputs it feeds: tap row i goes to the accumulator acc[(S - i) mod KR], S being the
+ * step number mod KR. Tap rows above imax are skipped (the first KR - 1 steps, whose outputs would
+ * lie above the strip). Tap row 0 starts an output. */
+
+/* Direct correlation, kernels up to 5x5: each output adds its taps in row-major order. */
+template <int KR_, int KC>
+struct stream_direct {
+    static constexpr int KR = KR_, RX = KC / 2, HW = RX;
+    using taps_t = stream_taps<KR * KC>;
+
+    static __device__ __forceinline__ void push(float (&acc)[KR][4], const float (&w)[4 + 2 * RX],
+                                                const taps_t &taps, int S, int imax)
+    {
+#pragma unroll
+        for (int i = 0; i < KR; i++) {
+            if (i > imax)
+                break;
+            int a = ((S - i) % KR + KR) % KR;
+#pragma unroll
+            for (int j = 0; j < KC; j++) {
+                float t = taps.t[i * KC + j];
+#pragma unroll
+                for (int c = 0; c < 4; c++)
+                    acc[a][c] = (i == 0 && j == 0) ? t * w[c] : fmaf(t, w[c + j], acc[a][c]);
+            }
+        }
+    }
+};
+
+/* Rank-1 square taps col[i] * row[j], side N: the row pass h = sum_j row[j] x[c + j - RX] of the
+ * input row (N FMAs per sample), then h joins the N pending outputs with the column taps (N more).
+ * Both sums run in tap order from the first product, as k_fast_sep's row and column passes do, so
+ * the results are those of the tiled separable kernel. taps.t: row[0..N-1], then col[0..N-1]. */
+template <int N>
+struct stream_sep {
+    static constexpr int KR = N, RX = N / 2, HW = stream_halo(RX);
+    using taps_t = stream_taps<2 * N>;
+
+    static __device__ __forceinline__ void push(float (&acc)[KR][4], const float (&w)[4 + 2 * RX],
+                                                const taps_t &taps, int S, int imax)
+    {
+        float h[4];
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            h[c] = taps.t[0] * w[c];
+#pragma unroll
+            for (int j = 1; j < N; j++)
+                h[c] = fmaf(taps.t[j], w[c + j], h[c]);
+        }
+#pragma unroll
+        for (int i = 0; i < KR; i++) {
+            if (i > imax)
+                break;
+            int a = ((S - i) % KR + KR) % KR;
+            float t = taps.t[N + i];
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+                acc[a][c] = i == 0 ? t * h[c] : fmaf(t, h[c], acc[a][c]);
+        }
+    }
+};
 
 /* Writes output row yo, columns x0..x0+3, at o. FRAME: only the part inside the image. */
 template <bool FRAME>
@@ -230,19 +334,20 @@ static __device__ __forceinline__ void stream_store(float *__restrict__ o, const
 /* One warp's strip: output rows y0 .. y0 + SY - 1 from input rows y0 - RY .. y0 + SY - 1 + RY
  * (steps 0 .. SY + KR - 2). Steps 0 .. KR - 2 only start outputs; from step KR - 1 on, step s
  * completes output s - KR + 1. Row s + D is fetched at step s. */
-template <int KR, int KC, bool FRAME, int D>
+template <typename F, bool FRAME, int D>
 static __device__ __forceinline__ void stream_strip(const float *__restrict__ d_in, float *__restrict__ d_out,
-                                                    const conv_geom &g, const stream_taps<KR * KC> &taps,
-                                                    int xw, int y0)
+                                                    const conv_geom &g, const typename F::taps_t &taps, int xw,
+                                                    int y0)
 {
-    constexpr int RX = KC / 2, RY = KR / 2, U = stream_period(KR, D), SY = stream_sy(KR), NP = SY / U;
+    constexpr int KR = F::KR, RX = F::RX, HW = F::HW, RY = KR / 2;
+    constexpr int U = stream_period(KR, D), SY = stream_sy(KR), NP = SY / U;
     constexpr int S0 = KR - 1; /* first step of the rolled loop */
     static_assert(SY % U == 0 && D < U, "a strip is whole periods, the ring holds D + 1 rows");
-    using src_t = typename std::conditional<FRAME, stream_src_frame<RX>, stream_src_inner<RX>>::type;
+    using src_t = typename std::conditional<FRAME, stream_src_frame<HW>, stream_src_inner<HW>>::type;
     int lane = threadIdx.x & 31, x0 = xw + 4 * lane;
     src_t src(d_in, g, xw, lane, y0 - RY);
     float *o = d_out + (size_t)y0 * g.pitch + x0;
-    stream_row<RX> ring[U];
+    stream_row<HW> ring[U];
     float acc[KR][4], w[4 + 2 * RX];
 
 #pragma unroll
@@ -252,7 +357,7 @@ static __device__ __forceinline__ void stream_strip(const float *__restrict__ d_
     for (int s = 0; s < S0; s++) { /* s + D < SY + KR - 1: these fetches always exist */
         ring[(s + D) % U] = src.fetch();
         stream_window<RX>(ring[s], lane, w);
-        stream_push<KR, KC>(acc, w, taps, s, s);
+        F::push(acc, w, taps, s, s);
     }
     /* Period p: steps S0 + p U + u, outputs p U + u. The last period fetches only up to the strip's
      * last row, so it is peeled (a conditional fetch in the rolled loop keeps dead ring values
@@ -263,7 +368,7 @@ static __device__ __forceinline__ void stream_strip(const float *__restrict__ d_
             if (!decltype(last)::value || u + D < U)
                 ring[(S0 + u + D) % U] = src.fetch();
             stream_window<RX>(ring[(S0 + u) % U], lane, w);
-            stream_push<KR, KC>(acc, w, taps, (S0 + u) % KR, KR - 1);
+            F::push(acc, w, taps, (S0 + u) % KR, KR - 1);
             stream_store<FRAME>(o, acc[u % KR], g, x0, y0 + p * U + u);
             o += g.pitch;
         }
@@ -288,19 +393,38 @@ static __device__ __forceinline__ int stream_band(void)
     return b == 0 ? 0 : b == 1 ? n - 1 : b - 1;
 }
 
+/* One warp's strip of filter F: interior warps (the strip, its HW halo columns and RY halo rows
+ * inside the image) without checks, the others through border_index. */
+template <typename F>
+static __device__ __forceinline__ void stream_run(const float *__restrict__ d_in, float *__restrict__ d_out,
+                                                  const conv_geom &g, const typename F::taps_t &taps)
+{
+    constexpr int HW = F::HW, RY = F::KR / 2, SY = stream_sy(F::KR);
+    int xw = blockIdx.x * 128, y0 = stream_band() * SY;
+
+    if (xw >= HW && xw + 128 + HW <= g.w && y0 >= RY && y0 + SY + RY <= g.h)
+        stream_strip<F, false, STREAM_DEPTH>(d_in, d_out, g, taps, xw, y0);
+    else
+        stream_strip<F, true, STREAM_FRAME_DEPTH>(d_in, d_out, g, taps, xw, y0);
+}
+
 template <int KR, int KC>
 __global__ void __launch_bounds__(32, stream_min_warps(KR, KC))
     k_fast_stream(const float *__restrict__ d_in, float *__restrict__ d_out, conv_geom g,
                   const __grid_constant__ stream_taps<KR * KC> taps)
 {
-    constexpr int RX = KC / 2, RY = KR / 2, SY = stream_sy(KR);
     static_assert(KR % 2 == 1 && KC % 2 == 1 && KR <= 5 && KC <= 5, "odd sides up to 5 (halo loads)");
-    int xw = blockIdx.x * 128, y0 = stream_band() * SY;
+    stream_run<stream_direct<KR, KC>>(d_in, d_out, g, taps);
+}
 
-    if (xw >= RX && xw + 128 + RX <= g.w && y0 >= RY && y0 + SY + RY <= g.h)
-        stream_strip<KR, KC, false, STREAM_DEPTH>(d_in, d_out, g, taps, xw, y0);
-    else
-        stream_strip<KR, KC, true, STREAM_FRAME_DEPTH>(d_in, d_out, g, taps, xw, y0);
+/* Separable, side N = 7 .. 15 (conv_fast_stream_sep launches 7 and 9). */
+template <int N>
+__global__ void __launch_bounds__(32, stream_sep_min_warps(N))
+    k_fast_stream_sep(const float *__restrict__ d_in, float *__restrict__ d_out, conv_geom g,
+                      const __grid_constant__ stream_taps<2 * N> taps)
+{
+    static_assert(N % 2 == 1 && N >= 7 && N <= 15, "odd sides 7 .. 15 (halo loads: radius <= 8)");
+    stream_run<stream_sep<N>>(d_in, d_out, g, taps);
 }
 
 /* ---- launcher ---------------------------------------------------------------------------- */
@@ -337,4 +461,37 @@ extern "C" int conv_fast_stream(struct conv_args *a, char *err)
 #undef STREAM_CASE
     }
     return conv_launched(a, "fast streaming kernel");
+}
+
+template <int N>
+static void stream_sep_launch(const struct conv_args *a)
+{
+    stream_taps<2 * N> t;
+    dim3 grid(div_up(a->w, 128), div_up(a->h, stream_sy(N)));
+
+    memcpy(t.t, a->k->row, sizeof(float) * N);
+    memcpy(t.t + N, a->k->col, sizeof(float) * N);
+    k_fast_stream_sep<N><<<grid, 32, 0, a->stream>>>(a->d_in, a->d_out, conv_geom_of(a), t);
+}
+
+/* Rank-1 square taps of side 7 or 9; conv_fast decides which come here. */
+extern "C" int conv_fast_stream_sep(struct conv_args *a, char *err)
+{
+    int n = a->k->rows;
+
+    if (!a->k->separable || a->k->cols != n || (n != 7 && n != 9))
+        return edged_fail(err, EDGED_E_PARAM,
+                          "fast separable streaming kernel: %dx%d taps, rank-1 square of side 7 or 9 needed",
+                          a->k->rows, a->k->cols);
+    if (a->check_only)
+        return 0;
+    switch (n) {
+    case 7:
+        stream_sep_launch<7>(a);
+        break;
+    case 9:
+        stream_sep_launch<9>(a);
+        break;
+    }
+    return conv_launched(a, "fast separable streaming kernel");
 }

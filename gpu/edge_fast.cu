@@ -40,7 +40,7 @@
  * Replicate and reflect run as the two-stage fast path (gconv_run.cu). */
 #define EDGE_P 8                        /* row steps per loop iteration: the period of the windows */
 #define EDGE_WARM 6                     /* input rows a strip reads before its first output row */
-#define EDGE_SY 32                      /* output rows per warp (edge_rows; measured, see there) */
+#define EDGE_SY 24                      /* output rows per warp (edge_rows; measured, see there) */
 #define EDGE_FULL 0xffffffffu
 #define EDGE_PX(CH) ((CH) == 1 ? 8 : 4) /* pixels per lane when w is a multiple of it */
 #define EDGE_HFLOAT 0x47000000u         /* bits of 2^15: a 16-bit sum s in bits 8..23 -> 2^15 + s */
@@ -471,11 +471,12 @@ static int edge_sy_knob(void)
 }
 
 /* Output rows per warp (g.sy) for an image of h rows. A strip reads 6 rows more than it writes,
- * which argues for tall strips, but on the H200 (2026-11-21, 8192^2 gray) short ones won: 32 rows
- * 0.061 ms, 64 rows 0.065, 128 rows 0.079, and one wave of 96-row strips (every warp resident at
- * once) 0.073 — more, shorter warps keep more loads in flight than fewer long ones save. So
- * EDGE_SY, or EDGED_EDGE_SY; then a multiple of EDGE_P, at most what the image needs, and enough
- * for grid.y <= 65535. */
+ * which argues for tall strips, but short ones won. H100, 8192^2, two runs on 2026-11-21, gray /
+ * RGB ms: 16 rows 0.067 / 0.113, 24 rows 0.065 / 0.110, 32 rows 0.067 / 0.115, 48 rows 0.067 /
+ * 0.114, 64 rows 0.074 / 0.116; on an H200 one wave of 96-row strips (every warp resident at once)
+ * took 0.073 against 0.061 for 32 rows. More, shorter warps keep more loads in flight than fewer
+ * long ones save. So EDGE_SY, or EDGED_EDGE_SY; then a multiple of EDGE_P, at most what the image
+ * needs, and enough for grid.y <= 65535. */
 static int edge_rows(int h)
 {
     long r = edge_sy_knob();

@@ -121,6 +121,8 @@ int conv_fast(struct conv_args *a, char *err);      /* fast (conv_fast.cu) */
 /* fast for kernels with sides 1, 3 or 5 (conv_stream.cu); conv_fast calls it for the sizes it
  * picks. */
 int conv_fast_stream(struct conv_args *a, char *err);
+/* fast for rank-1 square taps of side 7 or 9 (conv_stream.cu): a streaming row+column pass. */
+int conv_fast_stream_sep(struct conv_args *a, char *err);
 
 /* The fused u8 edge pipeline (edge_fast.cu). can: 1 when plan is the bank's edge filter with the
  * zero border on one plane (gray or luma), the case the one-pass kernel serves. launch: enqueues it

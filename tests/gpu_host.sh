@@ -107,13 +107,13 @@ if [ "$what" = fast ]; then
         > "$OUT/fast_edge.csv" 2>> "$log"
     # bench knobs, for comparison in the same run: the edge kernel without its prefetch ring, with
     # 4 px per lane, with fixed strip heights; k <= 5 on the shared-memory tiles instead of streaming
-    for knob in EDGED_EDGE_PREFETCH=0 EDGED_EDGE_PX=4 EDGED_EDGE_SY=16 EDGED_EDGE_SY=24 EDGED_EDGE_SY=48 EDGED_EDGE_SY=64; do
+    for knob in EDGED_EDGE_PREFETCH=0 EDGED_EDGE_PX=4 EDGED_EDGE_SY=16 EDGED_EDGE_SY=32 EDGED_EDGE_SY=48 EDGED_EDGE_SY=64; do
         env "$knob" $b --u8-edge --variants fast 2>> "$log" | tail -n +2 | sed "s/,fast,/,fast_$knob,/" \
             >> "$OUT/fast_edge.csv"
     done
     for f in gauss custom; do
         filt=gaussian; [ $f = custom ] && filt=custom
-        EDGED_FAST_STREAM=0 $b --filter $filt --ksizes 3,5 --variants fast 2>> "$log" | tail -n +2 |
+        EDGED_FAST_STREAM=0 $b --filter $filt --ksizes 3,5,7,9 --variants fast 2>> "$log" | tail -n +2 |
             sed 's/,fast,/,fast_tiles,/' >> "$OUT/fast_$f.csv"
     done
     "$PYTHON" - "$OUT" <<'PY' | tee "$OUT/fast_summary.txt"

@@ -73,10 +73,11 @@ class Client:
 
     def __init__(self, host, port, body, ctype, timeout):
         self.host, self.port, self.body, self.ctype, self.timeout = host, port, body, ctype, timeout
-        self.conn = None
+        self.conn, self.timing = None, ""
 
     def post(self):
         t0 = time.perf_counter()
+        self.timing = ""
         try:
             if self.conn is None:
                 self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
@@ -84,6 +85,7 @@ class Client:
             r = self.conn.getresponse()
             r.read()
             ra = r.getheader("Retry-After")
+            self.timing = r.getheader("Server-Timing", "")
             if r.getheader("Connection", "").lower() == "close":
                 self.conn.close()
                 self.conn = None
@@ -96,12 +98,15 @@ class Client:
 
 
 class Stats:
-    def __init__(self):
+    def __init__(self, trace=None):
         self.lock = threading.Lock()
         self.codes, self.lat, self.bad_429 = {}, [], 0
+        self.trace = trace  # a file: one CSV line per request (end time, seconds, status, Server-Timing)
 
-    def add(self, status, retry_after, secs):
+    def add(self, status, retry_after, secs, timing=""):
         with self.lock:
+            if self.trace:
+                self.trace.write("%.4f,%.4f,%d,\"%s\"\n" % (time.time(), secs, status, timing))
             self.codes[status] = self.codes.get(status, 0) + 1
             if status == 200:
                 self.lat.append(secs)
@@ -139,7 +144,7 @@ MAX_LAG_S = 0.1  # the open-loop sender's schedule is reset when it falls furthe
 
 def open_loop(args, rate, seconds, budget, workers, on_tick=None):
     """Arrivals at `rate` per second (evenly spaced) served by up to `workers` connections."""
-    stats, q = Stats(), queue.Queue()
+    stats, q = Stats(args.trace_file), queue.Queue()
 
     def run():
         c = Client("127.0.0.1", args.port, args.body, args.ctype, args.timeout)
@@ -147,7 +152,7 @@ def open_loop(args, rate, seconds, budget, workers, on_tick=None):
             item = q.get()
             if item is None:
                 return
-            stats.add(*c.post())
+            stats.add(*c.post(), c.timing)
 
     threads = [threading.Thread(target=run) for _ in range(workers)]
     for t in threads:
@@ -294,9 +299,12 @@ def main():
     ap.add_argument("--quick", action="store_true", help="short phases: ramp 1,2,4 x 4 s, hold 20 s, overload 10 s")
     ap.add_argument("--json", default="")
     ap.add_argument("--log", default="/tmp/edged-soak.log")
+    ap.add_argument("--trace", default="", help="CSV of every open-loop request: end time, seconds, status, "
+                    "Server-Timing (to see where slow requests spent their time)")
     args = ap.parse_args()
     if args.quick:
         args.ramp, args.step_s, args.hold_s, args.over_s, args.sample_s = "1,2,4", 4, 20, 10, 2
+    args.trace_file = open(args.trace, "w") if args.trace else None
     png = synthetic_photo(args.size)
     args.body, args.ctype = multipart(png, args.params)
     proc = None

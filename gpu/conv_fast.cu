@@ -358,19 +358,22 @@ static cudaError_t fast_launch(const struct conv_args *a, const struct fast_plan
 }
 
 /* Which taps take the streaming register kernel (conv_stream.cu) instead of the tiles above: both
- * sides 1, 3 or 5, rank 1 or not. At that size the tiled kernels are bound by their phases (stage,
- * barrier, compute, barrier: the memory pipe idles between them) and by the staged halo (16 % more
- * bytes at 3x3), and they lost to NPP at 3x3 and 5x5 on the H100. The streaming kernel keeps the
- * loads of every warp in flight and reads each row once per 128-column strip; at most 25 FMAs per
- * pixel stay far below the FP32 peak, so direct correlation is as fast as the separable split.
- * Larger kernels keep the tiles: a direct 7x7 streaming pass (a trial build: 52 instructions per
- * pixel, 49 of them FMAs, and spills at 80 registers) would need about two thirds of the issue
- * rate at the memory floor, and 9x9 more than all of it. Chosen by reasoning and the SASS; to be
- * confirmed by bench numbers on the H100. */
+ * sides 1, 3 or 5, rank 1 or not, and full-rank 7x7. At that size the tiled kernels are bound by
+ * their phases (stage, barrier, compute, barrier: the memory pipe idles between them) and by the
+ * staged halo (16 % more bytes at 3x3), and they lost to NPP at 3x3 and 5x5 on the H100. The
+ * streaming kernel keeps the loads of every warp in flight and reads each row once per 128-column
+ * strip; up to 25 FMAs per pixel it runs at the memory pace, so direct correlation is as fast as the
+ * separable split. H100, 8192^2 (2026-11-21): full-rank 7x7 0.242 ms streaming against 0.307 on the
+ * direct tile; 9x9 0.437 against 0.375 (issue-bound at 81 FMAs per pixel), so 9x9 and larger keep
+ * the tile. Bench knobs: EDGED_FAST_STREAM=0 (all tiles), EDGED_FAST_STREAM_BIG=0 (7x7 on the tile). */
 static int fast_use_stream(const struct kernel2d *k)
 {
     /* bench knob EDGED_FAST_STREAM=0: the tiles instead */
-    return gconv_knob("EDGED_FAST_STREAM", 1) != 0 && k->rows <= 5 && k->cols <= 5 && (k->rows & 1) && (k->cols & 1);
+    if (gconv_knob("EDGED_FAST_STREAM", 1) == 0)
+        return 0;
+    if (k->rows <= 5 && k->cols <= 5 && (k->rows & 1) && (k->cols & 1))
+        return 1;
+    return gconv_knob("EDGED_FAST_STREAM_BIG", 1) != 0 && !k->separable && k->rows == 7 && k->cols == 7;
 }
 
 /* Rank-1 square taps of side 7 and 9 stream too (conv_stream.cu): a row pass and a column pass in

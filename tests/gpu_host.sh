@@ -4,7 +4,8 @@
 # usage (repo root, with .debs carried): sh tests/gpu_host.sh [all|test|bench|fast]
 # fast: the issue-5 pass: full GPU tests, memcheck (quick set, every variant), racecheck of fast
 # alone, and the fast-vs-seed-vs-NPP bench at 8192^2 (fp32 gaussian and full-rank custom taps,
-# large separable gaussians, the u8 edge pipeline) with a summary table (fast_summary.txt).
+# large separable gaussians, the u8 edge pipeline) with a summary table (fast_summary.txt), and ncu
+# stall reasons of the gray edge kernel (ncu_edge.txt, at the GPU's own clocks).
 # Knobs: BUILD (build-dev), BENCH_ARGS (the bench's arguments), ARCHS (nvcc -gencode list).
 set -u
 export EDGED_REQUIRE_GPU=1
@@ -116,6 +117,18 @@ if [ "$what" = fast ]; then
         EDGED_FAST_STREAM=0 $b --filter $filt --ksizes 3,5,7,9 --variants fast 2>> "$log" | tail -n +2 |
             sed 's/,fast,/,fast_tiles,/' >> "$OUT/fast_$f.csv"
     done
+    # full-rank 7x7 and 9x9 on the direct tile instead of the streaming kernel
+    EDGED_FAST_STREAM_BIG=0 $b --filter custom --ksizes 7,9 --variants fast 2>> "$log" | tail -n +2 |
+        sed 's/,fast,/,fast_big_tile,/' >> "$OUT/fast_custom.csv"
+    # where the edge kernel's time goes: ncu's stall reasons and pipe use for one 8192^2 gray launch,
+    # at the GPU's own clocks (--clock-control none: the profiler does not lock them)
+    if command -v ncu > /dev/null; then
+        step ncu-edge 120 ncu --clock-control none -k regex:k_edge -c 1 --section SpeedOfLight \
+            --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis \
+            --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
+            "$BUILD/edged" bench --sizes 8192 --reps 1 --warmup 0 --u8-edge --variants fast \
+            > "$OUT/ncu_edge.txt" 2>&1
+    fi
     "$PYTHON" - "$OUT" <<'PY' | tee "$OUT/fast_summary.txt"
 import csv, os, sys
 out = sys.argv[1]

@@ -358,33 +358,33 @@ static cudaError_t fast_launch(const struct conv_args *a, const struct fast_plan
 }
 
 /* Which taps take the streaming register kernel (conv_stream.cu) instead of the tiles above: both
- * sides 1, 3 or 5, rank 1 or not, and full-rank 7x7. At that size the tiled kernels are bound by
- * their phases (stage, barrier, compute, barrier: the memory pipe idles between them) and by the
- * staged halo (16 % more bytes at 3x3), and they lost to NPP at 3x3 and 5x5 on the H100. The
+ * sides 1, 3 or 5, rank 1 or not, and full-rank 7x7 and 9x9. At that size the tiled kernels are
+ * bound by their phases (stage, barrier, compute, barrier: the memory pipe idles between them) and
+ * by the staged halo (16 % more bytes at 3x3), and they lost to NPP at 3x3 and 5x5 on the H100. The
  * streaming kernel keeps the loads of every warp in flight and reads each row once per 128-column
- * strip; up to 25 FMAs per pixel it runs at the memory pace, so direct correlation is as fast as the
- * separable split. H100, 8192^2 (2026-11-21): full-rank 7x7 0.242 ms streaming against 0.307 on the
- * direct tile; 9x9 0.437 against 0.375 (issue-bound at 81 FMAs per pixel), so 9x9 and larger keep
- * the tile. Bench knobs: EDGED_FAST_STREAM=0 (all tiles), EDGED_FAST_STREAM_BIG=0 (7x7 on the tile). */
+ * strip. H100, 8192^2 (2026-11-21): full-rank 7x7 0.225 ms streaming against 0.308 on the direct
+ * tile, 9x9 0.311 against 0.370; from 11x11 the tile's 16 outputs per thread win (its FMA work
+ * dominates). Bench knobs: EDGED_FAST_STREAM=0 (all tiles), EDGED_FAST_STREAM_BIG=0 (7x7 and 9x9 on
+ * the tile). */
 static int fast_use_stream(const struct kernel2d *k)
 {
-    /* bench knob EDGED_FAST_STREAM=0: the tiles instead */
     if (gconv_knob("EDGED_FAST_STREAM", 1) == 0)
         return 0;
     if (k->rows <= 5 && k->cols <= 5 && (k->rows & 1) && (k->cols & 1))
         return 1;
-    return gconv_knob("EDGED_FAST_STREAM_BIG", 1) != 0 && !k->separable && k->rows == 7 && k->cols == 7;
+    return gconv_knob("EDGED_FAST_STREAM_BIG", 1) != 0 && !k->separable && k->rows == k->cols &&
+           (k->rows == 7 || k->rows == 9);
 }
 
-/* Rank-1 square taps of side 7 and 9 stream too (conv_stream.cu): a row pass and a column pass in
- * registers, 2N FMAs per pixel, each row read once per strip. H100, 8192^2 (2026-11-21): 0.219 and
- * 0.228 ms against the fused tile's 0.254 and 0.262; from 11 on the streaming kernel lost (0.289
- * and 0.454 ms at 11 and 15 against 0.271 and 0.284: it holds 4N accumulators per lane, so too few
- * warps fit), so larger sides keep the tile. Same knob. */
+/* Rank-1 square taps of odd side 7 to 15 stream too (conv_stream.cu): a row pass and a column pass
+ * in registers, 2N FMAs per pixel, each row read once per strip. H100, 8192^2 gaussian
+ * (2026-11-21): 0.216, 0.226, 0.225, 0.243, 0.255 ms for N = 7 .. 15 against the fused tile's
+ * 0.256, 0.263, 0.271, 0.276, 0.284; at 17 the tile won (0.298 against 0.305: 168 registers, 12
+ * warps per SM), so 17 and larger keep the tile. Same knob. */
 static int fast_use_stream_sep(const struct kernel2d *k)
 {
-    return gconv_knob("EDGED_FAST_STREAM", 1) != 0 && k->separable && k->rows == k->cols &&
-           (k->rows == 7 || k->rows == 9);
+    return gconv_knob("EDGED_FAST_STREAM", 1) != 0 && k->separable && k->rows == k->cols && k->rows >= 7 &&
+           k->rows <= 15 && (k->rows & 1);
 }
 
 /* Limits: none on the H100 (every odd size up to 63x63 fits); on a GPU with less opt-in shared

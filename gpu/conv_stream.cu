@@ -1,5 +1,5 @@
 /* conv_stream.cu — fast, kernels up to 5x5, full-rank 7x7 and 9x9, and rank-1 square taps of side 7
- * to 15: streaming register kernels (no shared memory, no barrier) that read each input row once per
+ * to 17: streaming register kernels (no shared memory, no barrier) that read each input row once per
  * 128-column strip and write each output once. */
 #include <string.h>
 
@@ -17,13 +17,13 @@
  * with one 16-byte store per lane (512 contiguous bytes per warp). Direct correlation for rank-1
  * taps up to 5x5 too: at most 25 FMAs per pixel are far from the FP32 peak at the memory floor.
  *
- * Separable, rank-1 square taps of side N = 7 to 15 (k_fast_stream_sep): the same walk, but each
+ * Separable, rank-1 square taps of side N = 7 to 17 (k_fast_stream_sep): the same walk, but each
  * input row is first filtered along x with the row taps (N FMAs per sample) and the result pushed
  * into the N pending outputs with the column taps (N more): 2N FMAs per pixel where direct
  * correlation would take N^2. Its halo is spread over 16 lanes (stream_halo). Measured on the H100
- * (8192^2, 2026-11-21, gaussian): 0.216, 0.226, 0.225, 0.243 and 0.255 ms for N = 7 .. 15 against
- * the fused tile's 0.256, 0.263, 0.271, 0.276 and 0.284; at N = 17, 0.305 against 0.298, so 17 and
- * larger keep the tile.
+ * (8192^2, 2026-11-21, gaussian): 0.216, 0.226, 0.225, 0.235, 0.255 and 0.289 ms for N = 7 .. 17
+ * against the fused tile's 0.256, 0.263, 0.271, 0.276, 0.284 and 0.298. Larger sides keep the tile:
+ * their radius passes the spread halo's 8, and the accumulators alone would fill the registers.
  *
  * Registers, not local memory: every array is indexed with compile-time constants. The pending
  * outputs SHIFT down one accumulator per step (stream_direct::push): the oldest completes, each
@@ -74,13 +74,14 @@ static __host__ __device__ constexpr int stream_min_warps(int kr, int kc)
     return kr * kc >= 49 ? 16 : kr * kc >= 25 ? 24 : kr * kc >= 15 ? 28 : 32;
 }
 
-/* The same for the separable kernel, side n: 16 warps (128 registers) up to n = 11, else 12 (168).
- * ptxas takes 107, 119, 126, 136 and 154 registers for n = 7 .. 15 (4(n - 1) accumulators, the
- * window and the prefetched rows; CUDA 13.0, sm_90 and sm_80, no spill): 19, 17, 16, 15 and 13
- * warps per SM. */
+/* The same for the separable kernel, side n: 16 warps (128 registers), 12 (168) at n = 15. ptxas
+ * takes 107, 119, 126 registers for n = 7, 9, 11, and 128 from 13 on (4(n - 1) accumulators, the
+ * window and the prefetched rows; CUDA 13.0, sm_90 and sm_80, no spill; at 20 warps, 96 registers,
+ * 15 and 17 spill). Measured on the H100 (8192^2 gaussian, 2026-11-21, 16 / 12 warps): n = 13 0.235
+ * / 0.243 ms, 15 0.260 / 0.255, 17 0.289 / 0.305; 7 to 11 the same within 1 %. */
 static __host__ __device__ constexpr int stream_sep_min_warps(int n)
 {
-    return n <= 11 ? 16 : 12;
+    return n == 15 ? 12 : 16;
 }
 
 template <int N>
@@ -417,7 +418,7 @@ __global__ void __launch_bounds__(32, stream_min_warps(KR, KC))
     stream_run<stream_direct<KR, KC>>(d_in, d_out, g, taps);
 }
 
-/* Separable, side N = 7 .. 15 (the template takes up to 17: a 17-tap row and column measured). */
+/* Separable, side N = 7 .. 17. */
 template <int N>
 __global__ void __launch_bounds__(32, stream_sep_min_warps(N))
     k_fast_stream_sep(const float *__restrict__ d_in, float *__restrict__ d_out, conv_geom g,
@@ -475,14 +476,14 @@ static void stream_sep_launch(const struct conv_args *a)
     k_fast_stream_sep<N><<<grid, 32, 0, a->stream>>>(a->d_in, a->d_out, conv_geom_of(a), t);
 }
 
-/* Rank-1 square taps of odd side 7 to 15; conv_fast decides which come here. */
+/* Rank-1 square taps of odd side 7 to 17; conv_fast decides which come here. */
 extern "C" int conv_fast_stream_sep(struct conv_args *a, char *err)
 {
     int n = a->k->rows;
 
-    if (!a->k->separable || a->k->cols != n || n < 7 || n > 15 || !(n & 1))
+    if (!a->k->separable || a->k->cols != n || n < 7 || n > 17 || !(n & 1))
         return edged_fail(err, EDGED_E_PARAM,
-                          "fast separable streaming kernel: %dx%d taps, rank-1 square of odd side 7 to 15 needed",
+                          "fast separable streaming kernel: %dx%d taps, rank-1 square of odd side 7 to 17 needed",
                           a->k->rows, a->k->cols);
     if (a->check_only)
         return 0;
@@ -492,6 +493,7 @@ extern "C" int conv_fast_stream_sep(struct conv_args *a, char *err)
         stream_sep_launch<N>(a);                                                                             \
         break;
         STREAM_SEP_CASE(7) STREAM_SEP_CASE(9) STREAM_SEP_CASE(11) STREAM_SEP_CASE(13) STREAM_SEP_CASE(15)
+            STREAM_SEP_CASE(17)
 #undef STREAM_SEP_CASE
     }
     return conv_launched(a, "fast separable streaming kernel");

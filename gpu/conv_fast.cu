@@ -1,6 +1,7 @@
-/* conv_fast.cu — fast: the production fp32 correlation. Kernels up to 5x5, and rank-1 square taps
- * of side 7 and 9, stream through registers (conv_stream.cu); larger rank-1 square taps run as ONE
- * fused row+column pass through shared memory; other taps run as a register-blocked direct kernel. */
+/* conv_fast.cu — fast: the production fp32 correlation. Kernels up to 5x5, full-rank 7x7 and 9x9,
+ * and rank-1 square taps of side 7 to 17 stream through registers (conv_stream.cu); larger rank-1
+ * square taps run as ONE fused row+column pass through shared memory; other taps run as a
+ * register-blocked direct kernel. */
 #include <string.h>
 
 #include "gconv_internal.h"

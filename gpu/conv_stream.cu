@@ -23,7 +23,7 @@
  * correlation would take N^2. Its halo is spread over 16 lanes (stream_halo). Measured on the H100
  * (8192^2, 2026-11-21, gaussian): 0.216, 0.226, 0.225, 0.235, 0.255 and 0.289 ms for N = 7 .. 17
  * against the fused tile's 0.256, 0.263, 0.271, 0.276, 0.284 and 0.298. Larger sides keep the tile:
- * their radius passes the spread halo's 8, and the accumulators alone would fill the registers.
+ * their radius passes the spread halo's 8.
  *
  * Registers, not local memory: every array is indexed with compile-time constants. The pending
  * outputs SHIFT down one accumulator per step (stream_direct::push): the oldest completes, each

@@ -118,10 +118,10 @@ int conv_separable(struct conv_args *a, char *err); /* separable */
 int conv_tiled(struct conv_args *a, char *err);     /* tiled */
 int conv_texture(struct conv_args *a, char *err);   /* texture, texture2d */
 int conv_fast(struct conv_args *a, char *err);      /* fast (conv_fast.cu) */
-/* fast for kernels with sides 1, 3 or 5 (conv_stream.cu); conv_fast calls it for the sizes it
- * picks. */
+/* fast for kernels with sides 1, 3 or 5, and 7x7 or 9x9 (conv_stream.cu); conv_fast calls it for
+ * the sizes it picks. */
 int conv_fast_stream(struct conv_args *a, char *err);
-/* fast for rank-1 square taps of side 7 or 9 (conv_stream.cu): a streaming row+column pass. */
+/* fast for rank-1 square taps of odd side 7 to 17 (conv_stream.cu): a streaming row+column pass. */
 int conv_fast_stream_sep(struct conv_args *a, char *err);
 
 /* The fused u8 edge pipeline (edge_fast.cu). can: 1 when plan is the bank's edge filter with the

@@ -146,7 +146,7 @@ static int job_prepare(struct service *s, const struct params *p, struct job *jo
     job->variant = p->variant;
     job->block = p->block;
     job->lane = worker_lane(s->engine, p->variant);
-    job->large = (long long)job->in.w * job->in.h > s->cfg->large_pixels;
+    job->large = service_is_large(s, (long long)job->in.w * job->in.h);
     if (job->lane == LANE_GPU)
         return img_alloc(&job->out, job->in.w, job->in.h, job->plan.out_ch, err);
     return 0;

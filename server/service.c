@@ -100,13 +100,15 @@ static void sem_wait_intr(sem_t *sem)
         ;
 }
 
+int service_is_large(const struct service *s, long long pixels) { return pixels > s->cfg->large_pixels; }
+
 /* A large image first takes one of the threads - 1 large slots, then a shared one: so one shared
  * slot is always left to images at or under --large-pixels (with threads >= 2), and a small
  * request waits at most behind other small ones, never behind seconds of a 50 MP decode. Both
  * semaphores are taken in the same order by everyone, so there is no deadlock. */
 void service_codec_enter(struct service *s, long long pixels)
 {
-    if (pixels > s->cfg->large_pixels)
+    if (service_is_large(s, pixels))
         sem_wait_intr(&s->codec_large);
     sem_wait_intr(&s->codec);
 }
@@ -114,7 +116,7 @@ void service_codec_enter(struct service *s, long long pixels)
 void service_codec_leave(struct service *s, long long pixels)
 {
     sem_post(&s->codec);
-    if (pixels > s->cfg->large_pixels)
+    if (service_is_large(s, pixels))
         sem_post(&s->codec_large);
 }
 

@@ -68,16 +68,15 @@ def multipart(png, params):
 
 
 class Client:
-    """One keep-alive connection; post() returns (status, retry_after, seconds) or (0, None, s)
-    on a socket error (then the connection is rebuilt)."""
+    """One keep-alive connection; post() returns (status, retry_after, seconds, server_timing) or
+    (0, None, s, "") on a socket error (then the connection is rebuilt)."""
 
     def __init__(self, host, port, body, ctype, timeout):
         self.host, self.port, self.body, self.ctype, self.timeout = host, port, body, ctype, timeout
-        self.conn, self.timing = None, ""
+        self.conn = None
 
     def post(self):
         t0 = time.perf_counter()
-        self.timing = ""
         try:
             if self.conn is None:
                 self.conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
@@ -85,16 +84,15 @@ class Client:
             r = self.conn.getresponse()
             r.read()
             ra = r.getheader("Retry-After")
-            self.timing = r.getheader("Server-Timing", "")
             if r.getheader("Connection", "").lower() == "close":
                 self.conn.close()
                 self.conn = None
-            return r.status, ra, time.perf_counter() - t0
+            return r.status, ra, time.perf_counter() - t0, r.getheader("Server-Timing", "")
         except (OSError, http.client.HTTPException):
             if self.conn:
                 self.conn.close()
             self.conn = None
-            return 0, None, time.perf_counter() - t0
+            return 0, None, time.perf_counter() - t0, ""
 
 
 class Stats:
@@ -152,7 +150,7 @@ def open_loop(args, rate, seconds, budget, workers, on_tick=None):
             item = q.get()
             if item is None:
                 return
-            stats.add(*c.post(), c.timing)
+            stats.add(*c.post())
 
     threads = [threading.Thread(target=run) for _ in range(workers)]
     for t in threads:
@@ -409,7 +407,7 @@ def main():
         t0 = time.time()
         c = Client("127.0.0.1", args.port, args.body, args.ctype, args.timeout)
         while time.time() - t0 < 30:
-            status, _, secs = c.post()
+            status, _, secs, _ = c.post()
             if status == 200 and secs * 1e3 < 2 * max(hold["p50_ms"], knee["p50_ms"]):
                 break
             time.sleep(0.1)

@@ -5,7 +5,7 @@
 #include "gconv_internal.h"
 
 /* Layout. A block is one warp. It owns 32*PX columns (PX per lane) and walks down a strip of
- * g.sy output rows, keeping the vertical windows in registers. Horizontal neighbours come from
+ * sy output rows (g.sy, or g.sy2 for the tail strips launched last: edge_strips), keeping the vertical windows in registers. Horizontal neighbours come from
  * the adjacent lanes by shuffles; lanes 0 and 31 have no outer neighbour, so they only supply the
  * halo and lanes 1..30 write outputs: a warp produces 30*PX columns, and the warps of the grid
  * overlap by 2*PX columns. No shared memory, no barrier. A block of one warp keeps every branch
@@ -40,7 +40,9 @@
  * Replicate and reflect run as the two-stage fast path (gconv_run.cu). */
 #define EDGE_P 8                        /* row steps per loop iteration: the period of the windows */
 #define EDGE_WARM 6                     /* input rows a strip reads before its first output row */
-#define EDGE_SY 24                      /* output rows per warp (edge_rows; measured, see there) */
+#define EDGE_SY 48                      /* output rows per warp (edge_strips; measured, see there) */
+#define EDGE_SY_TAIL 16                 /* output rows per warp of the tail strips (edge_strips) */
+#define EDGE_TAIL_PCT 100               /* rows in tail strips: this % of one wave of warps */
 #define EDGE_FULL 0xffffffffu
 #define EDGE_PX(CH) ((CH) == 1 ? 8 : 4) /* pixels per lane when w is a multiple of it */
 #define EDGE_HFLOAT 0x47000000u         /* bits of 2^15: a 16-bit sum s in bits 8..23 -> 2^15 + s */
@@ -64,7 +66,11 @@ static constexpr int edge_minb(int ch, int px, int pf, bool want_l)
 
 struct edge_geom {
     int w, h, lpitch;
-    int sy;    /* output rows per warp, a multiple of EDGE_P */
+    int sy;    /* output rows per warp in rows 0 .. h1-1, a multiple of EDGE_P */
+    int sy2;   /* output rows per warp from row h1 on (the tail strips), a multiple of EDGE_P */
+    int h1;    /* rows covered by the sy strips, a multiple of sy */
+    int gx;    /* warps across the image */
+    int n1;    /* warps of the sy strips: gx * h1 / sy; warp b >= n1 is a tail strip */
     float thr; /* gray: floor(289 T); luma: 289 T */
 };
 
@@ -399,14 +405,15 @@ edge_step(edge_win<CH, PX> &s, const int k, const edge_lane<PX> &ln, uintptr_t a
         edge_out<CH, PX, ALIGNED, WANT_L, FRAME>(s, k, ln, aout, d_L, g, y - 3);
 }
 
-/* One warp's strip: input rows y0-3 .. y0+g.sy+2, output rows y0 .. y0+g.sy-1. With FRAME false
+/* One warp's strip: input rows y0-3 .. y0+sy+2, output rows y0 .. y0+sy-1. With FRAME false
  * (the warp's columns and all its rows lie inside the image) no sample is checked. */
 template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF, bool FRAME>
 static __device__ __forceinline__ void edge_strip(const uint8_t *__restrict__ in, uint8_t *__restrict__ out,
-                                                  float *__restrict__ d_L, const edge_geom &g, int xw, int y0)
+                                                  float *__restrict__ d_L, const edge_geom &g, int xw, int y0,
+                                                  int sy)
 {
     constexpr int OC = (CH == 2 || CH == 4) ? 2 : 1;
-    const int lane = threadIdx.x & 31, niter = g.sy / EDGE_P;
+    const int lane = threadIdx.x & 31, niter = sy / EDGE_P;
     edge_lane<PX> ln;
     edge_win<CH, PX> s;
 
@@ -448,56 +455,84 @@ __global__ void __launch_bounds__(32, edge_minb(CH, PX, PF, WANT_L))
     k_edge_fast(const uint8_t *__restrict__ in, uint8_t *__restrict__ out, float *__restrict__ d_L,
                 edge_geom g)
 {
-    const int xw = (int)blockIdx.x * (30 * PX) - PX, y0 = (int)blockIdx.y * g.sy;
+    const int b = (int)blockIdx.x, tail = b >= g.n1, bt = b - (tail ? g.n1 : 0), sy = tail ? g.sy2 : g.sy;
+    const int xw = bt % g.gx * (30 * PX) - PX, y0 = (tail ? g.h1 : 0) + bt / g.gx * sy;
 
     /* rings: raw PF+1 rows, h (gray) 5, alpha 4, the others 3 */
     static_assert(PF < EDGE_P && EDGE_P >= 5 && PX % 4 == 0, "window rings too short");
-    if (xw >= 0 && xw + 32 * PX <= g.w && y0 >= 3 && y0 + g.sy + 3 <= g.h)
-        edge_strip<CH, PX, ALIGNED, WANT_L, PF, false>(in, out, d_L, g, xw, y0);
+    if (xw >= 0 && xw + 32 * PX <= g.w && y0 >= 3 && y0 + sy + 3 <= g.h)
+        edge_strip<CH, PX, ALIGNED, WANT_L, PF, false>(in, out, d_L, g, xw, y0, sy);
     else
-        edge_strip<CH, PX, ALIGNED, WANT_L, PF, true>(in, out, d_L, g, xw, y0);
+        edge_strip<CH, PX, ALIGNED, WANT_L, PF, true>(in, out, d_L, g, xw, y0, sy);
 }
 
 /* Bench knobs (gconv_knob): EDGED_EDGE_PREFETCH=0 selects the kernel without the prefetch ring for
  * gray and RGB aligned images; EDGED_EDGE_PX=4 keeps gray at 4 pixels per lane when w % 8 == 0 (a
  * loop body half as long, 8.6 KiB instead of 15.4, for 12 % more instructions per pixel);
- * EDGED_EDGE_SY=n runs n output rows per warp instead of EDGE_SY. Results do not depend on them. */
+ * the strip knobs are edge_strips'. Results do not depend on them. */
 static int edge_prefetch_on(void) { return gconv_knob("EDGED_EDGE_PREFETCH", 1) != 0; }
 static int edge_px8_on(void) { return gconv_knob("EDGED_EDGE_PX", 8) != 4; }
-static int edge_sy_knob(void)
+
+/* A strip height knob: a multiple of EDGE_P in EDGE_P .. 65536 (dflt when unset). */
+static int edge_rows_knob(const char *name, int dflt)
 {
-    int v = gconv_knob("EDGED_EDGE_SY", 0);
-    return v < 0 ? 0 : v > 65536 ? 65536 : v;
+    long v = gconv_knob(name, dflt);
+
+    v = v < EDGE_P ? EDGE_P : v > 65536 ? 65536 : v;
+    return (int)((v + EDGE_P - 1) / EDGE_P * EDGE_P);
 }
 
-/* Output rows per warp (g.sy) for an image of h rows. A strip reads 6 rows more than it writes,
- * which argues for tall strips, but short ones won. H100, 8192^2, two runs on 2026-11-21, gray /
- * RGB ms: 16 rows 0.067 / 0.113, 24 rows 0.065 / 0.110, 32 rows 0.067 / 0.115, 48 rows 0.067 /
- * 0.114, 64 rows 0.074 / 0.116; on an H200 one wave of 96-row strips (every warp resident at once)
- * took 0.073 against 0.061 for 32 rows. More, shorter warps keep more loads in flight than fewer
- * long ones save. So EDGE_SY, or EDGED_EDGE_SY; then a multiple of EDGE_P, at most what the image
- * needs, and enough for grid.y <= 65535. */
-static int edge_rows(int h)
+/* The strips of an image of g->h rows and gx warps across, for a device that holds `resident`
+ * warps of the kernel at once. Rows 0 .. h1-1 run in strips of sy rows, the rest in strips of sy2
+ * rows, launched last (a 1-D grid: the block scheduler hands out warps in index order): the last
+ * wave is short strips, so the GPU drains in the time of a short strip, while most rows pay the
+ * 6-row halo of a tall one. The tail covers EDGE_TAIL_PCT % of one wave of warps. Knobs:
+ * EDGED_EDGE_SY, EDGED_EDGE_SY_TAIL, EDGED_EDGE_TAIL (percent; 0: every strip sy rows).
+ * Measured (H100, 8192^2 gray, ms, three repeats in one run, 2026-11-21): one height for all
+ * strips, 24 rows (the earlier rule) 0.0646-0.0649, 48 rows 0.0655; 48 rows with a tail of 16-row
+ * strips 0.0629-0.0633 (the default), with a tail of 8-row strips 0.0644-0.0647, with 24-row
+ * strips 0.0638, tail of 50 / 150 / 200 % of a wave 0.0630 / 0.0630-0.0633 / 0.0635; 64 and 96
+ * rows with the tail 0.0664-0.0667 and 0.0691-0.0695. RGB: 0.1069-0.1070 with 24 rows for all,
+ * 0.1080-0.1082 with the default (1 % slower; one rule serves both). Earlier (same day, another
+ * H100, without the tail): 16 rows 0.067, 24 rows 0.065, 32 0.067, 48 0.067, 64 0.074; on an H200
+ * one wave of 96-row strips 0.073 against 0.061 for 32 rows. */
+static void edge_strips(edge_geom *g, int gx, long resident)
 {
-    long r = edge_sy_knob();
+    const int hr = div_up(g->h, EDGE_P) * EDGE_P; /* no strip taller than the image */
+    int sy = edge_rows_knob("EDGED_EDGE_SY", EDGE_SY), sy2 = edge_rows_knob("EDGED_EDGE_SY_TAIL", EDGE_SY_TAIL);
+    long pct = gconv_knob("EDGED_EDGE_TAIL", EDGE_TAIL_PCT), tail_rows;
 
-    r = r > 0 ? r : EDGE_SY;
-    r = (r + EDGE_P - 1) / EDGE_P * EDGE_P;
-    if (r > div_up(h, EDGE_P) * EDGE_P)
-        r = div_up(h, EDGE_P) * EDGE_P;
-    if (div_up(h, (int)r) > 65535)
-        r = div_up(div_up(h, 65535), EDGE_P) * EDGE_P;
-    return (int)r;
+    pct = pct < 0 ? 0 : pct > 1000 ? 1000 : pct;
+    sy = sy < hr ? sy : hr;
+    sy2 = pct == 0 ? sy : sy2 < hr ? sy2 : hr;
+    tail_rows = (resident * pct / 100 + gx - 1) / gx * sy2;
+    g->sy = sy, g->sy2 = sy2, g->gx = gx;
+    g->h1 = g->h > tail_rows ? (int)((g->h - tail_rows) / sy * sy) : 0;
+    g->n1 = gx * (g->h1 / sy);
+}
+
+/* Warps of kernel k the device holds at once (0 where it cannot be told). */
+static long edge_resident(const void *k)
+{
+    int dev = 0, sms = 0, nb = 0;
+
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k, 32, 0) != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky; the launch is checked by the caller */
+        return 0;
+    }
+    return (long)sms * nb;
 }
 
 template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF>
 static void edge_launch_k(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, edge_geom g, cudaStream_t s)
 {
     void (*k)(const uint8_t *, uint8_t *, float *, edge_geom) = k_edge_fast<CH, PX, ALIGNED, WANT_L, PF>;
-    int gx = div_up(g.w, 30 * PX);
+    const int gx = div_up(g.w, 30 * PX);
 
-    g.sy = edge_rows(g.h);
-    k<<<dim3(gx, div_up(g.h, g.sy)), dim3(32), 0, s>>>(d_in8, d_out8, d_L, g);
+    edge_strips(&g, gx, edge_resident(reinterpret_cast<const void *>(k)));
+    k<<<dim3((unsigned)(g.n1 + (long)gx * div_up(g.h - g.h1, g.sy2))), dim3(32), 0, s>>>(d_in8, d_out8, d_L, g);
 }
 
 /* The widest lane group the width allows: EDGE_PX(CH) pixels when w is a multiple of it, else 4
@@ -558,7 +593,7 @@ extern "C" int edge_fast_launch(const uint8_t *d_in8, uint8_t *d_out8, float *d_
     edge_geom g;
     double t289 = 289.0 * (double)threshold;
 
-    g.w = w, g.h = h, g.lpitch = lpitch, g.sy = 0; /* set per kernel: edge_rows */
+    g.w = w, g.h = h, g.lpitch = lpitch; /* the strips are set per kernel: edge_strips */
     /* gray: N is an integer, |N| > 289 T <=> |N| > floor(289 T); clamp far above any |N| */
     g.thr = in_ch <= 2 ? (float)(t289 > 1e7 ? 1e7 : floor(t289)) : (float)t289;
     switch (in_ch) {

@@ -107,9 +107,12 @@ if [ "$what" = fast ]; then
     step bench-edge 60 $b --u8-edge --variants fast,tiled,shared_constant,shared_halo,naive \
         > "$OUT/fast_edge.csv" 2>> "$log"
     # bench knobs, for comparison in the same run: the edge kernel without its prefetch ring, with
-    # 4 px per lane, with fixed strip heights; k <= 5 on the shared-memory tiles instead of streaming
-    for knob in EDGED_EDGE_PREFETCH=0 EDGED_EDGE_PX=4 EDGED_EDGE_SY=16 EDGED_EDGE_SY=32 EDGED_EDGE_SY=48 EDGED_EDGE_SY=64; do
-        env "$knob" $b --u8-edge --variants fast 2>> "$log" | tail -n +2 | sed "s/,fast,/,fast_$knob,/" \
+    # 4 px per lane, with other strip heights, and without the tail of short strips (TAIL=0)
+    for knob in EDGED_EDGE_PREFETCH=0 EDGED_EDGE_PX=4 "EDGED_EDGE_SY=24 EDGED_EDGE_TAIL=0" \
+        "EDGED_EDGE_SY=48 EDGED_EDGE_TAIL=0" EDGED_EDGE_SY=32 EDGED_EDGE_SY=64 EDGED_EDGE_SY_TAIL=8 \
+        EDGED_EDGE_SY_TAIL=24 EDGED_EDGE_TAIL=50 EDGED_EDGE_TAIL=200; do
+        env $knob $b --u8-edge --variants fast 2>> "$log" | tail -n +2 |
+            sed "s/,fast,/,fast_$(echo "$knob" | tr ' ' +),/" \
             >> "$OUT/fast_edge.csv"
     done
     # the cases the streaming kernels serve, on the tiles instead (k <= 15 gaussian, k <= 9 custom)

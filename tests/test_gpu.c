@@ -567,13 +567,22 @@ static void test_edge_fast(struct gconv_ctx *ctx)
                           thresholds[ti], d.bad, d.first, got[d.first], ref[d.first]);
                     CHECK(bad == 0, "edge fast %dx%dx%d T=%g %s: %zu map pixels off, first (%zu,%zu)", w, h, ch,
                           thresholds[ti], smooth ? "smooth" : "random", bad, first % w, first / w);
-                    struct img map; /* the kernel that writes only the map (what the service runs) */
+                    /* the kernel that writes only the map (what the service runs), with its default
+                     * strips and with tall strips followed by short tail strips inside these images */
+                    struct img map;
                     img_alloc(&map, w, h, plan.out_ch, NULL);
-                    memset(map.px, 0xCD, map.stride * h);
-                    rc = gconv_run(ctx, 3, &in, &plan, VARIANT_FAST, 16, &map, NULL, NULL, err);
-                    CHECK(rc == 0 && !memcmp(map.px, out.px, out.stride * h),
-                          "edge fast %dx%dx%d T=%g: the map-only kernel differs from the one writing L (%s)", w,
-                          h, ch, thresholds[ti], rc ? err : "");
+                    for (int strips = 0; strips < 2; strips++) {
+                        if (strips)
+                            setenv("EDGED_EDGE_SY", "16", 1), setenv("EDGED_EDGE_SY_TAIL", "8", 1),
+                                setenv("EDGED_EDGE_TAIL", "1", 1);
+                        memset(map.px, 0xCD, map.stride * h);
+                        rc = gconv_run(ctx, 3, &in, &plan, VARIANT_FAST, 16, &map, NULL, NULL, err);
+                        CHECK(rc == 0 && !memcmp(map.px, out.px, out.stride * h),
+                              "edge fast %dx%dx%d T=%g%s: the map-only kernel differs from the one writing L (%s)",
+                              w, h, ch, thresholds[ti], strips ? " (16-row strips, 8-row tail)" : "",
+                              rc ? err : "");
+                    }
+                    unsetenv("EDGED_EDGE_SY"), unsetenv("EDGED_EDGE_SY_TAIL"), unsetenv("EDGED_EDGE_TAIL");
                     img_free(&map);
                     if (ch <= 2)
                         max_dl = fmax(max_dl, d.max_err);

@@ -2,8 +2,8 @@
  * random planes, buffers rotated past L2, CUDA events, median of the repetitions. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "gconv_internal.h"
 
 #if EDGED_NPP
@@ -85,13 +85,6 @@ static int bench_args_ok(struct gconv_ctx *ctx, int w, int h, const struct kerne
     return 0;
 }
 
-static double bench_wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
 /* Holds the stream for `ns` nanoseconds of GPU time: one thread spinning on the global timer. */
 __global__ void k_bench_hold(unsigned long long ns)
 {
@@ -122,7 +115,7 @@ static cudaError_t bench_loop(struct gconv_ctx *ctx, int warmup, int reps, doubl
     struct gstream *st = &ctx->st[0];
     double *ms = (double *)malloc(sizeof(double) * reps);
     cudaError_t e = cudaSuccess;
-    double warm_ms = 0.0, t0 = bench_wall_ms();
+    double warm_ms = 0.0, t0 = clock_ms();
     float t;
     int i = 0;
 
@@ -136,7 +129,7 @@ static cudaError_t bench_loop(struct gconv_ctx *ctx, int warmup, int reps, doubl
             (e = cudaEventSynchronize(st->ev_kern)) != cudaSuccess ||
             (e = cudaEventElapsedTime(&t, st->ev_up, st->ev_kern)) != cudaSuccess)
             break;
-        if (i < warmup || (warm_ms < BENCH_WARM_MS && bench_wall_ms() - t0 < BENCH_WARM_WALL_MS))
+        if (i < warmup || (warm_ms < BENCH_WARM_MS && clock_ms() - t0 < BENCH_WARM_WALL_MS))
             warm_ms += t;
         else
             ms[r++] = t;

@@ -170,7 +170,7 @@ static int serve_run(const struct serve_config *cfg, const sigset_t *set)
     /* large CPU jobs leave one worker to small ones (--large-pixels) */
     if ((rc = service_init(&s, cfg, err)) < 0 ||
         (rc = queue_new(&s.q, cfg->queue_depth, cfg->queue_deadline_ms,
-                        cfg->cpu_workers > 1 ? cfg->cpu_workers - 1 : 1, err)) < 0)
+                        service_large_slots(cfg->cpu_workers), err)) < 0)
         goto out;
     if ((rc = open_backend(&s, cfg)) < 0)
         goto out;

@@ -74,7 +74,7 @@ int service_init(struct service *s, const struct serve_config *cfg, char *err)
     s->lim.max_pixels = (uint64_t)cfg->max_pixels;
     if (sem_init(&s->codec, 0, (unsigned)cfg->threads) != 0)
         return edged_fail(err, EDGED_E_INTERNAL, "sem_init: %s", strerror(errno));
-    if (sem_init(&s->codec_large, 0, (unsigned)(cfg->threads > 1 ? cfg->threads - 1 : 1)) != 0) {
+    if (sem_init(&s->codec_large, 0, (unsigned)service_large_slots(cfg->threads)) != 0) {
         sem_destroy(&s->codec);
         return edged_fail(err, EDGED_E_INTERNAL, "sem_init: %s", strerror(errno));
     }
@@ -101,6 +101,8 @@ static void sem_wait_intr(sem_t *sem)
 }
 
 int service_is_large(const struct service *s, long long pixels) { return pixels > s->cfg->large_pixels; }
+
+int service_large_slots(int slots) { return slots > 1 ? slots - 1 : 1; }
 
 /* A large image first takes one of the threads - 1 large slots, then a shared one: so one shared
  * slot is always left to images at or under --large-pixels (with threads >= 2), and a small

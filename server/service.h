@@ -54,9 +54,12 @@ const char *service_backend(const struct service *s);
  * once, of which images over cfg->large_pixels hold at most max(1, threads - 1). Leave with the
  * same pixel count. */
 void service_codec_enter(struct service *s, long long pixels);
+void service_codec_leave(struct service *s, long long pixels);
 /* 1 when an image of pixels pixels is large (over cfg->large_pixels): capped codec slots and CPU
  * workers. The one rule for both. */
 int service_is_large(const struct service *s, long long pixels);
-void service_codec_leave(struct service *s, long long pixels);
+/* Of `slots` codec slots or CPU workers, how many large images may hold at once: all but one, so
+ * one is always left to small ones (at least 1). The one share for both. */
+int service_large_slots(int slots);
 
 #endif

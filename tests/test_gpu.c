@@ -23,9 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "check.h"
+#include "clock.h"
 #include "cpu_serial.h"
 #include "engine.h"
 #include "errors.h"
@@ -60,12 +60,7 @@ static float rnd_sym(void)
     return 2.0f * rnd_unit() - 1.0f;
 } /* [-1, 1) */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+static double now_s(void) { return clock_ms() / 1e3; }
 
 /* ---- kernels ---------------------------------------------------------------------------- */
 

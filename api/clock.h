@@ -1,4 +1,4 @@
-/* clock.h — the monotonic millisecond clock every service module times stages with. */
+/* clock.h — the monotonic millisecond clock every module times stages with (service, bench, tests). */
 #ifndef EDGED_CLOCK_H
 #define EDGED_CLOCK_H
 

@@ -5,9 +5,9 @@
 #include "gconv_internal.h"
 
 /* Layout. A block is one warp. It owns 32*PX columns (PX per lane) and walks down a strip of
- * sy output rows (g.sy, or g.sy2 for the tail strips launched last: edge_strips), keeping the vertical windows in registers. Horizontal neighbours come from
- * the adjacent lanes by shuffles; lanes 0 and 31 have no outer neighbour, so they only supply the
- * halo and lanes 1..30 write outputs: a warp produces 30*PX columns, and the warps of the grid
+ * sy output rows (g.sy, or g.sy2 for the tail strips launched last: edge_strips), keeping the
+ * vertical windows in registers. Horizontal neighbours come from the adjacent lanes by shuffles;
+ * lanes 0 and 31 have no outer neighbour, so they only supply the halo and lanes 1..30 write outputs: a warp produces 30*PX columns, and the warps of the grid
  * overlap by 2*PX columns. No shared memory, no barrier. A block of one warp keeps every branch
  * above the shuffles uniform for the compiler (blockIdx and the parameters only), so it emits
  * plain SHFLs without a divergent fallback.
@@ -16,7 +16,7 @@
  * windows, every later step writes output row y0+k-6. The later steps run as a rolled loop whose
  * body is EDGE_P steps long: the windows are register arrays indexed by k % EDGE_P, which is a
  * compile-time constant inside the unrolled body, so they rotate by renaming and the loop runs
- * over any number of rows (g.sy, a multiple of EDGE_P) with a fixed code size.
+ * over any number of rows (sy, a multiple of EDGE_P) with a fixed code size.
  *
  * Arithmetic. The gaussian is [2,4,5,4,2]^T[2,4,5,4,2]/289. For gray input (u8 samples) the
  * unnormalised sums are integers: row pass h <= 17*255, column pass G <= 289*255, laplacian
@@ -495,8 +495,8 @@ static int edge_rows_knob(const char *name, int dflt)
  * rows with the tail 0.0664-0.0667 and 0.0691-0.0695. RGB: 0.1069-0.1070 with 24 rows for all,
  * 0.1080-0.1082 with the default (1 % slower; one rule serves both). Earlier (same day, another
  * H100, without the tail): 16 rows 0.067, 24 rows 0.065, 32 0.067, 48 0.067, 64 0.074; on an H200
- * one wave of 96-row strips 0.073 against 0.061 for 32 rows. */
-static void edge_strips(edge_geom *g, int gx, long resident)
+ * one wave of 96-row strips 0.073 against 0.061 for 32 rows. Returns the warps of the grid. */
+static unsigned edge_strips(edge_geom *g, int gx, long resident)
 {
     const int hr = div_up(g->h, EDGE_P) * EDGE_P; /* no strip taller than the image */
     int sy = edge_rows_knob("EDGED_EDGE_SY", EDGE_SY), sy2 = edge_rows_knob("EDGED_EDGE_SY_TAIL", EDGE_SY_TAIL);
@@ -509,6 +509,7 @@ static void edge_strips(edge_geom *g, int gx, long resident)
     g->sy = sy, g->sy2 = sy2, g->gx = gx;
     g->h1 = g->h > tail_rows ? (int)((g->h - tail_rows) / sy * sy) : 0;
     g->n1 = gx * (g->h1 / sy);
+    return (unsigned)(g->n1 + (long)gx * div_up(g->h - g->h1, sy2));
 }
 
 /* Warps of kernel k the device holds at once (0 where it cannot be told). */
@@ -529,10 +530,9 @@ template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF>
 static void edge_launch_k(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, edge_geom g, cudaStream_t s)
 {
     void (*k)(const uint8_t *, uint8_t *, float *, edge_geom) = k_edge_fast<CH, PX, ALIGNED, WANT_L, PF>;
-    const int gx = div_up(g.w, 30 * PX);
+    const unsigned warps = edge_strips(&g, div_up(g.w, 30 * PX), edge_resident(reinterpret_cast<const void *>(k)));
 
-    edge_strips(&g, gx, edge_resident(reinterpret_cast<const void *>(k)));
-    k<<<dim3((unsigned)(g.n1 + (long)gx * div_up(g.h - g.h1, g.sy2))), dim3(32), 0, s>>>(d_in8, d_out8, d_L, g);
+    k<<<dim3(warps), dim3(32), 0, s>>>(d_in8, d_out8, d_L, g);
 }
 
 /* The widest lane group the width allows: EDGE_PX(CH) pixels when w is a multiple of it, else 4

@@ -1,8 +1,10 @@
-/* conv_fast.cu — fast: the production fp32 correlation. Kernels up to 5x5, full-rank 7x7 and 9x9,
- * and rank-1 square taps of side 7 to 17 stream through registers (conv_stream.cu); larger rank-1
- * square taps run as ONE fused row+column pass through shared memory; other taps run as a
- * register-blocked direct kernel. */
+/* conv_fast.cu — fast: the production fp32 correlation. Kernels up to 5x5 and full-rank 7x7 and 9x9
+ * stream through registers (conv_stream.cu); rank-1 square taps from 7x7 on run as ONE fused
+ * row+column pass through shared memory down bands of rows; other taps run as a register-blocked
+ * direct kernel. */
 #include <string.h>
+
+#include <cuda_pipeline.h>
 
 #include "gconv_internal.h"
 
@@ -18,7 +20,6 @@
 #define FAST_CHUNK 16
 #define FAST_DIRECT_TH 32   /* direct kernel: 32 rows x 128 columns, 256 threads */
 #define FAST_DIRECT_THREADS 256
-#define FAST_SEP_SMALL_N 15 /* separable: N <= 15 uses 32-row tiles, larger N 64-row tiles */
 #define FAST_OUT_PITCH 132  /* direct: staged output rows (4 mod 8; the staged input tile is larger) */
 
 /* Taps travel as __grid_constant__ kernel parameters (CUDA 12.1+: up to 32 KiB on sm_70+): they
@@ -98,16 +99,34 @@ static __device__ __forceinline__ void fast_stage(float *s, const float *__restr
     }
 }
 
-/* acc[o] += sum_j t[j] * s_win[o + j] for o < FAST_OUT, j < W. s_win is 16-byte aligned; the
- * window is read as whole float4s (up to 3 samples past the last one used). */
-template <int W>
-static __device__ __forceinline__ void fast_chunk(float (&acc)[FAST_OUT], const float *s_win, const float *t)
+/* Where a thread's window of samples comes from: fast_flat, a shared row (16-byte aligned at
+ * index 0); fast_ring, a shared row used as a ring of `len` samples (a multiple of 4) read from
+ * `start` on, wrapping once at most (start + i < 2 len). Both hand out whole float4s. */
+struct fast_flat {
+    const float *s;
+    __device__ __forceinline__ float4 at(int i) const { return reinterpret_cast<const float4 *>(s + i)[0]; }
+};
+struct fast_ring {
+    const float *s;
+    int start, len;
+    __device__ __forceinline__ float4 at(int i) const
+    {
+        int k = start + i;
+        return reinterpret_cast<const float4 *>(s + (k >= len ? k - len : k))[0];
+    }
+};
+
+/* acc[o] += sum_j t[j] * win[OFF + o + j] for o < FAST_OUT, j < W, where win[i] is sample at + i
+ * of src, at a multiple of 4. The window is read as whole float4s (up to 3 samples past the last
+ * one used); OFF (0..3, a constant) lets a window start between two float4s. */
+template <int W, int OFF, typename SRC>
+static __device__ __forceinline__ void fast_chunk(float (&acc)[FAST_OUT], const SRC &src, int at, const float *t)
 {
-    constexpr int NV = (FAST_OUT + W - 1 + 3) / 4;
+    constexpr int NV = (OFF + FAST_OUT + W - 1 + 3) / 4;
     float win[4 * NV];
 #pragma unroll
     for (int v = 0; v < NV; v++) {
-        float4 q = reinterpret_cast<const float4 *>(s_win)[v];
+        float4 q = src.at(at + 4 * v);
         win[4 * v] = q.x, win[4 * v + 1] = q.y, win[4 * v + 2] = q.z, win[4 * v + 3] = q.w;
     }
 #pragma unroll
@@ -115,18 +134,17 @@ static __device__ __forceinline__ void fast_chunk(float (&acc)[FAST_OUT], const 
         float f = t[j];
 #pragma unroll
         for (int o = 0; o < FAST_OUT; o++)
-            acc[o] = fmaf(f, win[o + j], acc[o]);
+            acc[o] = fmaf(f, win[OFF + o + j], acc[o]);
     }
 }
 
-/* One 1-D pass of n = 16 * nfull + TAIL taps over a window starting at s_win. */
-template <int TAIL>
-static __device__ __forceinline__ void fast_pass(float (&acc)[FAST_OUT], const float *s_win, const float *t,
-                                                 int nfull)
+/* One 1-D pass of n = 16 * nfull + TAIL taps over the window of src that starts at sample OFF. */
+template <int TAIL, int OFF = 0, typename SRC>
+static __device__ __forceinline__ void fast_pass(float (&acc)[FAST_OUT], const SRC &src, const float *t, int nfull)
 {
     for (int c = 0; c < nfull; c++)
-        fast_chunk<FAST_CHUNK>(acc, s_win + FAST_CHUNK * c, t + FAST_CHUNK * c);
-    fast_chunk<TAIL>(acc, s_win + FAST_CHUNK * nfull, t + FAST_CHUNK * nfull);
+        fast_chunk<FAST_CHUNK, OFF>(acc, src, FAST_CHUNK * c, t + FAST_CHUNK * c);
+    fast_chunk<TAIL, OFF>(acc, src, FAST_CHUNK * nfull, t + FAST_CHUNK * nfull);
 }
 
 /* ---- direct: any taps ------------------------------------------------------------------- */
@@ -152,7 +170,7 @@ __global__ void __launch_bounds__(FAST_DIRECT_THREADS)
     for (int o = 0; o < FAST_OUT; o++)
         acc[o] = 0.0f;
     for (int i = 0; i < g.rows; i++)
-        fast_pass<TAIL>(acc, s + (lane + i) * sw + FAST_OUT * grp, taps.t + i * g.cols, nfull);
+        fast_pass<TAIL>(acc, fast_flat{s + (lane + i) * sw + FAST_OUT * grp}, taps.t + i * g.cols, nfull);
     /* the tile's 32 x 128 results go through shared memory (pitch FAST_OUT_PITCH, 4 mod 8: the
      * lanes' 16-byte stores down 32 rows are conflict-free) so that each warp then writes whole
      * 512-byte row segments */
@@ -180,72 +198,180 @@ __global__ void __launch_bounds__(FAST_DIRECT_THREADS)
     }
 }
 
-/* ---- separable: rank-1 square taps, one fused pass ---------------------------------------- */
+/* ---- separable: rank-1 square taps, one fused pass down a band ------------------------------ */
 
-/* A block of 8*TH threads computes TH rows x 128 columns. The input tile (TH+N-1 rows with the
- * halo) is staged once; the row pass filters every tile row (lane = row, 16 columns per item) and
- * writes the results TRANSPOSED into s_mid (s_mid[column][row]); the column pass then is again a
- * 1-D pass along a shared row (lane = output column, 16 rows per thread) and its stores are
- * coalesced across the warp. Image data is read from global memory once and written once.
+/* A block of SEP_THREADS threads owns a 128-column strip of a band of rows and walks down it in
+ * steps of SEP_ROWS input rows. Step j: the row pass filters staged input rows 32j .. 32j + 31 of
+ * the band (counted from its first halo row; lane = row, warp = 16-column group, 16 outputs per
+ * thread) and writes them TRANSPOSED into a ring of row-filtered samples, s_h[column][row % ring];
+ * then, once the N rows an output needs are in the ring (from step lag = ceil((N - 1) / 32) on),
+ * the column pass filters down the ring (thread = output column and 16 of the 32 rows of output
+ * step j - lag) and writes them to global memory, the lanes of a warp on consecutive columns.
+ * Meanwhile the input rows of step j + 1 are on their way into the other half of a double buffer
+ * (cp.async), so loads and FMAs overlap inside the block. Each input row is read once per band
+ * (the N - 1 halo rows of a band twice), filtered along x once, and each output is written once:
+ * 2N FMAs per pixel, plus the halo. The ring holds the 32 + N - 1 rows in use, rounded up to a
+ * multiple of 32 (so a warp's 32 row-pass stores never wrap); the row of a sample is its ring
+ * index, the column pass reads its window through fast_ring.
  * The border rule is applied to the staged samples in x and y, which for rank-1 taps equals the
  * 2-D correlation under that rule (a zero row filters to zero; a replicated or reflected sample
  * row filters to the same values). */
-template <int TAIL, int TH>
-__global__ void __launch_bounds__(8 * TH, TH == 32 ? 4 : 2)
-    k_fast_sep(const float *__restrict__ d_in, float *__restrict__ d_out, conv_geom g, int sw, int mp,
-               const __grid_constant__ fast_taps1d taps)
+#define SEP_ROWS 32
+#define SEP_THREADS 256
+
+/* The staged columns begin at x0 - RX - OFF, a multiple of 4 (x0 is one), so that interior rows
+ * are copied as 16-byte cp.async; the row pass's windows then begin OFF samples into a float4.
+ * RX = N / 2 with N = 16 nfull + TAIL, so RX mod 4 = ((TAIL - 1) / 2) mod 4. */
+static __host__ __device__ constexpr int sep_off(int tail)
 {
+    return (4 - ((tail - 1) / 2) % 4) % 4;
+}
+
+/* The staging work of one thread: one float4 column v of the staged rows, rows r0, r0 + rpp, ...
+ * Its image columns are resolved once: vec when all four lie inside the image row (one 16-byte
+ * copy), else each through border_index. */
+struct sep_cols {
+    int v, r0, rpp, gx;
+    bool vec;
+    int xi[4];
+};
+
+static __device__ __forceinline__ sep_cols sep_cols_of(int gx0, int width, const conv_geom &g)
+{
+    sep_cols c;
+    int nv = (width + 3) / 4;
+
+    c.rpp = SEP_THREADS / nv, c.r0 = threadIdx.x / nv, c.v = threadIdx.x - c.r0 * nv;
+    c.gx = gx0 + 4 * c.v;
+    c.vec = c.gx >= 0 && c.gx + 3 < g.w;
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        c.xi[e] = border_index(c.gx + e, g.w, g.border);
+    return c;
+}
+
+/* Starts the copies of image rows gy0 .. gy0 + SEP_ROWS - 1 into s (pitch sw); rows and samples
+ * outside the image under a zero border are stored as zeros. The caller commits and waits. */
+static __device__ __forceinline__ void sep_stage(float *s, const float *__restrict__ d_in, const sep_cols &c,
+                                                 int gy0, int sw, const conv_geom &g)
+{
+    if (c.r0 >= c.rpp)
+        return;
+    if (c.vec && gy0 >= 0 && gy0 + SEP_ROWS <= g.h) { /* all rows inside: no checks, pointers advance */
+        const float *p = d_in + (size_t)(gy0 + c.r0) * g.pitch + c.gx;
+        float *d = s + c.r0 * sw + 4 * c.v;
+        size_t p_step = (size_t)c.rpp * g.pitch;
+        int d_step = c.rpp * sw;
+        for (int r = c.r0; r < SEP_ROWS; r += c.rpp, p += p_step, d += d_step)
+            __pipeline_memcpy_async(d, p, 16);
+        return;
+    }
+    for (int r = c.r0; r < SEP_ROWS; r += c.rpp) {
+        int yi = border_index(gy0 + r, g.h, g.border);
+        float *d = s + r * sw + 4 * c.v;
+        if (yi < 0) {
+            *reinterpret_cast<float4 *>(d) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            continue;
+        }
+        const float *row = d_in + (size_t)yi * g.pitch;
+        if (c.vec) {
+            __pipeline_memcpy_async(d, row + c.gx, 16);
+            continue;
+        }
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            if (c.xi[e] >= 0)
+                __pipeline_memcpy_async(d + e, row + c.xi[e], 4);
+            else
+                d[e] = 0.0f;
+        }
+    }
+}
+
+template <int TAIL>
+__global__ void __launch_bounds__(SEP_THREADS, 3)
+    k_fast_sep(const float *__restrict__ d_in, float *__restrict__ d_out, conv_geom g, int sw, int mp, int ring,
+               int band, const __grid_constant__ fast_taps1d taps)
+{
+    constexpr int OFF = sep_off(TAIL);
     extern __shared__ float4 s_dyn[];
-    constexpr int NT = 8 * TH;
-    int n = g.cols, th = TH + n - 1, nfull = n / FAST_CHUNK;
-    int bx0 = blockIdx.x * FAST_TW, by0 = blockIdx.y * TH;
-    float *s_in = reinterpret_cast<float *>(s_dyn), *s_mid = s_in + th * sw;
+    int n = g.cols, rx = n / 2, nfull = n / FAST_CHUNK;
+    int x0 = blockIdx.x * FAST_TW, y0 = blockIdx.y * band, gy0 = y0 - rx;
+    int lag = (n - 1 + SEP_ROWS - 1) / SEP_ROWS, steps = (min(band, g.h - y0) + SEP_ROWS - 1) / SEP_ROWS + lag;
+    int lane = threadIdx.x & 31, grp = threadIdx.x >> 5, col = threadIdx.x % FAST_TW, hq = threadIdx.x / FAST_TW;
+    float *s_in = reinterpret_cast<float *>(s_dyn), *s_h = s_in + 2 * SEP_ROWS * sw;
+    sep_cols c = sep_cols_of(x0 - rx - OFF, OFF + FAST_TW + n - 1, g);
     float acc[FAST_OUT];
 
-    fast_stage(s_in, d_in, bx0 - n / 2, by0 - n / 2, sw, th, g, NT);
-    __syncthreads();
-    for (int it = threadIdx.x; it < (FAST_TW / FAST_OUT) * th; it += NT) {
-        int grp = it / th, r = it - grp * th;
+    /* ring rows: where step j's row pass writes (32 j mod ring), where the column pass of output
+     * step j - lag starts reading (its thread's 16 rows) */
+    int put = 0, get = FAST_OUT * hq, x = x0 + col;
+    float *o_col = d_out + (size_t)(y0 + FAST_OUT * hq) * g.pitch + x;
+
+    sep_stage(s_in, d_in, c, gy0, sw, g);
+    __pipeline_commit();
+    for (int j = 0; j < steps; j++) {
+        const float *s_cur = s_in + (j & 1) * SEP_ROWS * sw;
+        /* step j's rows have landed, and every thread is done with step j - 1 (its buffer and the
+         * ring rows that step j overwrites) */
+        __pipeline_wait_prior(0);
+        __syncthreads();
+        if (j + 1 < steps)
+            sep_stage(s_in + ((j + 1) & 1) * SEP_ROWS * sw, d_in, c, gy0 + (j + 1) * SEP_ROWS, sw, g);
+        __pipeline_commit();
 #pragma unroll
         for (int o = 0; o < FAST_OUT; o++)
             acc[o] = 0.0f;
-        fast_pass<TAIL>(acc, s_in + r * sw + FAST_OUT * grp, taps.row, nfull);
+        fast_pass<TAIL, OFF>(acc, fast_flat{s_cur + lane * sw + FAST_OUT * grp}, taps.row, nfull);
 #pragma unroll
         for (int o = 0; o < FAST_OUT; o++)
-            s_mid[(FAST_OUT * grp + o) * mp + r] = acc[o];
+            s_h[(FAST_OUT * grp + o) * mp + put + lane] = acc[o];
+        put = put + SEP_ROWS == ring ? 0 : put + SEP_ROWS;
+        __syncthreads();
+        if (j < lag)
+            continue;
+#pragma unroll
+        for (int o = 0; o < FAST_OUT; o++)
+            acc[o] = 0.0f;
+        fast_pass<TAIL>(acc, fast_ring{s_h + col * mp, get, ring}, taps.col, nfull);
+        get = get + SEP_ROWS >= ring ? get + SEP_ROWS - ring : get + SEP_ROWS;
+        /* rows y .. y + 15 of column x; all 16 are inside the image but in the last step */
+        int y = y0 + (j - lag) * SEP_ROWS + FAST_OUT * hq;
+        if (x < g.w) {
+            if (y + FAST_OUT <= g.h) {
+#pragma unroll
+                for (int o = 0; o < FAST_OUT; o++)
+                    o_col[(size_t)o * g.pitch] = acc[o];
+            } else {
+                for (int o = 0; o < FAST_OUT && y + o < g.h; o++)
+                    o_col[(size_t)o * g.pitch] = acc[o];
+            }
+        }
+        o_col += (size_t)SEP_ROWS * g.pitch;
     }
-    __syncthreads();
-    int c = threadIdx.x % FAST_TW, hq = threadIdx.x / FAST_TW, x = bx0 + c, y0 = by0 + FAST_OUT * hq;
-#pragma unroll
-    for (int o = 0; o < FAST_OUT; o++)
-        acc[o] = 0.0f;
-    fast_pass<TAIL>(acc, s_mid + c * mp + FAST_OUT * hq, taps.col, nfull);
-    if (x >= g.w)
-        return;
-#pragma unroll
-    for (int o = 0; o < FAST_OUT; o++)
-        if (y0 + o < g.h)
-            d_out[(size_t)(y0 + o) * g.pitch + x] = acc[o];
 }
 
 /* ---- launchers ---------------------------------------------------------------------------- */
 
 struct fast_plan {
-    int sep;         /* 1: fused separable kernel */
-    int th, sw, mp;  /* tile rows, shared pitches (floats) */
-    size_t smem;     /* dynamic shared memory, bytes */
+    int sep;        /* 1: fused separable kernel */
+    int sw, mp;     /* shared pitches (floats): staged input rows; direct: -, separable: ring columns */
+    int ring;       /* separable: ring rows */
+    size_t smem;    /* dynamic shared memory, bytes */
 };
 
+/* Two staged buffers of SEP_ROWS rows and the ring of 128 columns. N = 63: 49 + 50 KiB; N = 31:
+ * 41 + 34 KiB (so 2 blocks of 256 threads per SM, and 3 up to N = 31, as the registers allow). */
 static struct fast_plan fast_plan_sep(const struct kernel2d *k)
 {
     struct fast_plan p;
-    int n = k->cols, TH = n <= FAST_SEP_SMALL_N ? 32 : 64;
+    int n = k->cols;
 
     p.sep = 1;
-    p.th = TH;
-    p.sw = fast_pitch(FAST_TW + n + 3);
-    p.mp = fast_pitch(TH + n + 2);
-    p.smem = sizeof(float) * ((size_t)(TH + n - 1) * p.sw + (size_t)FAST_TW * p.mp);
+    p.sw = fast_pitch(sep_off(n % FAST_CHUNK) + FAST_TW + n + 2); /* + the window's over-read */
+    p.ring = SEP_ROWS * (1 + div_up(n - 1, SEP_ROWS));
+    p.mp = fast_pitch(p.ring);
+    p.smem = sizeof(float) * (2 * (size_t)SEP_ROWS * p.sw + (size_t)FAST_TW * p.mp);
     return p;
 }
 
@@ -254,7 +380,7 @@ static struct fast_plan fast_plan_direct(const struct kernel2d *k)
     struct fast_plan p;
 
     p.sep = 0;
-    p.th = FAST_DIRECT_TH;
+    p.ring = 0;
     p.sw = fast_pitch(FAST_TW + k->cols + 3);
     p.mp = 0;
     p.smem = sizeof(float) * (size_t)(FAST_DIRECT_TH + k->rows - 1) * p.sw;
@@ -262,7 +388,7 @@ static struct fast_plan fast_plan_direct(const struct kernel2d *k)
 }
 
 /* Rank-1 square taps take the fused kernel when its tile fits the opt-in shared memory of a block
- * (on the H100 always: 63x63 needs 166 KiB of 227), everything else the direct kernel (63x63:
+ * (on the H100 always: 63x63 needs 99 KiB of 227), everything else the direct kernel (63x63:
  * 72 KiB). */
 static int fast_choose(const struct conv_args *a, struct fast_plan *p)
 {
@@ -309,20 +435,44 @@ static cudaError_t fast_launch_direct(const struct conv_args *a, const struct fa
     return cudaSuccess;
 }
 
-template <int TAIL, int TH>
+/* Rows per band of the separable kernel: enough bands for about SEP_WAVES rounds of the GPU's
+ * resident blocks. One round (each block as far down as it can, the halo rows read twice as rarely
+ * as possible) lost: blocks that start together stage and compute together, and the GPU idles while
+ * the slowest finish. H100, 8192^2 gaussian (2026-11-21), bands of 256 / 512 / 1024 rows / one round
+ * (1376 or 2048): N = 25 0.280 / 0.278 / 0.287 / 0.292 ms, N = 31 0.309 / 0.306 / 0.316 / 0.328,
+ * N = 63 0.559 / 0.535 / 0.528 / 0.550. A multiple of SEP_ROWS. Bench knob: EDGED_SEP_BAND (rows). */
+#define SEP_WAVES 4
+static int fast_sep_band(const struct conv_args *a, const void *kernel, size_t smem)
+{
+    int nb = 0, strips = div_up(a->w, FAST_TW), bands, knob = gconv_knob("EDGED_SEP_BAND", 0);
+
+    if (knob > 0)
+        return div_up(knob, SEP_ROWS) * SEP_ROWS;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, SEP_THREADS, smem) != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky; the launch is checked by the caller */
+        nb = 1;
+    }
+    bands = SEP_WAVES * nb * a->lim->sms / strips;
+    bands = bands < 1 ? 1 : bands;
+    return div_up(div_up(a->h, bands), SEP_ROWS) * SEP_ROWS;
+}
+
+template <int TAIL>
 static cudaError_t fast_launch_sep(const struct conv_args *a, const struct fast_plan *p)
 {
     static int attr_done;
     conv_geom g = conv_geom_of(a);
-    dim3 grid(div_up(a->w, FAST_TW), div_up(a->h, TH));
-    cudaError_t e = fast_smem_attr(k_fast_sep<TAIL, TH>, a, p->smem, &attr_done);
+    cudaError_t e = fast_smem_attr(k_fast_sep<TAIL>, a, p->smem, &attr_done);
     fast_taps1d t = {};
 
     if (e != cudaSuccess)
         return e;
+    int band = fast_sep_band(a, reinterpret_cast<const void *>(k_fast_sep<TAIL>), p->smem);
+    dim3 grid(div_up(a->w, FAST_TW), div_up(a->h, band));
     memcpy(t.row, a->k->row, sizeof(float) * a->k->cols);
     memcpy(t.col, a->k->col, sizeof(float) * a->k->rows);
-    k_fast_sep<TAIL, TH><<<grid, 8 * TH, p->smem, a->stream>>>(a->d_in, a->d_out, g, p->sw, p->mp, t);
+    k_fast_sep<TAIL><<<grid, SEP_THREADS, p->smem, a->stream>>>(a->d_in, a->d_out, g, p->sw, p->mp, p->ring, band,
+                                                                t);
     return cudaSuccess;
 }
 
@@ -340,19 +490,12 @@ static cudaError_t fast_launch(const struct conv_args *a, const struct fast_plan
         return fast_launch_direct<T>(a, p);
             FAST_TAIL_CASES(FAST_DIRECT_CASE)
         }
-    } else if (p->th == 32) {
-        switch (tail) {
-#define FAST_SEP32_CASE(T)                                                                                   \
-    case T:                                                                                                  \
-        return fast_launch_sep<T, 32>(a, p);
-            FAST_TAIL_CASES(FAST_SEP32_CASE)
-        }
     } else {
         switch (tail) {
-#define FAST_SEP64_CASE(T)                                                                                   \
+#define FAST_SEP_CASE(T)                                                                                     \
     case T:                                                                                                  \
-        return fast_launch_sep<T, 64>(a, p);
-            FAST_TAIL_CASES(FAST_SEP64_CASE)
+        return fast_launch_sep<T>(a, p);
+            FAST_TAIL_CASES(FAST_SEP_CASE)
         }
     }
     return cudaErrorInvalidValue; /* even sides never reach here: kernel_ok rejects them */
@@ -377,20 +520,9 @@ static int fast_use_stream(const struct kernel2d *k)
            (k->rows == 7 || k->rows == 9);
 }
 
-/* Rank-1 square taps of odd side 7 to 17 stream too (conv_stream.cu): a row pass and a column pass
- * in registers, 2N FMAs per pixel, each row read once per strip. H100, 8192^2 gaussian
- * (2026-11-21): 0.216, 0.226, 0.225, 0.235, 0.255, 0.289 ms for N = 7 .. 17 against the fused
- * tile's 0.256, 0.263, 0.271, 0.276, 0.284, 0.298. Larger sides keep the tile (the halo of the
- * streaming kernel reaches radius 8). Same knob. */
-static int fast_use_stream_sep(const struct kernel2d *k)
-{
-    return gconv_knob("EDGED_FAST_STREAM", 1) != 0 && k->separable && k->rows == k->cols && k->rows >= 7 &&
-           k->rows <= 17 && (k->rows & 1);
-}
-
 /* Limits: none on the H100 (every odd size up to 63x63 fits); on a GPU with less opt-in shared
  * memory a tile that does not fit is refused with the size it needs. The block argument is not
- * used: the tiles are fixed (128 columns x 32 or 64 rows). */
+ * used: the tiles are fixed (128 columns x 32 rows; the separable kernel's steps of 32 rows). */
 extern "C" int conv_fast(struct conv_args *a, char *err)
 {
     struct fast_plan p;
@@ -398,8 +530,6 @@ extern "C" int conv_fast(struct conv_args *a, char *err)
 
     if (fast_use_stream(a->k))
         return conv_fast_stream(a, err);
-    if (fast_use_stream_sep(a->k))
-        return conv_fast_stream_sep(a, err);
     if (fast_choose(a, &p) < 0)
         return edged_fail(err, EDGED_E_VARIANT_LIMIT,
                           "fast: a %dx%d tile needs %zu bytes of shared memory > %zu per block",

@@ -1,6 +1,6 @@
-/* conv_stream.cu — fast, kernels up to 5x5, full-rank 7x7 and 9x9, and rank-1 square taps of side 7
- * to 17: streaming register kernels (no shared memory, no barrier) that read each input row once per
- * 128-column strip and write each output once. */
+/* conv_stream.cu — fast, kernels up to 5x5 and full-rank 7x7 and 9x9: streaming register kernels (no
+ * shared memory, no barrier) that read each input row once per 128-column strip and write each
+ * output once. */
 #include <string.h>
 
 #include <type_traits>
@@ -17,14 +17,6 @@
  * with one 16-byte store per lane (512 contiguous bytes per warp). Direct correlation for rank-1
  * taps up to 5x5 too: at most 25 FMAs per pixel are far from the FP32 peak at the memory floor.
  *
- * Separable, rank-1 square taps of side N = 7 to 17 (k_fast_stream_sep): the same walk, but each
- * input row is first filtered along x with the row taps (N FMAs per sample) and the result pushed
- * into the N pending outputs with the column taps (N more): 2N FMAs per pixel where direct
- * correlation would take N^2. Its halo is spread over 16 lanes (stream_halo). Measured on the H100
- * (8192^2, 2026-11-21, gaussian): 0.216, 0.226, 0.225, 0.235, 0.255 and 0.289 ms for N = 7 .. 17
- * against the fused tile's 0.256, 0.263, 0.271, 0.276, 0.284 and 0.298. Larger sides keep the tile:
- * their radius passes the spread halo's 8.
- *
  * Registers, not local memory: every array is indexed with compile-time constants. The pending
  * outputs SHIFT down one accumulator per step (stream_direct::push): the oldest completes, each
  * other one moves to the next slot as it takes its tap row, and a new one starts in the last. Each
@@ -34,9 +26,9 @@
  * the body. Rows are fetched D steps before they are used, so a warp keeps about D rows of loads in
  * flight while it computes (ptxas may move a load within a period). An earlier version rotated the
  * outputs through acc[r % KR] instead, which needs a period that is a multiple of KR: the unrolled
- * loop grew with KR^2 (direct) or KR (separable), 279 KB of SASS for separable N = 15 against 126 KB
- * now, and past about N = 9 the warps stalled on instruction fetch. Same H100 run: 0.454 ms against
- * 0.255 at N = 15, 0.240 against 0.225 for full-rank 7x7; 5x5 and smaller were unchanged.
+ * loop grew with KR^2, and the warps stalled on instruction fetch (H100: full-rank 7x7 0.240 ms
+ * against 0.225 now; a separable streaming kernel of side 15, since replaced by k_fast_sep, had 279 KB
+ * of SASS against 126 KB and took 0.454 ms against 0.255); 5x5 and smaller were unchanged.
  *
  * Bytes. A strip reads SY + KR - 1 rows for SY output rows; its KR - 1 halo rows are read by the
  * strip above or below as well, which runs at about the same time, so they come from L2. Lanes 0
@@ -72,16 +64,6 @@ static __host__ __device__ constexpr int stream_period(int d)
 static __host__ __device__ constexpr int stream_min_warps(int kr, int kc)
 {
     return kr * kc >= 49 ? 16 : kr * kc >= 25 ? 24 : kr * kc >= 15 ? 28 : 32;
-}
-
-/* The same for the separable kernel, side n: 16 warps (128 registers), 12 (168) at n = 15. ptxas
- * takes 107, 119, 126 registers for n = 7, 9, 11, and 128 from 13 on (4(n - 1) accumulators, the
- * window and the prefetched rows; CUDA 13.0, sm_90 and sm_80, no spill; at 20 warps, 96 registers,
- * 15 and 17 spill). Measured on the H100 (8192^2 gaussian, 2026-11-21, 16 / 12 warps): n = 13 0.235
- * / 0.243 ms, 15 0.260 / 0.255, 17 0.289 / 0.305; 7 to 11 the same within 1 %. */
-static __host__ __device__ constexpr int stream_sep_min_warps(int n)
-{
-    return n == 15 ? 12 : 16;
 }
 
 template <int N>
@@ -278,39 +260,6 @@ struct stream_direct {
     }
 };
 
-/* Rank-1 square taps col[i] * row[j], side N: the row pass h = sum_j row[j] x[c + j - RX] of the
- * input row (N FMAs per sample), then h joins the N pending outputs with the column taps (N more).
- * Both sums run in tap order from the first product, as k_fast_sep's row and column passes do, so
- * the results are those of the tiled separable kernel. taps.t: row[0..N-1], then col[0..N-1]. */
-template <int N>
-struct stream_sep {
-    static constexpr int KR = N, RX = N / 2, HW = stream_halo(RX);
-    using taps_t = stream_taps<2 * N>;
-
-    static __device__ __forceinline__ void push(float (&acc)[KR][4], const float (&w)[4 + 2 * RX],
-                                                const taps_t &taps, int imax)
-    {
-        float h[4];
-#pragma unroll
-        for (int c = 0; c < 4; c++) {
-            h[c] = taps.t[0] * w[c];
-#pragma unroll
-            for (int j = 1; j < N; j++)
-                h[c] = fmaf(taps.t[j], w[c + j], h[c]);
-        }
-#pragma unroll
-        for (int p = 0; p < KR; p++) {
-            int i = KR - 1 - p, dst = p == 0 ? KR - 1 : p - 1;
-            if (i > imax)
-                continue;
-            float t = taps.t[N + i];
-#pragma unroll
-            for (int c = 0; c < 4; c++)
-                acc[dst][c] = i == 0 ? t * h[c] : fmaf(t, h[c], acc[p][c]);
-        }
-    }
-};
-
 /* Writes output row yo, columns x0..x0+3, at o. FRAME: only the part inside the image. */
 template <bool FRAME>
 static __device__ __forceinline__ void stream_store(float *__restrict__ o, const float (&a)[4],
@@ -418,16 +367,6 @@ __global__ void __launch_bounds__(32, stream_min_warps(KR, KC))
     stream_run<stream_direct<KR, KC>>(d_in, d_out, g, taps);
 }
 
-/* Separable, side N = 7 .. 17. */
-template <int N>
-__global__ void __launch_bounds__(32, stream_sep_min_warps(N))
-    k_fast_stream_sep(const float *__restrict__ d_in, float *__restrict__ d_out, conv_geom g,
-                      const __grid_constant__ stream_taps<2 * N> taps)
-{
-    static_assert(N % 2 == 1 && N >= 7 && N <= 17, "odd sides 7 .. 17 (spread halo: radius <= 8)");
-    stream_run<stream_sep<N>>(d_in, d_out, g, taps);
-}
-
 /* ---- launcher ---------------------------------------------------------------------------- */
 
 template <int KR, int KC>
@@ -463,38 +402,4 @@ extern "C" int conv_fast_stream(struct conv_args *a, char *err)
 #undef STREAM_CASE
     }
     return conv_launched(a, "fast streaming kernel");
-}
-
-template <int N>
-static void stream_sep_launch(const struct conv_args *a)
-{
-    stream_taps<2 * N> t;
-    dim3 grid(div_up(a->w, 128), div_up(a->h, STREAM_ROWS));
-
-    memcpy(t.t, a->k->row, sizeof(float) * N);
-    memcpy(t.t + N, a->k->col, sizeof(float) * N);
-    k_fast_stream_sep<N><<<grid, 32, 0, a->stream>>>(a->d_in, a->d_out, conv_geom_of(a), t);
-}
-
-/* Rank-1 square taps of odd side 7 to 17; conv_fast decides which come here. */
-extern "C" int conv_fast_stream_sep(struct conv_args *a, char *err)
-{
-    int n = a->k->rows;
-
-    if (!a->k->separable || a->k->cols != n || n < 7 || n > 17 || !(n & 1))
-        return edged_fail(err, EDGED_E_PARAM,
-                          "fast separable streaming kernel: %dx%d taps, rank-1 square of odd side 7 to 17 needed",
-                          a->k->rows, a->k->cols);
-    if (a->check_only)
-        return 0;
-    switch (n) {
-#define STREAM_SEP_CASE(N)                                                                                   \
-    case N:                                                                                                  \
-        stream_sep_launch<N>(a);                                                                             \
-        break;
-        STREAM_SEP_CASE(7) STREAM_SEP_CASE(9) STREAM_SEP_CASE(11) STREAM_SEP_CASE(13) STREAM_SEP_CASE(15)
-            STREAM_SEP_CASE(17)
-#undef STREAM_SEP_CASE
-    }
-    return conv_launched(a, "fast separable streaming kernel");
 }

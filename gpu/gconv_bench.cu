@@ -14,7 +14,6 @@
 #define BENCH_MAX_REPS 10000
 #define BENCH_WARM_MS 25.0       /* warm-up: at least this much kernel time, whatever --warmup says, */
 #define BENCH_WARM_WALL_MS 100.0 /* unless it has taken this long (tiny kernels, one sync each) */
-#define BENCH_HOLD_NS 200000ull  /* GPU time queued before each rep's start event (bench_loop) */
 
 /* Random samples in [0, 255) from a hash of the index (no host transfer, never all zeros). */
 __global__ void k_fill(float *d_p, size_t n, uint32_t seed)
@@ -85,20 +84,9 @@ static int bench_args_ok(struct gconv_ctx *ctx, int w, int h, const struct kerne
     return 0;
 }
 
-/* Holds the stream for `ns` nanoseconds of GPU time: one thread spinning on the global timer. */
-__global__ void k_bench_hold(unsigned long long ns)
-{
-    unsigned long long t0, t;
-
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    do
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    while (t - t0 < ns);
-}
-
 /* Times warmup + reps launches of `launch(i)` on stream 0 (the launcher picks rotation i's buffers);
  * each rep is bracketed by its own events and waited for. Before its start event each rep queues
- * k_bench_hold (BENCH_HOLD_NS), as nvbench does with its blocking kernel: the host's launch work
+ * gctx_hold (200 us of GPU time), as nvbench does with its blocking kernel: the host's launch work
  * (4.7 us for one launch on the H100; more for multi-kernel pipelines and NPP) then happens while
  * the GPU is still busy, and the events time the GPU's work, not the gap before it. Without the
  * hold that gap entered every rep: the edge kernel's 58.8 us (ncu) was timed as 64.4 us. Host work
@@ -122,8 +110,7 @@ static cudaError_t bench_loop(struct gconv_ctx *ctx, int warmup, int reps, doubl
     if (!ms)
         return cudaErrorMemoryAllocation;
     for (int r = 0; r < reps && e == cudaSuccess; i++) {
-        k_bench_hold<<<1, 1, 0, st->s>>>(BENCH_HOLD_NS);
-        if ((e = cudaGetLastError()) != cudaSuccess || (e = cudaEventRecord(st->ev_up, st->s)) != cudaSuccess ||
+        if ((e = gctx_hold(st->s)) != cudaSuccess || (e = cudaEventRecord(st->ev_up, st->s)) != cudaSuccess ||
             (e = launch(i)) != cudaSuccess ||
             (e = cudaEventRecord(st->ev_kern, st->s)) != cudaSuccess ||
             (e = cudaEventSynchronize(st->ev_kern)) != cudaSuccess ||

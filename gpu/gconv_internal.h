@@ -121,8 +121,6 @@ int conv_fast(struct conv_args *a, char *err);      /* fast (conv_fast.cu) */
 /* fast for kernels with sides 1, 3 or 5, and 7x7 or 9x9 (conv_stream.cu); conv_fast calls it for
  * the sizes it picks. */
 int conv_fast_stream(struct conv_args *a, char *err);
-/* fast for rank-1 square taps of odd side 7 to 17 (conv_stream.cu): a streaming row+column pass. */
-int conv_fast_stream_sep(struct conv_args *a, char *err);
 
 /* The fused u8 edge pipeline (edge_fast.cu). can: 1 when plan is the bank's edge filter with the
  * zero border on one plane (gray or luma), the case the one-pass kernel serves. launch: enqueues it
@@ -175,6 +173,12 @@ int gctx_enter(struct gconv_ctx *ctx, char *err);
 /* Row pitch (floats) and plane stride (floats) of a w x h device plane. */
 int gctx_pitch(const struct gconv_ctx *ctx, int w);
 size_t gctx_plane_stride(const struct gconv_ctx *ctx, int w, int h);
+
+/* Queues GCTX_HOLD_NS of GPU time on s (one thread spinning on the global timer) and returns the
+ * launch's error. A timed section queued right after it starts when the GPU reaches it, not when
+ * the host's launch call does: the bench and the copy probe put it before their start events. */
+#define GCTX_HOLD_NS 200000ull
+cudaError_t gctx_hold(cudaStream_t s);
 
 /* Constant-memory slots. __constant__ memory is one per module, shared by every stream, so two
  * jobs on two streams writing their taps into one array would race. Stream s uses slot

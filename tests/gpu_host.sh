@@ -98,7 +98,7 @@ if [ "$what" = fast ]; then
         --error-exitcode 99 "$BUILD/tests/test_gpu" >> "$san" 2>&1
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed, [0-9]+ failed" "$san"
     b="$BUILD/edged bench --sizes 8192 --reps 20 --warmup 3 --compare --csv"
-    step bench-gauss 60 $b --filter gaussian --ksizes 3,5,7,9,11,13,15,17,25,31 \
+    step bench-gauss 60 $b --filter gaussian --ksizes 3,5,7,9,11,13,15,17,19,21,25,31 \
         --variants fast,tiled,separable,shared_constant > "$OUT/fast_gauss.csv" 2>> "$log"
     step bench-custom 60 $b --filter custom --ksizes 3,5,7,9,11,15,25,31 --variants fast,tiled,shared_constant \
         > "$OUT/fast_custom.csv" 2>> "$log"
@@ -107,17 +107,22 @@ if [ "$what" = fast ]; then
     step bench-edge 60 $b --u8-edge --variants fast,tiled,shared_constant,shared_halo,naive \
         > "$OUT/fast_edge.csv" 2>> "$log"
     # bench knobs, for comparison in the same run: the edge kernel without its prefetch ring, with
-    # 4 px per lane, with other strip heights, and without the tail of short strips (TAIL=0)
-    for knob in EDGED_EDGE_PREFETCH=0 EDGED_EDGE_PX=4 "EDGED_EDGE_SY=24 EDGED_EDGE_TAIL=0" \
-        "EDGED_EDGE_SY=48 EDGED_EDGE_TAIL=0" EDGED_EDGE_SY=32 EDGED_EDGE_SY=64 EDGED_EDGE_SY_TAIL=8 \
-        EDGED_EDGE_SY_TAIL=24 EDGED_EDGE_TAIL=50 EDGED_EDGE_TAIL=200; do
+    # 4 px per lane, with one strip height for all (TAIL=0)
+    for knob in EDGED_EDGE_PREFETCH=0 EDGED_EDGE_PX=4 "EDGED_EDGE_SY=24 EDGED_EDGE_TAIL=0"; do
         env $knob $b --u8-edge --variants fast 2>> "$log" | tail -n +2 |
             sed "s/,fast,/,fast_$(echo "$knob" | tr ' ' +),/" \
             >> "$OUT/fast_edge.csv"
     done
-    # the cases the streaming kernels serve, on the tiles instead (k <= 15 gaussian, k <= 9 custom)
-    EDGED_FAST_STREAM=0 $b --filter gaussian --ksizes 3,5,7,9,11,13,15,17 --variants fast 2>> "$log" | tail -n +2 |
+    # the cases the streaming kernels serve, on the tiles instead (k <= 5, full-rank 7 and 9)
+    EDGED_FAST_STREAM=0 $b --filter gaussian --ksizes 3,5 --variants fast 2>> "$log" | tail -n +2 |
         sed 's/,fast,/,fast_tiles,/' >> "$OUT/fast_gauss.csv"
+    # the separable kernel's bands: fixed heights against the default (about 4 rounds of blocks)
+    for band in 256 1024; do
+        EDGED_SEP_BAND=$band $b --filter gaussian --ksizes 19,25,31 --variants fast 2>> "$log" | tail -n +2 |
+            sed "s/,fast,/,fast_band$band,/" >> "$OUT/fast_gauss.csv"
+        EDGED_SEP_BAND=$band $b --filter gaussian --ksizes 63 --variants fast 2>> "$log" | tail -n +2 |
+            sed "s/,fast,/,fast_band$band,/" >> "$OUT/fast_gauss_big.csv"
+    done
     EDGED_FAST_STREAM=0 $b --filter custom --ksizes 3,5,7,9 --variants fast 2>> "$log" | tail -n +2 |
         sed 's/,fast,/,fast_tiles,/' >> "$OUT/fast_custom.csv"
     # where the edge kernel's time goes: ncu's stall reasons and pipe use for one 8192^2 gray launch,

@@ -212,7 +212,7 @@ static void conv_one(struct gconv_ctx *ctx, const float *in, float *out, float *
  * serial reference costs n * taps). */
 static int conv_cases(struct conv_case *cs, size_t n)
 {
-    /* every side a kernel of fast switches at: streaming up to 9 (direct) and 15 (rank 1), tiles above */
+    /* every side a kernel of fast switches at: streaming up to 9 (direct) and 5 (rank 1), tiles above */
     static const int sides[] = {1, 3, 5, 7, 9, 11, 13, 15, 17, 25, 31, 63};
     const int nsides = (int)(sizeof(sides) / sizeof(sides[0]));
     static const int rect[7][2] = {{1, 7}, {7, 1}, {3, 11}, {25, 5}, {1, 63}, {63, 1}, {5, 31}};
@@ -299,6 +299,50 @@ static void test_conv(struct gconv_ctx *ctx)
         free(in), free(out), free(ref);
     }
     free(cs);
+}
+
+/* The fused separable kernel of fast walks each band of rows through a ring of row-filtered
+ * samples. test_conv's images give it bands of one output step; here bands of 2, 3 and 25 steps
+ * (EDGED_SEP_BAND, rows) make the ring wrap, and the sides start the staged window at every offset
+ * within a float4 (19: 3, 21: 2, 23: 1, 25: 0; 63 fills a ring of 96 rows). The racecheck set
+ * (EDGED_GPU_QUICK=2) keeps 63 with bands of 96 rows: the ring wraps twice per band. */
+static void test_fast_sep_bands(struct gconv_ctx *ctx)
+{
+    static const int sides[] = {63, 19, 21, 23, 25};
+    static const char *bands[] = {"96", "64", "800"};
+    const int nsides = quick == 2 ? 1 : 5, nbands = quick == 2 ? 1 : 3;
+    const int w = 333, h = 270;
+    size_t n = (size_t)w * h;
+    float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float)), *ref = malloc(n * sizeof(float));
+    char err[EDGED_ERR_LEN];
+    struct kernel2d k;
+    double t0 = now_s();
+    int checks0 = check_passed + check_failed;
+
+    for (size_t i = 0; i < n; i++)
+        in[i] = 256.0f * rnd_unit() - 128.0f;
+    for (int s = 0; s < nsides; s++) {
+        kernel_random(&k, sides[s], sides[s], 1);
+        double tol = taps_f(&k) * taps_abs_sum(&k) * 128.0 + 1e-6;
+        for (int b = 0; b < BORDER_COUNT; b++) {
+            cpu_serial_conv(in, ref, w, h, (size_t)w, &k, b);
+            for (int bi = 0; bi < nbands; bi++) {
+                poison_floats(out, n);
+                setenv("EDGED_SEP_BAND", bands[bi], 1);
+                int rc = gconv_conv_host(ctx, in, out, w, h, &k, b, VARIANT_FAST, 16, NULL, err);
+                unsetenv("EDGED_SEP_BAND");
+                CHECK(rc == 0, "fast rank1 %dx%d band %s %s: %s", sides[s], sides[s], bands[bi], border_name(b), err);
+                if (rc != 0)
+                    continue;
+                struct diff d = compare_floats(out, ref, n, tol);
+                CHECK(d.bad == 0, "fast rank1 %dx%d band %s %s %dx%d: %zu samples off, first at (%zu,%zu) gpu %g ref %g",
+                      sides[s], sides[s], bands[bi], border_name(b), w, h, d.bad, d.first % w, d.first / w,
+                      out[d.first], ref[d.first]);
+            }
+        }
+    }
+    printf("fast separable bands: %d checks in %.1f s\n", check_passed + check_failed - checks0, now_s() - t0);
+    free(in), free(out), free(ref);
 }
 
 /* ---- whole plans ------------------------------------------------------------------------ */
@@ -765,6 +809,8 @@ int main(void)
     if (only < 0 || only == VARIANT_FAST)
         test_edge_fast(ctx);
     test_conv(ctx);
+    if (only < 0 || only == VARIANT_FAST)
+        test_fast_sep_bands(ctx);
     test_plans(ctx);
     CHECK(!gconv_is_dead(ctx), "context alive at the end");
     engine_close(eng);

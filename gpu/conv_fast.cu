@@ -357,13 +357,13 @@ __global__ void __launch_bounds__(SEP_THREADS, 3)
 
 struct fast_plan {
     int sep;        /* 1: fused separable kernel */
-    int sw, mp;     /* shared pitches (floats): staged input rows; direct: -, separable: ring columns */
-    int ring;       /* separable: ring rows */
+    int sw;         /* shared pitch (floats) of the staged input rows */
+    int mp, ring;   /* separable: pitch of a ring column (floats) and ring rows; direct: 0 */
     size_t smem;    /* dynamic shared memory, bytes */
 };
 
 /* Two staged buffers of SEP_ROWS rows and the ring of 128 columns. N = 63: 49 + 50 KiB; N = 31:
- * 41 + 34 KiB (so 2 blocks of 256 threads per SM, and 3 up to N = 31, as the registers allow). */
+ * 41 + 34 KiB (3 blocks of 256 threads per SM up to N = 33, 2 above). */
 static struct fast_plan fast_plan_sep(const struct kernel2d *k)
 {
     struct fast_plan p;
@@ -446,15 +446,14 @@ static cudaError_t fast_launch_direct(const struct conv_args *a, const struct fa
 #define SEP_WAVES 4
 static int fast_sep_band(const struct conv_args *a, const void *kernel, size_t smem)
 {
-    int nb = 0, strips = div_up(a->w, FAST_TW), bands, knob = gconv_knob("EDGED_SEP_BAND", 0);
+    int strips = div_up(a->w, FAST_TW), knob = gconv_knob("EDGED_SEP_BAND", 0), bands;
+    long resident;
 
     if (knob > 0)
         return div_up(knob, SEP_ROWS) * SEP_ROWS;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, SEP_THREADS, smem) != cudaSuccess) {
-        (void)cudaGetLastError(); /* not sticky; the launch is checked by the caller */
-        nb = 1;
-    }
-    bands = SEP_WAVES * nb * a->lim->sms / strips;
+    resident = gctx_resident(kernel, SEP_THREADS, smem);
+    resident = resident > 0 ? resident : a->lim->sms; /* unknown: one block per SM */
+    bands = (int)(SEP_WAVES * resident / strips);
     bands = bands < 1 ? 1 : bands;
     return div_up(div_up(a->h, bands), SEP_ROWS) * SEP_ROWS;
 }

@@ -512,25 +512,12 @@ static unsigned edge_strips(edge_geom *g, int gx, long resident)
     return (unsigned)(g->n1 + (long)gx * div_up(g->h - g->h1, sy2));
 }
 
-/* Warps of kernel k the device holds at once (0 where it cannot be told). */
-static long edge_resident(const void *k)
-{
-    int dev = 0, sms = 0, nb = 0;
-
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k, 32, 0) != cudaSuccess) {
-        (void)cudaGetLastError(); /* not sticky; the launch is checked by the caller */
-        return 0;
-    }
-    return (long)sms * nb;
-}
-
 template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF>
 static void edge_launch_k(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, edge_geom g, cudaStream_t s)
 {
     void (*k)(const uint8_t *, uint8_t *, float *, edge_geom) = k_edge_fast<CH, PX, ALIGNED, WANT_L, PF>;
-    const unsigned warps = edge_strips(&g, div_up(g.w, 30 * PX), edge_resident(reinterpret_cast<const void *>(k)));
+    const long resident = gctx_resident(reinterpret_cast<const void *>(k), 32, 0); /* one-warp blocks */
+    const unsigned warps = edge_strips(&g, div_up(g.w, 30 * PX), resident);
 
     k<<<dim3(warps), dim3(32), 0, s>>>(d_in8, d_out8, d_L, g);
 }

@@ -180,6 +180,12 @@ size_t gctx_plane_stride(const struct gconv_ctx *ctx, int w, int h);
 #define GCTX_HOLD_NS 200000ull
 cudaError_t gctx_hold(cudaStream_t s);
 
+/* Blocks of `threads` threads and `smem` dynamic shared bytes of `kernel` that the current device
+ * holds at once (blocks per SM x SMs), or 0 where it cannot be told (the error is cleared; it is
+ * not sticky, and the launch that follows is checked by its caller). Sizes the grids that want
+ * a whole number of rounds of resident blocks. */
+long gctx_resident(const void *kernel, int threads, size_t smem);
+
 /* Constant-memory slots. __constant__ memory is one per module, shared by every stream, so two
  * jobs on two streams writing their taps into one array would race. Stream s uses slot
  * s % GCONV_CSLOTS: lock takes the slot's mutex and makes stream s wait for the event the slot's

@@ -75,6 +75,8 @@ struct filter_plan {
     enum post_mode post; /* resolved: never POST_AUTO */
     float threshold;
     int in_ch, planes, out_ch;
+    int accept_packed; /* 1: the caller takes the binary map packed (struct img packed) where the
+                        * backend makes it so (1-bit responses; filter_plan_make sets 0) */
 };
 
 /* Sets defaults: edge, zero border, auto colour and post, threshold 5. */

@@ -10,11 +10,15 @@ extern "C" {
 #endif
 
 /* Channels: 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA. Rows are stride bytes apart (stride >= w*ch).
- * The image owns px when it came from img_alloc; release with img_free. */
+ * packed (1 channel only): a binary map of 1-bit samples, 8 pixels per byte, the leftmost in the
+ * most significant bit (a PNG 1-bit row), stride >= (w+7)/8; the GPU returns edge maps so for
+ * 1-bit requests (filter_plan accept_packed). The image owns px when it came from img_alloc
+ * (which makes it unpacked); release with img_free. */
 struct img {
     int w, h, ch;
     size_t stride;
     uint8_t *px;
+    int packed;
 };
 
 /* Largest side and pixel count any layer accepts; request limits are at most these. */

@@ -290,6 +290,19 @@ static const struct field *field_find(const char *name)
     return NULL;
 }
 
+int params_plan(const struct params *p, int ch, struct filter_plan *plan, char *err)
+{
+    int rc;
+
+    if ((rc = filter_plan_make(&p->spec, ch, plan, err)) < 0)
+        return rc;
+    if (p->bit_depth == 1 && plan->out_ch != 1)
+        return edged_fail(err, EDGED_E_PARAM, "bit_depth: 1 needs a one-channel output; this input has alpha, "
+                                              "so the output has %d channels", plan->out_ch);
+    plan->accept_packed = p->bit_depth == 1;
+    return 0;
+}
+
 const char *params_field_name(unsigned bit)
 {
     for (size_t i = 0; i < NFIELDS; i++)

@@ -71,6 +71,11 @@ int params_set_json(struct params *p, const char *text, size_t len, char *err);
  * for a non-binary filter) and resolves the spec as filter_plan_make would. 0 or EDGED_E_PARAM. */
 int params_validate(const struct params *p, char *err);
 
+/* The plan of request p for an input of ch channels (filter_plan_make). bit_depth 1 needs a
+ * one-channel output (EDGED_E_PARAM names the alpha that prevents it) and lets the backend return
+ * the map packed (accept_packed). */
+int params_plan(const struct params *p, int ch, struct filter_plan *plan, char *err);
+
 /* Name of the field with bit `bit` ("threshold"), for messages. */
 const char *params_field_name(unsigned bit);
 

@@ -1,5 +1,7 @@
 /* edge_fast.cu — the edge filter (gaussian5 -> laplacian3 -> |L| > T) in ONE pass over the u8
- * image for the fast variant: u8 (gray, gray+alpha, RGB or RGBA as luma) in, u8 edge map out. */
+ * image for the fast variant: u8 (gray, gray+alpha, RGB or RGBA as luma) in, u8 edge map out, or
+ * for 1-bit responses the map packed 8 pixels per byte (an eighth of the bytes to write and to
+ * download). */
 #include <stdlib.h>
 
 #include "gconv_internal.h"
@@ -258,6 +260,22 @@ static __device__ __forceinline__ void edge_store(uintptr_t a, const unsigned (&
     }
 }
 
+/* The map bits of a lane's pixels as a PNG 1-bit row has them (the leftmost pixel in the most
+ * significant bit; a pixel's map byte is 0 or 0xff, so one mask keeps the bit it lands on and a
+ * multiply sums the four bytes, whose bits are distinct, into the top byte). PX 8: the lane's
+ * byte. PX 4: the byte of this lane's pixels and the next lane's, which the lane whose x0 is a
+ * multiple of 8 stores; every lane must call it (a shuffle). */
+template <int PX>
+static __device__ __forceinline__ unsigned edge_pack(const unsigned (&bits)[PX / 4])
+{
+    const unsigned hi = (bits[0] & 0x10204080u) * 0x01010101u >> 24; /* pixels 0..3: bits 7..4 */
+
+    if constexpr (PX == 8)
+        return hi | (bits[1] & 0x01020408u) * 0x01010101u >> 24;
+    else
+        return hi | __shfl_down_sync(EDGE_FULL, (bits[0] & 0x01020408u) * 0x01010101u >> 24, 1);
+}
+
 /* The windows of a strip, indexed by step % EDGE_P (see edge_step). */
 template <int CH, int PX>
 struct edge_win {
@@ -322,8 +340,9 @@ static __device__ __forceinline__ void edge_col_luma(edge_win<CH, PX> &s, const 
 }
 
 /* The laplacian of the row whose G is in slot (k-3) % EDGE_P, between the rows in slots k-4 and
- * k-2, thresholded into map bytes (and N into L for WANT_L), stored at address aout (row yo). */
-template <int CH, int PX, bool ALIGNED, bool WANT_L, bool FRAME>
+ * k-2, thresholded into map bytes (and N into L for WANT_L), stored at address aout (row yo);
+ * PACK: as bits, one byte per 8 pixels (edge_pack). */
+template <int CH, int PX, bool ALIGNED, bool WANT_L, bool FRAME, bool PACK>
 static __device__ __forceinline__ void edge_out(const edge_win<CH, PX> &s, const int k,
                                                 const edge_lane<PX> &ln, uintptr_t aout,
                                                 float *__restrict__ d_L, const edge_geom &g, int yo)
@@ -348,8 +367,12 @@ static __device__ __forceinline__ void edge_out(const edge_win<CH, PX> &s, const
         }
         bits[q] = edge_mask4(d[0], d[1], d[2], d[3]);
     }
+    const unsigned packed = PACK ? edge_pack<PX>(bits) : 0u;
     if (ln.store && (!FRAME || yo < g.h)) {
-        edge_store<CH, PX, ALIGNED>(aout, bits, s.al[r], ln.col_in);
+        if constexpr (!PACK)
+            edge_store<CH, PX, ALIGNED>(aout, bits, s.al[r], ln.col_in);
+        else if (PX == 8 || (ln.x0 & 7) == 0)
+            __stwb(reinterpret_cast<unsigned char *>(aout), (unsigned char)packed);
         if constexpr (WANT_L) /* tests: the float L = N / 289 */
 #pragma unroll
             for (int c = 0; c < PX; c++)
@@ -363,7 +386,7 @@ static __device__ __forceinline__ void edge_out(const edge_win<CH, PX> &s, const
  * column pass G(k-2), and from step 6 on the output row y-3. With PF > 0 the row was fetched PF
  * steps ago and row y+PF is fetched now when `fetch` says it lies in the strip. ain, aout: the
  * addresses of pixel x0 of input row y and of output row y-3. */
-template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF, bool FRAME>
+template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF, bool FRAME, bool PACK>
 static __device__ __forceinline__ void
 edge_step(edge_win<CH, PX> &s, const int k, const edge_lane<PX> &ln, uintptr_t ain, uintptr_t aout,
           float *__restrict__ d_L, const edge_geom &g, int y, bool fetch)
@@ -402,12 +425,12 @@ edge_step(edge_win<CH, PX> &s, const int k, const edge_lane<PX> &ln, uintptr_t a
         s.Ge[i2] = __shfl_down_sync(EDGE_FULL, s.G[i2][0], 1);
     }
     if (k >= EDGE_WARM)
-        edge_out<CH, PX, ALIGNED, WANT_L, FRAME>(s, k, ln, aout, d_L, g, y - 3);
+        edge_out<CH, PX, ALIGNED, WANT_L, FRAME, PACK>(s, k, ln, aout, d_L, g, y - 3);
 }
 
 /* One warp's strip: input rows y0-3 .. y0+sy+2, output rows y0 .. y0+sy-1. With FRAME false
  * (the warp's columns and all its rows lie inside the image) no sample is checked. */
-template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF, bool FRAME>
+template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF, bool FRAME, bool PACK>
 static __device__ __forceinline__ void edge_strip(const uint8_t *__restrict__ in, uint8_t *__restrict__ out,
                                                   float *__restrict__ d_L, const edge_geom &g, int xw, int y0,
                                                   int sy)
@@ -418,22 +441,24 @@ static __device__ __forceinline__ void edge_strip(const uint8_t *__restrict__ in
     edge_win<CH, PX> s;
 
     ln.x0 = xw + PX * lane;
-    ln.istride = (uintptr_t)g.w * CH, ln.ostride = (uintptr_t)g.w * OC;
+    ln.istride = (uintptr_t)g.w * CH, ln.ostride = PACK ? (uintptr_t)g.w / 8 : (uintptr_t)g.w * OC;
 #pragma unroll
     for (int c = 0; c < PX; c++)
         ln.col_in[c] = !FRAME || (unsigned)(ln.x0 + c) < (unsigned)g.w;
     ln.store = lane >= 1 && lane <= 30 && (!ALIGNED || ln.col_in[0]);
-    /* pixel x0 of input row y0-3 and of output row y0 (modulo 2^64: they may lie before the image) */
+    /* pixel x0 of input row y0-3 and of output row y0 (modulo 2^64: they may lie before the image;
+     * PACK: the byte holding pixel x0, x0 >> 3 rounding down for the lane left of the image) */
     uintptr_t ain = reinterpret_cast<uintptr_t>(in) + (uintptr_t)(((ptrdiff_t)(y0 - 3) * g.w + ln.x0) * CH),
-              aout = reinterpret_cast<uintptr_t>(out) + (uintptr_t)(((ptrdiff_t)y0 * g.w + ln.x0) * OC);
+              aout = reinterpret_cast<uintptr_t>(out) +
+                     (uintptr_t)(PACK ? (ptrdiff_t)y0 * (g.w / 8) + (ln.x0 >> 3) : ((ptrdiff_t)y0 * g.w + ln.x0) * OC);
 #pragma unroll
     for (int k = 0; k < PF; k++)
         s.raw[k] = edge_fetch<CH, PX, ALIGNED, FRAME>(ain + k * ln.istride,
                                                       (unsigned)(y0 - 3 + k) < (unsigned)g.h, ln.col_in);
 #pragma unroll
     for (int k = 0; k < EDGE_WARM; k++)
-        edge_step<CH, PX, ALIGNED, WANT_L, PF, FRAME>(s, k, ln, ain + k * ln.istride, aout, d_L, g,
-                                                      y0 - 3 + k, true);
+        edge_step<CH, PX, ALIGNED, WANT_L, PF, FRAME, PACK>(s, k, ln, ain + k * ln.istride, aout, d_L, g,
+                                                            y0 - 3 + k, true);
     ain += EDGE_WARM * ln.istride;
 #pragma unroll 1
     for (int i = 0; i < niter; i++) {
@@ -441,16 +466,17 @@ static __device__ __forceinline__ void edge_strip(const uint8_t *__restrict__ in
         const int y = y0 + EDGE_WARM - 3 + i * EDGE_P;
 #pragma unroll
         for (int j = 0; j < EDGE_P; j++) {
-            edge_step<CH, PX, ALIGNED, WANT_L, PF, FRAME>(s, EDGE_WARM + j, ln, ain, aout, d_L, g, y + j,
-                                                          j + PF < EDGE_P || more);
+            edge_step<CH, PX, ALIGNED, WANT_L, PF, FRAME, PACK>(s, EDGE_WARM + j, ln, ain, aout, d_L, g, y + j,
+                                                                j + PF < EDGE_P || more);
             ain += ln.istride, aout += ln.ostride;
         }
     }
 }
 
 /* PF: rows fetched ahead into a ring of registers (0: each row loaded in its step, where the
- * compiler hoists the loads of a loop iteration itself; EDGED_EDGE_PREFETCH=0). */
-template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF>
+ * compiler hoists the loads of a loop iteration itself; EDGED_EDGE_PREFETCH=0). PACK: the map as
+ * 1-bit rows of w/8 bytes (w a multiple of 8, no alpha). */
+template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF, bool PACK>
 __global__ void __launch_bounds__(32, edge_minb(CH, PX, PF, WANT_L))
     k_edge_fast(const uint8_t *__restrict__ in, uint8_t *__restrict__ out, float *__restrict__ d_L,
                 edge_geom g)
@@ -460,10 +486,11 @@ __global__ void __launch_bounds__(32, edge_minb(CH, PX, PF, WANT_L))
 
     /* rings: raw PF+1 rows, h (gray) 5, alpha 4, the others 3 */
     static_assert(PF < EDGE_P && EDGE_P >= 5 && PX % 4 == 0, "window rings too short");
+    static_assert(!PACK || (ALIGNED && (CH == 1 || CH == 3)), "packed maps: aligned groups, no alpha");
     if (xw >= 0 && xw + 32 * PX <= g.w && y0 >= 3 && y0 + sy + 3 <= g.h)
-        edge_strip<CH, PX, ALIGNED, WANT_L, PF, false>(in, out, d_L, g, xw, y0, sy);
+        edge_strip<CH, PX, ALIGNED, WANT_L, PF, false, PACK>(in, out, d_L, g, xw, y0, sy);
     else
-        edge_strip<CH, PX, ALIGNED, WANT_L, PF, true>(in, out, d_L, g, xw, y0, sy);
+        edge_strip<CH, PX, ALIGNED, WANT_L, PF, true, PACK>(in, out, d_L, g, xw, y0, sy);
 }
 
 /* Bench knobs (gconv_knob): EDGED_EDGE_PREFETCH=0 selects the kernel without the prefetch ring for
@@ -512,10 +539,10 @@ static unsigned edge_strips(edge_geom *g, int gx, long resident)
     return (unsigned)(g->n1 + (long)gx * div_up(g->h - g->h1, sy2));
 }
 
-template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF>
+template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF, bool PACK>
 static void edge_launch_k(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, edge_geom g, cudaStream_t s)
 {
-    void (*k)(const uint8_t *, uint8_t *, float *, edge_geom) = k_edge_fast<CH, PX, ALIGNED, WANT_L, PF>;
+    void (*k)(const uint8_t *, uint8_t *, float *, edge_geom) = k_edge_fast<CH, PX, ALIGNED, WANT_L, PF, PACK>;
     const long resident = gctx_resident(reinterpret_cast<const void *>(k), 32, 0); /* one-warp blocks */
     const unsigned warps = edge_strips(&g, div_up(g.w, 30 * PX), resident);
 
@@ -524,34 +551,43 @@ static void edge_launch_k(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, edg
 
 /* The widest lane group the width allows: EDGE_PX(CH) pixels when w is a multiple of it, else 4
  * (aligned when w % 4 == 0, byte by byte otherwise). The prefetch ring serves aligned rows. */
-template <int CH, int PX, bool ALIGNED>
+template <int CH, int PX, bool ALIGNED, bool PACK>
 static void edge_launch_px(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, const edge_geom &g,
                            cudaStream_t s)
 {
     constexpr int PF = ALIGNED ? edge_prefetch(CH, PX) : 0;
 
     if (d_L) {
-        edge_launch_k<CH, PX, ALIGNED, true, PF>(d_in8, d_out8, d_L, g, s);
+        edge_launch_k<CH, PX, ALIGNED, true, PF, PACK>(d_in8, d_out8, d_L, g, s);
         return;
     }
     if constexpr (ALIGNED && (CH == 1 || CH == 3))
         if (!edge_prefetch_on()) {
-            edge_launch_k<CH, PX, ALIGNED, false, 0>(d_in8, d_out8, d_L, g, s);
+            edge_launch_k<CH, PX, ALIGNED, false, 0, PACK>(d_in8, d_out8, d_L, g, s);
             return;
         }
-    edge_launch_k<CH, PX, ALIGNED, false, PF>(d_in8, d_out8, d_L, g, s);
+    edge_launch_k<CH, PX, ALIGNED, false, PF, PACK>(d_in8, d_out8, d_L, g, s);
 }
 
+/* pack: the caller checked edge_fast_packs (gray or RGB, w % 8 == 0). */
 template <int CH>
-static void edge_launch_ch(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, const edge_geom &g,
+static void edge_launch_ch(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, const edge_geom &g, bool pack,
                            cudaStream_t s)
 {
+    if constexpr (CH == 1 || CH == 3)
+        if (pack) {
+            if (EDGE_PX(CH) == 8 && edge_px8_on())
+                edge_launch_px<CH, EDGE_PX(CH), true, true>(d_in8, d_out8, d_L, g, s);
+            else
+                edge_launch_px<CH, 4, true, true>(d_in8, d_out8, d_L, g, s);
+            return;
+        }
     if (EDGE_PX(CH) == 8 && g.w % 8 == 0 && edge_px8_on())
-        edge_launch_px<CH, EDGE_PX(CH), true>(d_in8, d_out8, d_L, g, s);
+        edge_launch_px<CH, EDGE_PX(CH), true, false>(d_in8, d_out8, d_L, g, s);
     else if (g.w % 4 == 0)
-        edge_launch_px<CH, 4, true>(d_in8, d_out8, d_L, g, s);
+        edge_launch_px<CH, 4, true, false>(d_in8, d_out8, d_L, g, s);
     else
-        edge_launch_px<CH, 4, false>(d_in8, d_out8, d_L, g, s);
+        edge_launch_px<CH, 4, false, false>(d_in8, d_out8, d_L, g, s);
 }
 
 /* The plan is the bank's edge filter exactly: gaussian5 then laplacian3 chained, threshold post,
@@ -574,8 +610,10 @@ extern "C" int edge_fast_can(const struct filter_plan *p)
     return 1;
 }
 
+extern "C" int edge_fast_packs(int in_ch, int w) { return (in_ch == 1 || in_ch == 3) && w % 8 == 0; }
+
 extern "C" int edge_fast_launch(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, int lpitch, int w, int h,
-                                int in_ch, float threshold, cudaStream_t s)
+                                int in_ch, float threshold, int pack, cudaStream_t s)
 {
     edge_geom g;
     double t289 = 289.0 * (double)threshold;
@@ -585,16 +623,16 @@ extern "C" int edge_fast_launch(const uint8_t *d_in8, uint8_t *d_out8, float *d_
     g.thr = in_ch <= 2 ? (float)(t289 > 1e7 ? 1e7 : floor(t289)) : (float)t289;
     switch (in_ch) {
     case 1:
-        edge_launch_ch<1>(d_in8, d_out8, d_L, g, s);
+        edge_launch_ch<1>(d_in8, d_out8, d_L, g, pack != 0, s);
         break;
     case 2:
-        edge_launch_ch<2>(d_in8, d_out8, d_L, g, s);
+        edge_launch_ch<2>(d_in8, d_out8, d_L, g, pack != 0, s);
         break;
     case 3:
-        edge_launch_ch<3>(d_in8, d_out8, d_L, g, s);
+        edge_launch_ch<3>(d_in8, d_out8, d_L, g, pack != 0, s);
         break;
     default:
-        edge_launch_ch<4>(d_in8, d_out8, d_L, g, s);
+        edge_launch_ch<4>(d_in8, d_out8, d_L, g, pack != 0, s);
         break;
     }
     return 0;

@@ -49,11 +49,18 @@ int gconv_check(const struct gconv_ctx *ctx, const struct filter_plan *plan, int
                 int block, char *err);
 
 /* Synchronous run on stream s: uploads in, runs plan with variant v (every stage on the device),
- * downloads into out, which the caller allocated as in->w x in->h x plan->out_ch. When h_planes is
+ * downloads into out, which the caller allocated (unpacked) as in->w x in->h x plan->out_ch. With
+ * plan->accept_packed, a job of the fused edge kernel (fast on the edge plan, gray or RGB input, w
+ * a multiple of 8) downloads its map packed and returns out packed in the same buffer
+ * (out->packed = 1, out->stride = w/8): 8 times fewer bytes over PCIe. When h_planes is
  * not NULL it also receives the float result before post (plan->planes planes of w*h). Errors:
  * EDGED_E_VARIANT_LIMIT, EDGED_E_GPU_OOM (this job only), EDGED_E_GPU_FATAL (context dead). */
 int gconv_run(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
               enum variant v, int block, struct img *out, float *h_planes, struct gconv_times *t, char *err);
+
+/* 1 when a job of plan with variant v on a w-wide image returns its map packed (see gconv_run),
+ * else 0. */
+int gconv_packs(const struct filter_plan *plan, enum variant v, int w);
 
 /* Asynchronous form for the service worker. submit copies in into the stream's pinned staging
  * and enqueues upload, kernels and download on stream s, then returns; poll says whether s is
@@ -83,10 +90,11 @@ int gconv_bench_npp(struct gconv_ctx *ctx, int w, int h, const struct kernel2d *
                     double *median_ms, char *err);
 
 /* Bench timing of the u8 edge pipeline alone (upload done, kernels only) on a w x h image of ch
- * channels with variant v; median of reps after warmup. The _npp form times NPP's gray u8
- * Gauss 5x5 + Laplace 3x3 (EDGED_E_NO_CUDA without NPP). */
-int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, enum variant v, int block, int warmup,
-                     int reps, double *median_ms, char *err);
+ * channels with variant v; median of reps after warmup. packed: the map as 1-bit rows
+ * (gconv_packs must hold, else EDGED_E_PARAM). The _npp form times NPP's gray u8 Gauss 5x5 +
+ * Laplace 3x3 (EDGED_E_NO_CUDA without NPP). */
+int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, int packed, enum variant v, int block,
+                     int warmup, int reps, double *median_ms, char *err);
 int gconv_bench_edge_npp(struct gconv_ctx *ctx, int w, int h, int warmup, int reps, double *median_ms,
                          char *err);
 

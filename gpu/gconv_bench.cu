@@ -263,8 +263,8 @@ static int bench_edge_plan(int ch, struct filter_plan *plan, char *err)
     return filter_plan_make(&spec, ch, plan, err);
 }
 
-int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, enum variant v, int block, int warmup,
-                     int reps, double *median_ms, char *err)
+int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, int packed, enum variant v, int block,
+                     int warmup, int reps, double *median_ms, char *err)
 {
     struct filter_plan plan;
     struct bench_u8 b;
@@ -280,6 +280,10 @@ int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, enum variant v
     if ((rc = bench_edge_plan(ch, &plan, err)) < 0 || (rc = bench_args_ok(ctx, w, h, NULL, warmup, reps, err, 0)) < 0 ||
         (rc = gconv_check(ctx, &plan, w, h, v, block, err)) < 0)
         return rc;
+    plan.accept_packed = packed;
+    if (packed && !gconv_packs(&plan, v, w))
+        return edged_fail(err, EDGED_E_PARAM, "a packed map needs fast on gray or RGB input %d pixels wide, a "
+                                              "multiple of 8", w);
     st = &ctx->st[0];
     if ((e = bench_u8_alloc(ctx, w, h, plan.in_ch, plan.out_ch, 2 * plan.planes + 2, &b)) != cudaSuccess)
         goto out;

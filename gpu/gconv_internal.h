@@ -67,6 +67,7 @@ struct gstream {
     int busy, rc;
     char err[EDGED_ERR_LEN];
     int w, h, out_ch, planes, pitch;
+    int packed; /* h_out holds the map packed, w/8 bytes per row */
     size_t plane_stride;
 };
 
@@ -123,12 +124,16 @@ int conv_fast(struct conv_args *a, char *err);      /* fast (conv_fast.cu) */
 int conv_fast_stream(struct conv_args *a, char *err);
 
 /* The fused u8 edge pipeline (edge_fast.cu). can: 1 when plan is the bank's edge filter with the
- * zero border on one plane (gray or luma), the case the one-pass kernel serves. launch: enqueues it
- * on s: d_in8 (w x h x in_ch u8, rows dense) -> d_out8 (map, then alpha for 2 or 4 channels);
- * when d_L is not NULL it also writes the float L (rows lpitch floats apart) for the tests. */
+ * zero border on one plane (gray or luma), the case the one-pass kernel serves. packs: 1 when it
+ * can write the map of a w-wide image with in_ch channels packed (struct img packed: gray or RGB,
+ * w a multiple of 8). launch: enqueues it on s: d_in8 (w x h x in_ch u8, rows dense) -> d_out8
+ * (map, then alpha for 2 or 4 channels; with pack, which the caller checked with packs, 1-bit rows
+ * of w/8 bytes); when d_L is not NULL it also writes the float L (rows lpitch floats apart) for
+ * the tests. */
 int edge_fast_can(const struct filter_plan *p);
+int edge_fast_packs(int in_ch, int w);
 int edge_fast_launch(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, int lpitch, int w, int h, int in_ch,
-                     float threshold, cudaStream_t s);
+                     float threshold, int pack, cudaStream_t s);
 
 /* Device buffers of one image for gconv_plan_kernels: u8 in and out, the float arena (2*planes+2
  * planes of `stride` floats: src, dst, two scratch) and the taps (conv0, then conv1 at

@@ -222,6 +222,19 @@ static int job_fused_edge(const struct filter_plan *plan, enum variant v)
     return v == VARIANT_FAST && edge_fast_can(plan);
 }
 
+/* A job's map comes back packed, 8 pixels per byte (struct img packed), when the caller takes it
+ * so and the fused edge kernel writes it so; the download is then 8 times smaller. */
+int gconv_packs(const struct filter_plan *plan, enum variant v, int w)
+{
+    return plan->accept_packed && job_fused_edge(plan, v) && edge_fast_packs(plan->in_ch, w);
+}
+
+/* Bytes of a job's u8 result. */
+static size_t job_out_bytes(const struct filter_plan *plan, enum variant v, int w, int h)
+{
+    return gconv_packs(plan, v, w) ? (size_t)w / 8 * h : (size_t)w * h * plan->out_ch;
+}
+
 int gconv_plan_kernels(struct gconv_ctx *ctx, const struct gplan_dev *d, const struct filter_plan *plan,
                        enum variant v, int block, int slot, cudaError_t *cuerr, const char **cuwhat, char *err)
 {
@@ -235,7 +248,7 @@ int gconv_plan_kernels(struct gconv_ctx *ctx, const struct gplan_dev *d, const s
     *cuerr = cudaSuccess;
     if (job_fused_edge(plan, v)) { /* one pass: u8 in, u8 map (and alpha) out */
         edge_fast_launch(d->d_in8, d->d_out8, d->want_planes ? jp.dst : NULL, pitch, w, h, plan->in_ch,
-                         plan->threshold, d->stream);
+                         plan->threshold, gconv_packs(plan, v, w), d->stream);
         *cuwhat = "fast edge kernel";
         return (*cuerr = cudaGetLastError()) == cudaSuccess ? 0 : GCONV_CUDA_FAILED;
     }
@@ -340,7 +353,7 @@ static int job_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const
         slot = -1;
     }
     CK(cudaEventRecord(st->ev_kern, st->s));
-    CK(cudaMemcpyAsync(st->h_out, st->d_out8, px * plan->out_ch, cudaMemcpyDeviceToHost, st->s));
+    CK(cudaMemcpyAsync(st->h_out, st->d_out8, job_out_bytes(plan, v, w, h), cudaMemcpyDeviceToHost, st->s));
     CK(cudaEventRecord(st->ev_down, st->s));
 out:
     if (slot >= 0)
@@ -352,7 +365,7 @@ out:
 
 static int img_ok(const struct img *im, int w, int h, int ch, const char *what, char *err)
 {
-    if (!im || !im->px || im->w != w || im->h != h || im->ch != ch || im->stride < (size_t)w * ch)
+    if (!im || !im->px || im->w != w || im->h != h || im->ch != ch || im->stride < (size_t)w * ch || im->packed)
         return edged_fail(err, EDGED_E_PARAM, "%s image must be %d x %d x %d with stride >= %d", what, w, h,
                           ch, w * ch);
     return 0;
@@ -389,6 +402,7 @@ static int job_submit(struct gconv_ctx *ctx, int s, const struct img *in, const 
     st->w = in->w;
     st->h = in->h;
     st->out_ch = plan->out_ch;
+    st->packed = gconv_packs(plan, v, in->w);
     st->planes = plan->planes;
     st->pitch = gctx_pitch(ctx, in->w);
     st->plane_stride = gctx_plane_stride(ctx, in->w, in->h);
@@ -453,9 +467,12 @@ int gconv_finish(struct gconv_ctx *ctx, int s, struct img *out, struct gconv_tim
         return gctx_fail(ctx, e, "job", err);
     if ((rc = img_ok(out, st->w, st->h, st->out_ch, "output", err)) < 0)
         return rc;
-    for (int y = 0; y < st->h; y++)
-        memcpy(out->px + y * out->stride, st->h_out + (size_t)y * st->w * st->out_ch,
-               (size_t)st->w * st->out_ch);
+    if (st->packed) /* the rows fit the buffer: w/8 bytes each, the stride was >= w */
+        out->stride = (size_t)st->w / 8, out->packed = 1;
+    for (int y = 0; y < st->h; y++) {
+        size_t row = st->packed ? out->stride : (size_t)st->w * st->out_ch;
+        memcpy(out->px + y * out->stride, st->h_out + y * row, row);
+    }
     job_times(st, t);
     return 0;
 }

@@ -45,6 +45,12 @@ int gconv_check(const struct gconv_ctx *ctx, const struct filter_plan *plan, int
     return NO_CUDA(err);
 }
 
+int gconv_packs(const struct filter_plan *plan, enum variant v, int w)
+{
+    (void)plan, (void)v, (void)w;
+    return 0;
+}
+
 int gconv_run(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
               enum variant v, int block, struct img *out, float *h_planes, struct gconv_times *t, char *err)
 {
@@ -95,10 +101,11 @@ int gconv_bench_npp(struct gconv_ctx *ctx, int w, int h, const struct kernel2d *
     return NO_CUDA(err);
 }
 
-int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, enum variant v, int block, int warmup,
-                     int reps, double *median_ms, char *err)
+int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, int packed, enum variant v, int block,
+                     int warmup, int reps, double *median_ms, char *err)
 {
-    (void)ctx, (void)w, (void)h, (void)ch, (void)v, (void)block, (void)warmup, (void)reps, (void)median_ms;
+    (void)ctx, (void)w, (void)h, (void)ch, (void)packed, (void)v, (void)block, (void)warmup, (void)reps,
+        (void)median_ms;
     return NO_CUDA(err);
 }
 

@@ -35,9 +35,10 @@ struct bench_opts {
 /* One measured implementation at one (size, kernel): what a printed row holds. ch (the channels
  * column), planes, bytes_px and flops_px are the traffic model of the row: fp32 rows run `planes`
  * = ch planes, each moving 8 bytes per pixel and doing 2*k*k flops; u8 edge rows run one pass over
- * an image of ch channels, moving ch + 1 bytes per pixel, with no flop count (flops_px 0: the GFLOP/s
- * and % FP32 cells stay empty): the fused kernel does its gray sums in integers and shares partial
- * sums, so 2*(25+9) nominal flops per pixel would report more than the FP32 peak. */
+ * an image of ch channels, moving ch + 1 bytes per pixel (ch + 1/8 with a 1-bit map), with no flop
+ * count (flops_px 0: the GFLOP/s and % FP32 cells stay empty): the fused kernel does its gray sums
+ * in integers and shares partial sums, so 2*(25+9) nominal flops per pixel would report more than
+ * the FP32 peak. */
 struct bench_row {
     const char *impl;
     int block; /* 0: not a GPU block size */
@@ -74,7 +75,8 @@ static const char bench_usage[] =
     "  --channels   planes per image (default 1): times are per image, C planes of one launch each\n"
     "  --u8-edge    instead: the whole edge pipeline (gaussian5 -> laplacian3 -> threshold) on u8\n"
     "               images of each size, gray (1 byte in, 1 out) and RGB (3 in, 1 out), all kernels\n"
-    "               of a job on the device; --compare adds NPP's u8 Gauss 5x5 + Laplace 3x3 (gray)\n"
+    "               of a job on the device; fast_1bit: fast writing the map as 1-bit rows (1/8 byte\n"
+    "               out, as for bit_depth 1); --compare adds NPP's u8 Gauss 5x5 + Laplace 3x3 (gray)\n"
     "Columns: ms; GPix/s; GFLOP/s counting 2*rows*cols per pixel (the direct method, also for\n"
     "separable, so it can pass the FP32 peak); GB/s counting 8 bytes per pixel (fp32 in + out);\n"
     "%copy and %fp32: fractions of the measured copy bandwidth and of the FP32 peak; floor: the\n"
@@ -475,33 +477,43 @@ static void bench_npp_row(struct bench_env *env, const struct bench_opts *o, int
     print_row(env, o, &r);
 }
 
+/* One u8 edge row: variant v on an n x n image of ch channels, the map as bytes or (packed) as
+ * 1-bit rows, which move ch + 1/8 bytes per pixel. Returns the gconv code. */
+static int bench_edge_row(struct bench_env *env, const struct bench_opts *o, int n, int ch, enum variant v,
+                          int packed)
+{
+    struct bench_row r = {packed ? "fast_1bit" : variant_name(v), o->blocks[0], n, n, 5, -1.0, "zero", "", ch, 1,
+                          ch + (packed ? 0.125 : 1.0), 0.0}; /* no flop model: see struct bench_row */
+    double ms = -1.0;
+    int rc = gconv_bench_edge(env->ctx, n, n, ch, packed, v, o->blocks[0], o->warmup, o->reps, &ms, r.note);
+
+    if (rc == 0) {
+        r.ms = ms;
+        snprintf(r.note, sizeof(r.note), "u8 edge %s, %s map (%g B/px)", ch == 1 ? "gray" : "rgb",
+                 packed ? "1-bit" : "u8", r.bytes_px);
+    }
+    print_row(env, o, &r);
+    return rc;
+}
+
 /* The u8 edge pipeline of an n x n image with ch input channels (1 gray, 3 RGB): one row per GPU
- * variant and, with --compare, NPP's gray pipeline. Returns -1 when the context died. */
+ * variant, for fast also the map packed (bit_depth 1 responses; n a multiple of 8) and, with
+ * --compare, NPP's gray pipeline. Returns -1 when the context died. */
 static int bench_edge_rows(struct bench_env *env, const struct bench_opts *o, int n, int ch)
 {
-    double flops = 0.0, bytes = ch + 1; /* no flop model: see struct bench_row */
-    char what[64];
-
-    snprintf(what, sizeof(what), "u8 edge %s (%d B/px)", ch == 1 ? "gray" : "rgb", ch + 1);
     for (int vi = 0; vi < o->nv; vi++) {
-        struct bench_row r = {variant_name(o->variants[vi]), o->blocks[0], n, n, 5, -1.0, "zero", "", ch, 1,
-                              bytes, flops};
-        double ms = -1.0;
-        int rc = gconv_bench_edge(env->ctx, n, n, ch, o->variants[vi], o->blocks[0], o->warmup, o->reps, &ms, r.note);
-        if (rc == 0) {
-            r.ms = ms;
-            snprintf(r.note, sizeof(r.note), "%s", what);
-        }
-        print_row(env, o, &r);
-        if (rc == EDGED_E_GPU_FATAL)
+        enum variant v = o->variants[vi];
+        if (bench_edge_row(env, o, n, ch, v, 0) == EDGED_E_GPU_FATAL ||
+            (v == VARIANT_FAST && n % 8 == 0 && bench_edge_row(env, o, n, ch, v, 1) == EDGED_E_GPU_FATAL))
             return -1;
     }
     if (o->compare && ch == 1) {
-        struct bench_row r = {"npp", 0, n, n, 5, -1.0, "replicate", "", ch, 1, bytes, flops};
+        struct bench_row r = {"npp", 0, n, n, 5, -1.0, "replicate", "", ch, 1, ch + 1.0, 0.0};
         double ms = -1.0;
         if (gconv_bench_edge_npp(env->ctx, n, n, o->warmup, o->reps, &ms, r.note) == 0) {
             r.ms = ms;
-            snprintf(r.note, sizeof(r.note), "%s: nppiFilterGaussBorder 5x5 + nppiFilterLaplaceBorder 3x3 u8", what);
+            snprintf(r.note, sizeof(r.note), "u8 edge gray, u8 map (2 B/px): nppiFilterGaussBorder 5x5 + "
+                                             "nppiFilterLaplaceBorder 3x3 u8");
         }
         print_row(env, o, &r);
     }

@@ -265,7 +265,7 @@ static int filter_run(const struct cli_opts *o, char *err)
         rc = edged_fail(err, EDGED_E_NOMEM, "cannot allocate the plan");
         goto out;
     }
-    if ((rc = filter_plan_make(&o->p.spec, in.ch, plan, err)) < 0 ||
+    if ((rc = params_plan(&o->p, in.ch, plan, err)) < 0 ||
         (rc = engine_open(&e, want, 1, 0, err)) < 0)
         goto out;
     t1 = clock_ms();

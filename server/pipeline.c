@@ -135,11 +135,8 @@ static int job_prepare(struct service *s, const struct params *p, struct job *jo
 {
     int rc;
 
-    if ((rc = filter_plan_make(&p->spec, job->in.ch, &job->plan, err)) < 0)
+    if ((rc = params_plan(p, job->in.ch, &job->plan, err)) < 0)
         return rc;
-    if (p->bit_depth == 1 && job->plan.out_ch != 1)
-        return edged_fail(err, EDGED_E_PARAM, "bit_depth: 1 needs a one-channel output; this input has alpha, "
-                                              "so the output has %d channels", job->plan.out_ch);
     if (variant_is_gpu(p->variant) && !engine_has_gpu(s->engine))
         return edged_fail(err, EDGED_E_NO_CUDA, "variant %s needs a GPU; this server runs the CPU backend (%s)",
                           variant_name(p->variant), EDGED_GPU ? "no CUDA device in use" : "built without CUDA");

@@ -410,7 +410,7 @@ static int pngio_enc_run(struct pngio_enc *e, const struct img *im, int level, i
     for (int y = 0; y < im->h; y++) {
         const uint8_t *row = im->px + (size_t)y * im->stride;
 
-        if (bit_depth == 1) {
+        if (bit_depth == 1 && !im->packed) {
             pngio_pack_row1(row, im->w, e->row1);
             row = e->row1;
         }
@@ -426,8 +426,12 @@ static int pngio_enc_check(const struct img *im, int level, int bit_depth, uint8
     if (!out || !out_len)
         return edged_fail(err, EDGED_E_PARAM, "PNG encode: no output pointer");
     if (!im || !im->px || im->w < 1 || im->h < 1 || im->w > IMG_MAX_SIDE || im->h > IMG_MAX_SIDE ||
-        im->ch < 1 || im->ch > 4 || im->stride < (size_t)im->w * (size_t)im->ch)
+        im->ch < 1 || im->ch > 4 ||
+        im->stride < (im->packed ? ((size_t)im->w + 7) / 8 : (size_t)im->w * (size_t)im->ch))
         return edged_fail(err, EDGED_E_PARAM, "PNG encode: invalid image");
+    if (im->packed && (im->ch != 1 || bit_depth != 1))
+        return edged_fail(err, EDGED_E_PARAM, "PNG encode: a packed 1-bit map is written as a 1-bit PNG only, "
+                                              "not %d-bit with %d channels", bit_depth, im->ch);
     if (level < 0 || level > 9)
         return edged_fail(err, EDGED_E_PARAM, "PNG level %d out of range 0..9", level);
     if (bit_depth != 8 && bit_depth != 1)
@@ -452,9 +456,9 @@ int pngio_encode(const struct img *im, int level, int bit_depth, uint8_t **out, 
     e.png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &e.fail, pngio_on_error, pngio_on_warning);
     if (e.png)
         e.info = png_create_info_struct(e.png);
-    if (bit_depth == 1)
+    if (bit_depth == 1 && !im->packed)
         e.row1 = malloc(((size_t)im->w + 7) / 8);
-    if (!e.png || !e.info || (bit_depth == 1 && !e.row1)) {
+    if (!e.png || !e.info || (bit_depth == 1 && !im->packed && !e.row1)) {
         rc = edged_fail(err, EDGED_E_NOMEM, "cannot create the PNG encoder");
         goto out;
     }

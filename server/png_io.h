@@ -34,7 +34,8 @@ int pngio_peek(const uint8_t *data, size_t len, int *w, int *h, int *ch, char *e
 
 /* Encodes im (1..4 channels, 8-bit) as PNG with zlib level 0..9 into a malloc'd buffer (*out,
  * *out_len; caller frees). bit_depth 1 writes a 1-bit gray image (im must have 1 channel: samples
- * >= 128 become white), else 8. Returns 0 or a negative EDGED_E_* code. */
+ * >= 128 become white, or im is packed and its rows are written as they are), else 8 (im not
+ * packed). Returns 0 or a negative EDGED_E_* code. */
 int pngio_encode(const struct img *im, int level, int bit_depth, uint8_t **out, size_t *out_len, char *err);
 
 #define PNGIO_DEFAULT_LEVEL 1

@@ -110,7 +110,7 @@ if [ "$what" = fast ]; then
     # 4 px per lane, with one strip height for all (TAIL=0)
     for knob in EDGED_EDGE_PREFETCH=0 EDGED_EDGE_PX=4 "EDGED_EDGE_SY=24 EDGED_EDGE_TAIL=0"; do
         env $knob $b --u8-edge --variants fast 2>> "$log" | tail -n +2 |
-            sed "s/,fast,/,fast_$(echo "$knob" | tr ' ' +),/" \
+            sed "s/,fast\(_1bit\)\{0,1\},/,fast_$(echo "$knob" | tr ' ' +)\1,/" \
             >> "$OUT/fast_edge.csv"
     done
     # the cases the streaming kernels serve, on the tiles instead (k <= 5, full-rank 7 and 9)
@@ -157,15 +157,19 @@ for name, label in (("fast_gauss.csv", "gaussian"), ("fast_custom.csv", "custom"
         seeds = sorted([r for r in grp if not r["variant"].startswith("fast") and r["variant"] != "npp" and ms(r)],
                        key=ms)
         for r in grp:
-            if r["variant"].startswith("fast_") and ms(r):
+            if r["variant"].startswith("fast_") and r["variant"] != "fast_1bit" and ms(r):
                 print("  (%s: %.4f ms)" % (r["variant"], ms(r)))
         case = "%s k=%s" % (label, key[0]) if label != "edge" else "u8 edge %s" % ("gray" if key[1] == "1" else "rgb")
-        f = ms(fast[0]) if fast else None
         n = ms(npp[0]) if npp else None
-        print("%-22s %9s %-26s %9s %9s %9s %7s %7s" % (case, "%.4f" % f if f else "-",
-              seeds[0]["variant"] if seeds else "-", "%.4f" % ms(seeds[0]) if seeds else "-",
-              "%.4f" % n if n else "-", fast[0]["floor_ms"] if fast else "-",
-              fast[0]["x_floor"] if fast else "-", "%.2fx" % (n / f) if f and n else "-"))
+        # edge: also the map as 1-bit rows (fast_1bit), against its own floor (ch + 1/8 bytes per pixel)
+        for impl, fr in (("", fast), (" 1-bit", [r for r in grp if r["variant"] == "fast_1bit" and ms(r)])):
+            if impl and not fr:
+                continue
+            f = ms(fr[0]) if fr else None
+            print("%-22s %9s %-26s %9s %9s %9s %7s %7s" % (case + impl, "%.4f" % f if f else "-",
+                  seeds[0]["variant"] if seeds else "-", "%.4f" % ms(seeds[0]) if seeds else "-",
+                  "%.4f" % n if n else "-", fr[0]["floor_ms"] if fr else "-",
+                  fr[0]["x_floor"] if fr else "-", "%.2fx" % (n / f) if f and n else "-"))
 PY
 fi
 grep "^== " "$log"

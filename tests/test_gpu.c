@@ -559,20 +559,77 @@ static void image_edge(struct img *im, int w, int h, int ch, int smooth)
             }
 }
 
+/* The 1-bit form of the map (gray or RGB input, plan accepting packed maps): packed exactly when w
+ * is a multiple of 8, then bit x of row y (MSB first) set exactly when byte x of `map` (the u8 map
+ * of the same plan) is not 0, otherwise the u8 map itself; also with the float L written (the same
+ * L), with 4 pixels per lane for gray, and with short strips and tails. A packed result is refused
+ * as the next output image. */
+static void check_edge_packed(struct gconv_ctx *ctx, const struct img *in, const struct filter_plan *plan,
+                              const struct img *map, const float *L)
+{
+    static const char *const knobs[4][2] = {{NULL, NULL}, {"EDGED_EDGE_PX", "4"}, {"EDGED_EDGE_SY", "16"}, {NULL, NULL}};
+    struct filter_plan pp = *plan;
+    int w = in->w, h = in->h, want = w % 8 == 0;
+    size_t n = (size_t)w * h;
+    float *got = malloc(n * sizeof(float));
+    char err[EDGED_ERR_LEN];
+
+    pp.accept_packed = 1;
+    CHECK(gconv_packs(&pp, VARIANT_FAST, w) == want, "edge %dx%dx%d: gconv_packs %d", w, h, in->ch, !want);
+    for (int ki = 0; ki < 4; ki++) {
+        struct img pk;
+        int rc;
+        if (knobs[ki][0])
+            setenv(knobs[ki][0], knobs[ki][1], 1);
+        if (ki == 2)
+            setenv("EDGED_EDGE_SY_TAIL", "8", 1), setenv("EDGED_EDGE_TAIL", "1", 1);
+        img_alloc(&pk, w, h, 1, NULL);
+        memset(pk.px, 0xCD, pk.stride * h);
+        poison_floats(got, n);
+        rc = gconv_run(ctx, 3, in, &pp, VARIANT_FAST, 16, &pk, ki == 3 ? got : NULL, NULL, err);
+        CHECK(rc == 0 && pk.packed == want && pk.stride == (want ? (size_t)w / 8 : (size_t)w),
+              "edge %dx%dx%d 1-bit (%s): rc %d packed %d stride %zu: %s", w, h, in->ch,
+              knobs[ki][0] ? knobs[ki][0] : ki == 3 ? "with L" : "default", rc, pk.packed, pk.stride, rc ? err : "");
+        if (rc == 0 && pk.packed == want) {
+            size_t bad = 0, first = 0;
+            for (int y = 0; y < h; y++)
+                for (int x = 0; x < w; x++) {
+                    int a = map->px[(size_t)y * map->stride + x] != 0,
+                        b = want ? pk.px[(size_t)y * pk.stride + x / 8] >> (7 - x % 8) & 1
+                                 : pk.px[(size_t)y * pk.stride + x] != 0;
+                    if (a != b && bad++ == 0)
+                        first = (size_t)y * w + x;
+                }
+            CHECK(bad == 0, "edge %dx%dx%d 1-bit (%s): %zu pixels differ from the u8 map, first (%zu,%zu)", w, h,
+                  in->ch, knobs[ki][0] ? knobs[ki][0] : ki == 3 ? "with L" : "default", bad, first % w, first / w);
+            if (ki == 3)
+                CHECK(!memcmp(got, L, n * sizeof(float)), "edge %dx%dx%d 1-bit: L differs", w, h, in->ch);
+            if (want)
+                CHECK(gconv_run(ctx, 3, in, &pp, VARIANT_FAST, 16, &pk, NULL, NULL, err) == EDGED_E_PARAM,
+                      "a packed image is refused as output");
+        }
+        img_free(&pk);
+        if (knobs[ki][0])
+            unsetenv(knobs[ki][0]);
+        unsetenv("EDGED_EDGE_SY_TAIL"), unsetenv("EDGED_EDGE_TAIL");
+    }
+    free(got);
+}
+
 /* fast on the edge plan with the zero border (the one-pass kernel) against cpu_serial: the map
  * exact except where |L_ref| is within 1e-3 of T, alpha exact, the kernel's float L (N/289) within
  * the CHAIN tolerance; the kernel that writes only the map (the one the service runs) byte for
- * byte the same. Also reports how far the reference's float L lies from the kernel's (exact for
+ * byte the same; for gray and RGB the 1-bit form (check_edge_packed). Also reports how far the reference's float L lies from the kernel's (exact for
  * gray input): the margin the 1e-3 exemption must cover. */
 static void test_edge_fast(struct gconv_ctx *ctx)
 {
     static const struct size2 full[] = {{1, 1},    {3, 5},    {4, 4},     {8, 3},    {5, 70},   {124, 33},
                                         {125, 40}, {481, 39}, {484, 70},  {964, 37}, {968, 97}, {1000, 100},
                                         {1443, 65}, {488, 70}, {1000, 400}};
-    static const struct size2 small[] = {{1, 1}, {3, 5}, {8, 3}, {124, 33}, {125, 40}, {484, 70}};
+    static const struct size2 small[] = {{1, 1}, {3, 5}, {8, 3}, {124, 33}, {125, 40}, {484, 70}, {488, 70}};
     static const float thresholds[4] = {5.0f, 0.0f, 1.7f, 20.5f};
     const struct size2 *sizes = quick ? small : full;
-    int nsizes = quick ? 6 : 15, checks0 = check_passed + check_failed;
+    int nsizes = quick ? 7 : 15, checks0 = check_passed + check_failed;
     double max_dl = 0.0, t0 = now_s();
     size_t near = 0, total = 0;
     char err[EDGED_ERR_LEN];
@@ -623,6 +680,8 @@ static void test_edge_fast(struct gconv_ctx *ctx)
                     }
                     unsetenv("EDGED_EDGE_SY"), unsetenv("EDGED_EDGE_SY_TAIL"), unsetenv("EDGED_EDGE_TAIL");
                     img_free(&map);
+                    if (ch == 1 || ch == 3)
+                        check_edge_packed(ctx, &in, &plan, &out, got);
                     if (ch <= 2)
                         max_dl = fmax(max_dl, d.max_err);
                     for (size_t i = 0; i < n; i++)

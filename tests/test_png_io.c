@@ -896,6 +896,23 @@ static void test_roundtrip(void)
                 roundtrip_one(sizes[s][0], sizes[s][1], ch, levels[l], s == 2 ? 5 : 0);
 }
 
+/* src (1 channel) as a packed 1-bit map (struct img packed), rows (w+7)/8 + pad bytes apart. */
+static struct img pack_img(const struct img *src, int pad)
+{
+    struct img p = {src->w, src->h, 1, ((size_t)src->w + 7) / 8 + pad, NULL, 1};
+
+    p.px = calloc(p.stride * p.h, 1);
+    if (!p.px)
+        abort();
+    for (int y = 0; y < src->h; y++)
+        for (int x = 0; x < src->w; x++)
+            if (src->px[y * src->stride + x] >= 128)
+                p.px[y * p.stride + x / 8] |= (uint8_t)(0x80u >> (x % 8));
+    return p;
+}
+
+/* 1-bit PNGs: samples >= 128 white, and a packed map (what the GPU returns for 1-bit requests)
+ * encodes to the same bytes as the u8 map it packs. */
 static void test_1bit(void)
 {
     static const int sizes[][2] = {{1, 1}, {8, 1}, {9, 2}, {37, 13}, {33, 65}};
@@ -916,6 +933,13 @@ static void test_1bit(void)
                     bad += back.px[y * back.stride + x] != (src.px[y * src.stride + x] >= 128 ? 255 : 0);
             CHECK(rc == 0 && bad == 0, "1-bit %dx%d level %d: %zu pixels not 0/255 as thresholded", src.w,
                   src.h, level, bad);
+            struct img pk = pack_img(&src, (int)s % 2);
+            uint8_t *png2 = NULL;
+            size_t len2 = 0;
+            CHECK(pngio_encode(&pk, level, 1, &png2, &len2, err) == 0 && len2 == len && !memcmp(png, png2, len),
+                  "1-bit %dx%d level %d: the packed map encodes differently (%s)", src.w, src.h, level, err);
+            free(png2);
+            free(pk.px);
             img_free(&back);
             free(png);
             free(src.px);
@@ -957,6 +981,14 @@ static void test_encode_params(void)
     bad = g;
     bad.w = 0;
     expect_param("width 0", &bad, 1, 8, 1);
+    bad = g;
+    bad.packed = 1;
+    expect_param("packed map as 8-bit", &bad, 1, 8, 1);
+    bad.stride = 0;
+    expect_param("packed stride < (w+7)/8", &bad, 1, 1, 1);
+    bad = rgb;
+    bad.ch = 3, bad.packed = 1;
+    expect_param("packed RGB", &bad, 1, 1, 1);
     free(g.px);
     free(rgb.px);
 }

@@ -28,10 +28,14 @@
  * sequential adds); it differs from exact math by ~1e-5..1e-4 in L, so the two agree wherever |L|
  * is not within that of T (the tests exempt |L| within 1e-3 of T). Gray runs the row pass and the
  * first sums of the column pass in 32-bit integers that hold the 16-bit sums of two pixels (each
- * <= 5*4335 < 2^15, so no carry crosses the halves), turns a half into the float 2^15 + half with
- * one PRMT and finishes G with one FMA: G then carries the bias 5*2^15 (an integer below 2^24,
- * exact), which cancels in the laplacian (its taps sum to 0; every partial sum stays an integer
- * below 2^24). For RGB input the luma is a float (pixel_luma, evaluated with the same roundings
+ * <= 5*4335 < 2^15, so no carry crosses the halves), turns a half s into the float s * 2^-141
+ * with one PRMT against the zero register (s in bits 8..23 of a word whose other bytes are 0: a
+ * denormal or the smallest normals, whose value is the bit pattern times 2^-149), finishes G with
+ * one FMA and computes the laplacian and the threshold test in that scale: every value is an
+ * integer multiple of 2^-141 below 2^-117, so all of it is exact (float arithmetic keeps
+ * denormals: the build passes -ftz=false). A PRMT with a constant exponent byte instead (2^15 +
+ * s) needs the constant or its selector in a register, which at this kernel's register budget
+ * the compiler re-materialised before every use: 6 % of the loop's instructions. For RGB input the luma is a float (pixel_luma, evaluated with the same roundings
  * as the host code), the sums are float sums in this kernel's order (that of the first version),
  * and the test is |N| > 289 T: again ~1e-5 relative from the reference. The map byte of a pixel
  * is the sign of thr - |N| spread over the byte: negative exactly when |N| > thr.
@@ -47,8 +51,7 @@
 #define EDGE_TAIL_PCT 100               /* rows in tail strips: this % of one wave of warps */
 #define EDGE_FULL 0xffffffffu
 #define EDGE_PX(CH) ((CH) == 1 ? 8 : 4) /* pixels per lane when w is a multiple of it */
-#define EDGE_HFLOAT 0x47000000u         /* bits of 2^15: a 16-bit sum s in bits 8..23 -> 2^15 + s */
-#define EDGE_GBIAS 163840.0f            /* 5 * 2^15, carried by G of gray input */
+#define EDGE_GRAY_EXP 141               /* gray sums s are carried as the floats s * 2^-141 */
 #define EDGE_U8F 8388608.0f             /* 2^23: a byte b in the low mantissa -> 2^23 + b */
 
 /* Rows fetched ahead (< EDGE_P): 24-36 bytes of raw samples per lane (3 rows for gray with 8
@@ -58,9 +61,11 @@ static constexpr int edge_prefetch(int ch, int px)
     return ch * px <= 4 ? 6 : px == 8 ? 3 : ch * px <= 8 ? 4 : ch * px <= 12 ? 3 : 2;
 }
 
-/* Warps per SM the register budget allows (without spills): 32 (64 registers) for gray with 4
- * pixels per lane, 24 (80) otherwise, 20 (96) for 8 pixels per lane without the prefetch ring
- * (the compiler then hoists more loads itself); the kernels that also write L (tests) get 128. */
+/* Warps per SM the register budget allows (without spills in the row loops; the gray kernel with
+ * 8 pixels per lane and the ring spills 8 bytes once per strip, before its loop): 32 (64
+ * registers) for gray with 4 pixels per lane, 24 (80) otherwise, 20 (96) for 8 pixels per lane
+ * without the prefetch ring (the compiler then hoists more loads itself); the kernels that also
+ * write L (tests) get 128. */
 static constexpr int edge_minb(int ch, int px, int pf, bool want_l)
 {
     return want_l ? 16 : ch <= 2 && px == 4 ? 32 : px == 8 && pf == 0 ? 20 : 24;
@@ -73,7 +78,7 @@ struct edge_geom {
     int h1;    /* rows covered by the sy strips, a multiple of sy */
     int gx;    /* warps across the image */
     int n1;    /* warps of the sy strips: gx * h1 / sy; warp b >= n1 is a tail strip */
-    float thr; /* gray: floor(289 T); luma: 289 T */
+    float thr; /* gray: floor(289 T) 2^-141; luma: 289 T */
 };
 
 /* The raw bytes of a lane's PX pixels in one row, as loaded. */
@@ -190,10 +195,11 @@ static __device__ __forceinline__ void edge_hrow_gray(const edge_raw<CH, PX> &r,
     }
 }
 
-/* Half `hi` of a word of 16-bit sums as the float 2^15 + half (one PRMT: the half in bits 8..23). */
+/* Half `hi` of a word of 16-bit sums as the float half * 2^-141 (one PRMT: the half in bits 8..23,
+ * zero bytes around it). */
 static __device__ __forceinline__ float edge_half(unsigned v, int hi)
 {
-    return __int_as_float((int)__byte_perm(v, EDGE_HFLOAT, hi ? 0x7324 : 0x7104));
+    return __int_as_float((int)__byte_perm(v, 0u, hi ? 0x4324 : 0x4104));
 }
 
 /* Row pass of luma input, in the float order of the first version of this kernel. */
@@ -299,7 +305,7 @@ struct edge_lane {
 
 /* Column pass of gray input at step k (k >= 4): G(k-2) = [2,4,5,4,2] of h(k-4..k) = 4 T + Y with
  * T = h(k-3)+h(k-2)+h(k-1) and Y = 2 (h(k-4)+h(k)) + h(k-2), both summed in 16-bit halves
- * (<= 5*4335) and turned into floats 2^15 + T, 2^15 + Y, so one FMA gives G + 5*2^15. */
+ * (<= 5*4335) and turned into floats T 2^-141, Y 2^-141, so one FMA gives G 2^-141. */
 template <int CH, int PX>
 static __device__ __forceinline__ void edge_col_gray(const edge_win<CH, PX> &s, const int k, float (&gv)[PX])
 {
@@ -373,11 +379,12 @@ static __device__ __forceinline__ void edge_out(const edge_win<CH, PX> &s, const
             edge_store<CH, PX, ALIGNED>(aout, bits, s.al[r], ln.col_in);
         else if (PX == 8 || (ln.x0 & 7) == 0)
             __stwb(reinterpret_cast<unsigned char *>(aout), (unsigned char)packed);
-        if constexpr (WANT_L) /* tests: the float L = N / 289 */
+        if constexpr (WANT_L) /* tests: the float L = N / 289 (gray: N 2^-141 scaled back exactly) */
 #pragma unroll
             for (int c = 0; c < PX; c++)
                 if (ln.col_in[c])
-                    d_L[(size_t)yo * g.lpitch + ln.x0 + c] = L[c] * (1.0f / 289.0f);
+                    d_L[(size_t)yo * g.lpitch + ln.x0 + c] =
+                        CH <= 2 ? L[c] * 0x1p126f * (0x1p15f / 289.0f) : L[c] * (1.0f / 289.0f);
     }
 }
 
@@ -391,7 +398,6 @@ static __device__ __forceinline__ void
 edge_step(edge_win<CH, PX> &s, const int k, const edge_lane<PX> &ln, uintptr_t ain, uintptr_t aout,
           float *__restrict__ d_L, const edge_geom &g, int y, bool fetch)
 {
-    constexpr float GZERO = CH <= 2 ? EDGE_GBIAS : 0.0f; /* G = 0 in this path's representation */
     const int i0 = k % EDGE_P, i2 = (k + EDGE_P - 2) % EDGE_P;
     const bool grow_in = (unsigned)(y - 2) < (unsigned)g.h;
     edge_raw<CH, PX> r;
@@ -420,7 +426,7 @@ edge_step(edge_win<CH, PX> &s, const int k, const edge_lane<PX> &ln, uintptr_t a
     if (k >= 4) {
 #pragma unroll
         for (int c = 0; c < PX; c++)
-            s.G[i2][c] = (!FRAME || (ln.col_in[c] && grow_in)) ? gv[c] : GZERO;
+            s.G[i2][c] = (!FRAME || (ln.col_in[c] && grow_in)) ? gv[c] : 0.0f;
         s.Gw[i2] = __shfl_up_sync(EDGE_FULL, s.G[i2][PX - 1], 1);
         s.Ge[i2] = __shfl_down_sync(EDGE_FULL, s.G[i2][0], 1);
     }
@@ -619,8 +625,9 @@ extern "C" int edge_fast_launch(const uint8_t *d_in8, uint8_t *d_out8, float *d_
     double t289 = 289.0 * (double)threshold;
 
     g.w = w, g.h = h, g.lpitch = lpitch; /* the strips are set per kernel: edge_strips */
-    /* gray: N is an integer, |N| > 289 T <=> |N| > floor(289 T); clamp far above any |N| */
-    g.thr = in_ch <= 2 ? (float)(t289 > 1e7 ? 1e7 : floor(t289)) : (float)t289;
+    /* gray: N is an integer, |N| > 289 T <=> |N| > floor(289 T), clamped far above any |N| and
+     * carried as floor(289 T) 2^-141 (exact: an integer below 2^24 times a power of 2) */
+    g.thr = in_ch <= 2 ? (float)ldexp(t289 > 1e7 ? 1e7 : floor(t289), -EDGE_GRAY_EXP) : (float)t289;
     switch (in_ch) {
     case 1:
         edge_launch_ch<1>(d_in8, d_out8, d_L, g, pack != 0, s);

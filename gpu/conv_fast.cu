@@ -101,18 +101,27 @@ static __device__ __forceinline__ void fast_stage(float *s, const float *__restr
 
 /* Where a thread's window of samples comes from: fast_flat, a shared row (16-byte aligned at
  * index 0); fast_ring, a shared row used as a ring of `len` samples (a multiple of 4) read from
- * `start` on, wrapping once at most (start + i < 2 len). Both hand out whole float4s. */
+ * `start` on, wrapping once at most (start + i < 2 len). Both hand out whole float4s. fast_ring
+ * takes the row's shared-space address and wraps with an unsigned minimum, so a load costs an
+ * add, a VIADDMNMX and a LEA; with a generic pointer and `k >= len ? k - len : k` the compiler
+ * spent 7 instructions per load, recomputing the row's address each time (H100, 8192^2 gaussian,
+ * 2026-11-22, three repeats: N = 25 0.2425-0.2455 -> 0.2381-0.2389 ms, 31 0.268-0.273 -> 0.261,
+ * 63 0.478-0.483 -> 0.458-0.460). */
 struct fast_flat {
     const float *s;
     __device__ __forceinline__ float4 at(int i) const { return reinterpret_cast<const float4 *>(s + i)[0]; }
 };
 struct fast_ring {
-    const float *s;
+    unsigned base; /* shared-space address of the ring's sample 0 */
     int start, len;
     __device__ __forceinline__ float4 at(int i) const
     {
-        int k = start + i;
-        return reinterpret_cast<const float4 *>(s + (k >= len ? k - len : k))[0];
+        unsigned k = (unsigned)(start + i), w = min(k, k - (unsigned)len); /* k - len wraps when k < len */
+        float4 q;
+        asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+                     : "=f"(q.x), "=f"(q.y), "=f"(q.z), "=f"(q.w)
+                     : "r"(base + 4 * w));
+        return q;
     }
 };
 
@@ -308,6 +317,7 @@ __global__ void __launch_bounds__(SEP_THREADS, 3)
     /* ring rows: where step j's row pass writes (32 j mod ring), where the column pass of output
      * step j - lag starts reading (its thread's 16 rows) */
     int put = 0, get = FAST_OUT * hq, x = x0 + col;
+    const unsigned ring_base = (unsigned)__cvta_generic_to_shared(s_h + col * mp);
     float *o_col = d_out + (size_t)(y0 + FAST_OUT * hq) * g.pitch + x;
 
     sep_stage(s_in, d_in, c, gy0, sw, g);
@@ -335,7 +345,7 @@ __global__ void __launch_bounds__(SEP_THREADS, 3)
 #pragma unroll
         for (int o = 0; o < FAST_OUT; o++)
             acc[o] = 0.0f;
-        fast_pass<TAIL>(acc, fast_ring{s_h + col * mp, get, ring}, taps.col, nfull);
+        fast_pass<TAIL>(acc, fast_ring{ring_base, get, ring}, taps.col, nfull);
         get = get + SEP_ROWS >= ring ? get + SEP_ROWS - ring : get + SEP_ROWS;
         /* rows y .. y + 15 of column x; all 16 are inside the image but in the last step */
         int y = y0 + (j - lag) * SEP_ROWS + FAST_OUT * hq;

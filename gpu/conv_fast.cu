@@ -228,6 +228,12 @@ __global__ void __launch_bounds__(FAST_DIRECT_THREADS)
 #define SEP_ROWS 32
 #define SEP_THREADS 256
 
+/* The bands of a launch: rows 0 .. h1 - 1 in bands of b1 rows (band rows 0 .. n1 - 1 of the grid),
+ * the rest in bands of b2 rows, launched last (fast_sep_bands). */
+struct sep_bands {
+    int b1, b2, h1, n1;
+};
+
 /* The staged columns begin at x0 - RX - OFF, a multiple of 4 (x0 is one), so that interior rows
  * are copied as 16-byte cp.async; the row pass's windows then begin OFF samples into a float4.
  * RX = N / 2 with N = 16 nfull + TAIL, so RX mod 4 = ((TAIL - 1) / 2) mod 4. */
@@ -302,12 +308,13 @@ static __device__ __forceinline__ void sep_stage(float *s, const float *__restri
 template <int TAIL>
 __global__ void __launch_bounds__(SEP_THREADS, 3)
     k_fast_sep(const float *__restrict__ d_in, float *__restrict__ d_out, conv_geom g, int sw, int mp, int ring,
-               int band, const __grid_constant__ fast_taps1d taps)
+               sep_bands bands, const __grid_constant__ fast_taps1d taps)
 {
     constexpr int OFF = sep_off(TAIL);
     extern __shared__ float4 s_dyn[];
     int n = g.cols, rx = n / 2, nfull = n / FAST_CHUNK;
-    int x0 = blockIdx.x * FAST_TW, y0 = blockIdx.y * band, gy0 = y0 - rx;
+    int by = blockIdx.y, tail = by >= bands.n1, band = tail ? bands.b2 : bands.b1;
+    int x0 = blockIdx.x * FAST_TW, y0 = tail ? bands.h1 + (by - bands.n1) * band : by * band, gy0 = y0 - rx;
     int lag = (n - 1 + SEP_ROWS - 1) / SEP_ROWS, steps = (min(band, g.h - y0) + SEP_ROWS - 1) / SEP_ROWS + lag;
     int lane = threadIdx.x & 31, grp = threadIdx.x >> 5, col = threadIdx.x % FAST_TW, hq = threadIdx.x / FAST_TW;
     float *s_in = reinterpret_cast<float *>(s_dyn), *s_h = s_in + 2 * SEP_ROWS * sw;
@@ -447,25 +454,43 @@ static cudaError_t fast_launch_direct(const struct conv_args *a, const struct fa
     return cudaSuccess;
 }
 
-/* Rows per band of the separable kernel: enough bands for about SEP_WAVES rounds of the GPU's
- * resident blocks. One round (each block as far down as it can, the halo rows read twice as rarely
- * as possible) lost: blocks that start together stage and compute together, and the GPU idles while
- * the slowest finish. H100, 8192^2 gaussian (2026-11-21), bands of 256 / 512 / 1024 rows / one round
- * (1376 or 2048): N = 25 0.280 / 0.278 / 0.287 / 0.292 ms, N = 31 0.309 / 0.306 / 0.316 / 0.328,
- * N = 63 0.559 / 0.535 / 0.528 / 0.550. A multiple of SEP_ROWS. Bench knob: EDGED_SEP_BAND (rows). */
+/* The bands of the separable kernel. Rows per band: enough bands for about SEP_WAVES rounds of
+ * the GPU's resident blocks. One round (each block as far down as it can, the halo rows read twice
+ * as rarely as possible) lost: blocks that start together stage and compute together, and the GPU
+ * idles while the slowest finish. H100, 8192^2 gaussian (2026-11-21), bands of 256 / 512 / 1024
+ * rows / one round (1376 or 2048): N = 25 0.280 / 0.278 / 0.287 / 0.292 ms, N = 31 0.309 / 0.306 /
+ * 0.316 / 0.328, N = 63 0.559 / 0.535 / 0.528 / 0.550 (an earlier version of the kernel).
+ * Then the last round of blocks (SEP_TAIL_PCT % of the resident blocks) gets bands of at most
+ * SEP_TAIL_ROWS rows, launched last, so that the GPU drains in the time of a short band: with 352-row
+ * bands `ncu` showed the SMs idle for 9.4 % of the time at N = 25. H100, 8192^2 gaussian
+ * (2026-11-22, two repeats in one run, ms at N = 7 / 15 / 19 / 25 / 31 / 41 / 63): no tail 0.212 /
+ * 0.213 / 0.227 / 0.238 / 0.265 / 0.341 / 0.471; tail bands of 64 rows 0.213 / 0.213 / 0.226 /
+ * 0.234 / 0.258 / 0.348 / 0.487; of 128 rows 0.211 / 0.212 / 0.220 / 0.229 / 0.252 / 0.336 / 0.469;
+ * of 192 rows 0.212 / 0.213 / 0.221 / 0.231 / 0.255 / 0.338 / 0.471; 256-row bands with tails of 96
+ * or 128 rows, and 512-row bands with a tail of 128, were slower at 41 and 63 or everywhere.
+ * Multiples of SEP_ROWS. Bench knobs: EDGED_SEP_BAND (rows), EDGED_SEP_TAIL (rows; 0: no tail),
+ * EDGED_SEP_TAIL_PCT (the tail's blocks as a percentage of one round). */
 #define SEP_WAVES 4
-static int fast_sep_band(const struct conv_args *a, const void *kernel, size_t smem)
+#define SEP_TAIL_ROWS 128
+#define SEP_TAIL_PCT 100
+static sep_bands fast_sep_bands(const struct conv_args *a, const void *kernel, size_t smem)
 {
-    int strips = div_up(a->w, FAST_TW), knob = gconv_knob("EDGED_SEP_BAND", 0), bands;
-    long resident;
+    int strips = div_up(a->w, FAST_TW), knob = gconv_knob("EDGED_SEP_BAND", 0),
+        tail = gconv_knob("EDGED_SEP_TAIL", SEP_TAIL_ROWS), pct = gconv_knob("EDGED_SEP_TAIL_PCT", SEP_TAIL_PCT);
+    long resident = gctx_resident(kernel, SEP_THREADS, smem), bands, tail_rows;
+    sep_bands b;
 
-    if (knob > 0)
-        return div_up(knob, SEP_ROWS) * SEP_ROWS;
-    resident = gctx_resident(kernel, SEP_THREADS, smem);
     resident = resident > 0 ? resident : a->lim->sms; /* unknown: one block per SM */
-    bands = (int)(SEP_WAVES * resident / strips);
+    bands = SEP_WAVES * resident / strips;
     bands = bands < 1 ? 1 : bands;
-    return div_up(div_up(a->h, bands), SEP_ROWS) * SEP_ROWS;
+    b.b1 = knob > 0 ? div_up(knob, SEP_ROWS) * SEP_ROWS : div_up(div_up(a->h, (int)bands), SEP_ROWS) * SEP_ROWS;
+    b.b2 = tail > 0 ? div_up(tail, SEP_ROWS) * SEP_ROWS : b.b1;
+    b.b2 = b.b2 < b.b1 ? b.b2 : b.b1;
+    pct = pct < 0 ? 0 : pct > 1000 ? 1000 : pct;
+    tail_rows = b.b2 < b.b1 ? (resident * pct / 100 + strips - 1) / strips * b.b2 : 0;
+    b.h1 = a->h > tail_rows ? (int)((a->h - tail_rows) / b.b1 * b.b1) : 0;
+    b.n1 = b.h1 / b.b1;
+    return b;
 }
 
 template <int TAIL>
@@ -478,8 +503,8 @@ static cudaError_t fast_launch_sep(const struct conv_args *a, const struct fast_
 
     if (e != cudaSuccess)
         return e;
-    int band = fast_sep_band(a, reinterpret_cast<const void *>(k_fast_sep<TAIL>), p->smem);
-    dim3 grid(div_up(a->w, FAST_TW), div_up(a->h, band));
+    sep_bands band = fast_sep_bands(a, reinterpret_cast<const void *>(k_fast_sep<TAIL>), p->smem);
+    dim3 grid(div_up(a->w, FAST_TW), band.n1 + div_up(a->h - band.h1, band.b2));
     memcpy(t.row, a->k->row, sizeof(float) * a->k->cols);
     memcpy(t.col, a->k->col, sizeof(float) * a->k->rows);
     k_fast_sep<TAIL><<<grid, SEP_THREADS, p->smem, a->stream>>>(a->d_in, a->d_out, g, p->sw, p->mp, p->ring, band,

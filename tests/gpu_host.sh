@@ -116,7 +116,12 @@ if [ "$what" = fast ]; then
     # the cases the streaming kernels serve, on the tiles instead (k <= 5, full-rank 7 and 9)
     EDGED_FAST_STREAM=0 $b --filter gaussian --ksizes 3,5 --variants fast 2>> "$log" | tail -n +2 |
         sed 's/,fast,/,fast_tiles,/' >> "$OUT/fast_gauss.csv"
-    # the separable kernel's bands: fixed heights against the default (about 4 rounds of blocks)
+    # the separable kernel's bands: fixed heights against the default (about 4 rounds of blocks and
+    # a round of 128-row bands), and the default without the tail
+    EDGED_SEP_TAIL=0 $b --filter gaussian --ksizes 19,25,31 --variants fast 2>> "$log" | tail -n +2 |
+        sed "s/,fast,/,fast_notail,/" >> "$OUT/fast_gauss.csv"
+    EDGED_SEP_TAIL=0 $b --filter gaussian --ksizes 41,63 --variants fast 2>> "$log" | tail -n +2 |
+        sed "s/,fast,/,fast_notail,/" >> "$OUT/fast_gauss_big.csv"
     for band in 256 1024; do
         EDGED_SEP_BAND=$band $b --filter gaussian --ksizes 19,25,31 --variants fast 2>> "$log" | tail -n +2 |
             sed "s/,fast,/,fast_band$band,/" >> "$OUT/fast_gauss.csv"

@@ -9,10 +9,11 @@
 /* Layout. A block is one warp. It owns 32*PX columns (PX per lane) and walks down a strip of
  * sy output rows (g.sy, or g.sy2 for the tail strips launched last: edge_strips), keeping the
  * vertical windows in registers. Horizontal neighbours come from the adjacent lanes by shuffles;
- * lanes 0 and 31 have no outer neighbour, so they only supply the halo and lanes 1..30 write outputs: a warp produces 30*PX columns, and the warps of the grid
- * overlap by 2*PX columns. No shared memory, no barrier. A block of one warp keeps every branch
- * above the shuffles uniform for the compiler (blockIdx and the parameters only), so it emits
- * plain SHFLs without a divergent fallback.
+ * lanes 0 and 31 have no outer neighbour, so they only supply the halo and lanes 1..30 write
+ * outputs: a warp produces 30*PX columns, and the warps of the grid overlap by 2*PX columns. No
+ * shared memory, no barrier. A block of one warp keeps every branch above the shuffles uniform for
+ * the compiler (blockIdx and the parameters only), so it emits plain SHFLs without a divergent
+ * fallback.
  *
  * Row loop. Step k of a strip reads input row y0-3+k; steps 0..5 (EDGE_WARM) only fill the
  * windows, every later step writes output row y0+k-6. The later steps run as a rolled loop whose
@@ -35,10 +36,11 @@
  * integer multiple of 2^-141 below 2^-117, so all of it is exact (float arithmetic keeps
  * denormals: the build passes -ftz=false). A PRMT with a constant exponent byte instead (2^15 +
  * s) needs the constant or its selector in a register, which at this kernel's register budget
- * the compiler re-materialised before every use: 6 % of the loop's instructions. For RGB input the luma is a float (pixel_luma, evaluated with the same roundings
- * as the host code), the sums are float sums in this kernel's order (that of the first version),
- * and the test is |N| > 289 T: again ~1e-5 relative from the reference. The map byte of a pixel
- * is the sign of thr - |N| spread over the byte: negative exactly when |N| > thr.
+ * the compiler re-materialised before every use: 6 % of the loop's instructions. For RGB input
+ * the luma is a float (pixel_luma, evaluated with the same roundings as the host code), the sums
+ * are float sums in this kernel's order (that of the first version), and the test is
+ * |N| > 289 T: again ~1e-5 relative from the reference. The map byte of a pixel is the sign of
+ * thr - |N| spread over the byte: negative exactly when |N| > thr.
  *
  * Borders. Zero only, and for both stages as the plan defines it: the gaussian sees zeros outside
  * the image, and the laplacian sees ZEROS outside the image (the intermediate's own border), not

@@ -365,9 +365,11 @@ out:
 
 static int img_ok(const struct img *im, int w, int h, int ch, const char *what, char *err)
 {
-    if (!im || !im->px || im->w != w || im->h != h || im->ch != ch || im->stride < (size_t)w * ch || im->packed)
+    if (!im || !im->px || im->w != w || im->h != h || im->ch != ch || im->stride < (size_t)w * ch)
         return edged_fail(err, EDGED_E_PARAM, "%s image must be %d x %d x %d with stride >= %d", what, w, h,
                           ch, w * ch);
+    if (im->packed)
+        return edged_fail(err, EDGED_E_PARAM, "%s image is a packed 1-bit map; give one of bytes", what);
     return 0;
 }
 

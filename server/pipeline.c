@@ -310,8 +310,10 @@ static int compare_one(struct service *s, const struct params *p, const struct i
         return edged_fail(err, EDGED_E_NOMEM, "out of memory");
     }
     memcpy(job->in.px, in->px, in->stride * (size_t)in->h);
-    if ((rc = job_prepare(s, &pv, job, c->msgs[c->nrows])) == 0)
+    if ((rc = job_prepare(s, &pv, job, c->msgs[c->nrows])) == 0) {
+        job->plan.accept_packed = 0; /* max_abs_diff reads the maps byte for byte; nothing is encoded */
         rc = job_run(s, job, c->msgs[c->nrows]);
+    }
     if (rc == EDGED_E_VARIANT_LIMIT || rc == EDGED_E_NO_CUDA || rc == EDGED_E_PARAM) {
         row->code = rc;
         row->message = c->msgs[c->nrows++];

@@ -341,7 +341,8 @@ static void test_fast_sep_bands(struct gconv_ctx *ctx)
                 if (rc != 0)
                     continue;
                 struct diff d = compare_floats(out, ref, n, tol);
-                CHECK(d.bad == 0, "fast rank1 %dx%d band %s/%s %s %dx%d: %zu samples off, first at (%zu,%zu) gpu %g ref %g",
+                CHECK(d.bad == 0,
+                      "fast rank1 %dx%d band %s/%s %s %dx%d: %zu samples off, first at (%zu,%zu) gpu %g ref %g",
                       sides[s], sides[s], bands[bi][0], bands[bi][1], border_name(b), w, h, d.bad, d.first % w,
                       d.first / w, out[d.first], ref[d.first]);
             }
@@ -625,8 +626,9 @@ static void check_edge_packed(struct gconv_ctx *ctx, const struct img *in, const
 /* fast on the edge plan with the zero border (the one-pass kernel) against cpu_serial: the map
  * exact except where |L_ref| is within 1e-3 of T, alpha exact, the kernel's float L (N/289) within
  * the CHAIN tolerance; the kernel that writes only the map (the one the service runs) byte for
- * byte the same; for gray and RGB the 1-bit form (check_edge_packed). Also reports how far the reference's float L lies from the kernel's (exact for
- * gray input): the margin the 1e-3 exemption must cover. */
+ * byte the same; for gray and RGB the 1-bit form (check_edge_packed). Also reports how far the
+ * reference's float L lies from the kernel's (exact for gray input): the margin the 1e-3
+ * exemption must cover. */
 static void test_edge_fast(struct gconv_ctx *ctx)
 {
     static const struct size2 full[] = {{1, 1},    {3, 5},    {4, 4},     {8, 3},    {5, 70},   {124, 33},

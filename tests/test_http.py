@@ -243,6 +243,16 @@ def test_bit_depth_1_same_map(server, w, ch):
     assert np.array_equal(png_decode(r1.content), png_decode(r8.content))
 
 
+def test_compare_bit_depth_1(server):
+    # compare reads every variant's map byte for byte: a 1-bit request must not change the numbers
+    # (on the GPU, fast would otherwise hand back its map packed 8 pixels per byte)
+    png = png_bytes(random_image(40, 72, 1, seed=5))
+    rows = [{x["variant"]: x["max_abs_diff_vs_cpu_serial"] for x in
+             post(server.url, png, dict(params, threshold=3), path="/v1/compare").json()["rows"]}
+            for params in ({}, {"bit_depth": 1})]
+    assert rows[0] == rows[1] and rows[1]["cpu_serial"] == 0, rows
+
+
 def test_same_input_same_bytes(server, image):
     with cf.ThreadPoolExecutor(4) as ex:
         bodies = list(ex.map(lambda _: post(server.url, image, {"filter": "gaussian", "size": 5}).content, range(6)))

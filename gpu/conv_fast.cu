@@ -303,8 +303,9 @@ static __device__ __forceinline__ void sep_stage(float *s, const float *__restri
     }
 }
 
-/* 3 blocks per SM asked of the register budget: ptxas takes 72 registers, no spill (80-95 when asked
- * for 2; CUDA 13.0, sm_90 and sm_80); the shared memory admits 3 blocks up to N = 33, 2 above. */
+/* 3 blocks per SM asked of the register budget: ptxas takes 71-78 registers on sm_90 and 64-72 on
+ * sm_80, no spill (80-95 on sm_90 when asked for 2; CUDA 13.0); the shared memory admits 3 blocks
+ * up to N = 33, 2 above. */
 template <int TAIL>
 __global__ void __launch_bounds__(SEP_THREADS, 3)
     k_fast_sep(const float *__restrict__ d_in, float *__restrict__ d_out, conv_geom g, int sw, int mp, int ring,

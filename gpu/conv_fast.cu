@@ -468,7 +468,9 @@ static cudaError_t fast_launch_direct(const struct conv_args *a, const struct fa
  * 0.213 / 0.227 / 0.238 / 0.265 / 0.341 / 0.471; tail bands of 64 rows 0.213 / 0.213 / 0.226 /
  * 0.234 / 0.258 / 0.348 / 0.487; of 128 rows 0.211 / 0.212 / 0.220 / 0.229 / 0.252 / 0.336 / 0.469;
  * of 192 rows 0.212 / 0.213 / 0.221 / 0.231 / 0.255 / 0.338 / 0.471; 256-row bands with tails of 96
- * or 128 rows, and 512-row bands with a tail of 128, were slower at 41 and 63 or everywhere.
+ * or 128 rows, and 512-row bands with a tail of 128, were slower at 41 and 63 or everywhere. With
+ * the tail (same day, two repeats), bands of 288, 448 or 576 rows and tails of 50 or 200 % of a
+ * round were no faster anywhere from N = 11 to 63 by more than 1 %, and up to 3.5 % slower at 31-63.
  * Multiples of SEP_ROWS. Bench knobs: EDGED_SEP_BAND (rows), EDGED_SEP_TAIL (rows; 0: no tail),
  * EDGED_SEP_TAIL_PCT (the tail's blocks as a percentage of one round). */
 #define SEP_WAVES 4

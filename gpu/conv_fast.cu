@@ -480,7 +480,7 @@ static sep_bands fast_sep_bands(const struct conv_args *a, const void *kernel, s
 {
     int strips = div_up(a->w, FAST_TW), knob = gconv_knob("EDGED_SEP_BAND", 0),
         tail = gconv_knob("EDGED_SEP_TAIL", SEP_TAIL_ROWS), pct = gconv_knob("EDGED_SEP_TAIL_PCT", SEP_TAIL_PCT);
-    long resident = gctx_resident(kernel, SEP_THREADS, smem), bands, tail_rows;
+    long resident = gctx_resident(kernel, SEP_THREADS, smem), bands;
     sep_bands b;
 
     resident = resident > 0 ? resident : a->lim->sms; /* unknown: one block per SM */
@@ -489,9 +489,7 @@ static sep_bands fast_sep_bands(const struct conv_args *a, const void *kernel, s
     b.b1 = knob > 0 ? div_up(knob, SEP_ROWS) * SEP_ROWS : div_up(div_up(a->h, (int)bands), SEP_ROWS) * SEP_ROWS;
     b.b2 = tail > 0 ? div_up(tail, SEP_ROWS) * SEP_ROWS : b.b1;
     b.b2 = b.b2 < b.b1 ? b.b2 : b.b1;
-    pct = pct < 0 ? 0 : pct > 1000 ? 1000 : pct;
-    tail_rows = b.b2 < b.b1 ? (resident * pct / 100 + strips - 1) / strips * b.b2 : 0;
-    b.h1 = a->h > tail_rows ? (int)((a->h - tail_rows) / b.b1 * b.b1) : 0;
+    b.h1 = gctx_tail_split(a->h, strips, resident, b.b2 < b.b1 ? pct : 0, b.b1, b.b2);
     b.n1 = b.h1 / b.b1;
     return b;
 }

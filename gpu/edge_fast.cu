@@ -538,14 +538,12 @@ static unsigned edge_strips(edge_geom *g, int gx, long resident)
 {
     const int hr = div_up(g->h, EDGE_P) * EDGE_P; /* no strip taller than the image */
     int sy = edge_rows_knob("EDGED_EDGE_SY", EDGE_SY), sy2 = edge_rows_knob("EDGED_EDGE_SY_TAIL", EDGE_SY_TAIL);
-    long pct = gconv_knob("EDGED_EDGE_TAIL", EDGE_TAIL_PCT), tail_rows;
+    long pct = gconv_knob("EDGED_EDGE_TAIL", EDGE_TAIL_PCT);
 
-    pct = pct < 0 ? 0 : pct > 1000 ? 1000 : pct;
     sy = sy < hr ? sy : hr;
-    sy2 = pct == 0 ? sy : sy2 < hr ? sy2 : hr;
-    tail_rows = (resident * pct / 100 + gx - 1) / gx * sy2;
+    sy2 = pct <= 0 ? sy : sy2 < hr ? sy2 : hr;
     g->sy = sy, g->sy2 = sy2, g->gx = gx;
-    g->h1 = g->h > tail_rows ? (int)((g->h - tail_rows) / sy * sy) : 0;
+    g->h1 = gctx_tail_split(g->h, gx, resident, pct, sy, sy2);
     g->n1 = gx * (g->h1 / sy);
     return (unsigned)(g->n1 + (long)gx * div_up(g->h - g->h1, sy2));
 }

@@ -240,6 +240,15 @@ long gctx_resident(const void *kernel, int threads, size_t smem)
     return (long)sms * nb;
 }
 
+int gctx_tail_split(int h, int across, long resident, long pct, int tall, int short_rows)
+{
+    long tail_rows;
+
+    pct = pct < 0 ? 0 : pct > 1000 ? 1000 : pct;
+    tail_rows = (resident * pct / 100 + across - 1) / across * short_rows;
+    return h > tail_rows ? (int)((h - tail_rows) / tall * tall) : 0;
+}
+
 /* Median of BW_REPS device-to-device copies timed with events, counting bytes read + written.
  * Falls back to 64 MiB when 512 MiB cannot be had. Each copy waits behind gctx_hold, so that its
  * events time the copy and not the host's call before it (H100: 2874-2889 GB/s with the call

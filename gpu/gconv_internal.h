@@ -191,6 +191,12 @@ cudaError_t gctx_hold(cudaStream_t s);
  * a whole number of rounds of resident blocks. */
 long gctx_resident(const void *kernel, int threads, size_t smem);
 
+/* Grids of tall strips then a tail of short ones (the edge kernel's strips, the separable kernel's
+ * bands): h rows, `across` blocks per strip row, the tail being the last pct % (clamped to 0..1000)
+ * of a round of `resident` blocks in strips of `short_rows` rows. Returns h1, the rows the strips of
+ * `tall` rows cover first: a multiple of tall, 0 when the tail covers the image. */
+int gctx_tail_split(int h, int across, long resident, long pct, int tall, int short_rows);
+
 /* Constant-memory slots. __constant__ memory is one per module, shared by every stream, so two
  * jobs on two streams writing their taps into one array would race. Stream s uses slot
  * s % GCONV_CSLOTS: lock takes the slot's mutex and makes stream s wait for the event the slot's

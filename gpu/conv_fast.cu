@@ -549,12 +549,9 @@ static cudaError_t fast_launch(const struct conv_args *a, const struct fast_plan
  * the tile). */
 static int fast_use_stream(const struct kernel2d *k)
 {
-    if (gconv_knob("EDGED_FAST_STREAM", 1) == 0)
+    if (gconv_knob("EDGED_FAST_STREAM", 1) == 0 || !conv_fast_stream_has(k->rows, k->cols))
         return 0;
-    if (k->rows <= 5 && k->cols <= 5 && (k->rows & 1) && (k->cols & 1))
-        return 1;
-    return gconv_knob("EDGED_FAST_STREAM_BIG", 1) != 0 && !k->separable && k->rows == k->cols &&
-           (k->rows == 7 || k->rows == 9);
+    return k->rows <= 5 || (gconv_knob("EDGED_FAST_STREAM_BIG", 1) != 0 && !k->separable);
 }
 
 /* Limits: none on the H100 (every odd size up to 63x63 fits); on a GPU with less opt-in shared

@@ -379,13 +379,18 @@ static void stream_launch(const struct conv_args *a)
     k_fast_stream<KR, KC><<<grid, 32, 0, a->stream>>>(a->d_in, a->d_out, conv_geom_of(a), t);
 }
 
-/* Sides 1, 3 or 5 each, or 7x7; conv_fast decides which taps come here. No limits: no shared
- * memory, one warp per block. */
+extern "C" int conv_fast_stream_has(int kr, int kc)
+{
+    return (kr >= 1 && kr <= 5 && kc >= 1 && kc <= 5 && (kr & 1) && (kc & 1)) || (kr == kc && (kr == 7 || kr == 9));
+}
+
+/* The taps conv_fast_stream_has admits; conv_fast decides which of them come here. No limits: no
+ * shared memory, one warp per block. */
 extern "C" int conv_fast_stream(struct conv_args *a, char *err)
 {
     int kr = a->k->rows, kc = a->k->cols;
 
-    if (!((kr <= 5 && kc <= 5 && (kr & 1) && (kc & 1)) || (kr == kc && (kr == 7 || kr == 9))))
+    if (!conv_fast_stream_has(kr, kc))
         return edged_fail(err, EDGED_E_PARAM,
                           "fast streaming kernel: %dx%d taps, sides must be 1, 3 or 5, or 7x7 or 9x9", kr, kc);
     if (a->check_only)

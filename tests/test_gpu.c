@@ -566,6 +566,16 @@ static void image_edge(struct img *im, int w, int h, int ch, int smooth)
             }
 }
 
+/* Sets (on) or clears the bench knobs that give the edge kernel 16-row strips followed by a tail
+ * of 8-row strips, so that both strip heights occur inside the test images. */
+static void edge_short_strips(int on)
+{
+    if (on)
+        setenv("EDGED_EDGE_SY", "16", 1), setenv("EDGED_EDGE_SY_TAIL", "8", 1), setenv("EDGED_EDGE_TAIL", "1", 1);
+    else
+        unsetenv("EDGED_EDGE_SY"), unsetenv("EDGED_EDGE_SY_TAIL"), unsetenv("EDGED_EDGE_TAIL");
+}
+
 /* The 1-bit form of the map (gray or RGB input, plan accepting packed maps): packed exactly when w
  * is a multiple of 8, then bit x of row y (MSB first) set exactly when byte x of `map` (the u8 map
  * of the same plan) is not 0, otherwise the u8 map itself; also with the float L written (the same
@@ -574,7 +584,10 @@ static void image_edge(struct img *im, int w, int h, int ch, int smooth)
 static void check_edge_packed(struct gconv_ctx *ctx, const struct img *in, const struct filter_plan *plan,
                               const struct img *map, const float *L)
 {
-    static const char *const knobs[4][2] = {{NULL, NULL}, {"EDGED_EDGE_PX", "4"}, {"EDGED_EDGE_SY", "16"}, {NULL, NULL}};
+    static const struct {
+        const char *label;
+        int px4, short_strips, with_l;
+    } cases[] = {{"default", 0, 0, 0}, {"4 px per lane", 1, 0, 0}, {"short strips", 0, 1, 0}, {"with L", 0, 0, 1}};
     struct filter_plan pp = *plan;
     int w = in->w, h = in->h, want = w % 8 == 0;
     size_t n = (size_t)w * h;
@@ -583,20 +596,20 @@ static void check_edge_packed(struct gconv_ctx *ctx, const struct img *in, const
 
     pp.accept_packed = 1;
     CHECK(gconv_packs(&pp, VARIANT_FAST, w) == want, "edge %dx%dx%d: gconv_packs %d", w, h, in->ch, !want);
-    for (int ki = 0; ki < 4; ki++) {
+    for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++) {
+        const char *label = cases[ci].label;
         struct img pk;
         int rc;
-        if (knobs[ki][0])
-            setenv(knobs[ki][0], knobs[ki][1], 1);
-        if (ki == 2)
-            setenv("EDGED_EDGE_SY_TAIL", "8", 1), setenv("EDGED_EDGE_TAIL", "1", 1);
+        if (cases[ci].px4)
+            setenv("EDGED_EDGE_PX", "4", 1);
+        edge_short_strips(cases[ci].short_strips);
         img_alloc(&pk, w, h, 1, NULL);
         memset(pk.px, 0xCD, pk.stride * h);
         poison_floats(got, n);
-        rc = gconv_run(ctx, 3, in, &pp, VARIANT_FAST, 16, &pk, ki == 3 ? got : NULL, NULL, err);
+        rc = gconv_run(ctx, 3, in, &pp, VARIANT_FAST, 16, &pk, cases[ci].with_l ? got : NULL, NULL, err);
         CHECK(rc == 0 && pk.packed == want && pk.stride == (want ? (size_t)w / 8 : (size_t)w),
-              "edge %dx%dx%d 1-bit (%s): rc %d packed %d stride %zu: %s", w, h, in->ch,
-              knobs[ki][0] ? knobs[ki][0] : ki == 3 ? "with L" : "default", rc, pk.packed, pk.stride, rc ? err : "");
+              "edge %dx%dx%d 1-bit (%s): rc %d packed %d stride %zu: %s", w, h, in->ch, label, rc, pk.packed,
+              pk.stride, rc ? err : "");
         if (rc == 0 && pk.packed == want) {
             size_t bad = 0, first = 0;
             for (int y = 0; y < h; y++)
@@ -608,17 +621,16 @@ static void check_edge_packed(struct gconv_ctx *ctx, const struct img *in, const
                         first = (size_t)y * w + x;
                 }
             CHECK(bad == 0, "edge %dx%dx%d 1-bit (%s): %zu pixels differ from the u8 map, first (%zu,%zu)", w, h,
-                  in->ch, knobs[ki][0] ? knobs[ki][0] : ki == 3 ? "with L" : "default", bad, first % w, first / w);
-            if (ki == 3)
+                  in->ch, label, bad, first % w, first / w);
+            if (cases[ci].with_l)
                 CHECK(!memcmp(got, L, n * sizeof(float)), "edge %dx%dx%d 1-bit: L differs", w, h, in->ch);
             if (want)
                 CHECK(gconv_run(ctx, 3, in, &pp, VARIANT_FAST, 16, &pk, NULL, NULL, err) == EDGED_E_PARAM,
                       "a packed image is refused as output");
         }
         img_free(&pk);
-        if (knobs[ki][0])
-            unsetenv(knobs[ki][0]);
-        unsetenv("EDGED_EDGE_SY_TAIL"), unsetenv("EDGED_EDGE_TAIL");
+        unsetenv("EDGED_EDGE_PX");
+        edge_short_strips(0);
     }
     free(got);
 }
@@ -676,9 +688,7 @@ static void test_edge_fast(struct gconv_ctx *ctx)
                     struct img map;
                     img_alloc(&map, w, h, plan.out_ch, NULL);
                     for (int strips = 0; strips < 2; strips++) {
-                        if (strips)
-                            setenv("EDGED_EDGE_SY", "16", 1), setenv("EDGED_EDGE_SY_TAIL", "8", 1),
-                                setenv("EDGED_EDGE_TAIL", "1", 1);
+                        edge_short_strips(strips);
                         memset(map.px, 0xCD, map.stride * h);
                         rc = gconv_run(ctx, 3, &in, &plan, VARIANT_FAST, 16, &map, NULL, NULL, err);
                         CHECK(rc == 0 && !memcmp(map.px, out.px, out.stride * h),
@@ -686,7 +696,7 @@ static void test_edge_fast(struct gconv_ctx *ctx)
                               w, h, ch, thresholds[ti], strips ? " (16-row strips, 8-row tail)" : "",
                               rc ? err : "");
                     }
-                    unsetenv("EDGED_EDGE_SY"), unsetenv("EDGED_EDGE_SY_TAIL"), unsetenv("EDGED_EDGE_TAIL");
+                    edge_short_strips(0);
                     img_free(&map);
                     if (ch == 1 || ch == 3)
                         check_edge_packed(ctx, &in, &plan, &out, got);

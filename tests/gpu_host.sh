@@ -106,30 +106,32 @@ if [ "$what" = fast ]; then
         > "$OUT/fast_gauss_big.csv" 2>> "$log"
     step bench-edge 60 $b --u8-edge --variants fast,tiled,shared_constant,shared_halo,naive \
         > "$OUT/fast_edge.csv" 2>> "$log"
-    # bench knobs, for comparison in the same run: the edge kernel without its prefetch ring, with
-    # 4 px per lane, with one strip height for all (TAIL=0)
-    for knob in EDGED_EDGE_PREFETCH=0 EDGED_EDGE_PX=4 "EDGED_EDGE_SY=24 EDGED_EDGE_TAIL=0"; do
-        env $knob $b --u8-edge --variants fast 2>> "$log" | tail -n +2 |
-            sed "s/,fast\(_1bit\)\{0,1\},/,fast_$(echo "$knob" | tr ' ' +)\1,/" \
-            >> "$OUT/fast_edge.csv"
-    done
+    # knob_rows NAME FILE KNOB... -- ARGS: the fast rows of `$b ARGS` with the bench knobs KNOB
+    # (VAR=value) set, renamed fast_NAME (fast_1bit: fast_NAME_1bit), appended to $OUT/FILE, for
+    # comparison with the default in the same run
+    knob_rows() {
+        name=$1 file=$2 knobs=""
+        shift 2
+        while [ "$1" != "--" ]; do knobs="$knobs $1"; shift; done
+        shift
+        env $knobs $b "$@" --variants fast 2>> "$log" | tail -n +2 |
+            sed "s/,fast\(_1bit\)\{0,1\},/,fast_$name\1,/" >> "$OUT/$file"
+    }
+    # the edge kernel without its prefetch ring, with 4 px per lane, with one strip height for all
+    knob_rows EDGED_EDGE_PREFETCH=0 fast_edge.csv EDGED_EDGE_PREFETCH=0 -- --u8-edge
+    knob_rows EDGED_EDGE_PX=4 fast_edge.csv EDGED_EDGE_PX=4 -- --u8-edge
+    knob_rows EDGED_EDGE_SY=24+EDGED_EDGE_TAIL=0 fast_edge.csv EDGED_EDGE_SY=24 EDGED_EDGE_TAIL=0 -- --u8-edge
     # the cases the streaming kernels serve, on the tiles instead (k <= 5, full-rank 7 and 9)
-    EDGED_FAST_STREAM=0 $b --filter gaussian --ksizes 3,5 --variants fast 2>> "$log" | tail -n +2 |
-        sed 's/,fast,/,fast_tiles,/' >> "$OUT/fast_gauss.csv"
+    knob_rows tiles fast_gauss.csv EDGED_FAST_STREAM=0 -- --filter gaussian --ksizes 3,5
+    knob_rows tiles fast_custom.csv EDGED_FAST_STREAM=0 -- --filter custom --ksizes 3,5,7,9
     # the separable kernel's bands: fixed heights against the default (about 4 rounds of blocks and
     # a round of 128-row bands), and the default without the tail
-    EDGED_SEP_TAIL=0 $b --filter gaussian --ksizes 19,25,31 --variants fast 2>> "$log" | tail -n +2 |
-        sed "s/,fast,/,fast_notail,/" >> "$OUT/fast_gauss.csv"
-    EDGED_SEP_TAIL=0 $b --filter gaussian --ksizes 41,63 --variants fast 2>> "$log" | tail -n +2 |
-        sed "s/,fast,/,fast_notail,/" >> "$OUT/fast_gauss_big.csv"
+    knob_rows notail fast_gauss.csv EDGED_SEP_TAIL=0 -- --filter gaussian --ksizes 19,25,31
+    knob_rows notail fast_gauss_big.csv EDGED_SEP_TAIL=0 -- --filter gaussian --ksizes 41,63
     for band in 256 1024; do
-        EDGED_SEP_BAND=$band $b --filter gaussian --ksizes 19,25,31 --variants fast 2>> "$log" | tail -n +2 |
-            sed "s/,fast,/,fast_band$band,/" >> "$OUT/fast_gauss.csv"
-        EDGED_SEP_BAND=$band $b --filter gaussian --ksizes 63 --variants fast 2>> "$log" | tail -n +2 |
-            sed "s/,fast,/,fast_band$band,/" >> "$OUT/fast_gauss_big.csv"
+        knob_rows band$band fast_gauss.csv EDGED_SEP_BAND=$band -- --filter gaussian --ksizes 19,25,31
+        knob_rows band$band fast_gauss_big.csv EDGED_SEP_BAND=$band -- --filter gaussian --ksizes 63
     done
-    EDGED_FAST_STREAM=0 $b --filter custom --ksizes 3,5,7,9 --variants fast 2>> "$log" | tail -n +2 |
-        sed 's/,fast,/,fast_tiles,/' >> "$OUT/fast_custom.csv"
     # where the edge kernel's time goes: ncu's stall reasons and pipe use for one 8192^2 gray launch,
     # at the GPU's own clocks (--clock-control none: the profiler does not lock them)
     if command -v ncu > /dev/null; then

@@ -35,7 +35,7 @@ struct fast_taps1d {
 /* Shared-memory row pitch (floats) of at least `need`: 4 mod 8, so that the 8 lanes of a
  * quarter-warp reading 16 bytes each from 8 consecutive rows hit 8 different 16-byte bank groups
  * (the passes whose lanes walk down rows are then free of bank conflicts). */
-static __host__ __device__ inline int fast_pitch(int need)
+static __host__ __device__ constexpr int fast_pitch(int need)
 {
     return need + ((12 - need % 8) % 8);
 }
@@ -127,8 +127,9 @@ struct fast_ring {
 
 /* acc[o] += sum_j t[j] * win[OFF + o + j] for o < FAST_OUT, j < W, where win[i] is sample at + i
  * of src, at a multiple of 4. The window is read as whole float4s (up to 3 samples past the last
- * one used); OFF (0..3, a constant) lets a window start between two float4s. */
-template <int W, int OFF, typename SRC>
+ * one used); OFF (0..3, a constant) lets a window start between two float4s. FIRST: the chunk
+ * starts the sums (acc = t[0] * win + ...), so the caller does not zero them. */
+template <int W, int OFF, bool FIRST = false, typename SRC>
 static __device__ __forceinline__ void fast_chunk(float (&acc)[FAST_OUT], const SRC &src, int at, const float *t)
 {
     constexpr int NV = (OFF + FAST_OUT + W - 1 + 3) / 4;
@@ -143,17 +144,36 @@ static __device__ __forceinline__ void fast_chunk(float (&acc)[FAST_OUT], const 
         float f = t[j];
 #pragma unroll
         for (int o = 0; o < FAST_OUT; o++)
-            acc[o] = fmaf(f, win[OFF + o + j], acc[o]);
+            acc[o] = FIRST && j == 0 ? f * win[OFF + o] : fmaf(f, win[OFF + o + j], acc[o]);
     }
 }
 
-/* One 1-D pass of n = 16 * nfull + TAIL taps over the window of src that starts at sample OFF. */
+/* One 1-D pass of n = 16 * nfull + TAIL taps over the window of src that starts at sample OFF,
+ * added to acc. */
 template <int TAIL, int OFF = 0, typename SRC>
 static __device__ __forceinline__ void fast_pass(float (&acc)[FAST_OUT], const SRC &src, const float *t, int nfull)
 {
     for (int c = 0; c < nfull; c++)
         fast_chunk<FAST_CHUNK, OFF>(acc, src, FAST_CHUNK * c, t + FAST_CHUNK * c);
     fast_chunk<TAIL, OFF>(acc, src, FAST_CHUNK * nfull, t + FAST_CHUNK * nfull);
+}
+
+/* The same pass for N taps known at compile time, into acc (no zeroing: the first chunk starts
+ * the sums). The chunks unroll, so every tap is an immediate offset into the launch's parameter
+ * bank and each FFMA reads it there: a runtime chunk loop first loaded each tap into a register
+ * (62 LDC/ULDC per step of the separable kernel at N = 31, against 992 FFMA). */
+template <int N, int OFF = 0, typename SRC>
+static __device__ __forceinline__ void fast_pass_n(float (&acc)[FAST_OUT], const SRC &src, const float *t)
+{
+    constexpr int NFULL = N / FAST_CHUNK, TAIL = N % FAST_CHUNK;
+#pragma unroll
+    for (int c = 0; c < NFULL; c++) {
+        if (c == 0)
+            fast_chunk<FAST_CHUNK, OFF, true>(acc, src, 0, t);
+        else
+            fast_chunk<FAST_CHUNK, OFF>(acc, src, FAST_CHUNK * c, t + FAST_CHUNK * c);
+    }
+    fast_chunk<TAIL, OFF, NFULL == 0>(acc, src, FAST_CHUNK * NFULL, t + FAST_CHUNK * NFULL);
 }
 
 /* ---- direct: any taps ------------------------------------------------------------------- */
@@ -217,9 +237,9 @@ __global__ void __launch_bounds__(FAST_DIRECT_THREADS)
  * the column pass filters down the ring (thread = output column and 16 of the 32 rows of output
  * step j - lag) and writes them to global memory, the lanes of a warp on consecutive columns.
  * Meanwhile the input rows of step j + 1 are on their way into the other half of a double buffer
- * (cp.async), so loads and FMAs overlap inside the block. Each input row is read once per band
- * (the N - 1 halo rows of a band twice), filtered along x once, and each output is written once:
- * 2N FMAs per pixel, plus the halo. The ring holds the 32 + N - 1 rows in use, rounded up to a
+ * (bulk copies or cp.async: sep_bulk_rows), so loads and FMAs overlap inside the block. Each input
+ * row is read once per band (the N - 1 halo rows of a band twice), filtered along x once, and each
+ * output is written once: 2N FMAs per pixel, plus the halo. The ring holds the 32 + N - 1 rows in use, rounded up to a
  * multiple of 32 (so a warp's 32 row-pass stores never wrap); the row of a sample is its ring
  * index, the column pass reads its window through fast_ring.
  * The border rule is applied to the staged samples in x and y, which for rank-1 taps equals the
@@ -240,6 +260,22 @@ struct sep_bands {
 static __host__ __device__ constexpr int sep_off(int tail)
 {
     return (4 - ((tail - 1) / 2) % 4) % 4;
+}
+
+/* The shared layout for N taps (compile-time constants of each kernel, and fast_plan_sep's):
+ * pitch of a staged row (the window's over-read included), rows of the ring (the 32 + N - 1 rows
+ * in use, rounded up to a multiple of 32), pitch of a ring column. */
+static __host__ __device__ constexpr int sep_sw(int n)
+{
+    return fast_pitch(sep_off(n % FAST_CHUNK) + FAST_TW + n + 2);
+}
+static __host__ __device__ constexpr int sep_ring(int n)
+{
+    return SEP_ROWS * (1 + (n - 1 + SEP_ROWS - 1) / SEP_ROWS);
+}
+static __host__ __device__ constexpr int sep_mp(int n)
+{
+    return fast_pitch(sep_ring(n));
 }
 
 /* The staging work of one thread: one float4 column v of the staged rows, rows r0, r0 + rpp, ...
@@ -303,24 +339,105 @@ static __device__ __forceinline__ void sep_stage(float *s, const float *__restri
     }
 }
 
-/* 3 blocks per SM asked of the register budget: ptxas takes 71-78 registers on sm_90 and 64-72 on
- * sm_80, no spill (80-95 on sm_90 when asked for 2; CUDA 13.0); the shared memory admits 3 blocks
- * up to N = 33, 2 above. */
-template <int TAIL>
-__global__ void __launch_bounds__(SEP_THREADS, 3)
-    k_fast_sep(const float *__restrict__ d_in, float *__restrict__ d_out, conv_geom g, int sw, int mp, int ring,
-               sep_bands bands, const __grid_constant__ fast_taps1d taps)
+/* Staging by the copy engine (sm_90 and later): when a step's staged rows lie wholly inside the
+ * image, four lanes of each warp each start one bulk copy of a row (cp.async.bulk, completing on
+ * an mbarrier per buffer, whose phase every thread waits for) instead of every thread copying
+ * 16-byte pieces: sep_stage spends about 10 instructions per piece (address arithmetic and three
+ * padding instructions ptxas puts before each LDGSTS), 5-6 pieces per thread and step. The copy
+ * is a uniform instruction, so a warp issues its lanes' copies one after the other: 32 rows from
+ * warp 0 held the block's barrier up (H100, 8192^2 gaussian 41: 0.327 ms, against 0.282 with four
+ * rows per warp and 0.288 without bulk copies, in two runs of the same day). Frame blocks and
+ * steps that reach past the image take sep_stage. Rows are 16-byte aligned on both sides (pitched
+ * buffers; staged columns start at a multiple of 4) and a multiple of 16 bytes. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define SEP_BULK_ARCH 1
+#else
+#define SEP_BULK_ARCH 0
+#endif
+
+static __device__ __forceinline__ void sep_bar_init(unsigned bar)
 {
-    constexpr int OFF = sep_off(TAIL);
+#if SEP_BULK_ARCH
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n\tfence.proxy.async.shared::cta;" ::"r"(bar) : "memory");
+#endif
+}
+
+/* All threads: rows gy .. gy + 31, columns gx .. gx + bytes / 4 - 1, into s (pitch sw), completing
+ * on the mbarrier bar. Its one expected arrival (thread 0's, with the byte count) may come after
+ * some copies have completed: the transaction count may go below zero meanwhile, and the phase
+ * cannot complete before the arrival. The fence orders the block's earlier reads of the buffer
+ * (before the caller's barrier) before the copy engine's writes. */
+#define SEP_BULK_LANES (SEP_ROWS / (SEP_THREADS / 32))
+static __device__ __forceinline__ void sep_bulk_rows(float *s, const float *__restrict__ d_in, int gx, int gy,
+                                                     int sw, unsigned bytes, unsigned bar, const conv_geom &g)
+{
+#if SEP_BULK_ARCH
+    int lane = threadIdx.x & 31, r = SEP_BULK_LANES * (threadIdx.x >> 5) + lane;
+
+    if (threadIdx.x == 0)
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(SEP_ROWS * bytes)
+                     : "memory");
+    if (lane < SEP_BULK_LANES) {
+        const float *src = d_in + (size_t)(gy + r) * g.pitch + gx;
+        unsigned dst = (unsigned)__cvta_generic_to_shared(s + r * sw);
+        asm volatile("fence.proxy.async.shared::cta;\n\t"
+                     "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                     ::"r"(dst), "l"(src), "r"(bytes), "r"(bar)
+                     : "memory");
+    }
+#endif
+}
+
+/* Waits until the mbarrier bar has completed the phase of the given parity. */
+static __device__ __forceinline__ void sep_bar_wait(unsigned bar, unsigned parity)
+{
+#if SEP_BULK_ARCH
+    unsigned done;
+    do {
+        asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+#endif
+}
+
+/* One kernel per odd side N (fast_pass_n: the taps are parameter-bank operands). 3 blocks per SM
+ * asked of the register budget: ptxas takes 56-72 registers on sm_90 and sm_80, no spill (CUDA
+ * 13.0); the shared memory admits 3 blocks up to N = 33, 2 above. H100, 8192^2 gaussian
+ * (2026-11-22, three repeats in one run), ms at N = 7 / 25 / 31 / 41 / 63: one kernel per N % 16
+ * with a run-time chunk loop 0.211 / 0.228 / 0.253 / 0.335 / 0.468; one per N 0.210 / 0.222 / 0.226
+ * / 0.288 / 0.395; with bulk staging 0.206 / 0.215 / 0.222 / 0.282 / 0.390. */
+template <int N>
+__global__ void __launch_bounds__(SEP_THREADS, 3)
+    k_fast_sep(const float *__restrict__ d_in, float *__restrict__ d_out, conv_geom g, sep_bands bands, int bulk,
+               const __grid_constant__ fast_taps1d taps)
+{
+    constexpr int OFF = sep_off(N % FAST_CHUNK), rx = N / 2, sw = sep_sw(N), ring = sep_ring(N), mp = sep_mp(N);
+    constexpr int lag = (N - 1 + SEP_ROWS - 1) / SEP_ROWS, NV = (OFF + FAST_TW + N - 1 + 3) / 4;
+    static_assert(mp >= ring + 4, "the mbarriers live in the pad of ring column 0");
     extern __shared__ float4 s_dyn[];
-    int n = g.cols, rx = n / 2, nfull = n / FAST_CHUNK;
     int by = blockIdx.y, tail = by >= bands.n1, band = tail ? bands.b2 : bands.b1;
     int x0 = blockIdx.x * FAST_TW, y0 = tail ? bands.h1 + (by - bands.n1) * band : by * band, gy0 = y0 - rx;
-    int lag = (n - 1 + SEP_ROWS - 1) / SEP_ROWS, steps = (min(band, g.h - y0) + SEP_ROWS - 1) / SEP_ROWS + lag;
+    int steps = (min(band, g.h - y0) + SEP_ROWS - 1) / SEP_ROWS + lag;
     int lane = threadIdx.x & 31, grp = threadIdx.x >> 5, col = threadIdx.x % FAST_TW, hq = threadIdx.x / FAST_TW;
     float *s_in = reinterpret_cast<float *>(s_dyn), *s_h = s_in + 2 * SEP_ROWS * sw;
-    sep_cols c = sep_cols_of(x0 - rx - OFF, OFF + FAST_TW + n - 1, g);
+    const int gxs = x0 - rx - OFF; /* the first staged column */
+    sep_cols c = sep_cols_of(gxs, OFF + FAST_TW + N - 1, g);
     float acc[FAST_OUT];
+    /* bulk staging for this block's columns; a step's rows gy .. gy + 31 must lie inside too */
+    const bool bulk_x = SEP_BULK_ARCH && bulk && gxs >= 0 && gxs + 4 * NV <= g.w;
+    /* the 2 mbarriers: the pad of ring column 0 (mp = ring + 4; ring samples only are ever read) */
+    const unsigned bar0 = (unsigned)__cvta_generic_to_shared(s_h + ring);
+    unsigned phase = 0; /* bit b: parity of buffer b's next bulk phase */
+    auto bulk_step = [&](int gy) { return bulk_x && gy >= 0 && gy + SEP_ROWS <= g.h; };
+    auto stage = [&](float *s, int gy, int b) {
+        if (!bulk_step(gy))
+            sep_stage(s, d_in, c, gy, sw, g);
+        else
+            sep_bulk_rows(s, d_in, gxs, gy, sw, 16 * NV, bar0 + 8 * b, g);
+    };
 
     /* ring rows: where step j's row pass writes (32 j mod ring), where the column pass of output
      * step j - lag starts reading (its thread's 16 rows) */
@@ -328,21 +445,27 @@ __global__ void __launch_bounds__(SEP_THREADS, 3)
     const unsigned ring_base = (unsigned)__cvta_generic_to_shared(s_h + col * mp);
     float *o_col = d_out + (size_t)(y0 + FAST_OUT * hq) * g.pitch + x;
 
-    sep_stage(s_in, d_in, c, gy0, sw, g);
+    if (bulk_x) {
+        if (threadIdx.x == 0)
+            sep_bar_init(bar0), sep_bar_init(bar0 + 8);
+        __syncthreads();
+    }
+    stage(s_in, gy0, 0);
     __pipeline_commit();
     for (int j = 0; j < steps; j++) {
         const float *s_cur = s_in + (j & 1) * SEP_ROWS * sw;
         /* step j's rows have landed, and every thread is done with step j - 1 (its buffer and the
          * ring rows that step j overwrites) */
         __pipeline_wait_prior(0);
+        if (bulk_step(gy0 + j * SEP_ROWS)) {
+            sep_bar_wait(bar0 + 8 * (j & 1), (phase >> (j & 1)) & 1);
+            phase ^= 1u << (j & 1);
+        }
         __syncthreads();
         if (j + 1 < steps)
-            sep_stage(s_in + ((j + 1) & 1) * SEP_ROWS * sw, d_in, c, gy0 + (j + 1) * SEP_ROWS, sw, g);
+            stage(s_in + ((j + 1) & 1) * SEP_ROWS * sw, gy0 + (j + 1) * SEP_ROWS, (j + 1) & 1);
         __pipeline_commit();
-#pragma unroll
-        for (int o = 0; o < FAST_OUT; o++)
-            acc[o] = 0.0f;
-        fast_pass<TAIL, OFF>(acc, fast_flat{s_cur + lane * sw + FAST_OUT * grp}, taps.row, nfull);
+        fast_pass_n<N, OFF>(acc, fast_flat{s_cur + lane * sw + FAST_OUT * grp}, taps.row);
 #pragma unroll
         for (int o = 0; o < FAST_OUT; o++)
             s_h[(FAST_OUT * grp + o) * mp + put + lane] = acc[o];
@@ -350,10 +473,7 @@ __global__ void __launch_bounds__(SEP_THREADS, 3)
         __syncthreads();
         if (j < lag)
             continue;
-#pragma unroll
-        for (int o = 0; o < FAST_OUT; o++)
-            acc[o] = 0.0f;
-        fast_pass<TAIL>(acc, fast_ring{ring_base, get, ring}, taps.col, nfull);
+        fast_pass_n<N>(acc, fast_ring{ring_base, get, ring}, taps.col);
         get = get + SEP_ROWS >= ring ? get + SEP_ROWS - ring : get + SEP_ROWS;
         /* rows y .. y + 15 of column x; all 16 are inside the image but in the last step */
         int y = y0 + (j - lag) * SEP_ROWS + FAST_OUT * hq;
@@ -374,24 +494,24 @@ __global__ void __launch_bounds__(SEP_THREADS, 3)
 /* ---- launchers ---------------------------------------------------------------------------- */
 
 struct fast_plan {
-    int sep;        /* 1: fused separable kernel */
-    int sw;         /* shared pitch (floats) of the staged input rows */
-    int mp, ring;   /* separable: pitch of a ring column (floats) and ring rows; direct: 0 */
-    size_t smem;    /* dynamic shared memory, bytes */
+    int sep;     /* 1: fused separable kernel (its layout: sep_sw, sep_ring, sep_mp) */
+    int sw;      /* direct: shared pitch (floats) of the staged input rows */
+    size_t smem; /* dynamic shared memory, bytes */
 };
 
 /* Two staged buffers of SEP_ROWS rows and the ring of 128 columns. N = 63: 49 + 50 KiB; N = 31:
- * 41 + 34 KiB (3 blocks of 256 threads per SM up to N = 33, 2 above). */
+ * 41 + 34 KiB (3 blocks of 256 threads per SM up to N = 33, 2 above). At 31 the three fill the SM
+ * exactly: 16 bytes more per block for the mbarriers left 2 (H100, 8192^2 gaussian 31: 0.270 ms
+ * against 0.222 with 3, 2026-11-22), so they live in the ring's pad, and the kernel has no static
+ * shared memory (which would also lower the opt-in limit that fast_smem_attr sets). */
 static struct fast_plan fast_plan_sep(const struct kernel2d *k)
 {
     struct fast_plan p;
     int n = k->cols;
 
     p.sep = 1;
-    p.sw = fast_pitch(sep_off(n % FAST_CHUNK) + FAST_TW + n + 2); /* + the window's over-read */
-    p.ring = SEP_ROWS * (1 + div_up(n - 1, SEP_ROWS));
-    p.mp = fast_pitch(p.ring);
-    p.smem = sizeof(float) * (2 * (size_t)SEP_ROWS * p.sw + (size_t)FAST_TW * p.mp);
+    p.sw = sep_sw(n);
+    p.smem = sizeof(float) * (2 * (size_t)SEP_ROWS * sep_sw(n) + (size_t)FAST_TW * sep_mp(n));
     return p;
 }
 
@@ -400,9 +520,7 @@ static struct fast_plan fast_plan_direct(const struct kernel2d *k)
     struct fast_plan p;
 
     p.sep = 0;
-    p.ring = 0;
     p.sw = fast_pitch(FAST_TW + k->cols + 3);
-    p.mp = 0;
     p.smem = sizeof(float) * (size_t)(FAST_DIRECT_TH + k->rows - 1) * p.sw;
     return p;
 }
@@ -494,27 +612,31 @@ static sep_bands fast_sep_bands(const struct conv_args *a, const void *kernel, s
     return b;
 }
 
-template <int TAIL>
+template <int N>
 static cudaError_t fast_launch_sep(const struct conv_args *a, const struct fast_plan *p)
 {
     static int attr_done;
     conv_geom g = conv_geom_of(a);
-    cudaError_t e = fast_smem_attr(k_fast_sep<TAIL>, a, p->smem, &attr_done);
+    cudaError_t e = fast_smem_attr(k_fast_sep<N>, a, p->smem, &attr_done);
     fast_taps1d t = {};
 
     if (e != cudaSuccess)
         return e;
-    sep_bands band = fast_sep_bands(a, reinterpret_cast<const void *>(k_fast_sep<TAIL>), p->smem);
+    sep_bands band = fast_sep_bands(a, reinterpret_cast<const void *>(k_fast_sep<N>), p->smem);
     dim3 grid(div_up(a->w, FAST_TW), band.n1 + div_up(a->h - band.h1, band.b2));
     memcpy(t.row, a->k->row, sizeof(float) * a->k->cols);
     memcpy(t.col, a->k->col, sizeof(float) * a->k->rows);
-    k_fast_sep<TAIL><<<grid, SEP_THREADS, p->smem, a->stream>>>(a->d_in, a->d_out, g, p->sw, p->mp, p->ring, band,
-                                                                t);
+    k_fast_sep<N><<<grid, SEP_THREADS, p->smem, a->stream>>>(a->d_in, a->d_out, g, band,
+                                                             gconv_knob("EDGED_SEP_BULK", 1) != 0, t);
     return cudaSuccess;
 }
 
 #define FAST_TAIL_CASES(M)                                                                                   \
     M(1) M(3) M(5) M(7) M(9) M(11) M(13) M(15)
+/* The separable kernel is compiled for each odd side (fast_pass_n) */
+#define FAST_SEP_SIZES(M)                                                                                    \
+    M(1) M(3) M(5) M(7) M(9) M(11) M(13) M(15) M(17) M(19) M(21) M(23) M(25) M(27) M(29) M(31) M(33) M(35)   \
+    M(37) M(39) M(41) M(43) M(45) M(47) M(49) M(51) M(53) M(55) M(57) M(59) M(61) M(63)
 
 static cudaError_t fast_launch(const struct conv_args *a, const struct fast_plan *p)
 {
@@ -528,11 +650,11 @@ static cudaError_t fast_launch(const struct conv_args *a, const struct fast_plan
             FAST_TAIL_CASES(FAST_DIRECT_CASE)
         }
     } else {
-        switch (tail) {
-#define FAST_SEP_CASE(T)                                                                                     \
-    case T:                                                                                                  \
-        return fast_launch_sep<T>(a, p);
-            FAST_TAIL_CASES(FAST_SEP_CASE)
+        switch (a->k->cols) {
+#define FAST_SEP_CASE(N)                                                                                     \
+    case N:                                                                                                  \
+        return fast_launch_sep<N>(a, p);
+            FAST_SEP_SIZES(FAST_SEP_CASE)
         }
     }
     return cudaErrorInvalidValue; /* even sides never reach here: kernel_ok rejects them */

@@ -128,6 +128,9 @@ if [ "$what" = fast ]; then
     # a round of 128-row bands), and the default without the tail
     knob_rows notail fast_gauss.csv EDGED_SEP_TAIL=0 -- --filter gaussian --ksizes 19,25,31
     knob_rows notail fast_gauss_big.csv EDGED_SEP_TAIL=0 -- --filter gaussian --ksizes 41,63
+    # ... and with every step staged by the threads instead of the copy engine
+    knob_rows nobulk fast_gauss.csv EDGED_SEP_BULK=0 -- --filter gaussian --ksizes 19,25,31
+    knob_rows nobulk fast_gauss_big.csv EDGED_SEP_BULK=0 -- --filter gaussian --ksizes 41,63
     for band in 256 1024; do
         knob_rows band$band fast_gauss.csv EDGED_SEP_BAND=$band -- --filter gaussian --ksizes 19,25,31
         knob_rows band$band fast_gauss_big.csv EDGED_SEP_BAND=$band -- --filter gaussian --ksizes 63

@@ -306,15 +306,19 @@ static void test_conv(struct gconv_ctx *ctx)
  * (EDGED_SEP_BAND, rows) make the ring wrap, taller bands followed by a tail of 64-row ones
  * (EDGED_SEP_TAIL, EDGED_SEP_TAIL_PCT) cover the grid's two band heights, and the sides start the
  * staged window at every offset within a float4 (19: 3, 21: 2, 23: 1, 25: 0; 63 fills a ring of 96
- * rows). The racecheck set (EDGED_GPU_QUICK=2) keeps 63 with bands of 96 rows and the tail. */
+ * rows). EDGED_SEP_BULK=0 runs the first case again with every step staged by the threads (on sm_90
+ * the others stage interior steps by bulk copies). The racecheck set (EDGED_GPU_QUICK=2) keeps 63 with
+ * bands of 96 rows and the tail. */
 static void test_fast_sep_bands(struct gconv_ctx *ctx)
 {
     static const int sides[] = {63, 19, 21, 23, 25};
-    /* band rows, tail band rows, tail percent: 96-row bands then 64-row ones, 128-row bands then
-     * 64-row ones (a 1 % tail: 64 rows or more, the rest of the 270 in taller bands), then one height */
-    static const char *bands[][3] = {{"96", "64", "1"}, {"128", "64", "1"}, {"96", "0", "100"}, {"64", "0", "100"},
-                                     {"800", "0", "100"}};
-    const int nsides = quick == 2 ? 1 : 5, nbands = quick == 2 ? 1 : 5;
+    /* band rows, tail band rows, tail percent, bulk staging: 96-row bands then 64-row ones, 128-row
+     * bands then 64-row ones (a 1 % tail: 64 rows or more, the rest of the 270 in taller bands), then
+     * one height; the first again without bulk copies (with them, the interior steps of the middle
+     * strip are bulk copies, frame steps never) */
+    static const char *bands[][4] = {{"96", "64", "1", "1"},   {"128", "64", "1", "1"}, {"96", "0", "100", "1"},
+                                     {"64", "0", "100", "1"},  {"800", "0", "100", "1"}, {"96", "64", "1", "0"}};
+    const int nsides = quick == 2 ? 1 : 5, nbands = quick == 2 ? 1 : 6;
     const int w = 333, h = 270;
     size_t n = (size_t)w * h;
     float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float)), *ref = malloc(n * sizeof(float));
@@ -333,18 +337,19 @@ static void test_fast_sep_bands(struct gconv_ctx *ctx)
             for (int bi = 0; bi < nbands; bi++) {
                 poison_floats(out, n);
                 setenv("EDGED_SEP_BAND", bands[bi][0], 1), setenv("EDGED_SEP_TAIL", bands[bi][1], 1),
-                    setenv("EDGED_SEP_TAIL_PCT", bands[bi][2], 1);
+                    setenv("EDGED_SEP_TAIL_PCT", bands[bi][2], 1), setenv("EDGED_SEP_BULK", bands[bi][3], 1);
                 int rc = gconv_conv_host(ctx, in, out, w, h, &k, b, VARIANT_FAST, 16, NULL, err);
-                unsetenv("EDGED_SEP_BAND"), unsetenv("EDGED_SEP_TAIL"), unsetenv("EDGED_SEP_TAIL_PCT");
-                CHECK(rc == 0, "fast rank1 %dx%d band %s/%s %s: %s", sides[s], sides[s], bands[bi][0], bands[bi][1],
-                      border_name(b), err);
+                unsetenv("EDGED_SEP_BAND"), unsetenv("EDGED_SEP_TAIL"), unsetenv("EDGED_SEP_TAIL_PCT"),
+                    unsetenv("EDGED_SEP_BULK");
+                CHECK(rc == 0, "fast rank1 %dx%d band %s/%s bulk %s %s: %s", sides[s], sides[s], bands[bi][0],
+                      bands[bi][1], bands[bi][3], border_name(b), err);
                 if (rc != 0)
                     continue;
                 struct diff d = compare_floats(out, ref, n, tol);
                 CHECK(d.bad == 0,
-                      "fast rank1 %dx%d band %s/%s %s %dx%d: %zu samples off, first at (%zu,%zu) gpu %g ref %g",
-                      sides[s], sides[s], bands[bi][0], bands[bi][1], border_name(b), w, h, d.bad, d.first % w,
-                      d.first / w, out[d.first], ref[d.first]);
+                      "fast rank1 %dx%d band %s/%s bulk %s %s %dx%d: %zu samples off, first at (%zu,%zu) gpu %g ref %g",
+                      sides[s], sides[s], bands[bi][0], bands[bi][1], bands[bi][3], border_name(b), w, h, d.bad,
+                      d.first % w, d.first / w, out[d.first], ref[d.first]);
             }
         }
     }

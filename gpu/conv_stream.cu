@@ -41,9 +41,20 @@
  * then hand every lane border-resolved neighbours, since each lane holds the resolved values of its
  * own columns whether or not they lie inside the image. Frame stores stay inside the image. */
 #define STREAM_ROWS 48       /* output rows per strip, a multiple of both periods (4 and 3) */
-#define STREAM_DEPTH 3       /* rows fetched ahead of the one in use, interior warps */
+#define STREAM_DEPTH 3       /* rows fetched ahead of the one in use, interior warps (stream_depth) */
 #define STREAM_FRAME_DEPTH 2 /* the same in frame warps: their fetches need more registers */
 #define STREAM_FULL 0xffffffffu
+
+/* The interior depth for kr x kc taps: 2 for 9x9, whose unrolled period of 4 rows is the longest
+ * (1412 instructions, 22 KB; `ncu` put 32 % of a warp's cycles between two issues on instruction
+ * fetch; at depth 2 the loop has 1057), and for 5x5, where it measured faster too.
+ * H100, 8192^2 (2026-11-22, three repeats in one run), ms at depth 3 / 2 / 1: gaussian 3 0.204 /
+ * 0.206 / 0.205, gaussian 5 0.212 / 0.209 / 0.212, full-rank 7x7 0.221 / 0.228 / 0.222, 9x9 0.304 /
+ * 0.289 / 0.294. */
+static __host__ __device__ constexpr int stream_depth(int kr, int kc)
+{
+    return kr == kc && (kr == 5 || kr == 9) ? 2 : STREAM_DEPTH;
+}
 
 /* Period of the unrolled row loop for depth d: the ring slot of the row being fetched must differ
  * from the one in use. 4 in interior warps, 3 in frame warps. */
@@ -353,7 +364,7 @@ static __device__ __forceinline__ void stream_run(const float *__restrict__ d_in
     int xw = blockIdx.x * 128, y0 = stream_band() * SY;
 
     if (xw >= HW && xw + 128 + HW <= g.w && y0 >= RY && y0 + SY + RY <= g.h)
-        stream_strip<F, false, STREAM_DEPTH>(d_in, d_out, g, taps, xw, y0);
+        stream_strip<F, false, stream_depth(F::KR, 2 * F::RX + 1)>(d_in, d_out, g, taps, xw, y0);
     else
         stream_strip<F, true, STREAM_FRAME_DEPTH>(d_in, d_out, g, taps, xw, y0);
 }

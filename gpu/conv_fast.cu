@@ -1,7 +1,7 @@
-/* conv_fast.cu — fast: the production fp32 correlation. Kernels up to 5x5 and full-rank 7x7 and 9x9
- * stream through registers (conv_stream.cu); rank-1 square taps from 7x7 on run as ONE fused
- * row+column pass through shared memory down bands of rows; other taps run as a register-blocked
- * direct kernel. */
+/* conv_fast.cu — fast: the production fp32 correlation. Kernels up to 5x5 (but rank-1 5x5) and
+ * full-rank 7x7 and 9x9 stream through registers (conv_stream.cu); rank-1 square taps from 5x5 on
+ * run as ONE fused row+column pass through shared memory down bands of rows; other taps run as a
+ * register-blocked direct kernel. */
 #include <string.h>
 
 #include <cuda_pipeline.h>
@@ -661,19 +661,23 @@ static cudaError_t fast_launch(const struct conv_args *a, const struct fast_plan
 }
 
 /* Which taps take the streaming register kernel (conv_stream.cu) instead of the tiles above: both
- * sides 1, 3 or 5, rank 1 or not, and full-rank 7x7 and 9x9. At that size the tiled kernels are
+ * sides 1, 3 or 5 (but rank-1 5x5), rank 1 or not, and full-rank 7x7 and 9x9. At that size the tiled kernels are
  * bound by their phases (stage, barrier, compute, barrier: the memory pipe idles between them) and
  * by the staged halo (16 % more bytes at 3x3), and they lost to NPP at 3x3 and 5x5 on the H100. The
  * streaming kernel keeps the loads of every warp in flight and reads each row once per 128-column
  * strip. H100, 8192^2 (2026-11-21): full-rank 7x7 0.225 ms streaming against 0.308 on the direct
  * tile, 9x9 0.311 against 0.370; from 11x11 the tile's 16 outputs per thread win (its FMA work
- * dominates). Bench knobs: EDGED_FAST_STREAM=0 (all tiles), EDGED_FAST_STREAM_BIG=0 (7x7 and 9x9 on
- * the tile). */
+ * dominates). Rank-1 5x5 goes to the separable band kernel since it has a kernel per side and bulk
+ * staging: 0.2058-0.2063 ms against 0.2089-0.2091 streaming (gaussian 5, four repeats in one run,
+ * 2026-11-22), while at 3x3 streaming stays ahead (0.2035-0.2042 against 0.2047-0.2057). Bench
+ * knobs: EDGED_FAST_STREAM=0 (all tiles), EDGED_FAST_STREAM_BIG=0 (7x7 and 9x9 on the tile). */
 static int fast_use_stream(const struct kernel2d *k)
 {
     if (gconv_knob("EDGED_FAST_STREAM", 1) == 0 || !conv_fast_stream_has(k->rows, k->cols))
         return 0;
-    return k->rows <= 5 || (gconv_knob("EDGED_FAST_STREAM_BIG", 1) != 0 && !k->separable);
+    if (k->separable && k->rows == k->cols && k->rows >= 5)
+        return 0;
+    return k->rows <= 5 || gconv_knob("EDGED_FAST_STREAM_BIG", 1) != 0;
 }
 
 /* Limits: none on the H100 (every odd size up to 63x63 fits); on a GPU with less opt-in shared

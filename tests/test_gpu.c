@@ -212,7 +212,7 @@ static void conv_one(struct gconv_ctx *ctx, const float *in, float *out, float *
  * serial reference costs n * taps). */
 static int conv_cases(struct conv_case *cs, size_t n)
 {
-    /* every side a kernel of fast switches at: streaming up to 9 (direct) and 5 (rank 1), tiles above */
+    /* every side a kernel of fast switches at: streaming up to 9 (full rank) and 3 (rank 1), tiles above */
     static const int sides[] = {1, 3, 5, 7, 9, 11, 13, 15, 17, 25, 31, 63};
     const int nsides = (int)(sizeof(sides) / sizeof(sides[0]));
     static const int rect[7][2] = {{1, 7}, {7, 1}, {3, 11}, {25, 5}, {1, 63}, {63, 1}, {5, 31}};

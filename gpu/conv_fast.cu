@@ -239,9 +239,9 @@ __global__ void __launch_bounds__(FAST_DIRECT_THREADS)
  * Meanwhile the input rows of step j + 1 are on their way into the other half of a double buffer
  * (bulk copies or cp.async: sep_bulk_rows), so loads and FMAs overlap inside the block. Each input
  * row is read once per band (the N - 1 halo rows of a band twice), filtered along x once, and each
- * output is written once: 2N FMAs per pixel, plus the halo. The ring holds the 32 + N - 1 rows in use, rounded up to a
- * multiple of 32 (so a warp's 32 row-pass stores never wrap); the row of a sample is its ring
- * index, the column pass reads its window through fast_ring.
+ * output is written once: 2N FMAs per pixel, plus the halo. The ring holds the 32 + N - 1 rows in
+ * use, rounded up to a multiple of 32 (so a warp's 32 row-pass stores never wrap); the row of a
+ * sample is its ring index, the column pass reads its window through fast_ring.
  * The border rule is applied to the staged samples in x and y, which for rank-1 taps equals the
  * 2-D correlation under that rule (a zero row filters to zero; a replicated or reflected sample
  * row filters to the same values). */

@@ -278,19 +278,18 @@ static __host__ __device__ constexpr int sep_mp(int n)
     return fast_pitch(sep_ring(n));
 }
 
-/* The staging work of one thread: one float4 column v of the staged rows, rows r0, r0 + rpp, ...
- * Its image columns are resolved once: vec when all four lie inside the image row (one 16-byte
- * copy), else each through border_index. */
+/* The staging work of one thread: one float4 column v of the nv staged from image column gx0 on,
+ * rows r0, r0 + rpp, ... Its image columns are resolved once: vec when all four lie inside the
+ * image row (one 16-byte copy), else each through border_index. */
 struct sep_cols {
     int v, r0, rpp, gx;
     bool vec;
     int xi[4];
 };
 
-static __device__ __forceinline__ sep_cols sep_cols_of(int gx0, int width, const conv_geom &g)
+static __device__ __forceinline__ sep_cols sep_cols_of(int gx0, int nv, const conv_geom &g)
 {
     sep_cols c;
-    int nv = (width + 3) / 4;
 
     c.rpp = SEP_THREADS / nv, c.r0 = threadIdx.x / nv, c.v = threadIdx.x - c.r0 * nv;
     c.gx = gx0 + 4 * c.v;
@@ -415,6 +414,7 @@ __global__ void __launch_bounds__(SEP_THREADS, 3)
                const __grid_constant__ fast_taps1d taps)
 {
     constexpr int OFF = sep_off(N % FAST_CHUNK), rx = N / 2, sw = sep_sw(N), ring = sep_ring(N), mp = sep_mp(N);
+    /* NV: float4 columns staged per row (the window of the block's 128 outputs) */
     constexpr int lag = (N - 1 + SEP_ROWS - 1) / SEP_ROWS, NV = (OFF + FAST_TW + N - 1 + 3) / 4;
     static_assert(mp >= ring + 4, "the mbarriers live in the pad of ring column 0");
     extern __shared__ float4 s_dyn[];
@@ -424,7 +424,7 @@ __global__ void __launch_bounds__(SEP_THREADS, 3)
     int lane = threadIdx.x & 31, grp = threadIdx.x >> 5, col = threadIdx.x % FAST_TW, hq = threadIdx.x / FAST_TW;
     float *s_in = reinterpret_cast<float *>(s_dyn), *s_h = s_in + 2 * SEP_ROWS * sw;
     const int gxs = x0 - rx - OFF; /* the first staged column */
-    sep_cols c = sep_cols_of(gxs, OFF + FAST_TW + N - 1, g);
+    sep_cols c = sep_cols_of(gxs, NV, g);
     float acc[FAST_OUT];
     /* bulk staging for this block's columns; a step's rows gy .. gy + 31 must lie inside too */
     const bool bulk_x = SEP_BULK_ARCH && bulk && gxs >= 0 && gxs + 4 * NV <= g.w;
@@ -510,7 +510,7 @@ static struct fast_plan fast_plan_sep(const struct kernel2d *k)
     int n = k->cols;
 
     p.sep = 1;
-    p.sw = sep_sw(n);
+    p.sw = 0; /* the kernel has its layout built in */
     p.smem = sizeof(float) * (2 * (size_t)SEP_ROWS * sep_sw(n) + (size_t)FAST_TW * sep_mp(n));
     return p;
 }

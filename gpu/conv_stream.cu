@@ -15,7 +15,8 @@
  * adds its taps in row-major order, as cpu_serial does (here with FMA), and only KR - 1 float4
  * accumulators stay live between steps. Output r is complete after step r + KR - 1 and is written
  * with one 16-byte store per lane (512 contiguous bytes per warp). Direct correlation for rank-1
- * taps up to 5x5 too: at most 25 FMAs per pixel are far from the FP32 peak at the memory floor.
+ * taps up to 5x5 too (but square 5x5, which conv_fast.cu's band kernel serves): at most 25 FMAs per
+ * pixel are far from the FP32 peak at the memory floor.
  *
  * Registers, not local memory: every array is indexed with compile-time constants. The pending
  * outputs SHIFT down one accumulator per step (stream_direct::push): the oldest completes, each
@@ -57,7 +58,7 @@ static __host__ __device__ constexpr int stream_depth(int kr, int kc)
 }
 
 /* Period of the unrolled row loop for depth d: the ring slot of the row being fetched must differ
- * from the one in use. 4 in interior warps, 3 in frame warps. */
+ * from the one in use. 4 in interior warps (3 at 5x5 and 9x9), 3 in frame warps. */
 static __host__ __device__ constexpr int stream_period(int d)
 {
     return d + 1;
@@ -246,9 +247,9 @@ static __device__ __forceinline__ void stream_window(const stream_row<HW> &r, in
 /* Direct correlation: each output adds its taps in row-major order. Launched for sides up to 5, and
  * for full-rank 7x7 and 9x9 (49 and 81 FMAs per pixel, 96 and 128 registers). H100, 8192^2
  * (2026-11-21): 0.225 and 0.311 ms against 0.308 and 0.370 for the direct tile. */
-template <int KR_, int KC>
+template <int KR_, int KC_>
 struct stream_direct {
-    static constexpr int KR = KR_, RX = KC / 2, HW = stream_halo(RX);
+    static constexpr int KR = KR_, KC = KC_, RX = KC / 2, HW = stream_halo(RX);
     using taps_t = stream_taps<KR * KC>;
 
     static __device__ __forceinline__ void push(float (&acc)[KR][4], const float (&w)[4 + 2 * RX],
@@ -364,7 +365,7 @@ static __device__ __forceinline__ void stream_run(const float *__restrict__ d_in
     int xw = blockIdx.x * 128, y0 = stream_band() * SY;
 
     if (xw >= HW && xw + 128 + HW <= g.w && y0 >= RY && y0 + SY + RY <= g.h)
-        stream_strip<F, false, stream_depth(F::KR, 2 * F::RX + 1)>(d_in, d_out, g, taps, xw, y0);
+        stream_strip<F, false, stream_depth(F::KR, F::KC)>(d_in, d_out, g, taps, xw, y0);
     else
         stream_strip<F, true, STREAM_FRAME_DEPTH>(d_in, d_out, g, taps, xw, y0);
 }

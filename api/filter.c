@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "errors.h"
+#include "image.h"
 
 struct filter_row {
     const char *name, *desc;
@@ -319,4 +320,37 @@ double filter_plan_taps(const struct filter_plan *p)
     for (int i = 0; i < p->nconv; i++)
         n += (double)p->conv[i].rows * p->conv[i].cols;
     return n;
+}
+
+int filter_kernel_check(const struct kernel2d *k, char *err)
+{
+    if (k->rows < 1 || k->cols < 1 || k->rows > FILTER_MAX_SIDE || k->cols > FILTER_MAX_SIDE ||
+        k->rows % 2 == 0 || k->cols % 2 == 0)
+        return edged_fail(err, EDGED_E_PARAM, "kernel is %dx%d: rows and cols must be odd, 1..%d", k->rows,
+                          k->cols, FILTER_MAX_SIDE);
+    for (int i = 0; i < k->rows * k->cols; i++)
+        if (!isfinite(k->taps[i]))
+            return edged_fail(err, EDGED_E_PARAM, "kernel tap [%d][%d] is not finite", i / k->cols, i % k->cols);
+    return 0;
+}
+
+int filter_plan_check(const struct filter_plan *p, char *err)
+{
+    int want_planes = (p->in_ch >= 3 && !p->gray) ? 3 : 1;
+    int rc;
+
+    if (p->nconv < 1 || p->nconv > 2 || (p->combine == COMBINE_SINGLE) != (p->nconv == 1) ||
+        (unsigned)p->combine > COMBINE_CHAIN)
+        return edged_fail(err, EDGED_E_PARAM, "plan has %d kernels for combine %d", p->nconv, (int)p->combine);
+    if ((unsigned)p->border >= BORDER_COUNT || p->post == POST_AUTO || (unsigned)p->post >= POST_COUNT)
+        return edged_fail(err, EDGED_E_PARAM, "plan border %d or post %d out of range", (int)p->border,
+                          (int)p->post);
+    if (p->in_ch < 1 || p->in_ch > 4 || (p->gray && p->in_ch < 3) || p->planes != want_planes ||
+        p->out_ch != p->planes + (img_has_alpha(p->in_ch) ? 1 : 0))
+        return edged_fail(err, EDGED_E_PARAM, "plan channels in %d, planes %d, out %d are inconsistent",
+                          p->in_ch, p->planes, p->out_ch);
+    for (int i = 0; i < p->nconv; i++)
+        if ((rc = filter_kernel_check(&p->conv[i], err)) < 0)
+            return rc;
+    return 0;
 }

@@ -90,6 +90,12 @@ int filter_kernel(const struct filter_spec *spec, struct kernel2d *k, char *err)
 int filter_plan_make(const struct filter_spec *spec, int in_ch, struct filter_plan *plan, char *err);
 
 /* Fills row[]/col[] and sets k->separable when the taps are rank 1 (tolerance above). */
+/* The one check of a kernel and of a plan that every backend runs before touching pixels: odd sides
+ * 1..FILTER_MAX_SIDE, finite taps; a plan's kernel count, combine, border, post and channel counts
+ * consistent. A plan normally comes from filter_plan_make; a hand-made or corrupted one is refused
+ * here rather than read out of bounds. Return 0 or EDGED_E_PARAM with the reason in err. */
+int filter_kernel_check(const struct kernel2d *k, char *err);
+int filter_plan_check(const struct filter_plan *p, char *err);
 void kernel_detect_separable(struct kernel2d *k);
 
 /* Gaussian taps exp(-(i-c)^2/(2 sigma^2)) normalised to sum 1, for odd n; sigma <= 0 takes OpenCV's

@@ -42,3 +42,13 @@ void img_free(struct img *im)
     free(im->px);
     memset(im, 0, sizeof(*im));
 }
+
+int img_check_size(int w, int h, char *err)
+{
+    if (w < 1 || h < 1 || w > IMG_MAX_SIDE || h > IMG_MAX_SIDE)
+        return edged_fail(err, EDGED_E_PARAM, "image %d x %d invalid: sides must be 1..%d", w, h, IMG_MAX_SIDE);
+    if ((size_t)w * (size_t)h > IMG_MAX_PIXELS)
+        return edged_fail(err, EDGED_E_IMAGE_TOO_LARGE, "image %d x %d has more than %zu pixels", w, h,
+                          (size_t)IMG_MAX_PIXELS);
+    return 0;
+}

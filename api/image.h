@@ -32,6 +32,11 @@ int img_alloc(struct img *im, int w, int h, int ch, char *err);
 /* Frees the pixels and zeroes the struct; accepts NULL and an image never allocated. */
 void img_free(struct img *im);
 
+/* Sides 1..IMG_MAX_SIDE and at most IMG_MAX_PIXELS pixels: the bounds every layer holds an image
+ * to. Returns 0, EDGED_E_PARAM (a side) or EDGED_E_IMAGE_TOO_LARGE (the pixel count), err says
+ * which. */
+int img_check_size(int w, int h, char *err);
+
 /* *out = a*b; returns 0, or -1 when the product overflows size_t. */
 int size_mul(size_t a, size_t b, size_t *out);
 

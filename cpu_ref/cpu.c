@@ -13,6 +13,7 @@
 #include "errors.h"
 #include "pixel.h"
 #include "planes.h"
+#include "tuning.h"
 
 #define CPU_MAX_THREADS 256 /* more are clamped to this (and to the row count) */
 #define CPU_ALIGN 64        /* per-thread scratch starts on its own cache line */
@@ -65,15 +66,15 @@ __attribute__((target("avx512f"))) static void cpu_mac_avx512(float *restrict ou
 
 typedef void (*cpu_mac_fn)(float *restrict out, const float *const *src, const float *coef, int n, int len);
 
-/* The widest inner loop this CPU runs; EDGED_CPU_SIMD=sse or =avx2 caps it (tests, comparisons). */
+/* The widest inner loop this CPU runs; the cpu_simd knob caps it at sse or avx2 (tests, comparisons). */
 static cpu_mac_fn cpu_pick_mac(void)
 {
 #ifdef CPU_HAVE_AVX2
-    const char *want = getenv("EDGED_CPU_SIMD");
+    const int cap = tuning()->cpu_simd;
 
-    if (__builtin_cpu_supports("avx512f") && !(want && (strcmp(want, "sse") == 0 || strcmp(want, "avx2") == 0)))
+    if (__builtin_cpu_supports("avx512f") && cap == TUNING_SIMD_BEST)
         return cpu_mac_avx512;
-    if (__builtin_cpu_supports("avx2") && !(want && strcmp(want, "sse") == 0))
+    if (__builtin_cpu_supports("avx2") && cap != TUNING_SIMD_SSE)
         return cpu_mac_avx2;
 #endif
     return cpu_mac_sse;
@@ -325,7 +326,7 @@ int cpu_conv(const float *in, float *out, int w, int h, size_t pitch, const stru
         (unsigned)b >= BORDER_COUNT)
         return edged_fail(err, EDGED_E_PARAM, "cpu_conv: bad arguments (%dx%d, pitch %zu, threads %d, border %d)",
                           w, h, pitch, threads, (int)b);
-    if ((rc = planes_check_kernel(k, err)) < 0)
+    if ((rc = filter_kernel_check(k, err)) < 0)
         return rc;
     return cpu_conv_run(in, out, w, h, pitch, k, b, cpu_threads(threads, h), err);
 }

@@ -1,4 +1,4 @@
-/* planes.h — the stages cpu_serial and cpu share: plan checks, u8 pixels to float planes and back. */
+/* planes.h — the stages cpu_serial and cpu share: input checks, u8 pixels to float planes and back. */
 #ifndef EDGED_PLANES_H
 #define EDGED_PLANES_H
 
@@ -15,10 +15,6 @@ extern "C" {
  * combine, border, post, kernel shapes odd 1..FILTER_MAX_SIDE, planes/out_ch as filter_plan_make
  * sets them) can be run, and stores w*h in *n. Returns 0 or EDGED_E_PARAM / EDGED_E_IMAGE_TOO_LARGE. */
 int planes_check(const struct img *in, const struct filter_plan *plan, size_t *n, char *err);
-
-/* Checks a kernel: rows and cols odd, 1..FILTER_MAX_SIDE, every tap finite. Returns 0 or
- * EDGED_E_PARAM. */
-int planes_check_kernel(const struct kernel2d *k, char *err);
 
 /* Writes rows y0..y1-1 of input plane p (the luma when plan->gray, else channel p; the gray
  * channel of a gray+alpha input) as floats into dst, a w*h plane with pitch w. */

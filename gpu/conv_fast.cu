@@ -579,8 +579,8 @@ static cudaError_t fast_launch_direct(const struct conv_args *a, const struct fa
  * idles while the slowest finish. H100, 8192^2 gaussian (2026-11-21), bands of 256 / 512 / 1024
  * rows / one round (1376 or 2048): N = 25 0.280 / 0.278 / 0.287 / 0.292 ms, N = 31 0.309 / 0.306 /
  * 0.316 / 0.328, N = 63 0.559 / 0.535 / 0.528 / 0.550 (an earlier version of the kernel).
- * Then the last round of blocks (SEP_TAIL_PCT % of the resident blocks) gets bands of at most
- * SEP_TAIL_ROWS rows, launched last, so that the GPU drains in the time of a short band: with 352-row
+ * Then the last round of blocks (sep_tail_pct, 100 % of the resident blocks) gets bands of at most
+ * sep_tail (128) rows, launched last, so that the GPU drains in the time of a short band: with 352-row
  * bands `ncu` showed the SMs idle for 9.4 % of the time at N = 25. H100, 8192^2 gaussian
  * (2026-11-22, two repeats in one run, ms at N = 7 / 15 / 19 / 25 / 31 / 41 / 63): no tail 0.212 /
  * 0.213 / 0.227 / 0.238 / 0.265 / 0.341 / 0.471; tail bands of 64 rows 0.213 / 0.213 / 0.226 /
@@ -592,12 +592,10 @@ static cudaError_t fast_launch_direct(const struct conv_args *a, const struct fa
  * Multiples of SEP_ROWS. Bench knobs: EDGED_SEP_BAND (rows), EDGED_SEP_TAIL (rows; 0: no tail),
  * EDGED_SEP_TAIL_PCT (the tail's blocks as a percentage of one round). */
 #define SEP_WAVES 4
-#define SEP_TAIL_ROWS 128
-#define SEP_TAIL_PCT 100
 static sep_bands fast_sep_bands(const struct conv_args *a, const void *kernel, size_t smem)
 {
-    int strips = div_up(a->w, FAST_TW), knob = gconv_knob("EDGED_SEP_BAND", 0),
-        tail = gconv_knob("EDGED_SEP_TAIL", SEP_TAIL_ROWS), pct = gconv_knob("EDGED_SEP_TAIL_PCT", SEP_TAIL_PCT);
+    int strips = div_up(a->w, FAST_TW), knob = tuning()->sep_band, tail = tuning()->sep_tail,
+        pct = tuning()->sep_tail_pct;
     long resident = gctx_resident(kernel, SEP_THREADS, smem), bands;
     sep_bands b;
 
@@ -627,7 +625,7 @@ static cudaError_t fast_launch_sep(const struct conv_args *a, const struct fast_
     memcpy(t.row, a->k->row, sizeof(float) * a->k->cols);
     memcpy(t.col, a->k->col, sizeof(float) * a->k->rows);
     k_fast_sep<N><<<grid, SEP_THREADS, p->smem, a->stream>>>(a->d_in, a->d_out, g, band,
-                                                             gconv_knob("EDGED_SEP_BULK", 1) != 0, t);
+                                                             tuning()->sep_bulk != 0, t);
     return cudaSuccess;
 }
 
@@ -657,7 +655,7 @@ static cudaError_t fast_launch(const struct conv_args *a, const struct fast_plan
             FAST_SEP_SIZES(FAST_SEP_CASE)
         }
     }
-    return cudaErrorInvalidValue; /* even sides never reach here: kernel_ok rejects them */
+    return cudaErrorInvalidValue; /* even sides never reach here: filter_kernel_check rejects them */
 }
 
 /* Which taps take the streaming register kernel (conv_stream.cu) instead of the tiles above: both
@@ -673,11 +671,11 @@ static cudaError_t fast_launch(const struct conv_args *a, const struct fast_plan
  * knobs: EDGED_FAST_STREAM=0 (all tiles), EDGED_FAST_STREAM_BIG=0 (7x7 and 9x9 on the tile). */
 static int fast_use_stream(const struct kernel2d *k)
 {
-    if (gconv_knob("EDGED_FAST_STREAM", 1) == 0 || !conv_fast_stream_has(k->rows, k->cols))
+    if (tuning()->fast_stream == 0 || !conv_fast_stream_has(k->rows, k->cols))
         return 0;
     if (k->separable && k->rows == k->cols && k->rows >= 5)
         return 0;
-    return k->rows <= 5 || gconv_knob("EDGED_FAST_STREAM_BIG", 1) != 0;
+    return k->rows <= 5 || tuning()->fast_stream_big != 0;
 }
 
 /* Limits: none on the H100 (every odd size up to 63x63 fits); on a GPU with less opt-in shared

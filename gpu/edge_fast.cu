@@ -48,9 +48,6 @@
  * Replicate and reflect run as the two-stage fast path (gconv_run.cu). */
 #define EDGE_P 8                        /* row steps per loop iteration: the period of the windows */
 #define EDGE_WARM 6                     /* input rows a strip reads before its first output row */
-#define EDGE_SY 48                      /* output rows per warp (edge_strips; measured, see there) */
-#define EDGE_SY_TAIL 16                 /* output rows per warp of the tail strips (edge_strips) */
-#define EDGE_TAIL_PCT 100               /* rows in tail strips: this % of one wave of warps */
 #define EDGE_FULL 0xffffffffu
 #define EDGE_PX(CH) ((CH) == 1 ? 8 : 4) /* pixels per lane when w is a multiple of it */
 #define EDGE_GRAY_EXP 141               /* gray sums s are carried as the floats s * 2^-141 */
@@ -504,27 +501,21 @@ __global__ void __launch_bounds__(32, edge_minb(CH, PX, PF, WANT_L))
         edge_strip<CH, PX, ALIGNED, WANT_L, PF, true, PACK>(in, out, d_L, g, xw, y0, sy);
 }
 
-/* Bench knobs (gconv_knob): EDGED_EDGE_PREFETCH=0 selects the kernel without the prefetch ring for
+/* Tuning knobs (tuning.h): EDGED_EDGE_PREFETCH=0 selects the kernel without the prefetch ring for
  * gray and RGB aligned images; EDGED_EDGE_PX=4 keeps gray at 4 pixels per lane when w % 8 == 0 (a
  * loop body half as long, 8.6 KiB instead of 15.4, for 12 % more instructions per pixel);
  * the strip knobs are edge_strips'. Results do not depend on them. */
-static int edge_prefetch_on(void) { return gconv_knob("EDGED_EDGE_PREFETCH", 1) != 0; }
-static int edge_px8_on(void) { return gconv_knob("EDGED_EDGE_PX", 8) != 4; }
+static int edge_prefetch_on(void) { return tuning()->edge_prefetch != 0; }
+static int edge_px8_on(void) { return tuning()->edge_px != 4; }
 
-/* A strip height knob: a multiple of EDGE_P in EDGE_P .. 65536 (dflt when unset). */
-static int edge_rows_knob(const char *name, int dflt)
-{
-    long v = gconv_knob(name, dflt);
-
-    v = v < EDGE_P ? EDGE_P : v > 65536 ? 65536 : v;
-    return (int)((v + EDGE_P - 1) / EDGE_P * EDGE_P);
-}
+/* A strip height knob rounded up to a multiple of EDGE_P (the tuning table bounds it to 8..65536). */
+static int edge_rows(int v) { return (v + EDGE_P - 1) / EDGE_P * EDGE_P; }
 
 /* The strips of an image of g->h rows and gx warps across, for a device that holds `resident`
  * warps of the kernel at once. Rows 0 .. h1-1 run in strips of sy rows, the rest in strips of sy2
  * rows, launched last (a 1-D grid: the block scheduler hands out warps in index order): the last
  * wave is short strips, so the GPU drains in the time of a short strip, while most rows pay the
- * 6-row halo of a tall one. The tail covers EDGE_TAIL_PCT % of one wave of warps. Knobs:
+ * 6-row halo of a tall one. The tail covers edge_tail % of one wave of warps (48 and 16 rows, 100 % by default). Knobs:
  * EDGED_EDGE_SY, EDGED_EDGE_SY_TAIL, EDGED_EDGE_TAIL (percent; 0: every strip sy rows).
  * Measured (H100, 8192^2 gray, ms, three repeats in one run, 2026-11-21): one height for all
  * strips, 24 rows (the earlier rule) 0.0646-0.0649, 48 rows 0.0655; 48 rows with a tail of 16-row
@@ -537,8 +528,8 @@ static int edge_rows_knob(const char *name, int dflt)
 static unsigned edge_strips(edge_geom *g, int gx, long resident)
 {
     const int hr = div_up(g->h, EDGE_P) * EDGE_P; /* no strip taller than the image */
-    int sy = edge_rows_knob("EDGED_EDGE_SY", EDGE_SY), sy2 = edge_rows_knob("EDGED_EDGE_SY_TAIL", EDGE_SY_TAIL);
-    long pct = gconv_knob("EDGED_EDGE_TAIL", EDGE_TAIL_PCT);
+    int sy = edge_rows(tuning()->edge_sy), sy2 = edge_rows(tuning()->edge_sy_tail);
+    long pct = tuning()->edge_tail;
 
     sy = sy < hr ? sy : hr;
     sy2 = pct <= 0 ? sy : sy2 < hr ? sy2 : hr;

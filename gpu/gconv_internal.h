@@ -12,6 +12,7 @@
 #include "errors.h"
 #include "gconv.h"
 #include "pixel.h"
+#include "tuning.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -234,15 +235,6 @@ static inline int div_up(int a, int b)
 struct conv_geom {
     int w, h, pitch, rows, cols, border;
 };
-
-/* A bench knob: the integer in environment variable name, or dflt when it is unset or empty.
- * Knobs pick between equivalent kernels (results do not depend on them), so the bench can compare
- * them in one run; the service never sets them. */
-static inline int gconv_knob(const char *name, int dflt)
-{
-    const char *e = getenv(name);
-    return e && *e ? atoi(e) : dflt;
-}
 
 static inline conv_geom conv_geom_of(const struct conv_args *a)
 {

@@ -98,41 +98,6 @@ static void args_init(struct conv_args *a, struct gconv_ctx *ctx, struct gstream
     a->lim = &ctx->lim;
 }
 
-static int kernel_ok(const struct kernel2d *k, char *err)
-{
-    if (k->rows < 1 || k->cols < 1 || k->rows > FILTER_MAX_SIDE || k->cols > FILTER_MAX_SIDE ||
-        !(k->rows & 1) || !(k->cols & 1))
-        return edged_fail(err, EDGED_E_PARAM, "kernel %dx%d invalid: sides must be odd, 1..%d", k->rows,
-                          k->cols, FILTER_MAX_SIDE);
-    return 0;
-}
-
-static int plan_ok(const struct filter_plan *p, char *err)
-{
-    int rc;
-
-    if (p->nconv < 1 || p->nconv > 2 || (p->nconv == 2) != (p->combine != COMBINE_SINGLE))
-        return edged_fail(err, EDGED_E_PARAM, "plan has %d convolutions for its combine mode", p->nconv);
-    for (int i = 0; i < p->nconv; i++)
-        if ((rc = kernel_ok(&p->conv[i], err)) < 0)
-            return rc;
-    if ((unsigned)p->border >= BORDER_COUNT || p->in_ch < 1 || p->in_ch > 4 ||
-        (p->planes != 1 && p->planes != 3) || p->out_ch != p->planes + (img_has_alpha(p->in_ch) ? 1 : 0) ||
-        (p->planes == 3 && p->in_ch < 3) || (p->gray && p->in_ch < 3))
-        return edged_fail(err, EDGED_E_PARAM,
-                          "plan inconsistent: border %d, channels %d in, %d planes, %d out", (int)p->border,
-                          p->in_ch, p->planes, p->out_ch);
-    return 0;
-}
-
-static int size_ok(int w, int h, char *err)
-{
-    if (w < 1 || h < 1 || w > IMG_MAX_SIDE || h > IMG_MAX_SIDE || (size_t)w * h > IMG_MAX_PIXELS)
-        return edged_fail(err, EDGED_E_PARAM, "image %d x %d invalid: sides 1..%d, at most %zu pixels", w, h,
-                          IMG_MAX_SIDE, (size_t)IMG_MAX_PIXELS);
-    return 0;
-}
-
 static int common_ok(struct gconv_ctx *ctx, int w, int h, enum variant v, int block, char *err)
 {
     int rc;
@@ -143,7 +108,7 @@ static int common_ok(struct gconv_ctx *ctx, int w, int h, enum variant v, int bl
         return edged_fail(err, EDGED_E_PARAM, "variant %s is not a GPU variant", variant_name(v));
     if (!variant_block_ok(block))
         return edged_fail(err, EDGED_E_PARAM, "block %d invalid: must be 8, 16, 24 or 32", block);
-    return size_ok(w, h, err);
+    return img_check_size(w, h, err);
 }
 
 int gconv_check(const struct gconv_ctx *cctx, const struct filter_plan *plan, int w, int h, enum variant v,
@@ -153,7 +118,7 @@ int gconv_check(const struct gconv_ctx *cctx, const struct filter_plan *plan, in
     struct conv_args a;
     int rc;
 
-    if ((rc = common_ok(ctx, w, h, v, block, err)) < 0 || (rc = plan_ok(plan, err)) < 0)
+    if ((rc = common_ok(ctx, w, h, v, block, err)) < 0 || (rc = filter_plan_check(plan, err)) < 0)
         return rc;
     for (int i = 0; i < plan->nconv; i++) {
         args_init(&a, ctx, NULL, w, h, plan->border, v, block);
@@ -502,7 +467,7 @@ int gconv_run(struct gconv_ctx *ctx, int s, const struct img *in, const struct f
 {
     int rc;
 
-    if ((rc = stream_ok(ctx, s, err)) < 0 || (rc = plan_ok(plan, err)) < 0 ||
+    if ((rc = stream_ok(ctx, s, err)) < 0 || (rc = filter_plan_check(plan, err)) < 0 ||
         (rc = img_ok(out, in ? in->w : 0, in ? in->h : 0, plan->out_ch, "output", err)) < 0 ||
         (rc = job_submit(ctx, s, in, plan, v, block, h_planes != NULL, err)) < 0 ||
         (rc = gconv_finish(ctx, s, out, t, err)) < 0)
@@ -523,7 +488,7 @@ int gconv_conv_host(struct gconv_ctx *ctx, const float *h_in, float *h_out, int 
     size_t stride;
     int rc, slot = -1;
 
-    if ((rc = common_ok(ctx, w, h, v, block, err)) < 0 || (rc = kernel_ok(k, err)) < 0)
+    if ((rc = common_ok(ctx, w, h, v, block, err)) < 0 || (rc = filter_kernel_check(k, err)) < 0)
         return rc;
     if ((unsigned)b >= BORDER_COUNT)
         return edged_fail(err, EDGED_E_PARAM, "border %d invalid", (int)b);

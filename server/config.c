@@ -9,6 +9,7 @@
 
 #include "errors.h"
 #include "auth.h"
+#include "tuning.h"
 
 /* OPT_SECRET: a string read from the environment only (no flag: argv is visible in ps) and
  * logged as a count, never as its value. */
@@ -162,6 +163,19 @@ int config_load(struct serve_config *cfg, int argc, char **argv, char *err)
         cores = sysconf(_SC_NPROCESSORS_ONLN);
         cfg->threads = cores > 0 ? (int)cores : 1;
     }
+    return 0;
+}
+
+int config_tuning_load(char *err)
+{
+    struct edged_tuning t;
+    const char *env;
+
+    tuning_defaults(&t);
+    for (int i = 0; i < tuning_knob_count; i++)
+        if ((env = getenv(tuning_knobs[i].env)) && *env && tuning_parse(&t, tuning_knobs[i].env, env, err) < 0)
+            return EDGED_E_USAGE; /* a configuration error: exit 2 like a bad flag */
+    tuning_set(&t);
     return 0;
 }
 

@@ -41,6 +41,10 @@ struct serve_config {
  * naming the flag or variable and its value. threads 0 is resolved to the online cores. */
 int config_load(struct serve_config *cfg, int argc, char **argv, char *err);
 
+/* The advanced tuning knobs (api/tuning.h) from their EDGED_* environment variables, set for the
+ * process; every subcommand reads them at start. Returns 0 or EDGED_E_USAGE naming the bad one. */
+int config_tuning_load(char *err);
+
 /* The configuration as a JSON object keyed by flag name ({"port":8080,...}); caller deletes it. */
 struct cJSON *config_json(const struct serve_config *cfg);
 

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "config.h"
+#include "errors.h"
 
 static const struct {
     const char *name, *help;
@@ -36,6 +38,11 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(argv[1], commands[i].name) == 0) {
+            char err[EDGED_ERR_LEN];
+            if (config_tuning_load(err) < 0) {
+                fprintf(stderr, "edged: %s\n", err);
+                return EXIT_USAGE;
+            }
             int rc = commands[i].run(argc - 1, argv + 1);
             if (serve_left_gpu()) {
                 fflush(NULL);

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "errors.h"
+#include "tuning.h"
+
 static int check_passed, check_failed, check_skipped;
 
 /* Counts one assertion; on failure prints where and the formatted reason. */
@@ -39,6 +42,25 @@ static inline int check_summary(void)
     else
         printf("%d passed, %d failed\n", check_passed, check_failed);
     return check_failed ? 1 : 0;
+}
+
+/* Sets one tuning knob (its EDGED_* name, its text value) for the runs that follow, as the
+ * configuration would; check_knobs_reset puts every knob back to its default. */
+static inline void check_knob(const char *env, const char *value)
+{
+    struct edged_tuning t = *tuning();
+    char err[EDGED_ERR_LEN];
+
+    CHECK(tuning_parse(&t, env, value, err) == 0, "knob %s=%s: %s", env, value, err);
+    tuning_set(&t);
+}
+
+static inline void check_knobs_reset(void)
+{
+    struct edged_tuning t;
+
+    tuning_defaults(&t);
+    tuning_set(&t);
 }
 
 /* Seed from EDGED_SEED or the clock, printed so a failing run can be repeated. */

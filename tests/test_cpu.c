@@ -329,10 +329,10 @@ static void test_matrix_large(void)
 
 /* cpu_conv against cpu_serial_conv on float planes: custom kernels of random odd shapes up to
  * 63x63 (raw taps, rank 1 half the time), signed data, random pitch, threads 1/2/3/7, and each
- * inner loop (EDGED_CPU_SIMD). The result must not depend on the thread count. */
+ * inner loop (the EDGED_CPU_SIMD knob). The result must not depend on the thread count. */
 static void test_conv_random(void)
 {
-    static const char *const simd[] = {"", "sse", "avx2"};
+    static const char *const simd[] = {"best", "sse", "avx2"};
     int cases = small_mode ? 40 : 240;
 
     for (int t = 0; t < cases; t++) {
@@ -358,7 +358,7 @@ static void test_conv_random(void)
             in[i] = rng_float(-300.0f, 300.0f);
             maxin = fmax(maxin, fabs(in[i]));
         }
-        setenv("EDGED_CPU_SIMD", simd[t % 3], 1);
+        check_knob("EDGED_CPU_SIMD", simd[t % 3]);
         snprintf(what, sizeof(what), "cpu_conv %dx%d%s on %dx%d pitch %zu %s threads %d simd '%s'", k.rows, k.cols,
                  k.separable ? " (separable)" : "", w, h, pitch, border_name(b), thread_counts[t % NTHREADS],
                  simd[t % 3]);
@@ -369,7 +369,7 @@ static void test_conv_random(void)
         CHECK(memcmp(oc, o1, n * sizeof(float)) == 0, "%s: result depends on the thread count", what);
         compare_floats(oc, os, n, taps_abs_sum(&k) * maxin, what);
     next:
-        unsetenv("EDGED_CPU_SIMD");
+        check_knobs_reset();
         free(o1);
         free(oc);
         free(os);

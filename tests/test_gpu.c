@@ -336,11 +336,10 @@ static void test_fast_sep_bands(struct gconv_ctx *ctx)
             cpu_serial_conv(in, ref, w, h, (size_t)w, &k, b);
             for (int bi = 0; bi < nbands; bi++) {
                 poison_floats(out, n);
-                setenv("EDGED_SEP_BAND", bands[bi][0], 1), setenv("EDGED_SEP_TAIL", bands[bi][1], 1),
-                    setenv("EDGED_SEP_TAIL_PCT", bands[bi][2], 1), setenv("EDGED_SEP_BULK", bands[bi][3], 1);
+                check_knob("EDGED_SEP_BAND", bands[bi][0]), check_knob("EDGED_SEP_TAIL", bands[bi][1]),
+                    check_knob("EDGED_SEP_TAIL_PCT", bands[bi][2]), check_knob("EDGED_SEP_BULK", bands[bi][3]);
                 int rc = gconv_conv_host(ctx, in, out, w, h, &k, b, VARIANT_FAST, 16, NULL, err);
-                unsetenv("EDGED_SEP_BAND"), unsetenv("EDGED_SEP_TAIL"), unsetenv("EDGED_SEP_TAIL_PCT"),
-                    unsetenv("EDGED_SEP_BULK");
+                check_knobs_reset();
                 CHECK(rc == 0, "fast rank1 %dx%d band %s/%s bulk %s %s: %s", sides[s], sides[s], bands[bi][0],
                       bands[bi][1], bands[bi][3], border_name(b), err);
                 if (rc != 0)
@@ -571,14 +570,14 @@ static void image_edge(struct img *im, int w, int h, int ch, int smooth)
             }
 }
 
-/* Sets (on) or clears the bench knobs that give the edge kernel 16-row strips followed by a tail
+/* Sets (on) or clears the tuning knobs that give the edge kernel 16-row strips followed by a tail
  * of 8-row strips, so that both strip heights occur inside the test images. */
 static void edge_short_strips(int on)
 {
     if (on)
-        setenv("EDGED_EDGE_SY", "16", 1), setenv("EDGED_EDGE_SY_TAIL", "8", 1), setenv("EDGED_EDGE_TAIL", "1", 1);
+        check_knob("EDGED_EDGE_SY", "16"), check_knob("EDGED_EDGE_SY_TAIL", "8"), check_knob("EDGED_EDGE_TAIL", "1");
     else
-        unsetenv("EDGED_EDGE_SY"), unsetenv("EDGED_EDGE_SY_TAIL"), unsetenv("EDGED_EDGE_TAIL");
+        check_knobs_reset();
 }
 
 /* The 1-bit form of the map (gray or RGB input, plan accepting packed maps): packed exactly when w
@@ -606,7 +605,7 @@ static void check_edge_packed(struct gconv_ctx *ctx, const struct img *in, const
         struct img pk;
         int rc;
         if (cases[ci].px4)
-            setenv("EDGED_EDGE_PX", "4", 1);
+            check_knob("EDGED_EDGE_PX", "4");
         edge_short_strips(cases[ci].short_strips);
         img_alloc(&pk, w, h, 1, NULL);
         memset(pk.px, 0xCD, pk.stride * h);
@@ -634,8 +633,7 @@ static void check_edge_packed(struct gconv_ctx *ctx, const struct img *in, const
                       "a packed image is refused as output");
         }
         img_free(&pk);
-        unsetenv("EDGED_EDGE_PX");
-        edge_short_strips(0);
+        check_knobs_reset();
     }
     free(got);
 }

@@ -38,7 +38,7 @@ override CPPFLAGS += $(if $(filter 1,$(DEBUG)),-DEDGED_DEBUG=1)
 LDLIBS += $(PKG_LIBS) -lm -pthread
 
 NVCCFLAGS ?= -O3 -lineinfo
-# -ftz=false: the gray edge kernel computes exactly in denormals (gpu/edge_fast.cu), so no flag
+# -ftz=false: the gray edge kernel computes exactly in denormals (gpu/fast_edge.cu), so no flag
 # given in NVCCFLAGS (--use_fast_math) may flush them
 override NVCCFLAGS += -std=c++17 $(CUDA_ARCHS) -ftz=false -Xcompiler -Wall,-Wextra -Werror all-warnings
 

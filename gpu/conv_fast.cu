@@ -1,5 +1,5 @@
 /* conv_fast.cu — fast: the production fp32 correlation. Kernels up to 5x5 (but rank-1 5x5) and
- * full-rank 7x7 and 9x9 stream through registers (conv_stream.cu); rank-1 square taps from 5x5 on
+ * full-rank 7x7 and 9x9 stream through registers (fast_stream.cu); rank-1 square taps from 5x5 on
  * run as ONE fused row+column pass through shared memory down bands of rows; other taps run as a
  * register-blocked direct kernel. */
 #include <string.h>
@@ -658,7 +658,7 @@ static cudaError_t fast_launch(const struct conv_args *a, const struct fast_plan
     return cudaErrorInvalidValue; /* even sides never reach here: filter_kernel_check rejects them */
 }
 
-/* Which taps take the streaming register kernel (conv_stream.cu) instead of the tiles above: both
+/* Which taps take the streaming register kernel (fast_stream.cu) instead of the tiles above: both
  * sides 1, 3 or 5 (but rank-1 5x5), rank 1 or not, and full-rank 7x7 and 9x9. At that size the tiled kernels are
  * bound by their phases (stage, barrier, compute, barrier: the memory pipe idles between them) and
  * by the staged halo (16 % more bytes at 3x3), and they lost to NPP at 3x3 and 5x5 on the H100. The

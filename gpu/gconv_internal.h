@@ -120,13 +120,13 @@ int conv_separable(struct conv_args *a, char *err); /* separable */
 int conv_tiled(struct conv_args *a, char *err);     /* tiled */
 int conv_texture(struct conv_args *a, char *err);   /* texture, texture2d */
 int conv_fast(struct conv_args *a, char *err);      /* fast (conv_fast.cu) */
-/* fast for kernels with sides 1, 3 or 5, and 7x7 or 9x9 (conv_stream.cu); conv_fast calls it for
+/* fast for kernels with sides 1, 3 or 5, and 7x7 or 9x9 (fast_stream.cu); conv_fast calls it for
  * the sizes it picks. */
 int conv_fast_stream(struct conv_args *a, char *err);
 /* Whether conv_fast_stream has a kernel for kr x kc taps: sides 1, 3 or 5 each, or 7x7 or 9x9. */
 int conv_fast_stream_has(int kr, int kc);
 
-/* The fused u8 edge pipeline (edge_fast.cu). can: 1 when plan is the bank's edge filter with the
+/* The fused u8 edge pipeline (fast_edge.cu). can: 1 when plan is the bank's edge filter with the
  * zero border on one plane (gray or luma), the case the one-pass kernel serves. packs: 1 when it
  * can write the map of a w-wide image with in_ch channels packed (struct img packed: gray or RGB,
  * w a multiple of 8). launch: enqueues it on s: d_in8 (w x h x in_ch u8, rows dense) -> d_out8

@@ -181,7 +181,7 @@ static int run_plane(struct conv_args *a, const struct filter_plan *plan, const 
     return conv_launched(a, "magnitude kernel");
 }
 
-/* Whether a job runs as the fused u8 edge kernel (edge_fast.cu) instead of the float pipeline. */
+/* Whether a job runs as the fused u8 edge kernel (fast_edge.cu) instead of the float pipeline. */
 static int job_fused_edge(const struct filter_plan *plan, enum variant v)
 {
     return v == VARIANT_FAST && edge_fast_can(plan);

@@ -1,4 +1,4 @@
-/* edge_fast.cu — the edge filter (gaussian5 -> laplacian3 -> |L| > T) in ONE pass over the u8
+/* fast_edge.cu — the edge filter (gaussian5 -> laplacian3 -> |L| > T) in ONE pass over the u8
  * image for the fast variant: u8 (gray, gray+alpha, RGB or RGBA as luma) in, u8 edge map out, or
  * for 1-bit responses the map packed 8 pixels per byte (an eighth of the bytes to write and to
  * download). */

@@ -1,4 +1,4 @@
-/* conv_stream.cu — fast, kernels up to 5x5 and full-rank 7x7 and 9x9: streaming register kernels (no
+/* fast_stream.cu — fast, kernels up to 5x5 and full-rank 7x7 and 9x9: streaming register kernels (no
  * shared memory, no barrier) that read each input row once per 128-column strip and write each
  * output once. */
 #include <string.h>

@@ -303,7 +303,7 @@ int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, int packed, en
     e = bench_loop(ctx, warmup, reps, median_ms, [&](int i) {
         cudaError_t ce = cudaSuccess;
         d.d_in8 = bench_u8_in(&b, i), d.d_out8 = bench_u8_in(&b, i) + b.in_b, d.taps_loaded = i > 0;
-        int r = gconv_plan_kernels(ctx, &d, &plan, v, block, slot, &ce, &what, err);
+        int r = gplan_kernels(ctx, &d, &plan, v, block, slot, &ce, &what, err);
         return r == 0 ? cudaSuccess : r == GCONV_CUDA_FAILED ? ce : cudaErrorInvalidValue;
     });
 out:

@@ -138,9 +138,24 @@ int edge_fast_packs(int in_ch, int w);
 int edge_fast_launch(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, int lpitch, int w, int h, int in_ch,
                      float threshold, int pack, cudaStream_t s);
 
-/* Device buffers of one image for gconv_plan_kernels: u8 in and out, the float arena (2*planes+2
- * planes of `stride` floats: src, dst, two scratch) and the taps (conv0, then conv1 at
- * FILTER_MAX_TAPS). */
+/* ---- gconv_plan.cu: a filter plan on the device ---- */
+
+/* The float planes of one image in an arena of 2*planes+2 planes of `stride` floats: src[planes],
+ * dst[planes], then two scratch planes. */
+struct gplan_planes {
+    float *src, *dst, *tmp_a, *tmp_b;
+    size_t stride;
+};
+
+static inline struct gplan_planes gplan_planes_of(float *d_arena, int planes, size_t stride)
+{
+    struct gplan_planes jp = {d_arena, d_arena + planes * stride, d_arena + 2 * planes * stride,
+                              d_arena + (2 * planes + 1) * stride, stride};
+    return jp;
+}
+
+/* Device buffers of one image for gplan_kernels: u8 in and out, the float arena (gplan_planes) and
+ * the taps (conv0, then conv1 at FILTER_MAX_TAPS). */
 struct gplan_dev {
     cudaStream_t stream;
     struct tex_cache *tc;
@@ -157,11 +172,27 @@ struct gplan_dev {
 /* Enqueues every kernel of plan for one image (unpack, convolutions, combine, pack; or the fused
  * edge kernel for fast): no copies, no events. slot: the constant slot held, or -1. Returns 0, an
  * EDGED_E_* code, or GCONV_CUDA_FAILED with *cuerr and *cuwhat set. Used by jobs and the bench. */
-int gconv_plan_kernels(struct gconv_ctx *ctx, const struct gplan_dev *d, const struct filter_plan *plan,
-                       enum variant v, int block, int slot, cudaError_t *cuerr, const char **cuwhat, char *err);
+int gplan_kernels(struct gconv_ctx *ctx, const struct gplan_dev *d, const struct filter_plan *plan, enum variant v,
+                  int block, int slot, cudaError_t *cuerr, const char **cuwhat, char *err);
+
+/* 0 when ctx can take work and v is a GPU variant, block a valid block side and w x h an image
+ * size every layer accepts; else the error (gctx_enter's, EDGED_E_PARAM, img_check_size's). */
+int gplan_request_ok(struct gconv_ctx *ctx, int w, int h, enum variant v, int block, char *err);
+
+/* Whether a job of plan with variant v runs as the fused u8 edge kernel (fast_edge.cu) instead of
+ * the float pipeline. */
+int gplan_fused_edge(const struct filter_plan *plan, enum variant v);
+
+/* Fills a for one correlation of a w x h plane on stream st (NULL: the default stream, no texture
+ * cache): no kernel, taps or planes yet, no constant slot (cslot -1). */
+void conv_args_init(struct conv_args *a, struct gconv_ctx *ctx, struct gstream *st, int w, int h,
+                    enum border b, enum variant v, int block);
 
 /* Runs a's variant through its family launcher. */
 int conv_dispatch(struct conv_args *a, char *err);
+/* Sets a's kernel k (taps at d_taps) and planes d_in -> d_out, then conv_dispatch. */
+int conv_apply(struct conv_args *a, const struct kernel2d *k, const float *d_taps, const float *d_in,
+               float *d_out, char *err);
 
 /* Whether v keeps its taps in a __constant__ slot (then the caller holds gctx_slot_lock). */
 static inline int variant_uses_cslot(enum variant v)

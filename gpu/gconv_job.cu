@@ -1,243 +1,9 @@
-/* gconv_run.cu — the device pipeline of one image: u8 upload, planes, the plan's convolutions with
- * the chosen variant, combine, post-processing, u8 download; sync, async and float-plane entries. */
+/* gconv_job.cu — jobs on a stream: pinned staging, upload, the plan's kernels, download; the
+ * asynchronous submit/poll/finish, the synchronous run with its float planes, and the float-plane
+ * correlation of host data. */
 #include <string.h>
 
 #include "gconv_internal.h"
-
-#define PIPE_BX 32 /* block of the per-pixel pipeline kernels */
-#define PIPE_BY 8
-
-/* Why this layout: the image crosses PCIe as the u8 interleaved samples it arrived in (1 byte per
- * sample instead of 4 as float: 4x fewer bytes over the slowest link), and is unpacked on the
- * device into float planes (one dense 2-D array per channel, rows padded to 128 bytes) that every
- * variant reads with unit stride and that can back a texture; planar beat interleaved in the
- * Trento report. gray: the luma of RGB (pixel_luma, as the CPU does); otherwise channel p. */
-__global__ void k_unpack(const uint8_t *__restrict__ d_in8, float *__restrict__ d_planes, size_t stride,
-                         int w, int h, int pitch, int ch, int planes, int gray)
-{
-    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (x >= w || y >= h)
-        return;
-    const uint8_t *px = d_in8 + ((size_t)y * w + x) * ch;
-    float *o = d_planes + (size_t)y * pitch + x;
-    if (gray)
-        o[0] = pixel_luma(px[0], px[1], px[2]);
-    else
-        for (int p = 0; p < planes; p++)
-            o[p * stride] = px[p];
-}
-
-/* MAGNITUDE: a = sqrt(a² + b²), products rounded separately as in the host C code. */
-__global__ void k_magnitude(float *__restrict__ d_a, const float *__restrict__ d_b, int w, int h, int pitch)
-{
-    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (x >= w || y >= h)
-        return;
-    size_t i = (size_t)y * pitch + x;
-    float a = d_a[i], b = d_b[i];
-    d_a[i] = sqrtf(__fadd_rn(__fmul_rn(a, a), __fmul_rn(b, b)));
-}
-
-/* Post-processing (pixel_post) of every plane and the alpha copy, in one pass writing the u8
- * interleaved result. */
-__global__ void k_pack(const float *__restrict__ d_planes, size_t stride, const uint8_t *__restrict__ d_in8,
-                       uint8_t *__restrict__ d_out8, int w, int h, int pitch, int in_ch, int planes,
-                       int out_ch, int post, float threshold)
-{
-    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (x >= w || y >= h)
-        return;
-    size_t pix = (size_t)y * w + x;
-    uint8_t *o = d_out8 + pix * out_ch;
-    for (int p = 0; p < planes; p++)
-        o[p] = pixel_post(d_planes[p * stride + (size_t)y * pitch + x], post, threshold);
-    if (out_ch > planes)
-        o[planes] = d_in8[pix * in_ch + in_ch - 1];
-}
-
-int conv_dispatch(struct conv_args *a, char *err)
-{
-    switch (a->variant) {
-    case VARIANT_NAIVE:
-    case VARIANT_CONSTANT:
-        return conv_global(a, err);
-    case VARIANT_SHARED:
-    case VARIANT_SHARED_CONSTANT:
-        return conv_shared(a, err);
-    case VARIANT_SHARED_HALO:
-        return conv_halo(a, err);
-    case VARIANT_CACHED:
-        return conv_cached(a, err);
-    case VARIANT_SEPARABLE:
-        return conv_separable(a, err);
-    case VARIANT_TILED:
-        return conv_tiled(a, err);
-    case VARIANT_TEXTURE:
-    case VARIANT_TEXTURE2D:
-        return conv_texture(a, err);
-    case VARIANT_FAST:
-        return conv_fast(a, err);
-    default:
-        return edged_fail(err, EDGED_E_PARAM, "variant %s is not a GPU variant", variant_name(a->variant));
-    }
-}
-
-static void args_init(struct conv_args *a, struct gconv_ctx *ctx, struct gstream *st, int w, int h,
-                      enum border b, enum variant v, int block)
-{
-    memset(a, 0, sizeof(*a));
-    a->w = w;
-    a->h = h;
-    a->pitch = gctx_pitch(ctx, w);
-    a->border = b;
-    a->variant = v;
-    a->block = block;
-    a->stream = st ? st->s : 0;
-    a->cslot = -1;
-    a->tc = st ? &st->tc : NULL;
-    a->lim = &ctx->lim;
-}
-
-static int common_ok(struct gconv_ctx *ctx, int w, int h, enum variant v, int block, char *err)
-{
-    int rc;
-
-    if ((rc = gctx_enter(ctx, err)) < 0)
-        return rc;
-    if (!variant_is_gpu(v))
-        return edged_fail(err, EDGED_E_PARAM, "variant %s is not a GPU variant", variant_name(v));
-    if (!variant_block_ok(block))
-        return edged_fail(err, EDGED_E_PARAM, "block %d invalid: must be 8, 16, 24 or 32", block);
-    return img_check_size(w, h, err);
-}
-
-int gconv_check(const struct gconv_ctx *cctx, const struct filter_plan *plan, int w, int h, enum variant v,
-                int block, char *err)
-{
-    struct gconv_ctx *ctx = (struct gconv_ctx *)cctx; /* only read */
-    struct conv_args a;
-    int rc;
-
-    if ((rc = common_ok(ctx, w, h, v, block, err)) < 0 || (rc = filter_plan_check(plan, err)) < 0)
-        return rc;
-    for (int i = 0; i < plan->nconv; i++) {
-        args_init(&a, ctx, NULL, w, h, plan->border, v, block);
-        a.k = &plan->conv[i];
-        a.cslot = 0;
-        a.check_only = 1;
-        if ((rc = conv_dispatch(&a, err)) < 0)
-            return rc;
-    }
-    return 0;
-}
-
-/* The float planes of a job in a stream's arena: src[P], dst[P], then two scratch planes. */
-struct job_planes {
-    float *src, *dst, *tmp_a, *tmp_b;
-    size_t stride;
-};
-
-static struct job_planes job_planes_of(struct gstream *st, int planes, size_t stride)
-{
-    struct job_planes jp = {st->d_arena, st->d_arena + planes * stride, st->d_arena + 2 * planes * stride,
-                            st->d_arena + (2 * planes + 1) * stride, stride};
-    return jp;
-}
-
-static int run_conv(struct conv_args *a, const struct kernel2d *k, const float *d_taps, const float *d_in,
-                    float *d_out, char *err)
-{
-    a->k = k;
-    a->d_taps = d_taps;
-    a->d_in = d_in;
-    a->d_out = d_out;
-    return conv_dispatch(a, err);
-}
-
-/* Plane p through the plan: SINGLE conv0 -> dst; MAGNITUDE conv0 -> dst, conv1 -> tmp_a, then
- * dst = |(dst, tmp_a)|; CHAIN conv0 -> tmp_a -> conv1 -> dst (the intermediate stays on the
- * device, in float). Separable variants use tmp_b between their passes. d_taps holds conv0's taps,
- * then conv1's FILTER_MAX_TAPS floats further. */
-static int run_plane(struct conv_args *a, const struct filter_plan *plan, const float *d_taps,
-                     struct job_planes *jp, int p, char *err)
-{
-    const float *src = jp->src + p * jp->stride;
-    float *dst = jp->dst + p * jp->stride;
-    const float *taps1 = d_taps + FILTER_MAX_TAPS;
-    int rc;
-
-    a->d_tmp = jp->tmp_b;
-    if (plan->combine == COMBINE_CHAIN) {
-        if ((rc = run_conv(a, &plan->conv[0], d_taps, src, jp->tmp_a, err)) < 0)
-            return rc;
-        return run_conv(a, &plan->conv[1], taps1, jp->tmp_a, dst, err);
-    }
-    if ((rc = run_conv(a, &plan->conv[0], d_taps, src, dst, err)) < 0 || plan->combine == COMBINE_SINGLE)
-        return rc;
-    if ((rc = run_conv(a, &plan->conv[1], taps1, src, jp->tmp_a, err)) < 0)
-        return rc;
-    dim3 block(PIPE_BX, PIPE_BY), grid(div_up(a->w, PIPE_BX), div_up(a->h, PIPE_BY));
-    k_magnitude<<<grid, block, 0, a->stream>>>(dst, jp->tmp_a, a->w, a->h, a->pitch);
-    return conv_launched(a, "magnitude kernel");
-}
-
-/* Whether a job runs as the fused u8 edge kernel (fast_edge.cu) instead of the float pipeline. */
-static int job_fused_edge(const struct filter_plan *plan, enum variant v)
-{
-    return v == VARIANT_FAST && edge_fast_can(plan);
-}
-
-/* A job's map comes back packed, 8 pixels per byte (struct img packed), when the caller takes it
- * so and the fused edge kernel writes it so; the download is then 8 times smaller. */
-int gconv_packs(const struct filter_plan *plan, enum variant v, int w)
-{
-    return plan->accept_packed && job_fused_edge(plan, v) && edge_fast_packs(plan->in_ch, w);
-}
-
-/* Bytes of a job's u8 result. */
-static size_t job_out_bytes(const struct filter_plan *plan, enum variant v, int w, int h)
-{
-    return gconv_packs(plan, v, w) ? (size_t)w / 8 * h : (size_t)w * h * plan->out_ch;
-}
-
-int gconv_plan_kernels(struct gconv_ctx *ctx, const struct gplan_dev *d, const struct filter_plan *plan,
-                       enum variant v, int block, int slot, cudaError_t *cuerr, const char **cuwhat, char *err)
-{
-    int w = d->w, h = d->h, pitch = gctx_pitch(ctx, w), rc;
-    struct job_planes jp = {d->d_arena, d->d_arena + plan->planes * d->stride,
-                            d->d_arena + 2 * plan->planes * d->stride,
-                            d->d_arena + (2 * plan->planes + 1) * d->stride, d->stride};
-    struct conv_args a;
-    dim3 pb(PIPE_BX, PIPE_BY), pg(div_up(w, PIPE_BX), div_up(h, PIPE_BY));
-
-    *cuerr = cudaSuccess;
-    if (job_fused_edge(plan, v)) { /* one pass: u8 in, u8 map (and alpha) out */
-        edge_fast_launch(d->d_in8, d->d_out8, d->want_planes ? jp.dst : NULL, pitch, w, h, plan->in_ch,
-                         plan->threshold, gconv_packs(plan, v, w), d->stream);
-        *cuwhat = "fast edge kernel";
-        return (*cuerr = cudaGetLastError()) == cudaSuccess ? 0 : GCONV_CUDA_FAILED;
-    }
-    k_unpack<<<pg, pb, 0, d->stream>>>(d->d_in8, jp.src, d->stride, w, h, pitch, plan->in_ch, plan->planes,
-                                       plan->gray);
-    *cuwhat = "unpack kernel";
-    if ((*cuerr = cudaGetLastError()) != cudaSuccess)
-        return GCONV_CUDA_FAILED;
-    args_init(&a, ctx, NULL, w, h, plan->border, v, block);
-    a.stream = d->stream;
-    a.tc = d->tc;
-    a.cslot = slot;
-    a.taps_loaded = d->taps_loaded;
-    for (int p = 0; p < plan->planes; p++)
-        if ((rc = run_plane(&a, plan, d->d_taps, &jp, p, err)) < 0) {
-            if (rc == GCONV_CUDA_FAILED)
-                *cuerr = a.cuerr, *cuwhat = a.cuwhat;
-            return rc;
-        }
-    k_pack<<<pg, pb, 0, d->stream>>>(jp.dst, d->stride, d->d_in8, d->d_out8, w, h, pitch, plan->in_ch,
-                                     plan->planes, plan->out_ch, plan->post, plan->threshold);
-    *cuwhat = "pack kernel";
-    return (*cuerr = cudaGetLastError()) == cudaSuccess ? 0 : GCONV_CUDA_FAILED;
-}
 
 #define CK(call)                                                                                             \
     do {                                                                                                     \
@@ -246,6 +12,12 @@ int gconv_plan_kernels(struct gconv_ctx *ctx, const struct gplan_dev *d, const s
             goto out;                                                                                        \
         }                                                                                                    \
     } while (0)
+
+/* Bytes of a job's u8 result. */
+static size_t job_out_bytes(const struct filter_plan *plan, enum variant v, int w, int h)
+{
+    return gconv_packs(plan, v, w) ? (size_t)w / 8 * h : (size_t)w * h * plan->out_ch;
+}
 
 /* Pinned staging and device buffers of stream st for a w x h job with plan p. */
 static cudaError_t job_buffers(struct gconv_ctx *ctx, struct gstream *st, int w, int h,
@@ -285,7 +57,7 @@ static int job_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const
                        enum variant v, int block, int want_planes, char *err)
 {
     struct gstream *st = &ctx->st[s];
-    int w = in->w, h = in->h, rc = 0, slot = -1, fused = job_fused_edge(plan, v);
+    int w = in->w, h = in->h, rc = 0, slot = -1, fused = gplan_fused_edge(plan, v);
     size_t px = (size_t)w * h;
     const char *what = "";
     cudaError_t e = cudaSuccess;
@@ -308,7 +80,7 @@ static int job_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const
     d.stream = st->s, d.tc = &st->tc, d.d_in8 = st->d_in8, d.d_out8 = st->d_out8, d.d_arena = st->d_arena;
     d.stride = gctx_plane_stride(ctx, w, h), d.d_taps = st->d_taps, d.w = w, d.h = h;
     d.want_planes = want_planes;
-    if ((rc = gconv_plan_kernels(ctx, &d, plan, v, block, slot, &e, &what, err)) < 0) {
+    if ((rc = gplan_kernels(ctx, &d, plan, v, block, slot, &e, &what, err)) < 0) {
         if (rc != GCONV_CUDA_FAILED)
             e = cudaSuccess;
         goto out;
@@ -448,7 +220,7 @@ int gconv_finish(struct gconv_ctx *ctx, int s, struct img *out, struct gconv_tim
 static int download_planes(struct gconv_ctx *ctx, int s, float *h_planes, char *err)
 {
     struct gstream *st = &ctx->st[s];
-    struct job_planes jp = job_planes_of(st, st->planes, st->plane_stride);
+    struct gplan_planes jp = gplan_planes_of(st->d_arena, st->planes, st->plane_stride);
     size_t n = (size_t)st->w * st->h;
     const char *what = "";
     cudaError_t e = cudaSuccess;
@@ -482,20 +254,20 @@ int gconv_conv_host(struct gconv_ctx *ctx, const float *h_in, float *h_out, int 
 {
     struct gstream *st;
     struct conv_args a;
-    struct job_planes jp;
+    struct gplan_planes jp;
     const char *what = "";
     cudaError_t e = cudaSuccess;
     size_t stride;
     int rc, slot = -1;
 
-    if ((rc = common_ok(ctx, w, h, v, block, err)) < 0 || (rc = filter_kernel_check(k, err)) < 0)
+    if ((rc = gplan_request_ok(ctx, w, h, v, block, err)) < 0 || (rc = filter_kernel_check(k, err)) < 0)
         return rc;
     if ((unsigned)b >= BORDER_COUNT)
         return edged_fail(err, EDGED_E_PARAM, "border %d invalid", (int)b);
     st = &ctx->st[0];
     if (st->busy)
         return edged_fail(err, EDGED_E_PARAM, "stream 0 has a job in flight");
-    args_init(&a, ctx, st, w, h, b, v, block);
+    conv_args_init(&a, ctx, st, w, h, b, v, block);
     a.k = k;
     a.cslot = 0;
     a.check_only = 1;
@@ -503,7 +275,7 @@ int gconv_conv_host(struct gconv_ctx *ctx, const float *h_in, float *h_out, int 
         return rc;
     stride = gctx_plane_stride(ctx, w, h);
     CK(gctx_grow_device(ctx, st, (void **)&st->d_arena, &st->d_arena_cap, sizeof(float) * stride * 4));
-    jp = job_planes_of(st, 1, stride);
+    jp = gplan_planes_of(st->d_arena, 1, stride);
     memcpy(st->h_taps, k->taps, sizeof(float) * k->rows * k->cols);
     if (variant_uses_cslot(v) && (slot = gctx_slot_lock(ctx, 0, &e)) < 0) {
         what = "cudaStreamWaitEvent (constant slot)";
@@ -517,7 +289,7 @@ int gconv_conv_host(struct gconv_ctx *ctx, const float *h_in, float *h_out, int 
     a.check_only = 0;
     a.cslot = slot;
     a.d_tmp = jp.tmp_b;
-    if ((rc = run_conv(&a, k, st->d_taps, jp.src, jp.dst, err)) < 0) {
+    if ((rc = conv_apply(&a, k, st->d_taps, jp.src, jp.dst, err)) < 0) {
         if (rc == GCONV_CUDA_FAILED)
             e = a.cuerr, what = a.cuwhat;
         goto out;

@@ -569,7 +569,7 @@ static void edge_launch_px(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, co
     edge_launch_k<CH, PX, ALIGNED, false, PF, PACK>(d_in8, d_out8, d_L, g, s);
 }
 
-/* pack: the caller checked edge_fast_packs (gray or RGB, w % 8 == 0). */
+/* pack: the caller checked fast_edge_packs (gray or RGB, w % 8 == 0). */
 template <int CH>
 static void edge_launch_ch(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, const edge_geom &g, bool pack,
                            cudaStream_t s)
@@ -592,7 +592,7 @@ static void edge_launch_ch(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, co
 
 /* The plan is the bank's edge filter exactly: gaussian5 then laplacian3 chained, threshold post,
  * zero border, one plane. */
-extern "C" int edge_fast_can(const struct filter_plan *p)
+extern "C" int fast_edge_can(const struct filter_plan *p)
 {
     static const int a[5] = {2, 4, 5, 4, 2}, lap[9] = {0, 1, 0, 1, -4, 1, 0, 1, 0};
     const struct kernel2d *k0 = &p->conv[0], *k1 = &p->conv[1];
@@ -610,9 +610,9 @@ extern "C" int edge_fast_can(const struct filter_plan *p)
     return 1;
 }
 
-extern "C" int edge_fast_packs(int in_ch, int w) { return (in_ch == 1 || in_ch == 3) && w % 8 == 0; }
+extern "C" int fast_edge_packs(int in_ch, int w) { return (in_ch == 1 || in_ch == 3) && w % 8 == 0; }
 
-extern "C" int edge_fast_launch(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, int lpitch, int w, int h,
+extern "C" int fast_edge_launch(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, int lpitch, int w, int h,
                                 int in_ch, float threshold, int pack, cudaStream_t s)
 {
     edge_geom g;

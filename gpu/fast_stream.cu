@@ -15,7 +15,7 @@
  * adds its taps in row-major order, as cpu_serial does (here with FMA), and only KR - 1 float4
  * accumulators stay live between steps. Output r is complete after step r + KR - 1 and is written
  * with one 16-byte store per lane (512 contiguous bytes per warp). Direct correlation for rank-1
- * taps up to 5x5 too (but square 5x5, which conv_fast.cu's band kernel serves): at most 25 FMAs per
+ * taps up to 5x5 too (but square 5x5, which fast_sep.cu's band kernel serves): at most 25 FMAs per
  * pixel are far from the FP32 peak at the memory floor.
  *
  * Registers, not local memory: every array is indexed with compile-time constants. The pending
@@ -391,18 +391,18 @@ static void stream_launch(const struct conv_args *a)
     k_fast_stream<KR, KC><<<grid, 32, 0, a->stream>>>(a->d_in, a->d_out, conv_geom_of(a), t);
 }
 
-extern "C" int conv_fast_stream_has(int kr, int kc)
+extern "C" int fast_stream_has(int kr, int kc)
 {
     return (kr >= 1 && kr <= 5 && kc >= 1 && kc <= 5 && (kr & 1) && (kc & 1)) || (kr == kc && (kr == 7 || kr == 9));
 }
 
-/* The taps conv_fast_stream_has admits; conv_fast decides which of them come here. No limits: no
+/* The taps fast_stream_has admits; conv_fast decides which of them come here. No limits: no
  * shared memory, one warp per block. */
-extern "C" int conv_fast_stream(struct conv_args *a, char *err)
+extern "C" int fast_stream_conv(struct conv_args *a, char *err)
 {
     int kr = a->k->rows, kc = a->k->cols;
 
-    if (!conv_fast_stream_has(kr, kc))
+    if (!fast_stream_has(kr, kc))
         return edged_fail(err, EDGED_E_PARAM,
                           "fast streaming kernel: %dx%d taps, sides must be 1, 3 or 5, or 7x7 or 9x9", kr, kc);
     if (a->check_only)

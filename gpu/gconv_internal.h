@@ -119,12 +119,12 @@ int conv_cached(struct conv_args *a, char *err);    /* cached */
 int conv_separable(struct conv_args *a, char *err); /* separable */
 int conv_tiled(struct conv_args *a, char *err);     /* tiled */
 int conv_texture(struct conv_args *a, char *err);   /* texture, texture2d */
-int conv_fast(struct conv_args *a, char *err);      /* fast (conv_fast.cu) */
+int conv_fast(struct conv_args *a, char *err);      /* fast (fast.cu) */
 /* fast for kernels with sides 1, 3 or 5, and 7x7 or 9x9 (fast_stream.cu); conv_fast calls it for
  * the sizes it picks. */
-int conv_fast_stream(struct conv_args *a, char *err);
-/* Whether conv_fast_stream has a kernel for kr x kc taps: sides 1, 3 or 5 each, or 7x7 or 9x9. */
-int conv_fast_stream_has(int kr, int kc);
+int fast_stream_conv(struct conv_args *a, char *err);
+/* Whether fast_stream_conv has a kernel for kr x kc taps: sides 1, 3 or 5 each, or 7x7 or 9x9. */
+int fast_stream_has(int kr, int kc);
 
 /* The fused u8 edge pipeline (fast_edge.cu). can: 1 when plan is the bank's edge filter with the
  * zero border on one plane (gray or luma), the case the one-pass kernel serves. packs: 1 when it
@@ -133,9 +133,9 @@ int conv_fast_stream_has(int kr, int kc);
  * (map, then alpha for 2 or 4 channels; with pack, which the caller checked with packs, 1-bit rows
  * of w/8 bytes); when d_L is not NULL it also writes the float L (rows lpitch floats apart) for
  * the tests. */
-int edge_fast_can(const struct filter_plan *p);
-int edge_fast_packs(int in_ch, int w);
-int edge_fast_launch(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, int lpitch, int w, int h, int in_ch,
+int fast_edge_can(const struct filter_plan *p);
+int fast_edge_packs(int in_ch, int w);
+int fast_edge_launch(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, int lpitch, int w, int h, int in_ch,
                      float threshold, int pack, cudaStream_t s);
 
 /* ---- gconv_plan.cu: a filter plan on the device ---- */

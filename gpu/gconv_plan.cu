@@ -170,14 +170,14 @@ static int run_plane(struct conv_args *a, const struct filter_plan *plan, const 
 
 int gplan_fused_edge(const struct filter_plan *plan, enum variant v)
 {
-    return v == VARIANT_FAST && edge_fast_can(plan);
+    return v == VARIANT_FAST && fast_edge_can(plan);
 }
 
 /* A job's map comes back packed, 8 pixels per byte (struct img packed), when the caller takes it
  * so and the fused edge kernel writes it so; the download is then 8 times smaller. */
 int gconv_packs(const struct filter_plan *plan, enum variant v, int w)
 {
-    return plan->accept_packed && gplan_fused_edge(plan, v) && edge_fast_packs(plan->in_ch, w);
+    return plan->accept_packed && gplan_fused_edge(plan, v) && fast_edge_packs(plan->in_ch, w);
 }
 
 int gplan_kernels(struct gconv_ctx *ctx, const struct gplan_dev *d, const struct filter_plan *plan,
@@ -190,7 +190,7 @@ int gplan_kernels(struct gconv_ctx *ctx, const struct gplan_dev *d, const struct
 
     *cuerr = cudaSuccess;
     if (gplan_fused_edge(plan, v)) { /* one pass: u8 in, u8 map (and alpha) out */
-        edge_fast_launch(d->d_in8, d->d_out8, d->want_planes ? jp.dst : NULL, pitch, w, h, plan->in_ch,
+        fast_edge_launch(d->d_in8, d->d_out8, d->want_planes ? jp.dst : NULL, pitch, w, h, plan->in_ch,
                          plan->threshold, gconv_packs(plan, v, w), d->stream);
         *cuwhat = "fast edge kernel";
         return (*cuerr = cudaGetLastError()) == cudaSuccess ? 0 : GCONV_CUDA_FAILED;

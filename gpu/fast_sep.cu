@@ -1,233 +1,10 @@
-/* conv_fast.cu — fast: the production fp32 correlation. Kernels up to 5x5 (but rank-1 5x5) and
- * full-rank 7x7 and 9x9 stream through registers (fast_stream.cu); rank-1 square taps from 5x5 on
- * run as ONE fused row+column pass through shared memory down bands of rows; other taps run as a
- * register-blocked direct kernel. */
+/* fast_sep.cu — fast, rank-1 square taps from 5x5 on: the fused separable band kernel, one row +
+ * column pass through shared memory down bands of rows. */
 #include <string.h>
 
 #include <cuda_pipeline.h>
 
-#include "gconv_internal.h"
-
-/* Both kernels work on output tiles FAST_TW columns wide. A thread keeps FAST_OUT outputs of one
- * row (or, in the column pass, of one column) in registers and sweeps the taps in chunks of
- * FAST_CHUNK: per chunk it loads a (FAST_OUT + chunk - 1)-sample window with 16-byte shared loads
- * and does FAST_OUT * chunk FMAs, so a sample read from shared memory feeds ~FAST_OUT FMAs and a
- * tap read from the parameter bank feeds FAST_OUT. The chunk loop runs at run time over full
- * chunks of 16; the tail (cols % 16, odd) is a template argument, so every loop that indexes a
- * register array is unrolled with compile-time bounds (no local memory). */
-#define FAST_TW 128
-#define FAST_OUT 16
-#define FAST_CHUNK 16
-#define FAST_DIRECT_TH 32   /* direct kernel: 32 rows x 128 columns, 256 threads */
-#define FAST_DIRECT_THREADS 256
-#define FAST_OUT_PITCH 132  /* direct: staged output rows (4 mod 8; the staged input tile is larger) */
-
-/* Taps travel as __grid_constant__ kernel parameters (CUDA 12.1+: up to 32 KiB on sm_70+): they
- * sit in the launch's own constant bank, so concurrent jobs with different taps cannot race (no
- * shared __constant__ array, no slot lock), and reads are LDC with an immediate offset. */
-struct fast_taps2d {
-    float t[FILTER_MAX_TAPS];
-};
-struct fast_taps1d {
-    float row[FILTER_MAX_SIDE], col[FILTER_MAX_SIDE];
-};
-
-/* Shared-memory row pitch (floats) of at least `need`: 4 mod 8, so that the 8 lanes of a
- * quarter-warp reading 16 bytes each from 8 consecutive rows hit 8 different 16-byte bank groups
- * (the passes whose lanes walk down rows are then free of bank conflicts). */
-static __host__ __device__ constexpr int fast_pitch(int need)
-{
-    return need + ((12 - need % 8) % 8);
-}
-
-/* Stages rows [gy0, gy0+th) x columns [gx0, gx0+sw) of the plane into s (pitch sw) under the border
- * rule. Thread t owns one aligned float4 column of the region (the region's start is not aligned:
- * the four samples are scattered into shared memory at their offsets) and walks down the rows,
- * FAST_STAGE_BATCH rows at a time: all the batch's global loads are issued before the first
- * store, so each thread keeps several 16-byte loads in flight. A float4 inside the image row is
- * one 16-byte load; at the left and right image edges the samples are resolved one by one through
- * border_index (columns resolved once per thread, rows once per row), so frame blocks take the
- * same path with a few scalar loads, and no sample is checked in the interior. */
-#define FAST_STAGE_BATCH 4
-static __device__ __forceinline__ void fast_stage(float *s, const float *__restrict__ d_in, int gx0, int gy0,
-                                                  int sw, int th, const conv_geom &g, int nthreads)
-{
-    int ax0 = gx0 & ~3, nv = (gx0 + sw - ax0 + 3) >> 2; /* float4 per row (nv <= 50 < nthreads) */
-    int rpp = nthreads / nv, r0 = threadIdx.x / nv, v = threadIdx.x - r0 * nv;
-    int gx = ax0 + 4 * v, c = gx - gx0; /* image column and shared column of the float4's sample 0 */
-    bool vec = gx >= 0 && gx + 3 < g.w;
-    int xi[4];
-
-    if (r0 >= rpp)
-        return;
-#pragma unroll
-    for (int e = 0; e < 4; e++)
-        xi[e] = border_index(gx + e, g.w, g.border);
-    for (int rb = r0; rb < th; rb += FAST_STAGE_BATCH * rpp) {
-        float4 q[FAST_STAGE_BATCH];
-#pragma unroll
-        for (int u = 0; u < FAST_STAGE_BATCH; u++) {
-            int r = rb + u * rpp, yi = r < th ? border_index(gy0 + r, g.h, g.border) : -1;
-            q[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            if (yi < 0)
-                continue;
-            const float *row = d_in + (size_t)yi * g.pitch;
-            if (vec) {
-                q[u] = __ldg(reinterpret_cast<const float4 *>(row + gx));
-            } else {
-                q[u].x = xi[0] >= 0 ? __ldg(row + xi[0]) : 0.0f;
-                q[u].y = xi[1] >= 0 ? __ldg(row + xi[1]) : 0.0f;
-                q[u].z = xi[2] >= 0 ? __ldg(row + xi[2]) : 0.0f;
-                q[u].w = xi[3] >= 0 ? __ldg(row + xi[3]) : 0.0f;
-            }
-        }
-#pragma unroll
-        for (int u = 0; u < FAST_STAGE_BATCH; u++) {
-            int r = rb + u * rpp;
-            if (r >= th)
-                break;
-            float *srow = s + r * sw;
-            if (c >= 0)
-                srow[c] = q[u].x;
-            if (c + 1 >= 0 && c + 1 < sw)
-                srow[c + 1] = q[u].y;
-            if (c + 2 >= 0 && c + 2 < sw)
-                srow[c + 2] = q[u].z;
-            if (c + 3 < sw)
-                srow[c + 3] = q[u].w;
-        }
-    }
-}
-
-/* Where a thread's window of samples comes from: fast_flat, a shared row (16-byte aligned at
- * index 0); fast_ring, a shared row used as a ring of `len` samples (a multiple of 4) read from
- * `start` on, wrapping once at most (start + i < 2 len). Both hand out whole float4s. fast_ring
- * takes the row's shared-space address and wraps with an unsigned minimum, so a load costs an
- * add, a VIADDMNMX and a LEA; with a generic pointer and `k >= len ? k - len : k` the compiler
- * spent 7 instructions per load, recomputing the row's address each time (H100, 8192^2 gaussian,
- * 2026-11-22, three repeats: N = 25 0.2425-0.2455 -> 0.2381-0.2389 ms, 31 0.268-0.273 -> 0.261,
- * 63 0.478-0.483 -> 0.458-0.460). */
-struct fast_flat {
-    const float *s;
-    __device__ __forceinline__ float4 at(int i) const { return reinterpret_cast<const float4 *>(s + i)[0]; }
-};
-struct fast_ring {
-    unsigned base; /* shared-space address of the ring's sample 0 */
-    int start, len;
-    __device__ __forceinline__ float4 at(int i) const
-    {
-        unsigned k = (unsigned)(start + i), w = min(k, k - (unsigned)len); /* k - len wraps when k < len */
-        float4 q;
-        asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
-                     : "=f"(q.x), "=f"(q.y), "=f"(q.z), "=f"(q.w)
-                     : "r"(base + 4 * w));
-        return q;
-    }
-};
-
-/* acc[o] += sum_j t[j] * win[OFF + o + j] for o < FAST_OUT, j < W, where win[i] is sample at + i
- * of src, at a multiple of 4. The window is read as whole float4s (up to 3 samples past the last
- * one used); OFF (0..3, a constant) lets a window start between two float4s. FIRST: the chunk
- * starts the sums (acc = t[0] * win + ...), so the caller does not zero them. */
-template <int W, int OFF, bool FIRST = false, typename SRC>
-static __device__ __forceinline__ void fast_chunk(float (&acc)[FAST_OUT], const SRC &src, int at, const float *t)
-{
-    constexpr int NV = (OFF + FAST_OUT + W - 1 + 3) / 4;
-    float win[4 * NV];
-#pragma unroll
-    for (int v = 0; v < NV; v++) {
-        float4 q = src.at(at + 4 * v);
-        win[4 * v] = q.x, win[4 * v + 1] = q.y, win[4 * v + 2] = q.z, win[4 * v + 3] = q.w;
-    }
-#pragma unroll
-    for (int j = 0; j < W; j++) {
-        float f = t[j];
-#pragma unroll
-        for (int o = 0; o < FAST_OUT; o++)
-            acc[o] = FIRST && j == 0 ? f * win[OFF + o] : fmaf(f, win[OFF + o + j], acc[o]);
-    }
-}
-
-/* One 1-D pass of n = 16 * nfull + TAIL taps over the window of src that starts at sample OFF,
- * added to acc. */
-template <int TAIL, int OFF = 0, typename SRC>
-static __device__ __forceinline__ void fast_pass(float (&acc)[FAST_OUT], const SRC &src, const float *t, int nfull)
-{
-    for (int c = 0; c < nfull; c++)
-        fast_chunk<FAST_CHUNK, OFF>(acc, src, FAST_CHUNK * c, t + FAST_CHUNK * c);
-    fast_chunk<TAIL, OFF>(acc, src, FAST_CHUNK * nfull, t + FAST_CHUNK * nfull);
-}
-
-/* The same pass for N taps known at compile time, into acc (no zeroing: the first chunk starts
- * the sums). The chunks unroll, so every tap is an immediate offset into the launch's parameter
- * bank and each FFMA reads it there: a runtime chunk loop first loaded each tap into a register
- * (62 LDC/ULDC per step of the separable kernel at N = 31, against 992 FFMA). */
-template <int N, int OFF = 0, typename SRC>
-static __device__ __forceinline__ void fast_pass_n(float (&acc)[FAST_OUT], const SRC &src, const float *t)
-{
-    constexpr int NFULL = N / FAST_CHUNK, TAIL = N % FAST_CHUNK;
-#pragma unroll
-    for (int c = 0; c < NFULL; c++) {
-        if (c == 0)
-            fast_chunk<FAST_CHUNK, OFF, true>(acc, src, 0, t);
-        else
-            fast_chunk<FAST_CHUNK, OFF>(acc, src, FAST_CHUNK * c, t + FAST_CHUNK * c);
-    }
-    fast_chunk<TAIL, OFF, NFULL == 0>(acc, src, FAST_CHUNK * NFULL, t + FAST_CHUNK * NFULL);
-}
-
-/* ---- direct: any taps ------------------------------------------------------------------- */
-
-/* A block computes 32 rows x 128 columns. Lane = output row, warp = 16-column group, so the
- * window loads of a warp walk down 32 rows (conflict-free with the 4-mod-8 pitch). For each tap
- * row the thread sweeps the columns in chunks; the sum per output runs over the taps in
- * row-major order, as the serial reference does (with FMA). */
-template <int TAIL>
-__global__ void __launch_bounds__(FAST_DIRECT_THREADS)
-    k_fast_direct(const float *__restrict__ d_in, float *__restrict__ d_out, conv_geom g, int sw,
-                  const __grid_constant__ fast_taps2d taps)
-{
-    extern __shared__ float4 s_dyn[];
-    float *s = reinterpret_cast<float *>(s_dyn);
-    int th = FAST_DIRECT_TH + g.rows - 1, bx0 = blockIdx.x * FAST_TW, by0 = blockIdx.y * FAST_DIRECT_TH;
-    int lane = threadIdx.x & 31, grp = threadIdx.x >> 5, nfull = g.cols / FAST_CHUNK;
-    float acc[FAST_OUT];
-
-    fast_stage(s, d_in, bx0 - g.cols / 2, by0 - g.rows / 2, sw, th, g, FAST_DIRECT_THREADS);
-    __syncthreads();
-#pragma unroll
-    for (int o = 0; o < FAST_OUT; o++)
-        acc[o] = 0.0f;
-    for (int i = 0; i < g.rows; i++)
-        fast_pass<TAIL>(acc, fast_flat{s + (lane + i) * sw + FAST_OUT * grp}, taps.t + i * g.cols, nfull);
-    /* the tile's 32 x 128 results go through shared memory (pitch FAST_OUT_PITCH, 4 mod 8: the
-     * lanes' 16-byte stores down 32 rows are conflict-free) so that each warp then writes whole
-     * 512-byte row segments */
-    __syncthreads();
-#pragma unroll
-    for (int v = 0; v < FAST_OUT / 4; v++)
-        *reinterpret_cast<float4 *>(s + lane * FAST_OUT_PITCH + FAST_OUT * grp + 4 * v) =
-            make_float4(acc[4 * v], acc[4 * v + 1], acc[4 * v + 2], acc[4 * v + 3]);
-    __syncthreads();
-    for (int idx = threadIdx.x; idx < FAST_DIRECT_TH * (FAST_TW / 4); idx += FAST_DIRECT_THREADS) {
-        int r = idx / (FAST_TW / 4), x = bx0 + 4 * (idx % (FAST_TW / 4)), y = by0 + r;
-        if (y >= g.h || x >= g.w)
-            continue;
-        float4 o = *reinterpret_cast<const float4 *>(s + r * FAST_OUT_PITCH + x - bx0);
-        float *o_row = d_out + (size_t)y * g.pitch;
-        if (x + 3 < g.w) {
-            *reinterpret_cast<float4 *>(o_row + x) = o;
-        } else {
-            o_row[x] = o.x;
-            if (x + 1 < g.w)
-                o_row[x + 1] = o.y;
-            if (x + 2 < g.w)
-                o_row[x + 2] = o.z;
-        }
-    }
-}
-
-/* ---- separable: rank-1 square taps, one fused pass down a band ------------------------------ */
+#include "fast_common.cuh"
 
 /* A block of SEP_THREADS threads owns a 128-column strip of a band of rows and walks down it in
  * steps of SEP_ROWS input rows. Step j: the row pass filters staged input rows 32j .. 32j + 31 of
@@ -262,7 +39,7 @@ static __host__ __device__ constexpr int sep_off(int tail)
     return (4 - ((tail - 1) / 2) % 4) % 4;
 }
 
-/* The shared layout for N taps (compile-time constants of each kernel, and fast_plan_sep's):
+/* The shared layout for N taps (compile-time constants of each kernel, and fast_sep_plan's):
  * pitch of a staged row (the window's over-read included), rows of the ring (the 32 + N - 1 rows
  * in use, rounded up to a multiple of 32), pitch of a ring column. */
 static __host__ __device__ constexpr int sep_sw(int n)
@@ -277,6 +54,27 @@ static __host__ __device__ constexpr int sep_mp(int n)
 {
     return fast_pitch(sep_ring(n));
 }
+
+/* The column pass's window source: a shared row used as a ring of `len` samples (a multiple of 4)
+ * read from `start` on, wrapping once at most (start + i < 2 len), handed out as whole float4s.
+ * It takes the row's shared-space address and wraps with an unsigned minimum, so a load costs an
+ * add, a VIADDMNMX and a LEA; with a generic pointer and `k >= len ? k - len : k` the compiler
+ * spent 7 instructions per load, recomputing the row's address each time (H100, 8192^2 gaussian,
+ * 2026-11-22, three repeats: N = 25 0.2425-0.2455 -> 0.2381-0.2389 ms, 31 0.268-0.273 -> 0.261,
+ * 63 0.478-0.483 -> 0.458-0.460). */
+struct fast_ring {
+    unsigned base; /* shared-space address of the ring's sample 0 */
+    int start, len;
+    __device__ __forceinline__ float4 at(int i) const
+    {
+        unsigned k = (unsigned)(start + i), w = min(k, k - (unsigned)len); /* k - len wraps when k < len */
+        float4 q;
+        asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+                     : "=f"(q.x), "=f"(q.y), "=f"(q.z), "=f"(q.w)
+                     : "r"(base + 4 * w));
+        return q;
+    }
+};
 
 /* The staging work of one thread: one float4 column v of the nv staged from image column gx0 on,
  * rows r0, r0 + rpp, ... Its image columns are resolved once: vec when all four lie inside the
@@ -491,20 +289,14 @@ __global__ void __launch_bounds__(SEP_THREADS, 3)
     }
 }
 
-/* ---- launchers ---------------------------------------------------------------------------- */
-
-struct fast_plan {
-    int sep;     /* 1: fused separable kernel (its layout: sep_sw, sep_ring, sep_mp) */
-    int sw;      /* direct: shared pitch (floats) of the staged input rows */
-    size_t smem; /* dynamic shared memory, bytes */
-};
+/* ---- launcher ----------------------------------------------------------------------------- */
 
 /* Two staged buffers of SEP_ROWS rows and the ring of 128 columns. N = 63: 49 + 50 KiB; N = 31:
  * 41 + 34 KiB (3 blocks of 256 threads per SM up to N = 33, 2 above). At 31 the three fill the SM
  * exactly: 16 bytes more per block for the mbarriers left 2 (H100, 8192^2 gaussian 31: 0.270 ms
  * against 0.222 with 3, 2026-11-22), so they live in the ring's pad, and the kernel has no static
  * shared memory (which would also lower the opt-in limit that fast_smem_attr sets). */
-static struct fast_plan fast_plan_sep(const struct kernel2d *k)
+struct fast_plan fast_sep_plan(const struct kernel2d *k)
 {
     struct fast_plan p;
     int n = k->cols;
@@ -513,64 +305,6 @@ static struct fast_plan fast_plan_sep(const struct kernel2d *k)
     p.sw = 0; /* the kernel has its layout built in */
     p.smem = sizeof(float) * (2 * (size_t)SEP_ROWS * sep_sw(n) + (size_t)FAST_TW * sep_mp(n));
     return p;
-}
-
-static struct fast_plan fast_plan_direct(const struct kernel2d *k)
-{
-    struct fast_plan p;
-
-    p.sep = 0;
-    p.sw = fast_pitch(FAST_TW + k->cols + 3);
-    p.smem = sizeof(float) * (size_t)(FAST_DIRECT_TH + k->rows - 1) * p.sw;
-    return p;
-}
-
-/* Rank-1 square taps take the fused kernel when its tile fits the opt-in shared memory of a block
- * (on the H100 always: 63x63 needs 99 KiB of 227), everything else the direct kernel (63x63:
- * 72 KiB). */
-static int fast_choose(const struct conv_args *a, struct fast_plan *p)
-{
-    const struct kernel2d *k = a->k;
-
-    if (k->separable && k->rows == k->cols) {
-        *p = fast_plan_sep(k);
-        if (p->smem <= a->lim->smem_optin)
-            return 0;
-    }
-    *p = fast_plan_direct(k);
-    return p->smem <= a->lim->smem_optin ? 0 : -1;
-}
-
-/* Raises a kernel's dynamic shared-memory limit to the device's opt-in maximum, once: the
- * attribute is per function and process-wide, and every caller sets the same value, so racing
- * callers cannot leave it lower than a launch needs. Occupancy follows the launch's own size. */
-template <typename K>
-static cudaError_t fast_smem_attr(K kernel, const struct conv_args *a, size_t smem, int *done)
-{
-    cudaError_t e;
-
-    if (smem <= 48 * 1024 || __atomic_load_n(done, __ATOMIC_ACQUIRE))
-        return cudaSuccess;
-    if ((e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)a->lim->smem_optin)) ==
-        cudaSuccess)
-        __atomic_store_n(done, 1, __ATOMIC_RELEASE);
-    return e;
-}
-
-template <int TAIL>
-static cudaError_t fast_launch_direct(const struct conv_args *a, const struct fast_plan *p)
-{
-    static int attr_done;
-    conv_geom g = conv_geom_of(a);
-    dim3 grid(div_up(a->w, FAST_TW), div_up(a->h, FAST_DIRECT_TH));
-    cudaError_t e = fast_smem_attr(k_fast_direct<TAIL>, a, p->smem, &attr_done);
-    fast_taps2d t = {}; /* 15.9 KiB on the host stack, copied into the launch's parameters */
-
-    if (e != cudaSuccess)
-        return e;
-    memcpy(t.t, a->k->taps, sizeof(float) * a->k->rows * a->k->cols);
-    k_fast_direct<TAIL><<<grid, FAST_DIRECT_THREADS, p->smem, a->stream>>>(a->d_in, a->d_out, g, p->sw, t);
-    return cudaSuccess;
 }
 
 /* The bands of the separable kernel. Rows per band: enough bands for about SEP_WAVES rounds of
@@ -611,7 +345,7 @@ static sep_bands fast_sep_bands(const struct conv_args *a, const void *kernel, s
 }
 
 template <int N>
-static cudaError_t fast_launch_sep(const struct conv_args *a, const struct fast_plan *p)
+static cudaError_t fast_sep_launch_n(const struct conv_args *a, const struct fast_plan *p)
 {
     static int attr_done;
     conv_geom g = conv_geom_of(a);
@@ -629,77 +363,18 @@ static cudaError_t fast_launch_sep(const struct conv_args *a, const struct fast_
     return cudaSuccess;
 }
 
-#define FAST_TAIL_CASES(M)                                                                                   \
-    M(1) M(3) M(5) M(7) M(9) M(11) M(13) M(15)
 /* The separable kernel is compiled for each odd side (fast_pass_n) */
 #define FAST_SEP_SIZES(M)                                                                                    \
     M(1) M(3) M(5) M(7) M(9) M(11) M(13) M(15) M(17) M(19) M(21) M(23) M(25) M(27) M(29) M(31) M(33) M(35)   \
     M(37) M(39) M(41) M(43) M(45) M(47) M(49) M(51) M(53) M(55) M(57) M(59) M(61) M(63)
 
-static cudaError_t fast_launch(const struct conv_args *a, const struct fast_plan *p)
+cudaError_t fast_sep_launch(const struct conv_args *a, const struct fast_plan *p)
 {
-    int tail = a->k->cols % FAST_CHUNK;
-
-    if (!p->sep) {
-        switch (tail) {
-#define FAST_DIRECT_CASE(T)                                                                                  \
-    case T:                                                                                                  \
-        return fast_launch_direct<T>(a, p);
-            FAST_TAIL_CASES(FAST_DIRECT_CASE)
-        }
-    } else {
-        switch (a->k->cols) {
+    switch (a->k->cols) {
 #define FAST_SEP_CASE(N)                                                                                     \
     case N:                                                                                                  \
-        return fast_launch_sep<N>(a, p);
-            FAST_SEP_SIZES(FAST_SEP_CASE)
-        }
+        return fast_sep_launch_n<N>(a, p);
+        FAST_SEP_SIZES(FAST_SEP_CASE)
     }
     return cudaErrorInvalidValue; /* even sides never reach here: filter_kernel_check rejects them */
-}
-
-/* Which taps take the streaming register kernel (fast_stream.cu) instead of the tiles above: both
- * sides 1, 3 or 5 (but rank-1 5x5), rank 1 or not, and full-rank 7x7 and 9x9. At that size the tiled kernels are
- * bound by their phases (stage, barrier, compute, barrier: the memory pipe idles between them) and
- * by the staged halo (16 % more bytes at 3x3), and they lost to NPP at 3x3 and 5x5 on the H100. The
- * streaming kernel keeps the loads of every warp in flight and reads each row once per 128-column
- * strip. H100, 8192^2 (2026-11-21): full-rank 7x7 0.225 ms streaming against 0.308 on the direct
- * tile, 9x9 0.311 against 0.370; from 11x11 the tile's 16 outputs per thread win (its FMA work
- * dominates). Rank-1 5x5 goes to the separable band kernel since it has a kernel per side and bulk
- * staging: 0.2058-0.2063 ms against 0.2089-0.2091 streaming (gaussian 5, four repeats in one run,
- * 2026-11-22), while at 3x3 streaming stays ahead (0.2035-0.2042 against 0.2047-0.2057). Bench
- * knobs: EDGED_FAST_STREAM=0 (all tiles), EDGED_FAST_STREAM_BIG=0 (7x7 and 9x9 on the tile). */
-static int fast_use_stream(const struct kernel2d *k)
-{
-    if (tuning()->fast_stream == 0 || !conv_fast_stream_has(k->rows, k->cols))
-        return 0;
-    if (k->separable && k->rows == k->cols && k->rows >= 5)
-        return 0;
-    return k->rows <= 5 || tuning()->fast_stream_big != 0;
-}
-
-/* Limits: none on the H100 (every odd size up to 63x63 fits); on a GPU with less opt-in shared
- * memory a tile that does not fit is refused with the size it needs. The block argument is not
- * used: the tiles are fixed (128 columns x 32 rows; the separable kernel's steps of 32 rows). */
-extern "C" int conv_fast(struct conv_args *a, char *err)
-{
-    struct fast_plan p;
-    cudaError_t e;
-
-    if (fast_use_stream(a->k))
-        return conv_fast_stream(a, err);
-    if (fast_choose(a, &p) < 0)
-        return edged_fail(err, EDGED_E_VARIANT_LIMIT,
-                          "fast: a %dx%d tile needs %zu bytes of shared memory > %zu per block",
-                          a->k->rows, a->k->cols, p.smem, a->lim->smem_optin);
-    if ((a->k->cols & 1) == 0 || (a->k->rows & 1) == 0)
-        return edged_fail(err, EDGED_E_PARAM, "fast: kernel sides must be odd");
-    if (a->check_only)
-        return 0;
-    if ((e = fast_launch(a, &p)) != cudaSuccess) {
-        a->cuerr = e;
-        a->cuwhat = "fast: cudaFuncSetAttribute";
-        return GCONV_CUDA_FAILED;
-    }
-    return conv_launched(a, p.sep ? "fast separable kernel" : "fast direct kernel");
 }

@@ -13,7 +13,7 @@
 /* Stages rows [gy0, gy0+th) x columns [gx0, gx0+sw) of the plane into s (pitch sw) under the border
  * rule. Thread t owns one aligned float4 column of the region (the region's start is not aligned:
  * the four samples are scattered into shared memory at their offsets) and walks down the rows,
- * FAST_STAGE_BATCH rows at a time: all the batch's global loads are issued before the first
+ * FAST_STAGE_BATCH rows at a time: all the batch's global loads start before the first
  * store, so each thread keeps several 16-byte loads in flight. A float4 inside the image row is
  * one 16-byte load; at the left and right image edges the samples are resolved one by one through
  * border_index (columns resolved once per thread, rows once per row), so frame blocks take the
@@ -178,17 +178,15 @@ static cudaError_t fast_launch(const struct conv_args *a, const struct fast_plan
     return cudaErrorInvalidValue; /* even sides never reach here: filter_kernel_check rejects them */
 }
 
-/* Which taps take the streaming register kernel (fast_stream.cu) instead of the tiles above: both
- * sides 1, 3 or 5 (but rank-1 5x5), rank 1 or not, and full-rank 7x7 and 9x9. At that size the tiled kernels are
- * bound by their phases (stage, barrier, compute, barrier: the memory pipe idles between them) and
- * by the staged halo (16 % more bytes at 3x3), and they lost to NPP at 3x3 and 5x5 on the H100. The
- * streaming kernel keeps the loads of every warp in flight and reads each row once per 128-column
- * strip. H100, 8192^2 (2026-11-21): full-rank 7x7 0.225 ms streaming against 0.308 on the direct
- * tile, 9x9 0.311 against 0.370; from 11x11 the tile's 16 outputs per thread win (its FMA work
- * dominates). Rank-1 5x5 goes to the separable band kernel since it has a kernel per side and bulk
- * staging: 0.2058-0.2063 ms against 0.2089-0.2091 streaming (gaussian 5, four repeats in one run,
- * 2026-11-22), while at 3x3 streaming stays ahead (0.2035-0.2042 against 0.2047-0.2057). Bench
- * knobs: EDGED_FAST_STREAM=0 (all tiles), EDGED_FAST_STREAM_BIG=0 (7x7 and 9x9 on the tile). */
+/* Which taps take the streaming register kernel (fast_stream.cu) instead of the tiles: both sides
+ * 1, 3 or 5 (but rank-1 5x5), rank 1 or not, and full-rank 7x7 and 9x9. At that size the tiled
+ * kernels are bound by their phases (stage, barrier, compute, barrier: the memory pipe idles
+ * between them) and by the staged halo (16 % more bytes at 3x3); the streaming kernel keeps every
+ * warp's loads in flight and reads each row once per 128-column strip, and wins up to full-rank
+ * 9x9. From 11x11 the tile's 16 outputs per thread win (its FMA work dominates). Rank-1 5x5 goes
+ * to the separable band kernel (a kernel per side, bulk staging), which is ahead there but not at
+ * 3x3. Figures in docs/performance.md. Knobs: EDGED_FAST_STREAM=0 (all tiles),
+ * EDGED_FAST_STREAM_BIG=0 (7x7 and 9x9 on the tile). */
 static int fast_use_stream(const struct kernel2d *k)
 {
     if (tuning()->fast_stream == 0 || !fast_stream_has(k->rows, k->cols))

@@ -45,7 +45,7 @@
  * Borders. Zero only, and for both stages as the plan defines it: the gaussian sees zeros outside
  * the image, and the laplacian sees ZEROS outside the image (the intermediate's own border), not
  * the gaussian of the zero-padded input; G is forced to 0 at every position outside the image.
- * Replicate and reflect run as the two-stage fast path (gconv_run.cu). */
+ * Replicate and reflect run as the two-stage fast path (gconv_plan.cu). */
 #define EDGE_P 8                        /* row steps per loop iteration: the period of the windows */
 #define EDGE_WARM 6                     /* input rows a strip reads before its first output row */
 #define EDGE_FULL 0xffffffffu
@@ -54,10 +54,9 @@
 #define EDGE_U8F 8388608.0f             /* 2^23: a byte b in the low mantissa -> 2^23 + b */
 
 /* Rows fetched ahead (< EDGE_P): 24-36 bytes of raw samples per lane (3 rows for gray with 8
- * pixels per lane, which then fits 80 registers), except for the packed gray map, which runs
- * faster without the ring. Measured (H100, 8192^2 gray, ms, four repeats in one run, 2026-11-22):
- * u8 map with the ring 0.0609-0.0613, without 0.0630; packed map with 0.0562-0.0566, without
- * 0.0550-0.0553; packed RGB with 0.0965, without 0.1010. */
+ * pixels per lane, which then fits 80 registers), except for the packed gray map, which runs about
+ * 2 % faster without the ring (the u8 map and packed RGB 3-5 % faster with it; figures in
+ * docs/performance.md). */
 static constexpr int edge_prefetch(int ch, int px, bool pack)
 {
     return ch * px <= 4 ? 6 : px == 8 ? (pack ? 0 : 3) : ch * px <= 8 ? 4 : ch * px <= 12 ? 3 : 2;
@@ -515,16 +514,11 @@ static int edge_rows(int v) { return (v + EDGE_P - 1) / EDGE_P * EDGE_P; }
  * warps of the kernel at once. Rows 0 .. h1-1 run in strips of sy rows, the rest in strips of sy2
  * rows, launched last (a 1-D grid: the block scheduler hands out warps in index order): the last
  * wave is short strips, so the GPU drains in the time of a short strip, while most rows pay the
- * 6-row halo of a tall one. The tail covers edge_tail % of one wave of warps (48 and 16 rows, 100 % by default). Knobs:
- * EDGED_EDGE_SY, EDGED_EDGE_SY_TAIL, EDGED_EDGE_TAIL (percent; 0: every strip sy rows).
- * Measured (H100, 8192^2 gray, ms, three repeats in one run, 2026-11-21): one height for all
- * strips, 24 rows (the earlier rule) 0.0646-0.0649, 48 rows 0.0655; 48 rows with a tail of 16-row
- * strips 0.0629-0.0633 (the default), with a tail of 8-row strips 0.0644-0.0647, with 24-row
- * strips 0.0638, tail of 50 / 150 / 200 % of a wave 0.0630 / 0.0630-0.0633 / 0.0635; 64 and 96
- * rows with the tail 0.0664-0.0667 and 0.0691-0.0695. RGB: 0.1069-0.1070 with 24 rows for all,
- * 0.1080-0.1082 with the default (1 % slower; one rule serves both). Earlier (same day, another
- * H100, without the tail): 16 rows 0.067, 24 rows 0.065, 32 0.067, 48 0.067, 64 0.074; on an H200
- * one wave of 96-row strips 0.073 against 0.061 for 32 rows. Returns the warps of the grid. */
+ * 6-row halo of a tall one. The tail covers EDGED_EDGE_TAIL % of one wave of warps. The defaults
+ * (48-row strips, a tail of 16-row strips covering 100 % of a wave) were the fastest of the
+ * heights and tails tried for gray, and within 1 % of the best for RGB, so one rule serves both
+ * (figures in docs/performance.md). Knobs: EDGED_EDGE_SY, EDGED_EDGE_SY_TAIL, EDGED_EDGE_TAIL
+ * (percent; 0: every strip sy rows). Returns the warps of the grid. */
 static unsigned edge_strips(edge_geom *g, int gx, long resident)
 {
     const int hr = div_up(g->h, EDGE_P) * EDGE_P; /* no strip taller than the image */

@@ -59,9 +59,8 @@ static __host__ __device__ constexpr int sep_mp(int n)
  * read from `start` on, wrapping once at most (start + i < 2 len), handed out as whole float4s.
  * It takes the row's shared-space address and wraps with an unsigned minimum, so a load costs an
  * add, a VIADDMNMX and a LEA; with a generic pointer and `k >= len ? k - len : k` the compiler
- * spent 7 instructions per load, recomputing the row's address each time (H100, 8192^2 gaussian,
- * 2026-11-22, three repeats: N = 25 0.2425-0.2455 -> 0.2381-0.2389 ms, 31 0.268-0.273 -> 0.261,
- * 63 0.478-0.483 -> 0.458-0.460). */
+ * spent 7 instructions per load, recomputing the row's address each time: 2-5 % slower at N = 25
+ * to 63 (figures in docs/performance.md). */
 struct fast_ring {
     unsigned base; /* shared-space address of the ring's sample 0 */
     int start, len;
@@ -136,16 +135,16 @@ static __device__ __forceinline__ void sep_stage(float *s, const float *__restri
     }
 }
 
-/* Staging by the copy engine (sm_90 and later): when a step's staged rows lie wholly inside the
- * image, four lanes of each warp each start one bulk copy of a row (cp.async.bulk, completing on
- * an mbarrier per buffer, whose phase every thread waits for) instead of every thread copying
- * 16-byte pieces: sep_stage spends about 10 instructions per piece (address arithmetic and three
- * padding instructions ptxas puts before each LDGSTS), 5-6 pieces per thread and step. The copy
- * is a uniform instruction, so a warp issues its lanes' copies one after the other: 32 rows from
- * warp 0 held the block's barrier up (H100, 8192^2 gaussian 41: 0.327 ms, against 0.282 with four
- * rows per warp and 0.288 without bulk copies, in two runs of the same day). Frame blocks and
- * steps that reach past the image take sep_stage. Rows are 16-byte aligned on both sides (pitched
- * buffers; staged columns start at a multiple of 4) and a multiple of 16 bytes. */
+/* Staging by the copy engine (sm_90 and later; EDGED_SEP_BULK=0 turns it off): when a step's
+ * staged rows lie wholly inside the image, four lanes of each warp each start one bulk copy of a
+ * row (cp.async.bulk, completing on an mbarrier per buffer, whose phase every thread waits for)
+ * instead of every thread copying 16-byte pieces: sep_stage spends about 10 instructions per piece
+ * (address arithmetic and three padding instructions ptxas puts before each LDGSTS), 5-6 pieces
+ * per thread and step. The copy is a uniform instruction, so a warp starts its lanes' copies one
+ * after the other: all 32 rows from warp 0 held the block's barrier up (slower than no bulk copies
+ * at all), hence four rows per warp (figures in docs/performance.md). Frame blocks and steps that
+ * reach past the image take sep_stage. Rows are 16-byte aligned on both sides (pitched buffers;
+ * staged columns start at a multiple of 4) and a multiple of 16 bytes. */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define SEP_BULK_ARCH 1
 #else
@@ -200,12 +199,11 @@ static __device__ __forceinline__ void sep_bar_wait(unsigned bar, unsigned parit
 #endif
 }
 
-/* One kernel per odd side N (fast_pass_n: the taps are parameter-bank operands). 3 blocks per SM
- * asked of the register budget: ptxas takes 56-72 registers on sm_90 and sm_80, no spill (CUDA
- * 13.0); the shared memory admits 3 blocks up to N = 33, 2 above. H100, 8192^2 gaussian
- * (2026-11-22, three repeats in one run), ms at N = 7 / 25 / 31 / 41 / 63: one kernel per N % 16
- * with a run-time chunk loop 0.211 / 0.228 / 0.253 / 0.335 / 0.468; one per N 0.210 / 0.222 / 0.226
- * / 0.288 / 0.395; with bulk staging 0.206 / 0.215 / 0.222 / 0.282 / 0.390. */
+/* One kernel per odd side N (fast_pass_n: the taps are parameter-bank operands), rather than one
+ * per N % 16 with a run-time chunk loop: 14-16 % less time at N = 41 to 63 (figures in
+ * docs/performance.md). 3 blocks per SM asked of the register budget: ptxas takes 56-72 registers
+ * on sm_90 and sm_80, no spill (CUDA 13.0); the shared memory admits 3 blocks up to N = 33, 2
+ * above. */
 template <int N>
 __global__ void __launch_bounds__(SEP_THREADS, 3)
     k_fast_sep(const float *__restrict__ d_in, float *__restrict__ d_out, conv_geom g, sep_bands bands, int bulk,
@@ -293,9 +291,9 @@ __global__ void __launch_bounds__(SEP_THREADS, 3)
 
 /* Two staged buffers of SEP_ROWS rows and the ring of 128 columns. N = 63: 49 + 50 KiB; N = 31:
  * 41 + 34 KiB (3 blocks of 256 threads per SM up to N = 33, 2 above). At 31 the three fill the SM
- * exactly: 16 bytes more per block for the mbarriers left 2 (H100, 8192^2 gaussian 31: 0.270 ms
- * against 0.222 with 3, 2026-11-22), so they live in the ring's pad, and the kernel has no static
- * shared memory (which would also lower the opt-in limit that fast_smem_attr sets). */
+ * exactly: 16 bytes more per block for the mbarriers would leave 2 (a fifth slower; figures in
+ * docs/performance.md), so they live in the ring's pad, and the kernel has no static shared memory
+ * (which would also lower the opt-in limit that fast_smem_attr sets). */
 struct fast_plan fast_sep_plan(const struct kernel2d *k)
 {
     struct fast_plan p;
@@ -310,21 +308,13 @@ struct fast_plan fast_sep_plan(const struct kernel2d *k)
 /* The bands of the separable kernel. Rows per band: enough bands for about SEP_WAVES rounds of
  * the GPU's resident blocks. One round (each block as far down as it can, the halo rows read twice
  * as rarely as possible) lost: blocks that start together stage and compute together, and the GPU
- * idles while the slowest finish. H100, 8192^2 gaussian (2026-11-21), bands of 256 / 512 / 1024
- * rows / one round (1376 or 2048): N = 25 0.280 / 0.278 / 0.287 / 0.292 ms, N = 31 0.309 / 0.306 /
- * 0.316 / 0.328, N = 63 0.559 / 0.535 / 0.528 / 0.550 (an earlier version of the kernel).
- * Then the last round of blocks (sep_tail_pct, 100 % of the resident blocks) gets bands of at most
- * sep_tail (128) rows, launched last, so that the GPU drains in the time of a short band: with 352-row
- * bands `ncu` showed the SMs idle for 9.4 % of the time at N = 25. H100, 8192^2 gaussian
- * (2026-11-22, two repeats in one run, ms at N = 7 / 15 / 19 / 25 / 31 / 41 / 63): no tail 0.212 /
- * 0.213 / 0.227 / 0.238 / 0.265 / 0.341 / 0.471; tail bands of 64 rows 0.213 / 0.213 / 0.226 /
- * 0.234 / 0.258 / 0.348 / 0.487; of 128 rows 0.211 / 0.212 / 0.220 / 0.229 / 0.252 / 0.336 / 0.469;
- * of 192 rows 0.212 / 0.213 / 0.221 / 0.231 / 0.255 / 0.338 / 0.471; 256-row bands with tails of 96
- * or 128 rows, and 512-row bands with a tail of 128, were slower at 41 and 63 or everywhere. With
- * the tail (same day, two repeats), bands of 288, 448 or 576 rows and tails of 50 or 200 % of a
- * round were no faster anywhere from N = 11 to 63 by more than 1 %, and up to 3.5 % slower at 31-63.
- * Multiples of SEP_ROWS. Bench knobs: EDGED_SEP_BAND (rows), EDGED_SEP_TAIL (rows; 0: no tail),
- * EDGED_SEP_TAIL_PCT (the tail's blocks as a percentage of one round). */
+ * idles while the slowest finish. Then the last round of blocks (EDGED_SEP_TAIL_PCT, 100 % of the
+ * resident blocks) gets bands of at most EDGED_SEP_TAIL (128) rows, launched last, so that the GPU
+ * drains in the time of a short band instead of idling SMs behind the tall ones. These defaults
+ * were the best of the band heights and tails tried, or within 1 % of it, from N = 7 to 63
+ * (figures in docs/performance.md). Multiples of SEP_ROWS. Knobs: EDGED_SEP_BAND (rows; 0: from
+ * the SM count), EDGED_SEP_TAIL (rows; 0: no tail), EDGED_SEP_TAIL_PCT (the tail's blocks as a
+ * percentage of one round). */
 #define SEP_WAVES 4
 static sep_bands fast_sep_bands(const struct conv_args *a, const void *kernel, size_t smem)
 {

@@ -25,11 +25,9 @@
  * does the same thing whatever its row number. The row loop is rolled over periods of U = D + 1
  * steps, each period unrolled, so the prefetch ring slot of step s, ring[s % U], is a constant in
  * the body. Rows are fetched D steps before they are used, so a warp keeps about D rows of loads in
- * flight while it computes (ptxas may move a load within a period). An earlier version rotated the
- * outputs through acc[r % KR] instead, which needs a period that is a multiple of KR: the unrolled
- * loop grew with KR^2, and the warps stalled on instruction fetch (H100: full-rank 7x7 0.240 ms
- * against 0.225 now; a separable streaming kernel of side 15, since replaced by k_fast_sep, had 279 KB
- * of SASS against 126 KB and took 0.454 ms against 0.255); 5x5 and smaller were unchanged.
+ * flight while it computes (ptxas may move a load within a period). Rotating the outputs through
+ * acc[r % KR] instead needs a period that is a multiple of KR: the unrolled loop grows with KR^2,
+ * and the warps stall on instruction fetch (slower from 7x7 on; figures in docs/performance.md).
  *
  * Bytes. A strip reads SY + KR - 1 rows for SY output rows; its KR - 1 halo rows are read by the
  * strip above or below as well, which runs at about the same time, so they come from L2. Lanes 0
@@ -47,11 +45,9 @@
 #define STREAM_FULL 0xffffffffu
 
 /* The interior depth for kr x kc taps: 2 for 9x9, whose unrolled period of 4 rows is the longest
- * (1412 instructions, 22 KB; `ncu` put 32 % of a warp's cycles between two issues on instruction
- * fetch; at depth 2 the loop has 1057), and for 5x5, where it measured faster too.
- * H100, 8192^2 (2026-11-22, three repeats in one run), ms at depth 3 / 2 / 1: gaussian 3 0.204 /
- * 0.206 / 0.205, gaussian 5 0.212 / 0.209 / 0.212, full-rank 7x7 0.221 / 0.228 / 0.222, 9x9 0.304 /
- * 0.289 / 0.294. */
+ * (1412 instructions, 22 KB, against 1057 at depth 2: its warps stalled on instruction fetch), and
+ * for 5x5, where it measured faster too; 3 elsewhere, the fastest there (figures in
+ * docs/performance.md). */
 static __host__ __device__ constexpr int stream_depth(int kr, int kc)
 {
     return kr == kc && (kr == 5 || kr == 9) ? 2 : STREAM_DEPTH;
@@ -245,8 +241,8 @@ static __device__ __forceinline__ void stream_window(const stream_row<HW> &r, in
  * skipped: in the first KR - 1 steps of a strip those outputs would lie above it. */
 
 /* Direct correlation: each output adds its taps in row-major order. Launched for sides up to 5, and
- * for full-rank 7x7 and 9x9 (49 and 81 FMAs per pixel, 96 and 128 registers). H100, 8192^2
- * (2026-11-21): 0.225 and 0.311 ms against 0.308 and 0.370 for the direct tile. */
+ * for full-rank 7x7 and 9x9 (49 and 81 FMAs per pixel, 96 and 128 registers), where it beats the
+ * direct tile (fast_use_stream in fast.cu). */
 template <int KR_, int KC_>
 struct stream_direct {
     static constexpr int KR = KR_, KC = KC_, RX = KC / 2, HW = stream_halo(RX);

@@ -1,4 +1,4 @@
-/* gconv.h — GPU convolution: an opaque device context and the variants of the seed reports.
+/* gconv.h — GPU convolution: an opaque device context and the GPU variants (api/variant.h).
  * Plain C interface (no CUDA types) so that host code builds with or without CUDA; when built
  * without CUDA (gconv_stub.c) every entry point answers EDGED_E_NO_CUDA. */
 #ifndef EDGED_GCONV_H

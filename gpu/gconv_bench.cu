@@ -87,16 +87,15 @@ static int bench_args_ok(struct gconv_ctx *ctx, int w, int h, const struct kerne
 /* Times warmup + reps launches of `launch(i)` on stream 0 (the launcher picks rotation i's buffers);
  * each rep is bracketed by its own events and waited for. Before its start event each rep queues
  * gctx_hold (200 us of GPU time), as nvbench does with its blocking kernel: the host's launch work
- * (4.7 us for one launch on the H100; more for multi-kernel pipelines and NPP) then happens while
- * the GPU is still busy, and the events time the GPU's work, not the gap before it. Without the
- * hold that gap entered every rep: the edge kernel's 58.8 us (ncu) was timed as 64.4 us. Host work
- * longer than the hold would show again as time.
+ * (microseconds per launch; more for multi-kernel pipelines and NPP) then happens while the GPU is
+ * still busy, and the events time the GPU's work, not the gap before it (without the hold that gap
+ * entered every rep and added about a tenth to the edge kernel's time). Host work longer than the
+ * hold would show again as time.
  * The warm-up runs at least `warmup` launches and at least BENCH_WARM_MS of kernel time (or
  * BENCH_WARM_WALL_MS of wall time, for kernels of microseconds). Each case first allocates and
- * fills its rotation arena; with only 3 warm-up launches (0.6 ms at 8192^2) one case in about ten
- * came out 7-12 % slow in a run, a different one each time, and normal when repeated (H100,
- * 2026-11-21). The GPU's clocks and memory state after the allocation are the suspects; this was
- * not measured directly. */
+ * fills its rotation arena; with a few warm-up launches only, about one case in ten came out
+ * several percent slow, a different one each time (figures in docs/performance.md). The GPU's
+ * clocks and memory state after the allocation are the suspects; this was not measured directly. */
 template <typename F>
 static cudaError_t bench_loop(struct gconv_ctx *ctx, int warmup, int reps, double *median_ms, F launch)
 {

@@ -1,5 +1,6 @@
 /* gconv_internal.h — what the gpu/ files share: the context layout, the launch arguments of the
- * variant launchers, the CUDA error helpers and the device-side sample loader. .cu files only. */
+ * variant launchers, the plan helpers of gconv_plan.cu, the CUDA error helpers and the device-side
+ * sample loader. .cu files only. */
 #ifndef EDGED_GCONV_INTERNAL_H
 #define EDGED_GCONV_INTERNAL_H
 

@@ -363,6 +363,28 @@ static cudaError_t open_streams(struct gconv_ctx *ctx)
     return cudaSuccess;
 }
 
+/* Why no device can be used, from cudaGetDeviceCount's error e (cudaSuccess: it counted none).
+ * The runtime answers cudaErrorInsufficientDriver both when the driver is older than the runtime
+ * and when there is no driver at all; cudaDriverGetVersion tells the two apart: it reports 0 when
+ * no driver library could be loaded. Versions read as major * 1000 + minor * 10. */
+static int open_no_device(cudaError_t e, char *err)
+{
+    int drv = 0, rt = 0;
+
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    cudaGetLastError();
+    if (drv == 0 && (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice))
+        return edged_fail(err, EDGED_E_NO_CUDA, "no usable CUDA device: no NVIDIA driver found");
+    if (e == cudaErrorInsufficientDriver)
+        return edged_fail(err, EDGED_E_NO_CUDA,
+                          "no usable CUDA device: the NVIDIA driver supports CUDA %d.%d, this build needs %d.%d",
+                          drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+    if (e == cudaSuccess || e == cudaErrorNoDevice)
+        return edged_fail(err, EDGED_E_NO_CUDA, "no usable CUDA device: none present");
+    return edged_fail(err, EDGED_E_NO_CUDA, "no usable CUDA device: %s", cudaGetErrorString(e));
+}
+
 int gconv_open(struct gconv_ctx **out, int device, int streams, char *err)
 {
     struct gconv_ctx *ctx = NULL;
@@ -374,8 +396,7 @@ int gconv_open(struct gconv_ctx **out, int device, int streams, char *err)
         return edged_fail(err, EDGED_E_PARAM, "streams %d invalid: must be 1..%d", streams,
                           GCONV_MAX_STREAMS);
     if ((e = cudaGetDeviceCount(&n)) != cudaSuccess || n == 0)
-        return edged_fail(err, EDGED_E_NO_CUDA, "no usable CUDA device: %s",
-                          e != cudaSuccess ? cudaGetErrorString(e) : "none present");
+        return open_no_device(e, err);
     if (device < 0 || device >= n)
         return edged_fail(err, EDGED_E_NO_CUDA, "CUDA device %d does not exist (%d present)", device, n);
     if (!(ctx = (struct gconv_ctx *)calloc(1, sizeof(*ctx))))

@@ -7,7 +7,6 @@
 
 #include "clock.h"
 #include "gconv.h"
-#include "log.h"
 #include "params.h"
 #include "png_io.h"
 #include "result.h"

@@ -90,10 +90,11 @@ $(BUILD)/bench/%: $(BUILD)/tests/bench/%.o $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# The web page (server/web) as C arrays in $(BUILD)/gen/web_data.inc, included by server/web_assets.c.
+# The web page (server/web) and api/openapi.yaml as C arrays in $(BUILD)/gen/web_data.inc,
+# included by server/web_assets.c.
 WEB_FILES := $(sort $(wildcard server/web/*.html server/web/*.js server/web/*.css))
-$(BUILD)/gen/web_data.inc: $(WEB_FILES) server/web/embed.sh
-	sh server/web/embed.sh $@ $(WEB_FILES)
+$(BUILD)/gen/web_data.inc: $(WEB_FILES) api/openapi.yaml server/web/embed.sh
+	sh server/web/embed.sh $@ $(WEB_FILES) /openapi.yaml=api/openapi.yaml
 $(BUILD)/server/web_assets.o: $(BUILD)/gen/web_data.inc
 $(BUILD)/server/web_assets.o: override CPPFLAGS += -I$(BUILD)/gen
 

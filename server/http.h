@@ -1,5 +1,6 @@
 /* http.h — the HTTP transport (libmicrohttpd): routing, body limits, request ids, one answer per
- * request, access log and request counters. Endpoints live in service.c and pipeline.c. */
+ * request, access log and request counters. The route table is routes.c; the endpoints are
+ * endpoints_image.c and endpoints_info.c. */
 #ifndef EDGED_HTTP_H
 #define EDGED_HTTP_H
 
@@ -75,8 +76,11 @@ int http_req_query(struct http_req *r, int (*cb)(void *cls, const char *key, con
 struct result_times *http_req_times(struct http_req *r);
 /* Access-log fields: filter and variant names (static strings) and the image size. */
 void http_req_note(struct http_req *r, const char *filter, const char *variant, int w, int h);
+/* 1 when the Accept header ranks media type `type` strictly above `other` (the q of the most
+ * specific matching entry each); 0 without an Accept header. */
+int http_req_prefers(struct http_req *r, const char *type, const char *other);
 
-/* Answers: exactly one per request. http_respond takes a malloc'd body (freed by the library;
+/* Answers (http_answer.c): exactly one per request. http_respond takes a malloc'd body (freed by the library;
  * may be NULL when len is 0); extra_header/value (may be NULL) adds one header. */
 void http_respond(struct http_req *r, int status, const char *content_type, void *body, size_t len,
                   const char *extra_header, const char *extra_value);

@@ -18,8 +18,8 @@
 /* Signature + IHDR chunk: 8 + length 4 + type 4 + data 13 + CRC 4. */
 #define PNGIO_IHDR_END 33
 #define PNGIO_IHDR_LEN 13
-/* Encoder zlib output buffer = IDAT chunk size. 64 KiB vs libpng's 8 KiB measured within noise
- * (2048x2048 photo, level 1); kept for 8x fewer chunks and write callbacks. */
+/* Encoder zlib output buffer = IDAT chunk size: 64 KiB costs no time over libpng's 8 KiB and
+ * makes 8x fewer chunks and write callbacks. */
 #define PNGIO_ZBUF_SIZE 65536
 #define PNGIO_WBUF_MIN 16384
 
@@ -142,8 +142,9 @@ static int pngio_parse_ihdr(const uint8_t *data, size_t len, struct pngio_ihdr *
     return 0;
 }
 
-/* The caller's limits, capped by what struct img can hold at all. */
-static int pngio_check_limits(uint32_t w, uint32_t h, const struct png_limits *lim, char *err)
+/* The caller's limits, capped by the absolute bounds (IMG_MAX_SIDE, IMG_MAX_PIXELS, those of
+ * img_check_size), so that the answer always names the limit in force. */
+int pngio_check_size(const struct png_limits *lim, uint32_t w, uint32_t h, char *err)
 {
     uint64_t side = lim->max_side < IMG_MAX_SIDE ? lim->max_side : IMG_MAX_SIDE;
     uint64_t pix = lim->max_pixels < IMG_MAX_PIXELS ? lim->max_pixels : IMG_MAX_PIXELS;
@@ -270,7 +271,7 @@ static int pngio_dec_run(struct pngio_dec *d, const struct png_limits *lim, char
     png_set_read_fn(png, &d->src, pngio_read);
     pngio_dec_configure(png, lim);
     png_read_info(png, info);
-    rc = pngio_check_limits(png_get_image_width(png, info), png_get_image_height(png, info), lim, err);
+    rc = pngio_check_size(lim, png_get_image_width(png, info), png_get_image_height(png, info), err);
     if (rc)
         return rc;
     pngio_dec_transforms(png, info);
@@ -305,7 +306,7 @@ int pngio_decode(const uint8_t *data, size_t len, const struct png_limits *lim, 
         pngio_default_limits(&def);
         lim = &def;
     }
-    if ((rc = pngio_parse_ihdr(data, len, &hd, err)) || (rc = pngio_check_limits(hd.w, hd.h, lim, err)))
+    if ((rc = pngio_parse_ihdr(data, len, &hd, err)) || (rc = pngio_check_size(lim, hd.w, hd.h, err)))
         return rc;
     d.src = (struct pngio_src){data, len, 0};
     d.fail = (struct pngio_fail){"corrupt PNG", EDGED_E_BAD_PNG, err};
@@ -365,25 +366,11 @@ static void pngio_pack_row1(const uint8_t *src, int w, png_bytep dst)
             dst[x >> 3] |= (png_byte)(0x80u >> (x & 7));
 }
 
-/* Row filter, chosen from measurements on this machine (Intel Xeon, 2 cores, zlib 1.2.13, libpng
- * 1.6.39, 2026-11-21; 2048x2048, median of 5; ms / compression ratio). photo = a real RGB photo
- * (mirror-tiled), mag = its Sobel magnitude (gray), thr = the magnitude thresholded (0/255):
- *   level 1      NONE          SUB           UP            PAETH         adaptive
- *   photo RGB    118 / 2.87    123 / 3.06    109 / 3.41    163 / 3.22    218 / 3.24
- *   mag gray      49 / 2.55     54 / 2.53     50 / 2.59     68 / 2.62    120 / 2.63
- *   thr gray      21 / 10.7     20 / 11.8     17 / 14.6     24 / 14.5     35 / 14.4
- *   level 6 (libpng's Z_FILTERED strategy)
- *   photo RGB    192 / 2.89    481 / 3.33    569 / 3.50    593 / 3.63    628 / 3.63
- *   mag gray      87 / 2.60     86 / 2.66     98 / 2.75    114 / 2.82    138 / 2.83
- *   thr gray      64 / 26.3     65 / 25.2     58 / 24.7     64 / 24.8     75 / 24.8
- * So: level 0 stores, filtering would only cost time: NONE. Levels 1-3 (zlib's fast path, which
- * ignores the strategy): UP is the fastest and about the smallest everywhere, adaptive is twice as
- * slow for nothing. Levels 4-9 ask for size: libpng's default (adaptive, Z_FILTERED) is the
- * smallest. 1-bit output: NONE (libpng's default below 8 bits) is smallest at equal time (thr as
- * 1 bit, level 1: NONE 11.8 ms / 4.75, UP 12.3 / 4.52, SUB 11.4 / 4.11).
- * Z_RLE was measured and not taken: at level 1 it wins only on 0/255 maps (thr 17 ms / 17.2 vs
- * 14.6) and loses badly elsewhere (photo 142 ms / 1.80, mag 52 ms / 1.41); 1-bit output is the
- * better answer for binary maps. */
+/* Row filter by level, from timing the filters on photos, gradient maps and binary maps: level 0
+ * stores (filtering would only cost time): NONE; levels 1-3 (zlib's fast path): UP, the fastest
+ * and about the smallest, where adaptive is twice as slow; 4-9 ask for size: libpng's default
+ * (adaptive) is the smallest; 1-bit output: NONE, smallest at equal time. Z_RLE is not used: it
+ * wins only on 0/255 maps, which 1-bit output serves better. */
 static void pngio_enc_configure(png_structp png, int level, int bit_depth)
 {
     png_set_compression_level(png, level);
@@ -425,8 +412,7 @@ static int pngio_enc_check(const struct img *im, int level, int bit_depth, uint8
 {
     if (!out || !out_len)
         return edged_fail(err, EDGED_E_PARAM, "PNG encode: no output pointer");
-    if (!im || !im->px || im->w < 1 || im->h < 1 || im->w > IMG_MAX_SIDE || im->h > IMG_MAX_SIDE ||
-        im->ch < 1 || im->ch > 4 ||
+    if (!im || !im->px || img_check_size(im->w, im->h, NULL) < 0 || im->ch < 1 || im->ch > 4 ||
         im->stride < (im->packed ? ((size_t)im->w + 7) / 8 : (size_t)im->w * (size_t)im->ch))
         return edged_fail(err, EDGED_E_PARAM, "PNG encode: invalid image");
     if (im->packed && (im->ch != 1 || bit_depth != 1))

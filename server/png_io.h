@@ -17,6 +17,11 @@ struct png_limits {
 /* Defaults: side 32768, 50 megapixels, 8 MB chunks. */
 void pngio_default_limits(struct png_limits *lim);
 
+/* The one size check of an image against request limits (the server's --max-side and
+ * --max-pixels, or the defaults), never looser than img_check_size's absolute bounds. Returns 0
+ * or EDGED_E_IMAGE_TOO_LARGE with a message naming the limit (max-side, max-pixels). */
+int pngio_check_size(const struct png_limits *lim, uint32_t w, uint32_t h, char *err);
+
 /* Whether data starts with the 8-byte PNG signature. */
 int pngio_is_png(const uint8_t *data, size_t len);
 

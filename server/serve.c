@@ -15,6 +15,7 @@
 #include "errors.h"
 #include "http.h"
 #include "log.h"
+#include "routes.h"
 #include "service.h"
 
 #define SERVE_TICK_MS 100      /* main loop period: signal wait, watchdog, fatal check */
@@ -183,7 +184,7 @@ static int serve_run(const struct serve_config *cfg, const sigset_t *set)
      * encoding (codec slots) and running (GPU streams or CPU workers) */
     hc.max_active = cfg->queue_depth + 2 * cfg->threads +
                     (s.engine && engine_has_gpu(s.engine) ? cfg->streams : cfg->cpu_workers);
-    routes = service_routes(&nroutes);
+    routes = routes_table(&nroutes);
     if ((rc = http_start(&h, &hc, routes, nroutes, service_admit, &s, s.m, err)) < 0)
         goto out;
     log_event("info", "listening", "edged %s listening on %s:%d (%s backend)", EDGED_VERSION, cfg->host, cfg->port,

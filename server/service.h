@@ -1,5 +1,5 @@
-/* service.h — the state every endpoint shares, readiness, and the route table (GET endpoints
- * here; the image endpoints in pipeline.c). */
+/* service.h — the state every endpoint shares: backend, queue and worker, admission and
+ * readiness, the PNG limits and codec slots. The endpoints are in endpoints_*.c (routes.h). */
 #ifndef EDGED_SERVICE_H
 #define EDGED_SERVICE_H
 
@@ -10,7 +10,6 @@
 #include "config.h"
 #include "engine.h"
 #include "errors.h"
-#include "http.h"
 #include "metrics.h"
 #include "png_io.h"
 #include "queue.h"
@@ -27,19 +26,15 @@ struct service {
     sem_t codec;                        /* PNG decode/encode slots: cfg->threads */
     sem_t codec_large;                  /* of which large images may hold: max(1, threads - 1) */
     int codec_ready;                    /* both initialised (service_destroy undoes only that) */
-    char *openapi;                      /* the file's bytes, or NULL */
-    size_t openapi_len;
-    char openapi_path[600];             /* where it was read, or where it was looked for */
+    char *openapi;                      /* the bytes of --openapi's file; NULL without --openapi or */
+    size_t openapi_len;                 /* when it could not be read (then /openapi.yaml is 404) */
     atomic_int draining;
 };
 
-/* Sets limits and codec slots and reads openapi.yaml (absence is logged, not fatal). The other
- * members are set by the caller. Returns 0 or a negative EDGED_E_* code. */
+/* Sets limits and codec slots and reads the file --openapi names, if any (a failure is logged,
+ * not fatal). The other members are set by the caller. Returns 0 or a negative EDGED_E_* code. */
 int service_init(struct service *s, const struct serve_config *cfg, char *err);
 void service_destroy(struct service *s);
-
-/* The routes of the API, for http_start. */
-const struct http_route *service_routes(int *n);
 
 /* http_admit: refuses new POSTs while draining, without a backend or after a fatal GPU error. */
 int service_admit(void *app, char *err);

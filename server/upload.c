@@ -75,8 +75,12 @@ static int form_param(struct params *p, const struct multipart_part *part, char 
     return rc;
 }
 
-/* Parts: exactly one `image`, at most one `params` (JSON, applied last so that it wins), any
- * other part is a plain form field naming a parameter. */
+/* The form field names the image may come in: `image` (this API) and `file` (imaginary's name,
+ * and what most HTTP client examples send). Any other name is a parameter. */
+static int is_image_part(const char *name) { return strcmp(name, "image") == 0 || strcmp(name, "file") == 0; }
+
+/* Parts: exactly one image part (`image` or `file`), at most one `params` (JSON, applied last so
+ * that it wins), any other part is a plain form field naming a parameter. */
 static int parse_multipart(const char *ctype, const uint8_t *body, size_t len, struct upload *u, char *err)
 {
     struct multipart_part parts[MULTIPART_MAX_PARTS];
@@ -89,9 +93,10 @@ static int parse_multipart(const char *ctype, const uint8_t *body, size_t len, s
     if ((n = multipart_parse(body, len, boundary, parts, MULTIPART_MAX_PARTS, err)) < 0)
         return n;
     for (int i = 0; i < n; i++) {
-        if (strcmp(parts[i].name, "image") == 0) {
+        if (is_image_part(parts[i].name)) {
             if (u->image)
-                return edged_fail(err, EDGED_E_MULTIPART, "more than one 'image' part");
+                return edged_fail(err, EDGED_E_MULTIPART, "more than one image part ('%s' after an earlier "
+                                  "'image' or 'file')", parts[i].name);
             u->image = parts[i].data;
             u->image_len = parts[i].len;
         } else if (strcmp(parts[i].name, "params") == 0) {
@@ -105,7 +110,7 @@ static int parse_multipart(const char *ctype, const uint8_t *body, size_t len, s
     if (json && (rc = params_set_json(&u->p, (const char *)json->data, json->len, err)) < 0)
         return rc;
     if (!u->image)
-        return edged_fail(err, EDGED_E_MULTIPART, "multipart body has no 'image' part");
+        return edged_fail(err, EDGED_E_MULTIPART, "no image part: send the image as form field 'image' or 'file'");
     return 0;
 }
 

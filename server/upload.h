@@ -1,6 +1,6 @@
 /* upload.h — a request body as it arrives (a bounded buffer filled piece by piece) and its parse
  * into the image bytes and the parameters: a raw image/png body, or multipart/form-data with an
- * `image` part, form fields and a JSON `params` part. Pure functions of the bytes, so that the
+ * `image` (or `file`) part, form fields and a JSON `params` part. Pure functions of the bytes, so that the
  * fuzz target runs exactly the code the server runs. */
 #ifndef EDGED_UPLOAD_H
 #define EDGED_UPLOAD_H
@@ -37,8 +37,8 @@ struct upload {
 /* Parses body (len bytes, content_type as sent, may be NULL) into u. u->p must have been set up
  * by params_init (and hold the query-string parameters, which form fields and then JSON override).
  * A Content-Type of image/png takes the body as the image; anything else is parsed as multipart:
- * exactly one `image` part, at most one `params` part (JSON, applied last), every other part a
- * parameter by name. Ends with params_validate. Returns 0, EDGED_E_MULTIPART, EDGED_E_PARAM or
+ * exactly one image part (named `image` or `file`), at most one `params` part (JSON, applied
+ * last), every other part a parameter by name. Ends with params_validate. Returns 0, EDGED_E_MULTIPART, EDGED_E_PARAM or
  * EDGED_E_NOMEM, with a message naming the part or field. */
 int upload_parse(const char *content_type, const uint8_t *body, size_t len, struct upload *u, char *err);
 

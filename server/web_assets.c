@@ -1,14 +1,14 @@
-/* web_assets.c — lookup of the embedded web page files by URL path. */
+/* web_assets.c — lookup of the embedded files (the web page, openapi.yaml) by URL path. */
 #include "web_assets.h"
 
 #include <string.h>
 
 #include "errors.h"
 
-#define WEB_PREFIX "/web/"
+#define WEB_INDEX "/web/index.html" /* what "/" serves */
 
 struct web_asset {
-    const char *name;
+    const char *path; /* the URL path it is served at */
     const unsigned char *body;
     size_t len;
     const char *content_type;
@@ -29,29 +29,21 @@ static const struct web_asset web_table[] = {{NULL, NULL, 0, NULL}};
 
 #define WEB_NTABLE (sizeof(web_table) / sizeof(web_table[0]))
 
-static const struct web_asset *asset_named(const char *name)
-{
-    for (size_t i = 0; i < WEB_NTABLE; i++)
-        if (web_table[i].name && strcmp(web_table[i].name, name) == 0)
-            return &web_table[i];
-    return NULL;
-}
-
-/* Only table names match, so "/web/../x" or "/web/a/b" cannot reach anything else. */
+/* Only table paths match, so "/web/../x" or "/web/a/b" cannot reach anything else. */
 int web_asset_find(const char *path, const unsigned char **body, size_t *len, const char **content_type)
 {
-    const struct web_asset *a = NULL;
-
     if (path && strcmp(path, "/") == 0)
-        a = asset_named("index.html");
-    else if (path && strncmp(path, WEB_PREFIX, strlen(WEB_PREFIX)) == 0 && path[strlen(WEB_PREFIX)])
-        a = asset_named(path + strlen(WEB_PREFIX));
-    if (!a)
-        return EDGED_E_NOT_FOUND;
-    *body = a->body;
-    *len = a->len;
-    *content_type = a->content_type;
-    return 0;
+        path = WEB_INDEX;
+    for (size_t i = 0; path && i < WEB_NTABLE; i++) {
+        const struct web_asset *a = &web_table[i];
+        if (a->path && strcmp(a->path, path) == 0) {
+            *body = a->body;
+            *len = a->len;
+            *content_type = a->content_type;
+            return 0;
+        }
+    }
+    return EDGED_E_NOT_FOUND;
 }
 
 int web_asset_count(void)
@@ -59,6 +51,6 @@ int web_asset_count(void)
     int n = 0;
 
     for (size_t i = 0; i < WEB_NTABLE; i++)
-        n += web_table[i].name != NULL;
+        n += web_table[i].path != NULL;
     return n;
 }

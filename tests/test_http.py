@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import requests
 
-from conftest import BACKEND, BIN, PNGSUITE, oracle, png_bytes, png_decode, random_image
+from conftest import BACKEND, BIN, PNGSUITE, ROOT, free_port, oracle, png_bytes, png_decode, random_image
 
 FILTERS = {
     "edge": {"filter": "edge", "threshold": 8},
@@ -163,6 +163,39 @@ def test_openapi(server):
     assert r.headers["Content-Type"].startswith("application/yaml")
     assert r.text.startswith("openapi: 3") and "/v1/filter" in r.text and "/v1/compare" in r.text
 
+
+
+def test_embedded_files_from_any_directory(tmp_path):
+    """openapi.yaml and the web page come from the binary: started in /tmp (no api/ or server/web
+    beside it), it serves them byte for byte, and the page shows the version /version gives."""
+    port = free_port()
+    url = "http://127.0.0.1:%d" % port
+    with open(tmp_path / "edged.log", "wb") as log:
+        proc = subprocess.Popen([os.path.abspath(BIN), "serve", "--host", "127.0.0.1", "--port", str(port),
+                                 "--backend", BACKEND], cwd="/tmp", stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        until = time.time() + 20
+        while time.time() < until and proc.poll() is None:
+            try:
+                if requests.get(url + "/healthz", timeout=1).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                time.sleep(0.05)
+        for path, file in (("/openapi.yaml", "api/openapi.yaml"), ("/", "server/web/index.html"),
+                           ("/web/app.js", "server/web/app.js")):
+            r = requests.get(url + path, timeout=10)
+            with open(os.path.join(ROOT, file), "rb") as f:
+                want = f.read()
+            assert r.status_code == 200 and r.content == want, (path, r.status_code, r.text[:200])
+        assert requests.get(url + "/openapi.yaml").headers["Content-Type"].startswith("application/yaml")
+        assert 'href="openapi.yaml"' in requests.get(url + "/").text  # the footer link resolves to it
+        v = requests.get(url + "/version").json()["version"]
+        assert re.fullmatch(r"\d+\.\d+\.\d+\S*", v), v
+        page = requests.get(url + "/web/app.js").text
+        assert "getJson('version')" in page and "v.version" in page  # the page shows /version's string
+    finally:
+        proc.terminate()
+        assert proc.wait(30) == 0, (tmp_path / "edged.log").read_text()
 
 # ---- POST /v1/filter: success paths ---------------------------------------------------------------
 
@@ -365,6 +398,27 @@ def test_400_multipart(server, image):
     assert_error(r, 400, "bad_multipart", ["more than one"])
     r = requests.post(url, data=b"", headers={"Content-Type": ctype})
     assert_error(r, 400, "bad_multipart")
+
+
+def test_file_part_is_the_image(server, image, tmp_path):
+    """A part named `file` (imaginary's field, `curl -F file=@x.png`) is the image, as `image` is;
+    an image sent under both names, or twice, stays 400; without one the message names both."""
+    url = server.url + "/v1/filter"
+    want = requests.post(url, files={"image": ("x.png", image, "image/png")}, data={"filter": "sobel"})
+    path = tmp_path / "x.png"
+    path.write_bytes(image)
+    got = subprocess.run(["curl", "-s", "-S", "-o", "-", "-w", "\n%{http_code}", "-F", "file=@%s" % path,
+                          "-F", "filter=sobel", url], capture_output=True, timeout=60)
+    body, _, status = got.stdout.rpartition(b"\n")
+    assert want.status_code == 200 and status == b"200", got
+    assert body == want.content and png_decode(body).shape[:2] == (72, 96)
+    r = requests.post(url, files={"file": ("x.png", image, "image/png")}, data={"filter": "sobel"})
+    assert r.status_code == 200 and r.content == want.content
+    for names in (("image", "file"), ("file", "image"), ("file", "file")):
+        r = requests.post(url, files=[(names[0], ("a.png", image)), (names[1], ("b.png", image))])
+        assert_error(r, 400, "bad_multipart", ["more than one image part"])
+    r = requests.post(url, files={"params": (None, "{}")})
+    assert_error(r, 400, "bad_multipart", ["no image part", "'image' or 'file'"])
 
 
 def test_404_405(server):

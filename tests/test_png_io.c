@@ -374,7 +374,7 @@ static void suite_valid(const char *dir, const char *name, const uint8_t *data, 
 
 static void suite_corrupt(const char *name, const uint8_t *data, size_t len, int *nbad)
 {
-    struct img im = {1, 1, 1, 1, (uint8_t *)"x"};
+    struct img im = {1, 1, 1, 1, (uint8_t *)"x", 0};
     char err[EDGED_ERR_LEN] = "";
     int rc = pngio_decode(data, len, NULL, &im, err);
 
@@ -647,7 +647,7 @@ static void test_big_idat(void)
 
 static struct img random_img(int w, int h, int ch, size_t pad)
 {
-    struct img im = {w, h, ch, (size_t)w * ch + pad, NULL};
+    struct img im = {w, h, ch, (size_t)w * ch + pad, NULL, 0};
 
     im.px = malloc(im.stride * (size_t)h);
     for (size_t i = 0; i < im.stride * (size_t)h; i++)

@@ -1,6 +1,6 @@
 /* test_upload.c — the request body buffer (bounded growth, refusal past the cap, random piece
  * sizes give the same bytes) and upload_parse (raw PNG, multipart, precedence of JSON over form
- * fields over the query, and its errors). */
+ * fields over the query, the image part's two names, and its errors). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,9 +83,36 @@ static void test_parse(void)
                 &u) == EDGED_E_MULTIPART && strstr(err, "truncated"), "truncated: %s", err);
 }
 
+#define PART(name, data) "--B\r\nContent-Disposition: form-data; name=\"" name "\"\r\n\r\n" data "\r\n"
+#define MP "multipart/form-data; boundary=B"
+
+/* `file` (imaginary's field name, curl -F file=@x.png) is the image like `image`; two image parts
+ * of either name are refused; without one the message names both. */
+static void test_image_part_names(void)
+{
+    struct upload u;
+    int rc;
+
+    rc = parse(MP, PART("file", "\x89PNG\r\n\x1a\nxyz") PART("filter", "sobel") "--B--\r\n", &u);
+    CHECK(rc == 0 && u.image_len == 11 && memcmp(u.image, png_sig, 8) == 0 && u.p.spec.filter == FILTER_SOBEL,
+          "'file' part is the image: %d %s", rc, err);
+    rc = parse(MP, PART("image", "a") PART("file", "b") "--B--\r\n", &u);
+    CHECK(rc == EDGED_E_MULTIPART && strstr(err, "more than one image part"), "image + file: %d %s", rc, err);
+    rc = parse(MP, PART("file", "a") PART("image", "b") "--B--\r\n", &u);
+    CHECK(rc == EDGED_E_MULTIPART && strstr(err, "more than one image part"), "file + image: %d %s", rc, err);
+    rc = parse(MP, PART("file", "a") PART("file", "b") "--B--\r\n", &u);
+    CHECK(rc == EDGED_E_MULTIPART && strstr(err, "more than one image part"), "file + file: %d %s", rc, err);
+    rc = parse(MP, PART("params", "{}") "--B--\r\n", &u);
+    CHECK(rc == EDGED_E_MULTIPART && strstr(err, "no image part") && strstr(err, "'image' or 'file'"),
+          "no image part: %d %s", rc, err);
+    rc = parse(MP, PART("picture", "a") PART("image", "b") "--B--\r\n", &u);
+    CHECK(rc == EDGED_E_PARAM && strstr(err, "picture"), "other names stay parameters: %d %s", rc, err);
+}
+
 int main(void)
 {
     test_body_growth(check_seed());
     test_parse();
+    test_image_part_names();
     return check_summary();
 }

@@ -1,18 +1,16 @@
-/* pipeline.c — POST /v1/filter and /v1/compare on the connection thread: read the upload and its
- * parameters, decode (codec slot), queue the job and wait for the worker, encode (codec slot),
- * answer. Every failure answers through http_respond_error, so there is one error format. */
-#include "pipeline.h"
-
+/* endpoints_image.c — POST /v1/filter and /v1/compare on the connection thread: read the upload
+ * and its parameters, decode (codec slot), queue the job and wait for the worker, encode (codec
+ * slot), answer. Every failure answers through http_respond_error, so there is one error format. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "clock.h"
 #include "gconv.h"
-#include "log.h"
 #include "params.h"
 #include "png_io.h"
 #include "result.h"
+#include "routes.h"
 #include "service.h"
 #include "upload.h"
 
@@ -50,45 +48,11 @@ static int read_upload(struct http_req *r, enum params_mode mode, struct upload 
     return upload_parse(http_req_header(r, "Content-Type"), body, len, u, err);
 }
 
-/* q of the most specific Accept entry matching type ("image/png"), 0 when none matches. */
-static double accept_q(const char *accept, const char *type)
-{
-    const char *slash = strchr(type, '/');
-    double best = 0.0;
-    int best_spec = -1;
-
-    for (const char *e = accept; e && *e;) {
-        const char *end = strchr(e, ','), *semi, *q;
-        size_t n = end ? (size_t)(end - e) : strlen(e), tn;
-        int spec;
-        while (n && (*e == ' ' || *e == '\t'))
-            e++, n--;
-        semi = memchr(e, ';', n);
-        tn = semi ? (size_t)(semi - e) : n;
-        while (tn && (e[tn - 1] == ' ' || e[tn - 1] == '\t'))
-            tn--;
-        spec = tn == strlen(type) && strncasecmp(e, type, tn) == 0                                        ? 2
-               : tn == (size_t)(slash - type) + 2 && strncasecmp(e, type, tn - 1) == 0 && e[tn - 1] == '*' ? 1
-               : tn == 3 && strncmp(e, "*/*", 3) == 0                                                     ? 0
-                                                                                                          : -1;
-        if (spec > best_spec) {
-            q = semi ? strstr(semi, "q=") : NULL;
-            best = q && q < e + n ? atof(q + 2) : 1.0;
-            best_spec = spec;
-        }
-        e = end ? end + 1 : NULL;
-    }
-    return best;
-}
-
 static int wants_json(struct http_req *r, const struct params *p)
 {
-    const char *accept;
-
     if (p->output != PARAMS_OUTPUT_AUTO)
         return p->output == PARAMS_OUTPUT_JSON;
-    accept = http_req_header(r, "Accept");
-    return accept && accept_q(accept, "application/json") > accept_q(accept, "image/png");
+    return http_req_prefers(r, "application/json", "image/png");
 }
 
 /* ---- decode ------------------------------------------------------------------------------- */
@@ -105,21 +69,16 @@ static int sniff(const uint8_t *d, size_t n, char *err)
     return edged_fail(err, EDGED_E_NOT_PNG, "image is not a PNG (%zu bytes without the PNG signature)", n);
 }
 
-/* Sniff, then the IHDR against the limits before any pixel memory, then decode in a codec slot. */
+/* Sniff, then the IHDR against the limits before any pixel memory and before waiting for a codec
+ * slot (a refused image never queues), then decode in a codec slot. */
 static int decode_image(struct service *s, const uint8_t *d, size_t n, struct img *in, double *ms, char *err)
 {
-    const struct serve_config *c = s->cfg;
     int w, h, ch, rc;
     double t0;
 
-    if ((rc = sniff(d, n, err)) < 0 || (rc = pngio_peek(d, n, &w, &h, &ch, err)) < 0)
+    if ((rc = sniff(d, n, err)) < 0 || (rc = pngio_peek(d, n, &w, &h, &ch, err)) < 0 ||
+        (rc = pngio_check_size(&s->lim, (uint32_t)w, (uint32_t)h, err)) < 0)
         return rc;
-    if (w > c->max_side || h > c->max_side)
-        return edged_fail(err, EDGED_E_IMAGE_TOO_LARGE, "image %dx%d: a side exceeds --max-side %d", w, h,
-                          c->max_side);
-    if ((long long)w * h > c->max_pixels)
-        return edged_fail(err, EDGED_E_IMAGE_TOO_LARGE, "image %dx%d = %lld pixels exceeds --max-pixels %lld", w,
-                          h, (long long)w * h, c->max_pixels);
     service_codec_enter(s, (long long)w * h);
     t0 = clock_ms();
     rc = pngio_decode(d, n, &s->lim, in, err);
@@ -239,7 +198,7 @@ static void answer(struct http_req *r, struct service *s, const struct upload *u
     http_respond(r, 200, "image/png", png, png_len, "X-Edged-Variant", variant_name(job->used));
 }
 
-void pipeline_filter(struct http_req *r, void *app)
+void endpoint_filter(struct http_req *r, void *app)
 {
     struct service *s = app;
     struct upload u;
@@ -352,7 +311,7 @@ static int compare_all(struct service *s, const struct params *p, const struct i
     return 0;
 }
 
-void pipeline_compare(struct http_req *r, void *app)
+void endpoint_compare(struct http_req *r, void *app)
 {
     struct service *s = app;
     struct upload u;

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "pipeline.h"
 #include "variant.h"
+#include "version.h"
 #include "web_assets.h"
 
 #define OPENAPI_MAX (1u << 20)
@@ -124,7 +125,7 @@ void service_codec_leave(struct service *s, long long pixels)
 
 const char *service_backend(const struct service *s)
 {
-    return !s->engine ? "unavailable" : engine_has_gpu(s->engine) ? "gpu" : "cpu";
+    return !s->backend ? "unavailable" : backend_has_gpu(s->backend) ? "gpu" : "cpu";
 }
 
 int service_admit(void *app, char *err)
@@ -135,7 +136,7 @@ int service_admit(void *app, char *err)
     if (atomic_load(&s->draining))
         return edged_fail(err, EDGED_E_UNAVAILABLE, "server is draining (shutting down)");
     /* the reasons themselves (driver messages) are in the log, not in answers */
-    if (!s->engine)
+    if (!s->backend)
         return edged_fail(err, EDGED_E_UNAVAILABLE, "backend %s unavailable (see the server log)",
                           backend_name(s->cfg->backend));
     if (worker_fatal(s->w, msg))
@@ -228,12 +229,12 @@ static void get_version(struct http_req *r, void *app)
 {
     struct service *s = app;
     cJSON *o = cJSON_CreateObject();
-    const struct gconv_info *gi = s->engine && engine_has_gpu(s->engine) ? gconv_get_info(engine_gpu(s->engine)) : NULL;
+    const struct gconv_info *gi = s->backend && backend_has_gpu(s->backend) ? gconv_get_info(backend_gpu(s->backend)) : NULL;
     char cc[16];
 
     cJSON_AddStringToObject(o, "version", EDGED_VERSION);
     cJSON_AddStringToObject(o, "backend", service_backend(s));
-    cJSON_AddStringToObject(o, "device", s->engine ? engine_device(s->engine) : "none");
+    cJSON_AddStringToObject(o, "device", s->backend ? backend_device(s->backend) : "none");
     cJSON_AddBoolToObject(o, "built_with_cuda", EDGED_GPU);
     if (gi) {
         snprintf(cc, sizeof(cc), "%d.%d", gi->cc_major, gi->cc_minor);
@@ -300,19 +301,19 @@ static void get_variants(struct http_req *r, void *app)
 {
     struct service *s = app;
     cJSON *root = cJSON_CreateObject(), *arr = cJSON_CreateArray();
-    int gpu = s->engine && engine_has_gpu(s->engine);
+    int gpu = s->backend && backend_has_gpu(s->backend);
 
     cJSON_AddStringToObject(root, "backend", service_backend(s));
-    cJSON_AddStringToObject(root, "device", s->engine ? engine_device(s->engine) : "none");
+    cJSON_AddStringToObject(root, "device", s->backend ? backend_device(s->backend) : "none");
     for (int v = 0; v < VARIANT_COUNT; v++) {
         cJSON *o = cJSON_CreateObject();
-        int avail = variant_is_gpu(v) ? gpu : s->engine != NULL;
+        int avail = variant_is_gpu(v) ? gpu : s->backend != NULL;
         cJSON_AddStringToObject(o, "name", variant_name(v));
         cJSON_AddStringToObject(o, "description", variant_description(v));
         cJSON_AddStringToObject(o, "kind", v == VARIANT_AUTO ? "auto" : variant_is_gpu(v) ? "gpu" : "cpu");
         cJSON_AddBoolToObject(o, "available", avail);
         if (!avail)
-            cJSON_AddStringToObject(o, "reason", !s->engine ? "backend unavailable"
+            cJSON_AddStringToObject(o, "reason", !s->backend ? "backend unavailable"
                                                  : EDGED_GPU ? "no CUDA device in use"
                                                              : "built without CUDA");
         if (variant_is_gpu(v)) {

@@ -106,15 +106,15 @@ static void health_usage(FILE *f)
 int health_main(int argc, char **argv)
 {
     char dflt[64], err[EDGED_ERR_LEN];
-    const char *port = getenv("EDGED_PORT"), *target = dflt;
+    const char *port = getenv("EDGED_PORT"), *base = dflt;
     struct url u;
     int status, rc;
 
     snprintf(dflt, sizeof(dflt), "http://127.0.0.1:%.8s", port && *port ? port : "8080");
-    if ((rc = opts_parse(argc, argv, health_opts, 1, health_opt, &target, NULL, err)) != 0)
+    if ((rc = opts_parse(argc, argv, health_opts, 1, health_opt, &base, NULL, err)) != 0)
         return opts_usage_exit(rc, "health", err, health_usage);
-    if (url_parse(target, &u) < 0) {
-        fprintf(stderr, "edged health: '%s' is not an http://host[:port] URL\n", target);
+    if (url_parse(base, &u) < 0) {
+        fprintf(stderr, "edged health: '%s' is not an http://host[:port] URL\n", base);
         return EXIT_USAGE;
     }
     status = probe(&u);

@@ -3,12 +3,14 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "errors.h"
 #include "auth.h"
+#include "errors.h"
+#include "opts.h"
 #include "tuning.h"
 
 /* OPT_SECRET: a string read from the environment only (no flag: argv is visible in ps) and
@@ -72,10 +74,6 @@ static const struct opt opts[] = {
 #undef O
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
-static const char *const backend_names[] = {"auto", "gpu", "cpu"};
-
-const char *backend_name(enum backend b) { return (unsigned)b < 3 ? backend_names[b] : "?"; }
-
 /* Stores text into the field of o; `src` ("--port", "EDGED_PORT") names it in the message. */
 static int opt_set(struct serve_config *cfg, const struct opt *o, const char *src, const char *text, char *err)
 {
@@ -89,12 +87,11 @@ static int opt_set(struct serve_config *cfg, const struct opt *o, const char *sr
         return 0;
     }
     if (o->kind == OPT_BACKEND) {
-        for (int i = 0; i < 3; i++)
-            if (strcmp(text, backend_names[i]) == 0) {
-                *(enum backend *)(void *)field = (enum backend)i;
-                return 0;
-            }
-        return edged_fail(err, EDGED_E_USAGE, "%s: '%s' is not auto, gpu or cpu", src, text);
+        int k = backend_kind_parse(text);
+        if (k < 0)
+            return edged_fail(err, EDGED_E_USAGE, "%s: '%s' is not auto, gpu or cpu", src, text);
+        *(enum backend_kind *)(void *)field = (enum backend_kind)k;
+        return 0;
     }
     errno = 0;
     v = strtoll(text, &end, 10);
@@ -107,35 +104,22 @@ static int opt_set(struct serve_config *cfg, const struct opt *o, const char *sr
     return 0;
 }
 
-static const struct opt *opt_find(const char *flag, size_t len)
+static int arg_set(void *app, int i, const char *val, char *err)
 {
-    for (size_t i = 0; i < NOPTS; i++)
-        if (opts[i].kind != OPT_SECRET && strlen(opts[i].flag) == len && strncmp(opts[i].flag, flag, len) == 0)
-            return &opts[i];
-    return NULL;
+    char src[48];
+
+    snprintf(src, sizeof(src), "--%s", opts[i].flag);
+    return opt_set(app, &opts[i], src, val, err);
 }
 
+/* The flags are the table's rows, but for OPT_SECRET (environment only: argv is visible in ps). */
 static int load_args(struct serve_config *cfg, int argc, char **argv, char *err)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *eq, *val;
-        const struct opt *o;
-        int rc;
+    struct opts_spec specs[NOPTS];
 
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
-            return 1;
-        if (strncmp(a, "--", 2) != 0)
-            return edged_fail(err, EDGED_E_USAGE, "unexpected argument '%s'", a);
-        eq = strchr(a + 2, '=');
-        if (!(o = opt_find(a + 2, eq ? (size_t)(eq - a - 2) : strlen(a + 2))))
-            return edged_fail(err, EDGED_E_USAGE, "unknown flag '%s' (edged serve --help)", a);
-        if (!eq && i + 1 >= argc)
-            return edged_fail(err, EDGED_E_USAGE, "flag '%s' needs a value", a);
-        val = eq ? eq + 1 : argv[++i];
-        if ((rc = opt_set(cfg, o, a, val, err)) < 0)
-            return rc;
-    }
-    return 0;
+    for (size_t i = 0; i < NOPTS; i++)
+        specs[i] = (struct opts_spec){opts[i].kind == OPT_SECRET ? NULL : opts[i].flag, "V", opts[i].help};
+    return opts_parse(argc, argv, specs, (int)NOPTS, arg_set, cfg, NULL, err);
 }
 
 int config_load(struct serve_config *cfg, int argc, char **argv, char *err)
@@ -196,7 +180,7 @@ struct cJSON *config_json(const struct serve_config *cfg)
             break;
         }
         case OPT_BACKEND:
-            cJSON_AddStringToObject(o, opts[i].flag, backend_name(*(const enum backend *)(const void *)field));
+            cJSON_AddStringToObject(o, opts[i].flag, backend_name(*(const enum backend_kind *)(const void *)field));
             break;
         case OPT_LL:
             cJSON_AddNumberToObject(o, opts[i].flag, (double)*(const long long *)(const void *)field);

@@ -5,16 +5,14 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "engine.h"
+#include "backend.h"
 
 struct cJSON;
-
-#define EDGED_VERSION "0.1.0"
 
 struct serve_config {
     char host[64];          /* bind address */
     int port;
-    enum backend backend;   /* auto | gpu | cpu */
+    enum backend_kind backend; /* auto | gpu | cpu */
     int max_body_mb;        /* request body cap, MiB */
     long long max_pixels;   /* image width*height cap */
     long long large_pixels; /* an image with more pixels is large: capped codec slots and CPU workers */
@@ -37,8 +35,8 @@ struct serve_config {
 };
 
 /* Fills cfg from defaults, then EDGED_<NAME> variables, then argv flags (`--name V` or
- * `--name=V`). Returns 0, 1 when --help was printed to stdout, or EDGED_E_USAGE with a message
- * naming the flag or variable and its value. threads 0 is resolved to the online cores. */
+ * `--name=V`, opts.h). Returns 0, OPTS_HELP when --help was given, or EDGED_E_USAGE with a
+ * message naming the flag or variable and its value. threads 0 is resolved to the online cores. */
 int config_load(struct serve_config *cfg, int argc, char **argv, char *err);
 
 /* The advanced tuning knobs (api/tuning.h) from their EDGED_* environment variables, set for the
@@ -50,7 +48,5 @@ struct cJSON *config_json(const struct serve_config *cfg);
 
 /* Prints the flag table (flag, variable, default, meaning) to f. */
 void config_usage(FILE *f);
-
-const char *backend_name(enum backend b);
 
 #endif

@@ -96,16 +96,10 @@ static int job_prepare(struct service *s, const struct params *p, struct job *jo
 
     if ((rc = params_plan(p, job->in.ch, &job->plan, err)) < 0)
         return rc;
-    if (variant_is_gpu(p->variant) && !engine_has_gpu(s->engine))
-        return edged_fail(err, EDGED_E_NO_CUDA, "variant %s needs a GPU; this server runs the CPU backend (%s)",
-                          variant_name(p->variant), EDGED_GPU ? "no CUDA device in use" : "built without CUDA");
     job->variant = p->variant;
     job->block = p->block;
-    job->lane = worker_lane(s->engine, p->variant);
     job->large = service_is_large(s, (long long)job->in.w * job->in.h);
-    if (job->lane == LANE_GPU)
-        return img_alloc(&job->out, job->in.w, job->in.h, job->plan.out_ch, err);
-    return 0;
+    return backend_route(s->backend, job, err);
 }
 
 /* Queues the job and waits for it. */
@@ -132,7 +126,7 @@ static void stage_times(struct result_times *t, const struct job *job)
 static const char *job_device(struct service *s, const struct job *job, char *buf, size_t cap)
 {
     if (variant_is_gpu(job->used))
-        return engine_device(s->engine);
+        return backend_device(s->backend);
     snprintf(buf, cap, "cpu (%d thread%s)", job->used == VARIANT_CPU_SERIAL ? 1 : s->cfg->threads,
              job->used == VARIANT_CPU_SERIAL || s->cfg->threads == 1 ? "" : "s");
     return buf;
@@ -146,7 +140,7 @@ static void answer_json(struct http_req *r, struct service *s, const struct job 
     char dev[64];
     char *text;
     int gpu = variant_is_gpu(job->used);
-    double copy_gbps = gpu ? gconv_get_info(engine_gpu(s->engine))->copy_gbps : 0.0;
+    double copy_gbps = gpu ? gconv_get_info(backend_gpu(s->backend))->copy_gbps : 0.0;
 
     res.request_id = http_req_id(r);
     res.filter = filter_name(job->plan.filter);
@@ -302,7 +296,7 @@ static int compare_all(struct service *s, const struct params *p, const struct i
 
     if (!want)
         for (int v = VARIANT_CPU_SERIAL; v < VARIANT_COUNT; v++)
-            if (!variant_is_gpu(v) || engine_has_gpu(s->engine))
+            if (!variant_is_gpu(v) || backend_has_gpu(s->backend))
                 want |= 1u << v;
     want |= 1u << VARIANT_CPU_SERIAL;
     for (int v = VARIANT_CPU_SERIAL; v < VARIANT_COUNT; v++)
@@ -332,7 +326,7 @@ void endpoint_compare(struct http_req *r, void *app)
         goto out;
     }
     http_req_note(r, filter_name(u.p.spec.filter), "compare", in.w, in.h);
-    snprintf(dev, sizeof(dev), "%s", engine_device(s->engine));
+    snprintf(dev, sizeof(dev), "%s", backend_device(s->backend));
     res = (struct result_compare){http_req_id(r), filter_name(u.p.spec.filter), service_backend(s), dev,
                                   in.w, in.h, c->ref.ch, c->rows, c->nrows};
     if (!(text = result_compare_json(&res)))

@@ -10,6 +10,7 @@
 #include "routes.h"
 #include "service.h"
 #include "variant.h"
+#include "version.h"
 #include "web_assets.h"
 
 static void respond_json(struct http_req *r, cJSON *root)
@@ -82,12 +83,12 @@ void endpoint_version(struct http_req *r, void *app)
 {
     struct service *s = app;
     cJSON *o = cJSON_CreateObject();
-    const struct gconv_info *gi = s->engine && engine_has_gpu(s->engine) ? gconv_get_info(engine_gpu(s->engine)) : NULL;
+    const struct gconv_info *gi = s->backend && backend_has_gpu(s->backend) ? gconv_get_info(backend_gpu(s->backend)) : NULL;
     char cc[16];
 
     cJSON_AddStringToObject(o, "version", EDGED_VERSION);
     cJSON_AddStringToObject(o, "backend", service_backend(s));
-    cJSON_AddStringToObject(o, "device", s->engine ? engine_device(s->engine) : "none");
+    cJSON_AddStringToObject(o, "device", s->backend ? backend_device(s->backend) : "none");
     cJSON_AddBoolToObject(o, "built_with_cuda", EDGED_GPU);
     if (gi) {
         snprintf(cc, sizeof(cc), "%d.%d", gi->cc_major, gi->cc_minor);
@@ -154,19 +155,19 @@ void endpoint_variants(struct http_req *r, void *app)
 {
     struct service *s = app;
     cJSON *root = cJSON_CreateObject(), *arr = cJSON_CreateArray();
-    int gpu = s->engine && engine_has_gpu(s->engine);
+    int gpu = s->backend && backend_has_gpu(s->backend);
 
     cJSON_AddStringToObject(root, "backend", service_backend(s));
-    cJSON_AddStringToObject(root, "device", s->engine ? engine_device(s->engine) : "none");
+    cJSON_AddStringToObject(root, "device", s->backend ? backend_device(s->backend) : "none");
     for (int v = 0; v < VARIANT_COUNT; v++) {
         cJSON *o = cJSON_CreateObject();
-        int avail = variant_is_gpu(v) ? gpu : s->engine != NULL;
+        int avail = variant_is_gpu(v) ? gpu : s->backend != NULL;
         cJSON_AddStringToObject(o, "name", variant_name(v));
         cJSON_AddStringToObject(o, "description", variant_description(v));
         cJSON_AddStringToObject(o, "kind", v == VARIANT_AUTO ? "auto" : variant_is_gpu(v) ? "gpu" : "cpu");
         cJSON_AddBoolToObject(o, "available", avail);
         if (!avail)
-            cJSON_AddStringToObject(o, "reason", !s->engine ? "backend unavailable"
+            cJSON_AddStringToObject(o, "reason", !s->backend ? "backend unavailable"
                                                  : EDGED_GPU ? "no CUDA device in use"
                                                              : "built without CUDA");
         if (variant_is_gpu(v)) {

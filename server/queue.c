@@ -90,9 +90,13 @@ void job_release(struct queue *q, struct job *job)
 
     if (!job)
         return;
-    pthread_mutex_lock(&q->mu);
-    dead = unref_locked(job);
-    pthread_mutex_unlock(&q->mu);
+    if (q) {
+        pthread_mutex_lock(&q->mu);
+        dead = unref_locked(job);
+        pthread_mutex_unlock(&q->mu);
+    } else {
+        dead = unref_locked(job); /* never queued: no other thread holds it */
+    }
     if (dead)
         job_free(dead);
 }

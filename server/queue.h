@@ -54,7 +54,8 @@ void queue_free(struct queue *q);
 
 /* A new job holding one reference (the caller's), or NULL when out of memory. */
 struct job *job_new(void);
-/* Drops the caller's reference; frees the job, its images included, with the last one. */
+/* Drops the caller's reference; frees the job, its images included, with the last one. q may be
+ * NULL for a job that was never queued (run directly by backend_run). Accepts a NULL job. */
 void job_release(struct queue *q, struct job *job);
 
 /* Queues job. Errors: EDGED_E_QUEUE_FULL (at its bound), EDGED_E_UNAVAILABLE (closed: draining)

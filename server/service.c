@@ -97,7 +97,7 @@ void service_codec_leave(struct service *s, long long pixels)
 
 const char *service_backend(const struct service *s)
 {
-    return !s->engine ? "unavailable" : engine_has_gpu(s->engine) ? "gpu" : "cpu";
+    return !s->backend ? "unavailable" : backend_has_gpu(s->backend) ? "gpu" : "cpu";
 }
 
 int service_admit(void *app, char *err)
@@ -108,7 +108,7 @@ int service_admit(void *app, char *err)
     if (atomic_load(&s->draining))
         return edged_fail(err, EDGED_E_UNAVAILABLE, "server is draining (shutting down)");
     /* the reasons themselves (driver messages) are in the log, not in answers */
-    if (!s->engine)
+    if (!s->backend)
         return edged_fail(err, EDGED_E_UNAVAILABLE, "backend %s unavailable (see the server log)",
                           backend_name(s->cfg->backend));
     if (worker_fatal(s->w, msg))

@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #include "config.h"
-#include "engine.h"
+#include "backend.h"
 #include "errors.h"
 #include "metrics.h"
 #include "png_io.h"
@@ -17,8 +17,8 @@
 
 struct service {
     const struct serve_config *cfg;
-    struct engine *engine;              /* NULL when the backend could not open: never ready */
-    char engine_err[EDGED_ERR_LEN];     /* why, when engine is NULL */
+    struct backend *backend;            /* NULL when the backend could not open: never ready */
+    char backend_err[EDGED_ERR_LEN];    /* why, when backend is NULL */
     struct queue *q;
     struct worker *w;
     struct metrics *m;

@@ -1,5 +1,6 @@
-/* worker.c — runs jobs: the GPU worker keeps one job per CUDA stream in flight, the CPU pool runs
- * cpu_serial_run / cpu_run. Both complete jobs through the queue, which wakes the connection. */
+/* worker.c — runs queued jobs: the GPU worker keeps one job per CUDA stream in flight, the CPU pool
+ * runs one job per thread; both dispatch through backend.c and complete jobs through the queue,
+ * which wakes the connection. */
 #include "worker.h"
 
 #include <pthread.h>
@@ -10,8 +11,6 @@
 #include <time.h>
 
 #include "clock.h"
-#include "cpu.h"
-#include "cpu_serial.h"
 #include "fault.h"
 #include "gconv.h"
 #include "log.h"
@@ -28,7 +27,7 @@ struct gpu_slot {
 
 struct worker {
     struct queue *q;
-    struct engine *e;
+    struct backend *b;
     struct worker_config c;
     pthread_t *cpu;
     int ncpu;
@@ -41,13 +40,6 @@ struct worker {
     char fatal_msg[EDGED_ERR_LEN];
     double oldest_submit; /* 0 when no GPU job is running */
 };
-
-enum job_lane worker_lane(const struct engine *e, enum variant v)
-{
-    if (variant_is_gpu(v) || (v == VARIANT_AUTO && e && engine_has_gpu(e)))
-        return LANE_GPU;
-    return LANE_CPU;
-}
 
 /* Marks the GPU dead once: readiness drops, every queued job and every later push fails. */
 static void set_fatal(struct worker *w, const char *msg)
@@ -71,16 +63,10 @@ static void set_fatal(struct worker *w, const char *msg)
 
 static void cpu_job(struct worker *w, struct job *job)
 {
-    double t0 = clock_ms();
-    int rc;
+    int rc = fault_cpu_job(job->err); /* debug builds only; 0 otherwise */
 
-    job->used = job->variant == VARIANT_AUTO ? VARIANT_CPU : job->variant;
-    rc = fault_cpu_job(job->err); /* debug builds only; 0 otherwise */
-    if (rc == 0 && job->used == VARIANT_CPU_SERIAL)
-        rc = cpu_serial_run(&job->in, &job->plan, &job->out, job->err);
-    else if (rc == 0)
-        rc = cpu_run(&job->in, &job->plan, &job->out, w->c.cpu_threads, job->err);
-    job->t.kernel = clock_ms() - t0;
+    if (rc == 0)
+        rc = backend_run_cpu(w->b, job, w->c.cpu_threads);
     queue_complete(w->q, job, rc);
 }
 
@@ -96,17 +82,14 @@ static void *cpu_main(void *arg)
 
 /* ---- GPU worker -------------------------------------------------------------------------- */
 
-/* Resolves auto and enqueues the job on stream s (gconv_submit checks the variant's limits). The
- * input has been copied to pinned staging when this returns 0, so it is freed at once. */
-static int gpu_submit(struct worker *w, struct gconv_ctx *ctx, int s, struct job *job)
+/* Enqueues the job on stream s. The input has been copied to pinned staging when this returns 0,
+ * so it is freed at once. */
+static int gpu_submit(struct worker *w, int s, struct job *job)
 {
-    int block = job->block ? job->block : VARIANT_DEFAULT_BLOCK, rc;
     void *hog = fault_before_submit(); /* debug builds only */
+    int rc;
 
-    if (job->variant == VARIANT_AUTO)
-        job->variant = engine_pick(w->e, &job->plan, job->in.w, job->in.h);
-    job->used = job->variant;
-    if ((rc = gconv_submit(ctx, s, &job->in, &job->plan, job->used, block, job->err)) == 0)
+    if ((rc = backend_submit(w->b, s, job)) == 0)
         img_free(&job->in);
     fault_release(hog);
     return rc;
@@ -131,7 +114,6 @@ static void publish_oldest(struct worker *w, const struct gpu_slot *slots, int n
  * (its message in fatal_msg). */
 static int gpu_reap(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot *slots, int ns, char *fatal_msg)
 {
-    struct gconv_times gt = {0};
     int busy = 0, rc, fatal = 0, done = 0;
 
     for (int s = 0; s < ns; s++) {
@@ -140,10 +122,7 @@ static int gpu_reap(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot *sl
             busy += job != NULL;
             continue;
         }
-        rc = gconv_finish(ctx, s, &job->out, &gt, job->err);
-        job->t.upload = gt.upload_ms;
-        job->t.kernel = gt.kernel_ms;
-        job->t.download = gt.download_ms;
+        rc = backend_finish(w->b, s, job);
         if (!fatal && gpu_is_fatal(ctx, rc))
             snprintf(fatal_msg, EDGED_ERR_LEN, "%s", rc < 0 ? job->err : "sticky CUDA error: GPU context lost");
         fatal = fatal || gpu_is_fatal(ctx, rc);
@@ -186,7 +165,7 @@ static int free_slot(const struct gpu_slot *slots, int ns)
 static void *gpu_main(void *arg)
 {
     struct worker *w = arg;
-    struct gconv_ctx *ctx = engine_gpu(w->e);
+    struct gconv_ctx *ctx = backend_gpu(w->b);
     struct gpu_slot slots[GPU_MAX_STREAMS] = {{0}};
     int ns = gconv_stream_count(ctx), busy = 0, s, rc;
     struct job *job;
@@ -201,7 +180,7 @@ static void *gpu_main(void *arg)
                 break; /* closed and drained */
             if (!job && queue_closed_empty(w->q, LANE_GPU))
                 nanosleep(&nap, NULL); /* draining: pop no longer waits, do not spin */
-            if (job && (rc = gpu_submit(w, ctx, s, job)) < 0) {
+            if (job && (rc = gpu_submit(w, s, job)) < 0) {
                 if (gpu_is_fatal(ctx, rc))
                     set_fatal(w, job->err);
                 queue_complete(w->q, job, rc);
@@ -229,7 +208,7 @@ static void *gpu_main(void *arg)
 
 /* ---- lifecycle ----------------------------------------------------------------------------- */
 
-int worker_start(struct worker **out, struct queue *q, struct engine *e, const struct worker_config *c,
+int worker_start(struct worker **out, struct queue *q, struct backend *b, const struct worker_config *c,
                  char *err)
 {
     struct worker *w = calloc(1, sizeof(*w));
@@ -241,7 +220,7 @@ int worker_start(struct worker **out, struct queue *q, struct engine *e, const s
         return edged_fail(err, EDGED_E_NOMEM, "cannot allocate the workers");
     }
     w->q = q;
-    w->e = e;
+    w->b = b;
     w->c = *c;
     pthread_mutex_init(&w->mu, NULL);
     fault_init(); /* debug builds only */
@@ -251,7 +230,7 @@ int worker_start(struct worker **out, struct queue *q, struct engine *e, const s
         else
             w->ncpu++;
     }
-    if (rc == 0 && engine_has_gpu(e)) {
+    if (rc == 0 && backend_has_gpu(b)) {
         if (pthread_create(&w->gpu, NULL, gpu_main, w) != 0)
             rc = edged_fail(err, EDGED_E_INTERNAL, "cannot start the GPU worker");
         else

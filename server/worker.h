@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "engine.h"
+#include "backend.h"
 #include "queue.h"
 
 struct worker;
@@ -15,13 +15,13 @@ struct worker_config {
     int cpu_threads; /* threads each cpu_run uses */
 };
 
-/* Starts the CPU pool, and the GPU worker when e has a GPU. Returns 0 or a negative EDGED_E_*. */
-int worker_start(struct worker **out, struct queue *q, struct engine *e, const struct worker_config *c,
+/* Starts the CPU pool, and the GPU worker when b has a GPU. Returns 0 or a negative EDGED_E_*. */
+int worker_start(struct worker **out, struct queue *q, struct backend *b, const struct worker_config *c,
                  char *err);
 
 /* Joins the threads once the queue is closed and drained (call queue_close first). A GPU worker
  * that has not ended wait_ms after the CPU pool (stuck in the driver) is left behind; returns 0,
- * or -1 when it was left (then the engine must not be closed). Frees w either way. */
+ * or -1 when it was left (then the backend must not be closed). Frees w either way. */
 int worker_stop(struct worker *w, int wait_ms);
 
 /* 1 after a fatal GPU error (sticky CUDA error or the watchdog), with the reason in msg
@@ -35,8 +35,5 @@ void worker_watchdog(struct worker *w, int limit_ms);
 
 /* Device memory of the GPU context, as last sampled by the GPU worker (0 on the CPU backend). */
 size_t worker_gpu_memory(struct worker *w);
-
-/* The lane a job goes to: GPU variants, and auto when a GPU is open, go to the GPU worker. */
-enum job_lane worker_lane(const struct engine *e, enum variant v);
 
 #endif

@@ -14,7 +14,7 @@
  * EDGED_GPU_QUICK=2 a third of those kernels and no async rounds (racecheck, synccheck);
  * EDGED_GPU_ONLY=name runs the kernel and plan matrices for that one variant (sanitizer runs);
  * EDGED_REQUIRE_GPU=1 fails instead of skipping when no device is usable.
- * fast joins every matrix; auto is checked per plan through engine_run (what the service runs),
+ * fast joins every matrix; auto is checked per plan through backend_run (the dispatch the service runs),
  * and the fused u8 edge kernel of fast has its own test (sizes around its 240- and 120-column warp
  * strips, strips of 32 rows and taller ones, every channel count, several thresholds, smooth images
  * with |L| near T). */
@@ -27,7 +27,7 @@
 #include "check.h"
 #include "clock.h"
 #include "cpu_serial.h"
-#include "engine.h"
+#include "backend.h"
 #include "errors.h"
 #include "filter.h"
 #include "gconv.h"
@@ -40,7 +40,7 @@
 
 static const int blocks[4] = {8, 16, 24, 32};
 static int quick, only = -1;
-static struct engine *eng; /* auto goes through the engine, as in the service */
+static struct backend *eng; /* auto goes through the backend, as in the service */
 static uint32_t rng;
 
 static uint32_t rnd_u32(void)
@@ -491,20 +491,29 @@ static void plan_one(struct gconv_ctx *ctx, const struct img *in, const struct f
               first / in->w);
     }
     img_free(&out);
-    if (eng && only < 0) { /* auto, resolved and run by the engine */
-        struct img ao;
-        struct engine_times et;
+    if (eng && only < 0) { /* auto, routed and run by the backend as the service's worker runs it */
+        struct job *job = job_new();
         enum variant used = VARIANT_AUTO;
-        int rc = engine_run(eng, in, plan, VARIANT_AUTO, VARIANT_DEFAULT_BLOCK, &ao, &used, &et, err);
+        int rc = job ? img_alloc(&job->in, in->w, in->h, in->ch, err) : EDGED_E_NOMEM;
+        if (rc == 0) {
+            for (int y = 0; y < in->h; y++)
+                memcpy(job->in.px + (size_t)y * job->in.stride, in->px + (size_t)y * in->stride,
+                       (size_t)in->w * in->ch);
+            job->plan = *plan;
+            job->variant = VARIANT_AUTO;
+            if ((rc = backend_route(eng, job, err)) == 0 && (rc = backend_run(eng, job)) < 0)
+                snprintf(err, sizeof(err), "%s", job->err);
+            used = job->used;
+        }
         CHECK(rc == 0 && variant_is_gpu(used), "plan %s auto %dx%dx%d: %d %s (ran %s)", filter_name(plan->filter),
               in->w, in->h, in->ch, rc, err, variant_name(used));
         if (rc == 0) {
-            size_t first = 0, bad = compare_u8(&ao, in, ref, tol, plan, &first);
+            size_t first = 0, bad = compare_u8(&job->out, in, ref, tol, plan, &first);
             CHECK(bad == 0, "plan %s auto (%s) %s %dx%dx%d: %zu u8 pixels off, first (%zu,%zu)",
                   filter_name(plan->filter), variant_name(used), border_name(plan->border), in->w, in->h, in->ch,
                   bad, first % in->w, first / in->w);
-            img_free(&ao);
         }
+        job_release(NULL, job);
     }
 out:
     free(ref);
@@ -882,8 +891,8 @@ int main(void)
         SKIP("async rounds are not run at EDGED_GPU_QUICK=2 (racecheck set)");
     else
         test_async(ctx);
-    if (engine_open(&eng, BACKEND_GPU, 1, 2, err) < 0) {
-        CHECK(0, "engine_open for auto: %s", err);
+    if (backend_open(&eng, BACKEND_GPU, 1, 2, err) < 0) {
+        CHECK(0, "backend_open for auto: %s", err);
         eng = NULL;
     }
     if (only < 0 || only == VARIANT_FAST)
@@ -893,7 +902,7 @@ int main(void)
         test_fast_sep_bands(ctx);
     test_plans(ctx);
     CHECK(!gconv_is_dead(ctx), "context alive at the end");
-    engine_close(eng);
+    backend_close(eng);
     gconv_close(ctx);
     printf("%s set, %.1f s\n", quick ? "quick" : "full", now_s() - t0);
     return check_summary();

@@ -1,21 +1,17 @@
-/* mock_gpu.c — a fake gconv async API and engine, so that worker.c's GPU loop (streams, poll,
- * finish, OOM, fatal, watchdog) runs without a device. Jobs "run" for mock_dur_ms per stream. */
+/* mock_gpu.c — a fake gconv context and async API under the real backend.c, so that worker.c's GPU
+ * loop (streams, poll, finish, OOM, fatal, watchdog) runs without a device. Jobs "run" for mock_dur_ms per stream. */
 #include <stdatomic.h>
 #include <string.h>
 
 #include "clock.h"
-#include "engine.h"
+#include "backend.h"
 #include "errors.h"
 #include "gconv.h"
 
-struct engine {
-    int unused;
-};
 struct gconv_ctx {
     int unused;
 };
 static struct gconv_ctx the_ctx;
-static struct engine the_engine;
 
 int mock_streams = 4;
 double mock_dur_ms = 20;
@@ -23,16 +19,35 @@ atomic_int mock_busy, mock_max_busy, mock_dead, mock_fatal_at = -1, mock_oom_at 
 static double start[16];
 static int busy[16], failrc[16];
 
-struct engine *mock_engine(void) { return &the_engine; }
+/* The real backend over the fake context; opened once. */
+struct backend *mock_backend(void)
+{
+    static struct backend *b;
+
+    if (!b)
+        backend_open(&b, BACKEND_GPU, mock_streams, 1, NULL);
+    return b;
+}
 void mock_reset(void) { memset(busy, 0, sizeof(busy)); }
 
-int engine_has_gpu(const struct engine *e) { return e != NULL; }
-struct gconv_ctx *engine_gpu(struct engine *e) { return e ? &the_ctx : NULL; }
-const char *engine_device(const struct engine *e) { return e ? "mock GPU" : "none"; }
-enum variant engine_pick(const struct engine *e, const struct filter_plan *p, int w, int h)
+int gconv_open(struct gconv_ctx **out, int device, int streams, char *err)
 {
-    (void)e, (void)p, (void)w, (void)h;
-    return VARIANT_NAIVE;
+    (void)device, (void)streams, (void)err;
+    *out = &the_ctx;
+    return 0;
+}
+void gconv_close(struct gconv_ctx *c) { (void)c; }
+const struct gconv_info *gconv_get_info(const struct gconv_ctx *c)
+{
+    static const struct gconv_info info = {.name = "mock GPU"};
+    return c ? &info : NULL;
+}
+/* Only naive serves: auto resolves to it (backend_pick), which the client checks. */
+int gconv_check(const struct gconv_ctx *c, const struct filter_plan *plan, int w, int h, enum variant v, int block,
+                char *err)
+{
+    (void)c, (void)plan, (void)w, (void)h, (void)block;
+    return v == VARIANT_NAIVE ? 0 : edged_fail(err, EDGED_E_VARIANT_LIMIT, "mock: only naive");
 }
 
 int gconv_stream_count(const struct gconv_ctx *c) { return c ? mock_streams : 0; }

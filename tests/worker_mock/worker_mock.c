@@ -13,7 +13,7 @@
 
 extern int mock_streams;
 extern atomic_int mock_busy, mock_max_busy, mock_dead, mock_fatal_at, mock_oom_at, mock_submits, mock_hang;
-struct engine *mock_engine(void);
+struct backend *mock_backend(void);
 void mock_reset(void);
 
 static char err[EDGED_ERR_LEN];
@@ -77,7 +77,7 @@ static void start(struct queue **q, struct worker **w)
     struct worker_config wc = {1, 1};
 
     queue_new(q, 64, 10000, 1, err);
-    worker_start(w, *q, mock_engine(), &wc, err);
+    worker_start(w, *q, mock_backend(), &wc, err);
 }
 
 static void stop(struct queue *q, struct worker *w)

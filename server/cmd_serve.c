@@ -1,5 +1,5 @@
-/* serve.c — `edged serve`: configuration, start-up in data-path order (metrics, queue, engine,
- * workers, HTTP), then the main loop: signals, the GPU watchdog, drain and exit. */
+/* cmd_serve.c — `edged serve`: configuration, start-up in data-path order (queue, backend,
+ * workers, metrics, HTTP), then the main loop: signals, the GPU watchdog, drain and exit. */
 #include <cjson/cJSON.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,8 +15,10 @@
 #include "errors.h"
 #include "http.h"
 #include "log.h"
+#include "opts.h"
 #include "routes.h"
 #include "service.h"
+#include "version.h"
 
 #define SERVE_TICK_MS 100      /* main loop period: signal wait, watchdog, fatal check */
 #define SERVE_FATAL_WAIT_MS 3000 /* after a fatal GPU error: most time to let answers go out */
@@ -40,7 +42,7 @@ static void log_start(const struct serve_config *cfg, const struct service *s)
     cJSON_AddStringToObject(o, "event", "config");
     cJSON_AddStringToObject(o, "version", EDGED_VERSION);
     cJSON_AddStringToObject(o, "backend_in_use", service_backend(s));
-    cJSON_AddStringToObject(o, "device", s->engine ? engine_device(s->engine) : "none");
+    cJSON_AddStringToObject(o, "device", s->backend ? backend_device(s->backend) : "none");
     cJSON_AddItemToObject(o, "config", config_json(cfg));
     log_end(o);
 }
@@ -84,10 +86,9 @@ static int serve_gpu_left; /* the GPU context was not closed (see serve_run) */
 int serve_left_gpu(void) { return serve_gpu_left; }
 
 /* Hands freed heap memory back to the system. Every connection has a thread and glibc gives
- * threads their own arenas, which keep the high-water mark of a burst (tens of MB of bodies,
- * images and float planes at once) long after it: the soak test saw RSS stay 50 MB up after a
- * two-minute burst. malloc_trim releases the free pages of every arena (a few ms, under each
- * arena's lock), so RSS follows the load down again. */
+ * threads their own arenas, which keep the high-water mark of a burst long after it (the soak test
+ * measured it: docs/performance.md). malloc_trim releases the free pages of every arena (a few ms,
+ * under each arena's lock), so RSS follows the load down again. */
 static void trim_heap(void)
 {
 #ifdef __GLIBC__
@@ -131,19 +132,19 @@ static int open_backend(struct service *s, const struct serve_config *cfg)
     char err[EDGED_ERR_LEN];
     int rc;
 
-    s->engine_err[0] = '\0';
-    rc = engine_open(&s->engine, cfg->backend, cfg->streams, cfg->threads, s->engine_err);
+    s->backend_err[0] = '\0';
+    rc = backend_open(&s->backend, cfg->backend, cfg->streams, cfg->threads, s->backend_err);
 
     if (rc < 0) {
         /* --backend gpu without a device: stay up, never ready, say why */
         log_event("error", "backend", "backend %s unavailable, /readyz answers 503: %s", backend_name(cfg->backend),
-                  s->engine_err);
+                  s->backend_err);
         return 0;
     }
-    if (cfg->backend == BACKEND_AUTO && !engine_has_gpu(s->engine))
+    if (cfg->backend == BACKEND_AUTO && !backend_has_gpu(s->backend))
         log_event("info", "backend", "backend auto: using the CPU backend (%s)",
-                  EDGED_GPU ? s->engine_err : "built without CUDA");
-    if ((rc = worker_start(&s->w, s->q, s->engine, &wc, err)) < 0)
+                  EDGED_GPU ? s->backend_err : "built without CUDA");
+    if ((rc = worker_start(&s->w, s->q, s->backend, &wc, err)) < 0)
         log_event("error", "worker", "%s", err);
     return rc;
 }
@@ -176,14 +177,14 @@ static int serve_run(const struct serve_config *cfg, const sigset_t *set)
     if ((rc = open_backend(&s, cfg)) < 0)
         goto out;
     mb.backend = service_backend(&s);
-    mb.device = s.engine ? engine_device(s.engine) : "none";
+    mb.device = s.backend ? backend_device(s.backend) : "none";
     if ((rc = metrics_new(&s.m, &mb, err)) < 0)
         goto out;
     log_start(cfg, &s);
     /* image requests in the server at once: the queue's bound plus what can be decoding or
      * encoding (codec slots) and running (GPU streams or CPU workers) */
     hc.max_active = cfg->queue_depth + 2 * cfg->threads +
-                    (s.engine && engine_has_gpu(s.engine) ? cfg->streams : cfg->cpu_workers);
+                    (s.backend && backend_has_gpu(s.backend) ? cfg->streams : cfg->cpu_workers);
     routes = routes_table(&nroutes);
     if ((rc = http_start(&h, &hc, routes, nroutes, service_admit, &s, s.m, err)) < 0)
         goto out;
@@ -200,8 +201,8 @@ out:
     fatal = worker_fatal(s.w, NULL);
     left = worker_stop(s.w, SERVE_FATAL_WAIT_MS) != 0;
     if (!left && !fatal)
-        engine_close(s.engine);
-    else if (s.engine)
+        backend_close(s.backend);
+    else if (s.backend)
         serve_gpu_left = 1;
     metrics_free(s.m);
     if (!left)
@@ -218,15 +219,8 @@ int serve_main(int argc, char **argv)
     sigset_t set;
     int rc = config_load(&cfg, argc, argv, err);
 
-    if (rc == 1) {
-        config_usage(stdout);
-        return EXIT_OK;
-    }
-    if (rc < 0) {
-        fprintf(stderr, "edged serve: %s\n", err);
-        config_usage(stderr);
-        return EXIT_USAGE;
-    }
+    if (rc != 0)
+        return opts_usage_exit(rc, "serve", err, config_usage);
     signals_block(&set);
     return serve_run(&cfg, &set);
 }

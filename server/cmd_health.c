@@ -1,5 +1,5 @@
-/* health.c — `edged health [--url URL]`: exit 0 iff GET URL/readyz answers 200 (container health
- * checks; a plain HTTP/1.0 GET over a socket, no client library). */
+/* cmd_health.c — `edged health [--url URL]`, the probe client: exit 0 iff GET URL/readyz answers 200
+ * (container health checks; a plain HTTP/1.0 GET over a socket, no client library). */
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "errors.h"
+#include "opts.h"
 
 #define HEALTH_TIMEOUT_S 3
 
@@ -84,30 +86,35 @@ static int probe(const struct url *u)
     return status;
 }
 
+static const struct opts_spec health_opts[] = {
+    {"url", "URL", "the service's base URL (default http://127.0.0.1:$EDGED_PORT, port 8080)"},
+};
+
+static int health_opt(void *app, int i, const char *val, char *err)
+{
+    (void)i, (void)err;
+    *(const char **)app = val;
+    return 0;
+}
+
+static void health_usage(FILE *f)
+{
+    fputs("usage: edged health [--url http://HOST:PORT]\n  exits 0 when GET URL/readyz answers 200, else 1\n", f);
+    opts_print(f, health_opts, 1);
+}
+
 int health_main(int argc, char **argv)
 {
-    char dflt[64];
-    const char *port = getenv("EDGED_PORT"), *target;
+    char dflt[64], err[EDGED_ERR_LEN];
+    const char *port = getenv("EDGED_PORT"), *base = dflt;
     struct url u;
-    int status;
+    int status, rc;
 
     snprintf(dflt, sizeof(dflt), "http://127.0.0.1:%.8s", port && *port ? port : "8080");
-    target = dflt;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--url") == 0 && i + 1 < argc) {
-            target = argv[++i];
-        } else if (strncmp(argv[i], "--url=", 6) == 0) {
-            target = argv[i] + 6;
-        } else {
-            int help = strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
-            fprintf(help ? stdout : stderr,
-                    "usage: edged health [--url http://HOST:PORT]\n  exits 0 when GET URL/readyz answers 200 "
-                    "(default http://127.0.0.1:$EDGED_PORT, port 8080)\n");
-            return help ? EXIT_OK : EXIT_USAGE;
-        }
-    }
-    if (url_parse(target, &u) < 0) {
-        fprintf(stderr, "edged health: '%s' is not an http://host[:port] URL\n", target);
+    if ((rc = opts_parse(argc, argv, health_opts, 1, health_opt, &base, NULL, err)) != 0)
+        return opts_usage_exit(rc, "health", err, health_usage);
+    if (url_parse(base, &u) < 0) {
+        fprintf(stderr, "edged health: '%s' is not an http://host[:port] URL\n", base);
         return EXIT_USAGE;
     }
     status = probe(&u);

@@ -1,0 +1,159 @@
+/* backend.c — the backend handle (GPU context or CPU threads), the choice of `auto`, and the one
+ * dispatch of a job to cpu_serial, cpu or a GPU variant. */
+#include "backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "cpu.h"
+#include "cpu_serial.h"
+#include "errors.h"
+#include "gconv.h"
+
+struct backend {
+    struct gconv_ctx *gpu; /* NULL on the CPU backend */
+    int threads;
+    char device[160];
+};
+
+static const char *const kind_names[] = {"auto", "gpu", "cpu"};
+
+const char *backend_name(enum backend_kind k) { return (unsigned)k < 3 ? kind_names[k] : "?"; }
+
+int backend_kind_parse(const char *name)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(name, kind_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+int backend_open(struct backend **out, enum backend_kind want, int streams, int threads, char *err)
+{
+    struct backend *b = calloc(1, sizeof(*b));
+    int rc = 0;
+
+    *out = NULL;
+    if (!b)
+        return edged_fail(err, EDGED_E_NOMEM, "cannot allocate the backend");
+    b->threads = threads > 0 ? threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (b->threads < 1)
+        b->threads = 1;
+    if (want != BACKEND_CPU) {
+        rc = gconv_open(&b->gpu, 0, streams, err);
+        if (rc < 0 && want == BACKEND_GPU) {
+            free(b);
+            return rc;
+        }
+    }
+    if (b->gpu)
+        snprintf(b->device, sizeof(b->device), "%s", gconv_get_info(b->gpu)->name);
+    else
+        snprintf(b->device, sizeof(b->device), "cpu (%d threads)", b->threads);
+    *out = b;
+    return 0;
+}
+
+void backend_close(struct backend *b)
+{
+    if (!b)
+        return;
+    gconv_close(b->gpu);
+    free(b);
+}
+
+int backend_has_gpu(const struct backend *b) { return b && b->gpu != NULL; }
+const char *backend_device(const struct backend *b) { return b->device; }
+struct gconv_ctx *backend_gpu(struct backend *b) { return b->gpu; }
+int backend_threads(const struct backend *b) { return b->threads; }
+
+/* auto = fast wherever fast can serve the case (its only limit is opt-in shared memory per block),
+ * because `edged bench --compare` measured it fastest in every case (notes in docs/performance.md);
+ * else the seed variant the bench found fastest: separable passes for rank-1 taps from 7x7 up, else
+ * the adaptive tiled kernel; cpu without a GPU. */
+enum variant backend_pick(const struct backend *b, const struct filter_plan *plan, int w, int h)
+{
+    char err[EDGED_ERR_LEN];
+    int sep = 1;
+
+    if (!b->gpu)
+        return VARIANT_CPU;
+    if (gconv_check(b->gpu, plan, w, h, VARIANT_FAST, VARIANT_DEFAULT_BLOCK, err) == 0)
+        return VARIANT_FAST;
+    for (int i = 0; i < plan->nconv; i++) {
+        const struct kernel2d *k = &plan->conv[i];
+        sep = sep && k->separable && (k->rows >= 7 || k->cols >= 7);
+    }
+    if (sep && gconv_check(b->gpu, plan, w, h, VARIANT_SEPARABLE, VARIANT_DEFAULT_BLOCK, err) == 0)
+        return VARIANT_SEPARABLE;
+    if (gconv_check(b->gpu, plan, w, h, VARIANT_TILED, VARIANT_DEFAULT_BLOCK, err) == 0)
+        return VARIANT_TILED;
+    return VARIANT_NAIVE;
+}
+
+/* ---- one job ---------------------------------------------------------------------------- */
+
+int backend_route(const struct backend *b, struct job *job, char *err)
+{
+    if (variant_is_gpu(job->variant) && !backend_has_gpu(b))
+        return edged_fail(err, EDGED_E_NO_CUDA, "variant %s needs a GPU; the CPU backend is in use (%s)",
+                          variant_name(job->variant), EDGED_GPU ? "no CUDA device in use" : "built without CUDA");
+    job->lane = variant_is_gpu(job->variant) || (job->variant == VARIANT_AUTO && backend_has_gpu(b)) ? LANE_GPU
+                                                                                                    : LANE_CPU;
+    if (job->lane == LANE_GPU)
+        return img_alloc(&job->out, job->in.w, job->in.h, job->plan.out_ch, err);
+    return 0;
+}
+
+int backend_run_cpu(const struct backend *b, struct job *job, int threads)
+{
+    double t0 = clock_ms();
+    int rc;
+
+    (void)b;
+    job->used = job->variant == VARIANT_AUTO ? VARIANT_CPU : job->variant;
+    if (job->used == VARIANT_CPU_SERIAL)
+        rc = cpu_serial_run(&job->in, &job->plan, &job->out, job->err);
+    else
+        rc = cpu_run(&job->in, &job->plan, &job->out, threads, job->err);
+    job->t.kernel = clock_ms() - t0;
+    return rc;
+}
+
+/* gconv_submit checks the variant's limits against the plan and size. */
+int backend_submit(struct backend *b, int s, struct job *job)
+{
+    int block = job->block ? job->block : VARIANT_DEFAULT_BLOCK;
+
+    if (job->variant == VARIANT_AUTO)
+        job->variant = backend_pick(b, &job->plan, job->in.w, job->in.h);
+    job->used = job->variant;
+    return gconv_submit(b->gpu, s, &job->in, &job->plan, job->used, block, job->err);
+}
+
+int backend_finish(struct backend *b, int s, struct job *job)
+{
+    struct gconv_times gt = {0};
+    int rc = gconv_finish(b->gpu, s, &job->out, &gt, job->err);
+
+    job->t.upload = gt.upload_ms;
+    job->t.kernel = gt.kernel_ms;
+    job->t.download = gt.download_ms;
+    return rc;
+}
+
+int backend_run(struct backend *b, struct job *job)
+{
+    int rc;
+
+    if (job->lane != LANE_GPU)
+        return backend_run_cpu(b, job, b->threads);
+    if (!b->gpu)
+        return edged_fail(job->err, EDGED_E_NO_CUDA, "a GPU job needs a GPU backend");
+    if ((rc = backend_submit(b, 0, job)) < 0)
+        return rc;
+    return backend_finish(b, 0, job);
+}

@@ -1,0 +1,54 @@
+/* backend.h — the compute backend (a GPU context or the CPU) and the one dispatch of a job to it,
+ * shared by the service's workers and `edged filter`. */
+#ifndef EDGED_BACKEND_H
+#define EDGED_BACKEND_H
+
+#include "filter.h"
+#include "image.h"
+#include "queue.h"
+#include "variant.h"
+
+struct backend;
+
+/* What the configuration asks for: auto (the GPU when one works, else the CPU), gpu or cpu. */
+enum backend_kind { BACKEND_AUTO, BACKEND_GPU, BACKEND_CPU };
+
+/* "auto", "gpu", "cpu"; backend_kind_parse returns the kind or -1 for another name. */
+const char *backend_name(enum backend_kind k);
+int backend_kind_parse(const char *name);
+
+/* Opens the backend: auto takes the GPU when one works, else the CPU; gpu fails without a device
+ * (EDGED_E_NO_CUDA, message says why); cpu never touches CUDA. threads: CPU threads, 0 = cores. */
+int backend_open(struct backend **out, enum backend_kind want, int streams, int threads, char *err);
+/* Closes the GPU context, if any, and frees b; accepts NULL. */
+void backend_close(struct backend *b);
+/* 1 when a GPU context is open. */
+int backend_has_gpu(const struct backend *b);
+/* Device name, or "cpu (N threads)". */
+const char *backend_device(const struct backend *b);
+struct gconv_ctx *backend_gpu(struct backend *b);
+int backend_threads(const struct backend *b);
+
+/* The variant `auto` resolves to for this plan and size. */
+enum variant backend_pick(const struct backend *b, const struct filter_plan *plan, int w, int h);
+
+/* ---- one job (struct job, queue.h) ---------------------------------------------------------- */
+
+/* Routes a job whose input, plan, variant and block are set: refuses a GPU variant without a GPU
+ * (EDGED_E_NO_CUDA), sets the lane and, for the GPU lane, allocates the output. */
+int backend_route(const struct backend *b, struct job *job, char *err);
+
+/* CPU lane: runs the job on this thread (auto is cpu) with `threads` threads; sets used and the
+ * kernel time. Returns 0 or a negative EDGED_E_* code with the message in job->err. */
+int backend_run_cpu(const struct backend *b, struct job *job, int threads);
+
+/* GPU lane, asynchronous: submit resolves auto and enqueues the job on stream s (its input may be
+ * freed once this returns 0); finish waits for stream s and fills the output and stage times. */
+int backend_submit(struct backend *b, int s, struct job *job);
+int backend_finish(struct backend *b, int s, struct job *job);
+
+/* Runs a routed job to the end on this thread, through the same calls as the workers (the CPU
+ * with the backend's threads, or the GPU on stream 0). Returns 0 or an EDGED_E_* code. */
+int backend_run(struct backend *b, struct job *job);
+
+#endif

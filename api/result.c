@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -58,12 +59,46 @@ int result_error(int code, const char *message, const char *request_id, char *bo
     return edged_err_status(code);
 }
 
+static const char *const stage_names[RESULT_STAGE_COUNT] = {
+#define STAGE_NAME(id, field, api) #field,
+    EDGED_STAGES(STAGE_NAME)
+#undef STAGE_NAME
+};
+
+static const unsigned char stage_in_api[RESULT_STAGE_COUNT] = {
+#define STAGE_API(id, field, api) api,
+    EDGED_STAGES(STAGE_API)
+#undef STAGE_API
+};
+
+static const size_t stage_offset[RESULT_STAGE_COUNT] = {
+#define STAGE_OFFSET(id, field, api) offsetof(struct result_times, field),
+    EDGED_STAGES(STAGE_OFFSET)
+#undef STAGE_OFFSET
+};
+
+const char *result_stage_name(enum result_stage s) { return s < RESULT_STAGE_COUNT ? stage_names[s] : "?"; }
+int result_stage_in_api(enum result_stage s) { return s < RESULT_STAGE_COUNT && stage_in_api[s]; }
+
+double result_stage_ms(const struct result_times *t, enum result_stage s)
+{
+    double v = 0.0;
+
+    if (s < RESULT_STAGE_COUNT)
+        memcpy(&v, (const char *)t + stage_offset[s], sizeof(v));
+    return v;
+}
+
 void result_server_timing(const struct result_times *t, char *buf, size_t cap)
 {
-    snprintf(buf, cap,
-             "queue;dur=%.3f, decode;dur=%.3f, upload;dur=%.3f, kernel;dur=%.3f, download;dur=%.3f, "
-             "encode;dur=%.3f, total;dur=%.3f",
-             t->queue, t->decode, t->upload, t->kernel, t->download, t->encode, t->total);
+    size_t pos = 0;
+
+    if (cap)
+        buf[0] = '\0';
+    for (int s = 0; s < RESULT_STAGE_COUNT && pos < cap; s++)
+        if (stage_in_api[s])
+            pos += (size_t)snprintf(buf + pos, cap - pos, "%s%s;dur=%.3f", pos ? ", " : "", stage_names[s],
+                                    result_stage_ms(t, s));
 }
 
 void result_kernel_rates(const struct filter_plan *plan, int w, int h, double kernel_ms, double *gflops,
@@ -81,18 +116,32 @@ void result_kernel_rates(const struct filter_plan *plan, int w, int h, double ke
 /* Figures are printed to a fixed number of decimals (times: microseconds), not 17 digits of noise. */
 static double rnd(double v, double scale) { return round(v * scale) / scale; }
 
+void result_times_json(cJSON *obj, const struct result_times *t, enum result_times_form form)
+{
+    for (int s = 0; s < RESULT_STAGE_COUNT; s++) {
+        double v = result_stage_ms(t, s);
+        int put_it = form == RESULT_TIMES_API ? stage_in_api[s] : v > 0.0 || s == RESULT_STAGE_TOTAL;
+        if (put_it)
+            cJSON_AddNumberToObject(obj, stage_names[s], rnd(v, 1e3));
+    }
+}
+
 static cJSON *times_json(const struct result_times *t)
 {
     cJSON *o = cJSON_CreateObject();
 
-    cJSON_AddNumberToObject(o, "queue", rnd(t->queue, 1e3));
-    cJSON_AddNumberToObject(o, "decode", rnd(t->decode, 1e3));
-    cJSON_AddNumberToObject(o, "upload", rnd(t->upload, 1e3));
-    cJSON_AddNumberToObject(o, "kernel", rnd(t->kernel, 1e3));
-    cJSON_AddNumberToObject(o, "download", rnd(t->download, 1e3));
-    cJSON_AddNumberToObject(o, "encode", rnd(t->encode, 1e3));
-    cJSON_AddNumberToObject(o, "total", rnd(t->total, 1e3));
+    result_times_json(o, t, RESULT_TIMES_API);
     return o;
+}
+
+cJSON *result_knobs_json(enum filter_id f)
+{
+    cJSON *a = cJSON_CreateArray();
+
+    for (int k = 0; a && k < FILTER_KNOB_COUNT; k++)
+        if (filter_takes(f, k))
+            cJSON_AddItemToArray(a, cJSON_CreateString(filter_knob_name(k)));
+    return a;
 }
 
 /* Prints and frees root; NULL when out of memory. cJSON's adders accept NULL items, so an inner

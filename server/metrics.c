@@ -14,10 +14,6 @@
 static const double bucket_le[NBUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                            0.1,    0.25,    0.5,    1.0,   2.5,    5.0,   10.0, 30.0};
 
-enum stage { ST_RECEIVE, ST_QUEUE, ST_DECODE, ST_UPLOAD, ST_KERNEL, ST_DOWNLOAD, ST_ENCODE, ST_TOTAL, ST_COUNT };
-static const char *const stage_names[ST_COUNT] = {"receive", "queue",  "decode", "upload", "kernel",
-                                                  "download", "encode", "total"};
-
 #define MAX_STATUS 600
 #define NREASONS 9
 static const int reason_codes[NREASONS] = {EDGED_E_BODY_TOO_LARGE, EDGED_E_IMAGE_TOO_LARGE, EDGED_E_QUEUE_FULL,
@@ -36,7 +32,7 @@ struct metrics {
     uint64_t accepted, succeeded, failed, in_flight;
     uint64_t by_status[MAX_STATUS];
     uint64_t rejections[NREASONS];
-    struct histogram queue_wait, stage[ST_COUNT];
+    struct histogram queue_wait, stage[RESULT_STAGE_COUNT]; /* EDGED_STAGES order */
 };
 
 int metrics_new(struct metrics **out, const struct metrics_build *b, char *err)
@@ -107,13 +103,10 @@ static void observe(struct histogram *h, double seconds)
 
 void metrics_stages(struct metrics *m, const struct result_times *t)
 {
-    const double ms[ST_COUNT] = {t->receive, t->queue,    t->decode, t->upload,
-                                 t->kernel,  t->download, t->encode, t->total};
-
     pthread_mutex_lock(&m->mu);
-    for (int i = 0; i < ST_COUNT; i++)
-        if (ms[i] > 0.0)
-            observe(&m->stage[i], ms[i] / 1e3);
+    for (int i = 0; i < RESULT_STAGE_COUNT; i++)
+        if (result_stage_ms(t, i) > 0.0)
+            observe(&m->stage[i], result_stage_ms(t, i) / 1e3);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -209,8 +202,8 @@ static void emit_histograms(struct text *t, const struct metrics *m)
     emit_histogram(t, "edged_queue_wait_seconds", "", &m->queue_wait);
     emit(t, "# HELP edged_stage_seconds Time of each stage of served requests.\n"
             "# TYPE edged_stage_seconds histogram\n");
-    for (int i = 0; i < ST_COUNT; i++) {
-        snprintf(label, sizeof(label), "stage=\"%s\",", stage_names[i]);
+    for (int i = 0; i < RESULT_STAGE_COUNT; i++) {
+        snprintf(label, sizeof(label), "stage=\"%s\",", result_stage_name(i));
         emit_histogram(t, "edged_stage_seconds", label, &m->stage[i]);
     }
 }

@@ -9,9 +9,8 @@
 
 #include "errors.h"
 
-/* Appends s to body as JSON string contents; stops (keeping room for the closing text) when full.
- * Hand-written so that the error path allocates nothing and cannot fail. */
-static size_t json_escape(char *dst, size_t cap, size_t pos, const char *s, size_t reserve)
+/* Hand-written so that the error path allocates nothing and cannot fail. */
+size_t result_escape(char *dst, size_t cap, size_t pos, const char *s, size_t reserve, enum result_escape_form form)
 {
     static const char hex[] = "0123456789abcdef";
 
@@ -20,13 +19,16 @@ static size_t json_escape(char *dst, size_t cap, size_t pos, const char *s, size
         if (c == '"' || c == '\\') {
             dst[pos++] = '\\';
             dst[pos++] = (char)c;
+        } else if ((c < 0x20 || c == 0x7f) && form == RESULT_ESCAPE_LABEL) {
+            dst[pos++] = ' ';
         } else if (c < 0x20 || c == 0x7f) {
             pos += (size_t)snprintf(dst + pos, cap - pos, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
         } else {
             dst[pos++] = (char)c;
         }
     }
-    dst[pos] = '\0';
+    if (pos < cap)
+        dst[pos] = '\0';
     return pos;
 }
 
@@ -52,9 +54,10 @@ int result_error(int code, const char *message, const char *request_id, char *bo
     pos = put(body, cap, pos, "{\"error\":{\"code\":\"");
     pos = put(body, cap, pos, edged_err_name(code));
     pos = put(body, cap, pos, "\",\"message\":\"");
-    pos = json_escape(body, cap, pos, message, 64 + (request_id ? strlen(request_id) : 0));
+    pos = result_escape(body, cap, pos, message, 64 + (request_id ? strlen(request_id) : 0),
+                        RESULT_ESCAPE_JSON);
     pos = put(body, cap, pos, "\",\"request_id\":\"");
-    pos = json_escape(body, cap, pos, request_id ? request_id : "", 8);
+    pos = result_escape(body, cap, pos, request_id ? request_id : "", 8, RESULT_ESCAPE_JSON);
     put(body, cap, pos, "\"}}\n");
     return edged_err_status(code);
 }

@@ -92,6 +92,16 @@ char *result_compare_json(const struct result_compare *c);
  * the error table in errors.h. */
 int result_error(int code, const char *message, const char *request_id, char *body, size_t cap);
 
+/* How result_escape writes characters a quoted string cannot hold. JSON: control characters as
+ * \u00XX. LABEL (a Prometheus label value, whose format has no such escape): as a space. Both
+ * put a backslash before " and \. */
+enum result_escape_form { RESULT_ESCAPE_JSON, RESULT_ESCAPE_LABEL };
+
+/* THE string escaper: appends s (NULL = "") to dst at pos as the contents of a double-quoted
+ * string; stops early (truncating s) to keep `reserve` bytes of cap free for what follows, plus
+ * room for one escape. dst stays NUL-terminated. Returns the new end. */
+size_t result_escape(char *dst, size_t cap, size_t pos, const char *s, size_t reserve, enum result_escape_form form);
+
 /* Server-Timing header value with the stages of t ("queue;dur=0.012, decode;dur=3.1, ..."). */
 void result_server_timing(const struct result_times *t, char *buf, size_t cap);
 

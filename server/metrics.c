@@ -208,19 +208,6 @@ static void emit_histograms(struct text *t, const struct metrics *m)
     }
 }
 
-/* Label values come from config and the device name: escape the characters the format forbids. */
-static void label_value(char *dst, size_t cap, const char *s)
-{
-    size_t j = 0;
-
-    for (; s && *s && j + 3 < cap; s++) {
-        if (*s == '"' || *s == '\\')
-            dst[j++] = '\\';
-        dst[j++] = *s == '\n' ? ' ' : *s;
-    }
-    dst[j] = '\0';
-}
-
 char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *len)
 {
     struct text t = {malloc(16384), 0, 16384, 0};
@@ -240,7 +227,8 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *
              "# HELP edged_gpu_memory_used_bytes Device memory held by the GPU context.\n"
              "# TYPE edged_gpu_memory_used_bytes gauge\nedged_gpu_memory_used_bytes %zu\n",
          g->queue_depth, g->queue_capacity, g->ready, g->gpu_memory_used);
-    label_value(dev, sizeof(dev), m->build.device);
+    dev[0] = '\0'; /* from config and the device name: escaped as the label format wants */
+    result_escape(dev, sizeof(dev), 0, m->build.device, 0, RESULT_ESCAPE_LABEL);
     emit(&t, "# HELP edged_build_info Build and runtime identity.\n# TYPE edged_build_info gauge\n"
              "edged_build_info{version=\"%s\",backend=\"%s\",device=\"%s\"} 1\n",
          m->build.version, m->build.backend, dev);

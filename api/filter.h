@@ -37,13 +37,13 @@ enum color_mode { COLOR_AUTO, COLOR_GRAY, COLOR_RGB, COLOR_COUNT };
  * lists them. Every filter also takes the common ones (variant, block, border, color, output,
  * png_level). Which filter takes which is the one table in filter.c (filter_takes); the request
  * parser, the checks of a spec and the catalogue all read it. */
-#define FILTER_KNOBS(X)                                                                                \
-    X(THRESHOLD, "threshold") /* edge: |L| > threshold */                                              \
-    X(TAPS, "taps")           /* custom: the kernel */                                                 \
-    X(NORMALIZE, "normalize") /* custom: divide the taps by their sum */                               \
-    X(SIZE, "size")           /* kernel side */                                                        \
-    X(SIGMA, "sigma")         /* gaussian width */                                                     \
-    X(BIT_DEPTH, "bit_depth") /* 1: a 1-bit PNG of a binary map (8 is every filter's default) */       \
+#define FILTER_KNOBS(X)                                                                                      \
+    X(THRESHOLD, "threshold") /* edge: |L| > threshold */                                                    \
+    X(TAPS, "taps")           /* custom: the kernel */                                                       \
+    X(NORMALIZE, "normalize") /* custom: divide the taps by their sum */                                     \
+    X(SIZE, "size")           /* kernel side */                                                              \
+    X(SIGMA, "sigma")         /* gaussian width */                                                           \
+    X(BIT_DEPTH, "bit_depth") /* 1: a 1-bit PNG of a binary map (8 is every filter's default) */             \
     X(POST, "post")           /* how a float result becomes 8 bits (a binary map has none) */
 
 enum filter_knob {

@@ -20,14 +20,14 @@ extern "C" {
  * X(ID, field, api). api 0: the stage is logged and in the metrics but not in the API's timings
  * (JSON timings_ms, Server-Timing): receive, headers to the last body byte, mostly the client's
  * upload. total is the whole request, the others its parts. */
-#define EDGED_STAGES(X)                                                                                \
-    X(RECEIVE, receive, 0)                                                                             \
-    X(QUEUE, queue, 1)                                                                                 \
-    X(DECODE, decode, 1)                                                                               \
-    X(UPLOAD, upload, 1)                                                                               \
-    X(KERNEL, kernel, 1)                                                                               \
-    X(DOWNLOAD, download, 1)                                                                           \
-    X(ENCODE, encode, 1)                                                                               \
+#define EDGED_STAGES(X)                                                                                      \
+    X(RECEIVE, receive, 0)                                                                                   \
+    X(QUEUE, queue, 1)                                                                                       \
+    X(DECODE, decode, 1)                                                                                     \
+    X(UPLOAD, upload, 1)                                                                                     \
+    X(KERNEL, kernel, 1)                                                                                     \
+    X(DOWNLOAD, download, 1)                                                                                 \
+    X(ENCODE, encode, 1)                                                                                     \
     X(TOTAL, total, 1)
 
 enum result_stage {

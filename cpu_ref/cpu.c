@@ -45,31 +45,31 @@
 /* The three loops of cpu_mac for vector type VT of VW floats, as the body of a function with
  * cpu_mac's parameters. A macro rather than a function so that each instantiation is compiled for
  * its own target ISA; the helpers below it are always inlined into it. */
-#define CPU_MAC_BODY(VT, VW)                                                                           \
-    {                                                                                                  \
-        int x = 0;                                                                                     \
-        for (; x + CPU_ACC * (VW) <= len; x += CPU_ACC * (VW)) {                                       \
-            VT a[CPU_ACC] = {{0}}, v;                                                                  \
-            for (int k = 0; k < n; k++) {                                                              \
-                const float *s = src[k] + x;                                                           \
-                float c = coef[k];                                                                     \
-                _Pragma("GCC unroll 8") for (int i = 0; i < CPU_ACC; i++)                              \
-                {                                                                                      \
-                    memcpy(&v, s + i * (VW), sizeof(v));                                               \
-                    a[i] += c * v;                                                                     \
-                }                                                                                      \
-            }                                                                                          \
-            memcpy(out + x, a, sizeof(a));                                                             \
-        }                                                                                              \
-        for (; x + (VW) <= len; x += (VW)) {                                                           \
-            VT a = {0}, v;                                                                             \
-            for (int k = 0; k < n; k++) {                                                              \
-                memcpy(&v, src[k] + x, sizeof(v));                                                     \
-                a += coef[k] * v;                                                                      \
-            }                                                                                          \
-            memcpy(out + x, &a, sizeof(a));                                                            \
-        }                                                                                              \
-        cpu_mac_tail(out, src, coef, n, x, len);                                                       \
+#define CPU_MAC_BODY(VT, VW)                                                                                 \
+    {                                                                                                        \
+        int x = 0;                                                                                           \
+        for (; x + CPU_ACC * (VW) <= len; x += CPU_ACC * (VW)) {                                             \
+            VT a[CPU_ACC] = {{0}}, v;                                                                        \
+            for (int k = 0; k < n; k++) {                                                                    \
+                const float *s = src[k] + x;                                                                 \
+                float c = coef[k];                                                                           \
+                _Pragma("GCC unroll 8") for (int i = 0; i < CPU_ACC; i++)                                    \
+                {                                                                                            \
+                    memcpy(&v, s + i * (VW), sizeof(v));                                                     \
+                    a[i] += c * v;                                                                           \
+                }                                                                                            \
+            }                                                                                                \
+            memcpy(out + x, a, sizeof(a));                                                                   \
+        }                                                                                                    \
+        for (; x + (VW) <= len; x += (VW)) {                                                                 \
+            VT a = {0}, v;                                                                                   \
+            for (int k = 0; k < n; k++) {                                                                    \
+                memcpy(&v, src[k] + x, sizeof(v));                                                           \
+                a += coef[k] * v;                                                                            \
+            }                                                                                                \
+            memcpy(out + x, &a, sizeof(a));                                                                  \
+        }                                                                                                    \
+        cpu_mac_tail(out, src, coef, n, x, len);                                                             \
     }
 
 /* The last len - x outputs (fewer than one vector), one float at a time. */

@@ -44,7 +44,7 @@
 
 /* The three loops of cpu_mac for vector type VT of VW floats, as the body of a function with
  * cpu_mac's parameters. A macro rather than a function so that each instantiation is compiled for
- * its own target ISA; the helpers below it are always inlined into it. */
+ * its own instruction set; the scalar tail (cpu_mac_tail) is always inlined into it. */
 #define CPU_MAC_BODY(VT, VW)                                                                                 \
     {                                                                                                        \
         int x = 0;                                                                                           \

@@ -492,7 +492,8 @@ static int check_applies(const struct params *p, char *err)
             continue;
         filter_knob_takers((enum filter_knob)fd->knob, who, sizeof(who));
         if (fd->knob == FILTER_KNOB_BIT_DEPTH)
-            return edged_fail(err, EDGED_E_PARAM, "bit_depth: 1 is for the binary maps of %s, not %s", who, name);
+            return edged_fail(err, EDGED_E_PARAM, "bit_depth: 1 is for the binary maps of %s, not %s", who,
+                              name);
         return edged_fail(err, EDGED_E_PARAM, "%s: applies to %s, not %s", fd->name, who, name);
     }
     if (f == FILTER_CUSTOM && !(p->given & PARAMS_F_TAPS))

@@ -10,7 +10,8 @@
 #include "errors.h"
 
 /* Hand-written so that the error path allocates nothing and cannot fail. */
-size_t result_escape(char *dst, size_t cap, size_t pos, const char *s, size_t reserve, enum result_escape_form form)
+size_t result_escape(char *dst, size_t cap, size_t pos, const char *s, size_t reserve,
+                     enum result_escape_form form)
 {
     static const char hex[] = "0123456789abcdef";
 

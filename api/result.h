@@ -100,7 +100,8 @@ enum result_escape_form { RESULT_ESCAPE_JSON, RESULT_ESCAPE_LABEL };
 /* THE string escaper: appends s (NULL = "") to dst at pos as the contents of a double-quoted
  * string; stops early (truncating s) to keep `reserve` bytes of cap free for what follows, plus
  * room for one escape. dst stays NUL-terminated. Returns the new end. */
-size_t result_escape(char *dst, size_t cap, size_t pos, const char *s, size_t reserve, enum result_escape_form form);
+size_t result_escape(char *dst, size_t cap, size_t pos, const char *s, size_t reserve,
+                     enum result_escape_form form);
 
 /* Server-Timing header value with the stages of t ("queue;dur=0.012, decode;dur=3.1, ..."). */
 void result_server_timing(const struct result_times *t, char *buf, size_t cap);

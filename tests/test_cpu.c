@@ -326,7 +326,8 @@ static void test_conv_random(void)
     for (int t = 0; t < cases; t++) {
         struct filter_spec s;
         struct kernel2d k;
-        int w = 1 + (int)(check_rng() % 90), h = 1 + (int)(check_rng() % 70), b = (int)(check_rng() % BORDER_COUNT);
+        int w = 1 + (int)(check_rng() % 90), h = 1 + (int)(check_rng() % 70);
+        int b = (int)(check_rng() % BORDER_COUNT);
         size_t pitch = (size_t)w + check_rng() % 5, n = pitch * (size_t)h;
         float *in = malloc(n * sizeof(float)), *os = calloc(n, sizeof(float)), *oc = calloc(n, sizeof(float));
         float *o1 = calloc(n, sizeof(float));

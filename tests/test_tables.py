@@ -1,9 +1,10 @@
 """test_tables.py — the copies of edged's tables in other languages agree with what the server
 serves. The C code holds each table once (the filter bank and its knobs in api/filter.c, the
 variants in api/variant.h, the request stages in api/result.h); openapi.yaml, the web page
-(server/web/app.js, index.html), the CLI usage and the Python tools write them out again. Each test here reads the
-table from a real `edged serve` (GET /v1/filters, /v1/variants, a JSON result, Server-Timing,
-/metrics) and compares every copy with it, strictly (same names, same order where order shows).
+(server/web/app.js, index.html), the CLI usage and the Python tools write them out again. Each
+test here reads the table from a real `edged serve` (GET /v1/filters, /v1/variants, a JSON result,
+Server-Timing, /metrics) and compares every copy with it, strictly (same names, same order where
+order shows).
 Backend from EDGED_TEST_BACKEND (cpu by default); binary EDGED_BIN."""
 import ast
 import json

@@ -64,7 +64,7 @@ TEST_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # The worker's GPU loop against a fake gconv, under ASan/UBSan: linked on its own because the
 # fake replaces the gconv symbols every other program links for real.
 MOCK_SRCS := tests/worker_mock/worker_mock.c tests/worker_mock/mock_gpu.c server/worker.c server/backend.c server/queue.c \
-             server/log.c api/errors.c api/image.c api/variant.c api/filter.c api/tuning.c $(wildcard cpu_ref/*.c)
+             server/log.c api/errors.c api/result.c api/image.c api/variant.c api/filter.c api/tuning.c $(wildcard cpu_ref/*.c)
 MOCK_BIN := $(BUILD)/tests/test_worker_mock
 BENCH_SRCS := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))

@@ -2,6 +2,7 @@
 #include "filter.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "errors.h"
@@ -11,27 +12,44 @@ struct filter_row {
     const char *name, *desc;
     enum color_mode color; /* what COLOR_AUTO means */
     enum post_mode post;   /* what POST_AUTO means */
+    unsigned knobs;        /* bit (1u << FILTER_KNOB_*) per knob the filter takes */
 };
 
+#define KNOB(id) (1u << FILTER_KNOB_##id)
+#define KNOBS_POST_ONLY KNOB(POST)
+
+/* THE table of the filter bank: names, plain descriptions, defaults and the knobs each takes. */
 static const struct filter_row filter_rows[FILTER_COUNT] = {
-    [FILTER_EDGE] = {"edge", "gaussian5 -> laplacian3 -> |L| > threshold: binary edge map (KTH report)",
-                     COLOR_GRAY, POST_THRESHOLD},
+    [FILTER_EDGE] = {"edge", "gaussian5 -> laplacian3 -> |L| > threshold: binary edge map", COLOR_GRAY,
+                     POST_THRESHOLD, KNOB(THRESHOLD) | KNOB(BIT_DEPTH)},
     [FILTER_GAUSSIAN5] = {"gaussian5", "5x5 Gaussian (1/289)[2,4,5,4,2]^T[2,4,5,4,2], sigma ~1.4", COLOR_RGB,
-                          POST_CLAMP},
+                          POST_CLAMP, KNOBS_POST_ONLY},
     [FILTER_GAUSSIAN] = {"gaussian", "Gaussian blur, odd size 3..63, sigma (default as OpenCV)", COLOR_RGB,
-                         POST_CLAMP},
-    [FILTER_LAPLACIAN3] = {"laplacian3", "3x3 Laplacian [[0,1,0],[1,-4,1],[0,1,0]]", COLOR_GRAY, POST_ABS},
-    [FILTER_LAPLACIAN8] = {"laplacian8", "3x3 Laplacian, all ones with centre -8", COLOR_GRAY, POST_ABS},
-    [FILTER_SOBEL_X] = {"sobel_x", "Sobel x derivative [-1 0 1; -2 0 2; -1 0 1]", COLOR_GRAY, POST_ABS},
-    [FILTER_SOBEL_Y] = {"sobel_y", "Sobel y derivative (transpose of sobel_x)", COLOR_GRAY, POST_ABS},
-    [FILTER_SOBEL] = {"sobel", "Sobel gradient magnitude sqrt(gx^2 + gy^2)", COLOR_GRAY, POST_CLAMP},
-    [FILTER_SHARPEN] = {"sharpen", "5x5 sharpen of the Zagreb report, normalised by its sum 8", COLOR_RGB,
-                        POST_CLAMP},
-    [FILTER_EMBOSS] = {"emboss", "5x5 emboss of the Zagreb report, output offset by 128", COLOR_RGB,
-                       POST_OFFSET},
-    [FILTER_BOX] = {"box", "box blur (mean), odd size 3..63", COLOR_RGB, POST_CLAMP},
+                         POST_CLAMP, KNOB(SIZE) | KNOB(SIGMA) | KNOB(POST)},
+    [FILTER_LAPLACIAN3] = {"laplacian3", "3x3 Laplacian [[0,1,0],[1,-4,1],[0,1,0]]", COLOR_GRAY, POST_ABS,
+                           KNOBS_POST_ONLY},
+    [FILTER_LAPLACIAN8] = {"laplacian8", "3x3 Laplacian, all ones with centre -8", COLOR_GRAY, POST_ABS,
+                           KNOBS_POST_ONLY},
+    [FILTER_SOBEL_X] = {"sobel_x", "Sobel x derivative [-1 0 1; -2 0 2; -1 0 1]", COLOR_GRAY, POST_ABS,
+                        KNOBS_POST_ONLY},
+    [FILTER_SOBEL_Y] = {"sobel_y", "Sobel y derivative (transpose of sobel_x)", COLOR_GRAY, POST_ABS,
+                        KNOBS_POST_ONLY},
+    [FILTER_SOBEL] = {"sobel", "Sobel gradient magnitude sqrt(gx^2 + gy^2)", COLOR_GRAY, POST_CLAMP,
+                      KNOBS_POST_ONLY},
+    [FILTER_SHARPEN] = {"sharpen", "5x5 sharpen: centre 8, inner ring 2, outer ring -1, divided by its sum 8",
+                        COLOR_RGB, POST_CLAMP, KNOBS_POST_ONLY},
+    [FILTER_EMBOSS] = {"emboss",
+                       "5x5 emboss: -1 above-left of the anti-diagonal, +1 below-right, output offset by 128",
+                       COLOR_RGB, POST_OFFSET, KNOBS_POST_ONLY},
+    [FILTER_BOX] = {"box", "box blur (mean), odd size 3..63", COLOR_RGB, POST_CLAMP, KNOB(SIZE) | KNOB(POST)},
     [FILTER_CUSTOM] = {"custom", "your taps: odd rows x odd cols up to 63x63, optional normalisation",
-                       COLOR_RGB, POST_CLAMP},
+                       COLOR_RGB, POST_CLAMP, KNOB(TAPS) | KNOB(NORMALIZE) | KNOB(POST)},
+};
+
+static const char *const knob_names[FILTER_KNOB_COUNT] = {
+#define FILTER_KNOB_NAME(id, name) name,
+    FILTER_KNOBS(FILTER_KNOB_NAME)
+#undef FILTER_KNOB_NAME
 };
 
 static const char *const border_names[BORDER_COUNT] = {"zero", "replicate", "reflect"};
@@ -54,6 +72,31 @@ const char *post_name(enum post_mode p) { return p < POST_COUNT ? post_names[p] 
 int border_from_name(const char *name) { return name_find(border_names, BORDER_COUNT, name); }
 int color_from_name(const char *name) { return name_find(color_names, COLOR_COUNT, name); }
 int post_from_name(const char *name) { return name_find(post_names, POST_COUNT, name); }
+
+int filter_takes(enum filter_id id, enum filter_knob k)
+{
+    return id < FILTER_COUNT && k < FILTER_KNOB_COUNT && (filter_rows[id].knobs & (1u << k)) != 0;
+}
+
+const char *filter_knob_name(enum filter_knob k) { return k < FILTER_KNOB_COUNT ? knob_names[k] : "?"; }
+
+char *filter_knob_takers(enum filter_knob k, char *buf, size_t cap)
+{
+    int n = 0, total = 0;
+    size_t pos = 0;
+
+    for (int f = 0; f < FILTER_COUNT; f++)
+        total += filter_takes(f, k);
+    buf[0] = '\0';
+    for (int f = 0; f < FILTER_COUNT && pos < cap; f++) {
+        if (!filter_takes(f, k))
+            continue;
+        n++;
+        pos += (size_t)snprintf(buf + pos, cap - pos, "%s%s", n == 1 ? "" : n == total ? " and " : ", ",
+                                filter_rows[f].name);
+    }
+    return buf;
+}
 
 int filter_from_name(const char *name)
 {
@@ -246,16 +289,19 @@ int filter_kernel(const struct filter_spec *s, struct kernel2d *k, char *err)
 static int check_knobs(const struct filter_spec *s, char *err)
 {
     enum filter_id f = s->filter;
+    char who[128];
 
-    if (s->size != 0 && f != FILTER_GAUSSIAN && f != FILTER_BOX)
-        return edged_fail(err, EDGED_E_PARAM, "size applies to gaussian and box, not %s", filter_name(f));
-    if (s->sigma != 0.0f && f != FILTER_GAUSSIAN)
-        return edged_fail(err, EDGED_E_PARAM, "sigma applies to gaussian, not %s", filter_name(f));
+    if (s->size != 0 && !filter_takes(f, FILTER_KNOB_SIZE))
+        return edged_fail(err, EDGED_E_PARAM, "size applies to %s, not %s",
+                          filter_knob_takers(FILTER_KNOB_SIZE, who, sizeof(who)), filter_name(f));
+    if (s->sigma != 0.0f && !filter_takes(f, FILTER_KNOB_SIGMA))
+        return edged_fail(err, EDGED_E_PARAM, "sigma applies to %s, not %s",
+                          filter_knob_takers(FILTER_KNOB_SIGMA, who, sizeof(who)), filter_name(f));
     if (!isfinite(s->threshold) || s->threshold < 0.0f || s->threshold > 1e6f)
         return edged_fail(err, EDGED_E_PARAM, "threshold %g invalid: must be 0..1e6", s->threshold);
-    if (f == FILTER_EDGE && s->post != POST_AUTO)
-        return edged_fail(err, EDGED_E_PARAM, "post %s does not apply to edge (its output is binary)",
-                          post_name(s->post));
+    if (s->post != POST_AUTO && !filter_takes(f, FILTER_KNOB_POST)) /* edge: its output is binary */
+        return edged_fail(err, EDGED_E_PARAM, "post %s does not apply to %s (its output is binary)",
+                          post_name(s->post), filter_name(f));
     if (s->post == POST_THRESHOLD)
         return edged_fail(err, EDGED_E_PARAM, "post must be clamp, abs or offset");
     if ((unsigned)s->border >= BORDER_COUNT || (unsigned)s->color >= COLOR_COUNT ||

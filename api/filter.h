@@ -3,6 +3,8 @@
 #ifndef EDGED_FILTER_H
 #define EDGED_FILTER_H
 
+#include <stddef.h>
+
 #include "pixel.h"
 
 #ifdef __cplusplus
@@ -30,6 +32,26 @@ enum filter_id {
 };
 
 enum color_mode { COLOR_AUTO, COLOR_GRAY, COLOR_RGB, COLOR_COUNT };
+
+/* The knobs that only some filters take, by their request names, in the order GET /v1/filters
+ * lists them. Every filter also takes the common ones (variant, block, border, color, output,
+ * png_level). Which filter takes which is the one table in filter.c (filter_takes); the request
+ * parser, the checks of a spec and the catalogue all read it. */
+#define FILTER_KNOBS(X)                                                                                      \
+    X(THRESHOLD, "threshold") /* edge: |L| > threshold */                                                    \
+    X(TAPS, "taps")           /* custom: the kernel */                                                       \
+    X(NORMALIZE, "normalize") /* custom: divide the taps by their sum */                                     \
+    X(SIZE, "size")           /* kernel side */                                                              \
+    X(SIGMA, "sigma")         /* gaussian width */                                                           \
+    X(BIT_DEPTH, "bit_depth") /* 1: a 1-bit PNG of a binary map (8 is every filter's default) */             \
+    X(POST, "post")           /* how a float result becomes 8 bits (a binary map has none) */
+
+enum filter_knob {
+#define FILTER_KNOB_ENUM(id, name) FILTER_KNOB_##id,
+    FILTER_KNOBS(FILTER_KNOB_ENUM)
+#undef FILTER_KNOB_ENUM
+    FILTER_KNOB_COUNT
+};
 
 /* A request: which filter and its knobs. Zero-initialise, then set what the caller gave. */
 struct filter_spec {
@@ -105,6 +127,16 @@ void filter_gaussian_1d(int n, double sigma, float *out);
 
 /* Multiply-adds per output pixel per plane, for GFLOP/s figures (2 flops each). */
 double filter_plan_taps(const struct filter_plan *plan);
+
+/* Whether filter id takes knob k (the table in filter.c). */
+int filter_takes(enum filter_id id, enum filter_knob k);
+
+/* The request name of knob k ("threshold"); "?" when out of range. */
+const char *filter_knob_name(enum filter_knob k);
+
+/* The filters that take knob k, for messages: "edge", "gaussian and box", "a, b and c". Writes at
+ * most cap bytes (NUL included) into buf and returns buf. */
+char *filter_knob_takers(enum filter_knob k, char *buf, size_t cap);
 
 /* Names: "edge", "zero", "gray", "clamp"... and back. *_from_name return -1 when unknown. */
 const char *filter_name(enum filter_id id);

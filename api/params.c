@@ -19,7 +19,11 @@ struct field {
     unsigned bit;
     enum text_kind text;
     field_setter set;
+    int knob; /* the FILTER_KNOB_* of that name (filter_takes says which filters take it), or
+               * COMMON: every filter takes it */
 };
+
+#define COMMON (-1)
 
 static int type_error(const char *field, const char *want, const cJSON *v, char *err)
 {
@@ -264,21 +268,21 @@ static int set_bit_depth(struct params *p, const cJSON *v, char *err)
 }
 
 static const struct field fields[] = {
-    {"filter", PARAMS_F_FILTER, TEXT_STRING, set_filter},
-    {"variant", PARAMS_F_VARIANT, TEXT_STRING, set_variant},
-    {"variants", PARAMS_F_VARIANTS, TEXT_LIST, set_variants},
-    {"threshold", PARAMS_F_THRESHOLD, TEXT_JSON, set_threshold},
-    {"border", PARAMS_F_BORDER, TEXT_STRING, set_border},
-    {"color", PARAMS_F_COLOR, TEXT_STRING, set_color},
-    {"post", PARAMS_F_POST, TEXT_STRING, set_post},
-    {"size", PARAMS_F_SIZE, TEXT_JSON, set_size},
-    {"sigma", PARAMS_F_SIGMA, TEXT_JSON, set_sigma},
-    {"taps", PARAMS_F_TAPS, TEXT_JSON, set_taps},
-    {"normalize", PARAMS_F_NORMALIZE, TEXT_BOOL, set_normalize},
-    {"block", PARAMS_F_BLOCK, TEXT_JSON, set_block},
-    {"output", PARAMS_F_OUTPUT, TEXT_STRING, set_output},
-    {"png_level", PARAMS_F_PNG_LEVEL, TEXT_JSON, set_png_level},
-    {"bit_depth", PARAMS_F_BIT_DEPTH, TEXT_JSON, set_bit_depth},
+    {"filter", PARAMS_F_FILTER, TEXT_STRING, set_filter, COMMON},
+    {"variant", PARAMS_F_VARIANT, TEXT_STRING, set_variant, COMMON},
+    {"variants", PARAMS_F_VARIANTS, TEXT_LIST, set_variants, COMMON},
+    {"threshold", PARAMS_F_THRESHOLD, TEXT_JSON, set_threshold, FILTER_KNOB_THRESHOLD},
+    {"border", PARAMS_F_BORDER, TEXT_STRING, set_border, COMMON},
+    {"color", PARAMS_F_COLOR, TEXT_STRING, set_color, COMMON},
+    {"post", PARAMS_F_POST, TEXT_STRING, set_post, FILTER_KNOB_POST},
+    {"size", PARAMS_F_SIZE, TEXT_JSON, set_size, FILTER_KNOB_SIZE},
+    {"sigma", PARAMS_F_SIGMA, TEXT_JSON, set_sigma, FILTER_KNOB_SIGMA},
+    {"taps", PARAMS_F_TAPS, TEXT_JSON, set_taps, FILTER_KNOB_TAPS},
+    {"normalize", PARAMS_F_NORMALIZE, TEXT_BOOL, set_normalize, FILTER_KNOB_NORMALIZE},
+    {"block", PARAMS_F_BLOCK, TEXT_JSON, set_block, COMMON},
+    {"output", PARAMS_F_OUTPUT, TEXT_STRING, set_output, COMMON},
+    {"png_level", PARAMS_F_PNG_LEVEL, TEXT_JSON, set_png_level, COMMON},
+    {"bit_depth", PARAMS_F_BIT_DEPTH, TEXT_JSON, set_bit_depth, FILTER_KNOB_BIT_DEPTH},
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
@@ -463,25 +467,37 @@ out:
     return rc;
 }
 
-/* A knob given for a filter that does not take it is an error rather than silently ignored. */
+/* Whether p uses the filter-specific knob of field f: given at all, except bit_depth (8 is every
+ * filter's; 1 is not) and post (auto is every filter's; filter_plan_make judges its value). */
+static int knob_used(const struct params *p, const struct field *f)
+{
+    if (f->knob == FILTER_KNOB_BIT_DEPTH)
+        return p->bit_depth == 1;
+    if (f->knob == FILTER_KNOB_POST)
+        return 0;
+    return (p->given & f->bit) != 0;
+}
+
+/* A knob given for a filter that does not take it (filter_takes) is an error rather than silently
+ * ignored. */
 static int check_applies(const struct params *p, char *err)
 {
     enum filter_id f = p->spec.filter;
     const char *name = filter_name(f);
+    char who[128];
 
-    if ((p->given & PARAMS_F_THRESHOLD) && f != FILTER_EDGE)
-        return edged_fail(err, EDGED_E_PARAM, "threshold: applies to edge, not %s", name);
-    if ((p->given & (PARAMS_F_TAPS | PARAMS_F_NORMALIZE)) && f != FILTER_CUSTOM)
-        return edged_fail(err, EDGED_E_PARAM, "%s: applies to custom, not %s",
-                          (p->given & PARAMS_F_TAPS) ? "taps" : "normalize", name);
+    for (size_t i = 0; i < NFIELDS; i++) {
+        const struct field *fd = &fields[i];
+        if (fd->knob == COMMON || !knob_used(p, fd) || filter_takes(f, (enum filter_knob)fd->knob))
+            continue;
+        filter_knob_takers((enum filter_knob)fd->knob, who, sizeof(who));
+        if (fd->knob == FILTER_KNOB_BIT_DEPTH)
+            return edged_fail(err, EDGED_E_PARAM, "bit_depth: 1 is for the binary maps of %s, not %s", who,
+                              name);
+        return edged_fail(err, EDGED_E_PARAM, "%s: applies to %s, not %s", fd->name, who, name);
+    }
     if (f == FILTER_CUSTOM && !(p->given & PARAMS_F_TAPS))
         return edged_fail(err, EDGED_E_PARAM, "taps: filter custom needs taps (an array of rows)");
-    if ((p->given & PARAMS_F_SIZE) && f != FILTER_GAUSSIAN && f != FILTER_BOX)
-        return edged_fail(err, EDGED_E_PARAM, "size: applies to gaussian and box, not %s", name);
-    if ((p->given & PARAMS_F_SIGMA) && f != FILTER_GAUSSIAN)
-        return edged_fail(err, EDGED_E_PARAM, "sigma: applies to gaussian, not %s", name);
-    if (p->bit_depth == 1 && f != FILTER_EDGE)
-        return edged_fail(err, EDGED_E_PARAM, "bit_depth: 1 is for binary edge maps, not %s", name);
     if ((p->given & PARAMS_F_BLOCK) && p->mode == PARAMS_FILTER && p->variant != VARIANT_AUTO &&
         !variant_is_gpu(p->variant))
         return edged_fail(err, EDGED_E_PARAM, "block: applies to GPU variants, not %s", variant_name(p->variant));

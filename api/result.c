@@ -3,14 +3,15 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "errors.h"
 
-/* Appends s to body as JSON string contents; stops (keeping room for the closing text) when full.
- * Hand-written so that the error path allocates nothing and cannot fail. */
-static size_t json_escape(char *dst, size_t cap, size_t pos, const char *s, size_t reserve)
+/* Hand-written so that the error path allocates nothing and cannot fail. */
+size_t result_escape(char *dst, size_t cap, size_t pos, const char *s, size_t reserve,
+                     enum result_escape_form form)
 {
     static const char hex[] = "0123456789abcdef";
 
@@ -19,13 +20,16 @@ static size_t json_escape(char *dst, size_t cap, size_t pos, const char *s, size
         if (c == '"' || c == '\\') {
             dst[pos++] = '\\';
             dst[pos++] = (char)c;
+        } else if ((c < 0x20 || c == 0x7f) && form == RESULT_ESCAPE_LABEL) {
+            dst[pos++] = ' ';
         } else if (c < 0x20 || c == 0x7f) {
             pos += (size_t)snprintf(dst + pos, cap - pos, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
         } else {
             dst[pos++] = (char)c;
         }
     }
-    dst[pos] = '\0';
+    if (pos < cap)
+        dst[pos] = '\0';
     return pos;
 }
 
@@ -51,19 +55,54 @@ int result_error(int code, const char *message, const char *request_id, char *bo
     pos = put(body, cap, pos, "{\"error\":{\"code\":\"");
     pos = put(body, cap, pos, edged_err_name(code));
     pos = put(body, cap, pos, "\",\"message\":\"");
-    pos = json_escape(body, cap, pos, message, 64 + (request_id ? strlen(request_id) : 0));
+    pos = result_escape(body, cap, pos, message, 64 + (request_id ? strlen(request_id) : 0),
+                        RESULT_ESCAPE_JSON);
     pos = put(body, cap, pos, "\",\"request_id\":\"");
-    pos = json_escape(body, cap, pos, request_id ? request_id : "", 8);
+    pos = result_escape(body, cap, pos, request_id ? request_id : "", 8, RESULT_ESCAPE_JSON);
     put(body, cap, pos, "\"}}\n");
     return edged_err_status(code);
 }
 
+static const char *const stage_names[RESULT_STAGE_COUNT] = {
+#define STAGE_NAME(id, field, api) #field,
+    EDGED_STAGES(STAGE_NAME)
+#undef STAGE_NAME
+};
+
+static const unsigned char stage_in_api[RESULT_STAGE_COUNT] = {
+#define STAGE_API(id, field, api) api,
+    EDGED_STAGES(STAGE_API)
+#undef STAGE_API
+};
+
+static const size_t stage_offset[RESULT_STAGE_COUNT] = {
+#define STAGE_OFFSET(id, field, api) offsetof(struct result_times, field),
+    EDGED_STAGES(STAGE_OFFSET)
+#undef STAGE_OFFSET
+};
+
+const char *result_stage_name(enum result_stage s) { return s < RESULT_STAGE_COUNT ? stage_names[s] : "?"; }
+int result_stage_in_api(enum result_stage s) { return s < RESULT_STAGE_COUNT && stage_in_api[s]; }
+
+double result_stage_ms(const struct result_times *t, enum result_stage s)
+{
+    double v = 0.0;
+
+    if (s < RESULT_STAGE_COUNT)
+        memcpy(&v, (const char *)t + stage_offset[s], sizeof(v));
+    return v;
+}
+
 void result_server_timing(const struct result_times *t, char *buf, size_t cap)
 {
-    snprintf(buf, cap,
-             "queue;dur=%.3f, decode;dur=%.3f, upload;dur=%.3f, kernel;dur=%.3f, download;dur=%.3f, "
-             "encode;dur=%.3f, total;dur=%.3f",
-             t->queue, t->decode, t->upload, t->kernel, t->download, t->encode, t->total);
+    size_t pos = 0;
+
+    if (cap)
+        buf[0] = '\0';
+    for (int s = 0; s < RESULT_STAGE_COUNT && pos < cap; s++)
+        if (stage_in_api[s])
+            pos += (size_t)snprintf(buf + pos, cap - pos, "%s%s;dur=%.3f", pos ? ", " : "", stage_names[s],
+                                    result_stage_ms(t, s));
 }
 
 void result_kernel_rates(const struct filter_plan *plan, int w, int h, double kernel_ms, double *gflops,
@@ -81,18 +120,34 @@ void result_kernel_rates(const struct filter_plan *plan, int w, int h, double ke
 /* Figures are printed to a fixed number of decimals (times: microseconds), not 17 digits of noise. */
 static double rnd(double v, double scale) { return round(v * scale) / scale; }
 
+double result_round_ms(double ms) { return rnd(ms, 1e3); }
+
+void result_times_json(cJSON *obj, const struct result_times *t, enum result_times_form form)
+{
+    for (int s = 0; s < RESULT_STAGE_COUNT; s++) {
+        double v = result_stage_ms(t, s);
+        int put_it = form == RESULT_TIMES_API ? stage_in_api[s] : v > 0.0 || s == RESULT_STAGE_TOTAL;
+        if (put_it)
+            cJSON_AddNumberToObject(obj, stage_names[s], result_round_ms(v));
+    }
+}
+
 static cJSON *times_json(const struct result_times *t)
 {
     cJSON *o = cJSON_CreateObject();
 
-    cJSON_AddNumberToObject(o, "queue", rnd(t->queue, 1e3));
-    cJSON_AddNumberToObject(o, "decode", rnd(t->decode, 1e3));
-    cJSON_AddNumberToObject(o, "upload", rnd(t->upload, 1e3));
-    cJSON_AddNumberToObject(o, "kernel", rnd(t->kernel, 1e3));
-    cJSON_AddNumberToObject(o, "download", rnd(t->download, 1e3));
-    cJSON_AddNumberToObject(o, "encode", rnd(t->encode, 1e3));
-    cJSON_AddNumberToObject(o, "total", rnd(t->total, 1e3));
+    result_times_json(o, t, RESULT_TIMES_API);
     return o;
+}
+
+cJSON *result_knobs_json(enum filter_id f)
+{
+    cJSON *a = cJSON_CreateArray();
+
+    for (int k = 0; a && k < FILTER_KNOB_COUNT; k++)
+        if (filter_takes(f, k))
+            cJSON_AddItemToArray(a, cJSON_CreateString(filter_knob_name(k)));
+    return a;
 }
 
 /* Prints and frees root; NULL when out of memory. cJSON's adders accept NULL items, so an inner
@@ -155,7 +210,7 @@ char *result_compare_json(const struct result_compare *c)
             cJSON_AddItemToArray(skipped, o);
             continue;
         }
-        cJSON_AddNumberToObject(o, "kernel_ms", rnd(r->kernel_ms, 1e3));
+        cJSON_AddNumberToObject(o, "kernel_ms", result_round_ms(r->kernel_ms));
         cJSON_AddNumberToObject(o, "gflops", rnd(r->gflops, 1e3));
         cJSON_AddNumberToObject(o, "effective_gbps", rnd(r->effective_gbps, 1e3));
         cJSON_AddNumberToObject(o, "max_abs_diff_vs_cpu_serial", r->max_abs_diff);

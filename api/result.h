@@ -7,6 +7,8 @@
 
 #include "filter.h"
 
+struct cJSON;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -14,13 +16,48 @@ extern "C" {
 /* Largest error body result_error writes (message and request id are bounded by their callers). */
 #define RESULT_ERROR_MAX 2048
 
-/* Stage times of one request in milliseconds; 0 where a stage did not run. receive (headers to
- * the last body byte: mostly the client's upload) is logged and in the metrics, but not part of
- * the JSON result or Server-Timing, whose stages are the API's. */
-struct result_times {
-    double queue, decode, upload, kernel, download, encode, total;
-    double receive;
+/* THE list of the stages of a request, in the order the access log and the metrics list them:
+ * X(ID, field, api). api 0: the stage is logged and in the metrics but not in the API's timings
+ * (JSON timings_ms, Server-Timing): receive, headers to the last body byte, mostly the client's
+ * upload. total is the whole request, the others its parts. */
+#define EDGED_STAGES(X)                                                                                      \
+    X(RECEIVE, receive, 0)                                                                                   \
+    X(QUEUE, queue, 1)                                                                                       \
+    X(DECODE, decode, 1)                                                                                     \
+    X(UPLOAD, upload, 1)                                                                                     \
+    X(KERNEL, kernel, 1)                                                                                     \
+    X(DOWNLOAD, download, 1)                                                                                 \
+    X(ENCODE, encode, 1)                                                                                     \
+    X(TOTAL, total, 1)
+
+enum result_stage {
+#define RESULT_STAGE_ENUM(id, field, api) RESULT_STAGE_##id,
+    EDGED_STAGES(RESULT_STAGE_ENUM)
+#undef RESULT_STAGE_ENUM
+    RESULT_STAGE_COUNT
 };
+
+/* Stage times of one request in milliseconds, one field per stage; 0 where a stage did not run. */
+struct result_times {
+#define RESULT_STAGE_FIELD(id, field, api) double field;
+    EDGED_STAGES(RESULT_STAGE_FIELD)
+#undef RESULT_STAGE_FIELD
+};
+
+/* The stage's name ("queue"; "?" out of range), its time in t, and whether the API reports it. */
+const char *result_stage_name(enum result_stage s);
+double result_stage_ms(const struct result_times *t, enum result_stage s);
+int result_stage_in_api(enum result_stage s);
+
+/* Which stages result_times_json writes. API: the API's stages, every one (0 where it did not
+ * run), as timings_ms. LOG: every stage that ran, and total always, as the access log has them. */
+enum result_times_form { RESULT_TIMES_API, RESULT_TIMES_LOG };
+
+/* ms rounded to the microsecond: what the clock resolves, and what every JSON time shows. */
+double result_round_ms(double ms);
+
+/* Adds the stages of t to the JSON object obj as numbers of ms rounded to the microsecond. */
+void result_times_json(struct cJSON *obj, const struct result_times *t, enum result_times_form form);
 
 /* What POST /v1/filter reports with output=json. bandwidth_fraction < 0 and block 0 print null. */
 struct result_filter {
@@ -58,8 +95,23 @@ char *result_compare_json(const struct result_compare *c);
  * the error table in errors.h. */
 int result_error(int code, const char *message, const char *request_id, char *body, size_t cap);
 
+/* How result_escape writes characters a quoted string cannot hold. JSON: control characters as
+ * \u00XX. LABEL (a Prometheus label value, whose format has no such escape): as a space. Both
+ * put a backslash before " and \. */
+enum result_escape_form { RESULT_ESCAPE_JSON, RESULT_ESCAPE_LABEL };
+
+/* THE string escaper: appends s (NULL = "") to dst at pos as the contents of a double-quoted
+ * string; stops early (truncating s) to keep `reserve` bytes of cap free for what follows, plus
+ * room for one escape. dst stays NUL-terminated. Returns the new end. */
+size_t result_escape(char *dst, size_t cap, size_t pos, const char *s, size_t reserve,
+                     enum result_escape_form form);
+
 /* Server-Timing header value with the stages of t ("queue;dur=0.012, decode;dur=3.1, ..."). */
 void result_server_timing(const struct result_times *t, char *buf, size_t cap);
+
+/* The names of the knobs filter f takes (filter_takes), in FILTER_KNOBS order, as a new JSON array
+ * (GET /v1/filters "params"); NULL when out of memory. */
+struct cJSON *result_knobs_json(enum filter_id f);
 
 /* Kernel rates of plan on a w x h image run in kernel_ms: 2 flops per tap per output sample, and
  * bytes = one float read + one float write per sample per convolution pass (the minimal traffic

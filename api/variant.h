@@ -6,21 +6,46 @@
 extern "C" {
 #endif
 
+/* THE list of variants, in enum order: X(ID, name, description). The description is what the
+ * variant does, in one plain sentence (GET /v1/variants, `edged variants`). The CPU ones come
+ * first, then every GPU one from VARIANT_FIRST_GPU on. */
+#define EDGED_VARIANTS(X)                                                                                    \
+    X(AUTO, "auto", "picks the fastest variant available for the case: the GPU when present, else cpu")      \
+    X(CPU_SERIAL, "cpu_serial",                                                                              \
+      "serial CPU loops over every output pixel and tap: the reference the others are compared with")        \
+    X(CPU, "cpu",                                                                                            \
+      "threaded CPU backend: bands of rows on every core, rank-1 kernels as a row pass "                     \
+      "then a column pass")                                                                                  \
+    X(NAIVE, "naive",                                                                                        \
+      "one GPU thread per output pixel, reading the image and the taps from global "                         \
+      "memory")                                                                                              \
+    X(CONSTANT, "constant", "as naive, with the taps in constant memory")                                    \
+    X(SHARED, "shared",                                                                                      \
+      "each block copies its input tile (outputs plus halo) into shared memory, one "                        \
+      "pixel per thread; taps in global memory")                                                             \
+    X(SHARED_CONSTANT, "shared_constant", "as shared, with the taps in constant memory")                     \
+    X(SHARED_HALO, "shared_halo",                                                                            \
+      "one thread per output pixel; each thread also loads some of the "                                     \
+      "halo, so the whole input tile reaches shared memory")                                                 \
+    X(CACHED, "cached",                                                                                      \
+      "only the output tile goes to shared memory; halo pixels are read from global "                        \
+      "memory through the L1/L2 caches")                                                                     \
+    X(SEPARABLE, "separable", "rank-1 kernels only: a row pass, then a column pass")                         \
+    X(TILED, "tiled",                                                                                        \
+      "each block computes T output tiles side by side, T (1 to 8) chosen from the "                         \
+      "shared memory and the kernel size")                                                                   \
+    X(TEXTURE, "texture", "reads the image through a 1-D texture object (tex1Dfetch)")                       \
+    X(TEXTURE2D, "texture2d",                                                                                \
+      "reads the image through a 2-D texture object whose addressing mode "                                  \
+      "applies the border")                                                                                  \
+    X(FAST, "fast",                                                                                          \
+      "the production path: rank-1 kernels in one fused pass, others with several outputs "                  \
+      "per thread in registers; the edge filter in one pass over the 8-bit image")
+
 enum variant {
-    VARIANT_AUTO,           /* the fastest available for the case */
-    VARIANT_CPU_SERIAL,     /* the serial reference loops: the oracle */
-    VARIANT_CPU,            /* threaded CPU backend */
-    VARIANT_NAIVE,          /* GPU from here on */
-    VARIANT_CONSTANT,
-    VARIANT_SHARED,
-    VARIANT_SHARED_CONSTANT,
-    VARIANT_SHARED_HALO,
-    VARIANT_CACHED,
-    VARIANT_SEPARABLE,
-    VARIANT_TILED,
-    VARIANT_TEXTURE,
-    VARIANT_TEXTURE2D,
-    VARIANT_FAST, /* production path: fused separable / register-blocked direct, fused u8 edge */
+#define VARIANT_ENUM(id, name, desc) VARIANT_##id,
+    EDGED_VARIANTS(VARIANT_ENUM)
+#undef VARIANT_ENUM
     VARIANT_COUNT
 };
 

@@ -38,11 +38,51 @@
  * vectors of outputs keep their accumulators in registers across k; the rest of a row goes one
  * vector, then one float, at a time. One body, instantiated for SSE (4 floats, every x86-64) and,
  * on x86-64 with GCC or clang, AVX2 (8) and AVX-512F (16), picked at run time by cpu_pick_mac.
- * Written with vector types rather than left to the auto-vectoriser: at -O2 it kept the
- * accumulators in memory and ran 2-3x slower. */
+ * Written with vector types rather than left to the auto-vectoriser, which kept the accumulators
+ * in memory (several times slower). */
 #define CPU_ACC 8 /* accumulator vectors per block: 8 of the 16 (AVX: 16, AVX-512: 32) registers */
 
-#define CPU_MAC_BODY(VT, VW)                                                                           {                                                                                                      int x = 0;                                                                                         for (; x + CPU_ACC * (VW) <= len; x += CPU_ACC * (VW)) {                                               VT a[CPU_ACC] = {{0}}, v;                                                                          for (int k = 0; k < n; k++) {                                                                          const float *s = src[k] + x;                                                                       float c = coef[k];                                                                                 _Pragma("GCC unroll 8") for (int i = 0; i < CPU_ACC; i++)                                          {                                                                                                      memcpy(&v, s + i * (VW), sizeof(v));                                                               a[i] += c * v;                                                                                 }                                                                                              }                                                                                                  memcpy(out + x, a, sizeof(a));                                                                 }                                                                                                  for (; x + (VW) <= len; x += (VW)) {                                                                   VT a = {0}, v;                                                                                     for (int k = 0; k < n; k++) {                                                                          memcpy(&v, src[k] + x, sizeof(v));                                                                 a += coef[k] * v;                                                                              }                                                                                                  memcpy(out + x, &a, sizeof(a));                                                                }                                                                                                  for (; x < len; x++) {                                                                                 float a = 0.0f;                                                                                    for (int k = 0; k < n; k++)                                                                            a += coef[k] * src[k][x];                                                                      out[x] = a;                                                                                    }                                                                                              }
+/* The three loops of cpu_mac for vector type VT of VW floats, as the body of a function with
+ * cpu_mac's parameters. A macro rather than a function so that each instantiation is compiled for
+ * its own instruction set; the scalar tail (cpu_mac_tail) is always inlined into it. */
+#define CPU_MAC_BODY(VT, VW)                                                                                 \
+    {                                                                                                        \
+        int x = 0;                                                                                           \
+        for (; x + CPU_ACC * (VW) <= len; x += CPU_ACC * (VW)) {                                             \
+            VT a[CPU_ACC] = {{0}}, v;                                                                        \
+            for (int k = 0; k < n; k++) {                                                                    \
+                const float *s = src[k] + x;                                                                 \
+                float c = coef[k];                                                                           \
+                _Pragma("GCC unroll 8") for (int i = 0; i < CPU_ACC; i++)                                    \
+                {                                                                                            \
+                    memcpy(&v, s + i * (VW), sizeof(v));                                                     \
+                    a[i] += c * v;                                                                           \
+                }                                                                                            \
+            }                                                                                                \
+            memcpy(out + x, a, sizeof(a));                                                                   \
+        }                                                                                                    \
+        for (; x + (VW) <= len; x += (VW)) {                                                                 \
+            VT a = {0}, v;                                                                                   \
+            for (int k = 0; k < n; k++) {                                                                    \
+                memcpy(&v, src[k] + x, sizeof(v));                                                           \
+                a += coef[k] * v;                                                                            \
+            }                                                                                                \
+            memcpy(out + x, &a, sizeof(a));                                                                  \
+        }                                                                                                    \
+        cpu_mac_tail(out, src, coef, n, x, len);                                                             \
+    }
+
+/* The last len - x outputs (fewer than one vector), one float at a time. */
+static inline __attribute__((always_inline)) void cpu_mac_tail(float *restrict out, const float *const *src,
+                                                               const float *coef, int n, int x, int len)
+{
+    for (; x < len; x++) {
+        float a = 0.0f;
+        for (int k = 0; k < n; k++)
+            a += coef[k] * src[k][x];
+        out[x] = a;
+    }
+}
 
 typedef float cpu_v4 __attribute__((vector_size(16)));
 

@@ -2,7 +2,6 @@
  * (decode, plan, a job dispatched by backend.c as the workers do, encode), files or - for
  * stdin/stdout, with optional JSON timing metadata. */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 #include "opts.h"
 #include "params.h"
 #include "png_io.h"
+#include "result.h"
 #include "queue.h"
 #include "variant.h"
 
@@ -229,9 +229,6 @@ struct cli_times {
     double decode, filter, encode, total;
 };
 
-/* Times in the JSON are rounded to what the clock resolves, microseconds, as the service's are. */
-static double json_ms(double ms) { return round(ms * 1e3) / 1e3; }
-
 static void print_json(const struct cli_opts *o, const struct job *job, const struct backend *b,
                        const struct cli_times *t, size_t out_bytes)
 {
@@ -247,13 +244,12 @@ static void print_json(const struct cli_opts *o, const struct job *job, const st
     cJSON_AddNumberToObject(root, "channels", job->in.ch);
     cJSON_AddNumberToObject(root, "out_channels", job->out.ch);
     cJSON_AddNumberToObject(root, "output_bytes", (double)out_bytes);
-    cJSON_AddNumberToObject(ms, "decode", json_ms(t->decode));
-    cJSON_AddNumberToObject(ms, "filter", json_ms(t->filter));
-    cJSON_AddNumberToObject(ms, "upload", json_ms(job->t.upload));
-    cJSON_AddNumberToObject(ms, "kernel", json_ms(job->t.kernel));
-    cJSON_AddNumberToObject(ms, "download", json_ms(job->t.download));
-    cJSON_AddNumberToObject(ms, "encode", json_ms(t->encode));
-    cJSON_AddNumberToObject(ms, "total", json_ms(t->total));
+    /* the service's stages through the service's writer (microseconds), plus the whole filter step */
+    struct result_times rt = {.decode = t->decode, .upload = job->t.upload, .kernel = job->t.kernel,
+                              .download = job->t.download, .encode = t->encode, .total = t->total};
+
+    result_times_json(ms, &rt, RESULT_TIMES_API);
+    cJSON_AddNumberToObject(ms, "filter", result_round_ms(t->filter));
     cJSON_AddItemToObject(root, "timings_ms", ms);
     if ((text = cJSON_PrintUnformatted(root))) {
         puts(text);

@@ -7,6 +7,7 @@
 
 #include "filter.h"
 #include "gconv.h"
+#include "result.h"
 #include "routes.h"
 #include "service.h"
 #include "variant.h"
@@ -107,24 +108,6 @@ void endpoint_version(struct http_req *r, void *app)
     respond_json(r, o);
 }
 
-/* The knobs each filter takes beyond the common ones (variant, block, border, color, output,
- * png_level). */
-static const char *const filter_knobs[FILTER_COUNT] = {
-    [FILTER_EDGE] = "threshold,bit_depth", [FILTER_GAUSSIAN] = "size,sigma,post", [FILTER_BOX] = "size,post",
-    [FILTER_CUSTOM] = "taps,normalize,post",
-};
-
-static cJSON *knob_list(enum filter_id f)
-{
-    cJSON *a = cJSON_CreateArray();
-    char buf[64], *tok, *save = NULL;
-
-    snprintf(buf, sizeof(buf), "%s", filter_knobs[f] ? filter_knobs[f] : "post");
-    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-        cJSON_AddItemToArray(a, cJSON_CreateString(tok));
-    return a;
-}
-
 void endpoint_filters(struct http_req *r, void *app)
 {
     cJSON *root = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(root, "filters");
@@ -136,7 +119,7 @@ void endpoint_filters(struct http_req *r, void *app)
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "name", filter_name(f));
         cJSON_AddStringToObject(o, "description", filter_description(f));
-        cJSON_AddItemToObject(o, "params", knob_list(f));
+        cJSON_AddItemToObject(o, "params", result_knobs_json(f));
         filter_spec_init(&spec, f);
         if (f != FILTER_CUSTOM && filter_plan_make(&spec, 3, plan, NULL) == 0) {
             cJSON_AddStringToObject(o, "color", plan->gray ? "gray" : "rgb");

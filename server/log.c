@@ -96,13 +96,7 @@ void log_request(const struct log_request *r)
     add_str(o, "filter", r->filter);
     add_str(o, "variant", r->variant);
     add_str(o, "error", r->error);
-    if (r->t && (ms = cJSON_AddObjectToObject(o, "ms"))) {
-        const double v[] = {r->t->receive, r->t->queue,    r->t->decode, r->t->upload,
-                            r->t->kernel,  r->t->download, r->t->encode, r->t->total};
-        const char *k[] = {"receive", "queue", "decode", "upload", "kernel", "download", "encode", "total"};
-        for (int i = 0; i < 8; i++)
-            if (v[i] > 0.0 || i == 7)
-                cJSON_AddNumberToObject(ms, k[i], (double)(long long)(v[i] * 1000.0 + 0.5) / 1000.0);
-    }
+    if (r->t && (ms = cJSON_AddObjectToObject(o, "ms")))
+        result_times_json(ms, r->t, RESULT_TIMES_LOG);
     log_end(o);
 }

@@ -14,10 +14,6 @@
 static const double bucket_le[NBUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                            0.1,    0.25,    0.5,    1.0,   2.5,    5.0,   10.0, 30.0};
 
-enum stage { ST_RECEIVE, ST_QUEUE, ST_DECODE, ST_UPLOAD, ST_KERNEL, ST_DOWNLOAD, ST_ENCODE, ST_TOTAL, ST_COUNT };
-static const char *const stage_names[ST_COUNT] = {"receive", "queue",  "decode", "upload", "kernel",
-                                                  "download", "encode", "total"};
-
 #define MAX_STATUS 600
 #define NREASONS 9
 static const int reason_codes[NREASONS] = {EDGED_E_BODY_TOO_LARGE, EDGED_E_IMAGE_TOO_LARGE, EDGED_E_QUEUE_FULL,
@@ -36,7 +32,7 @@ struct metrics {
     uint64_t accepted, succeeded, failed, in_flight;
     uint64_t by_status[MAX_STATUS];
     uint64_t rejections[NREASONS];
-    struct histogram queue_wait, stage[ST_COUNT];
+    struct histogram queue_wait, stage[RESULT_STAGE_COUNT]; /* EDGED_STAGES order */
 };
 
 int metrics_new(struct metrics **out, const struct metrics_build *b, char *err)
@@ -107,13 +103,10 @@ static void observe(struct histogram *h, double seconds)
 
 void metrics_stages(struct metrics *m, const struct result_times *t)
 {
-    const double ms[ST_COUNT] = {t->receive, t->queue,    t->decode, t->upload,
-                                 t->kernel,  t->download, t->encode, t->total};
-
     pthread_mutex_lock(&m->mu);
-    for (int i = 0; i < ST_COUNT; i++)
-        if (ms[i] > 0.0)
-            observe(&m->stage[i], ms[i] / 1e3);
+    for (int i = 0; i < RESULT_STAGE_COUNT; i++)
+        if (result_stage_ms(t, i) > 0.0)
+            observe(&m->stage[i], result_stage_ms(t, i) / 1e3);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -209,23 +202,10 @@ static void emit_histograms(struct text *t, const struct metrics *m)
     emit_histogram(t, "edged_queue_wait_seconds", "", &m->queue_wait);
     emit(t, "# HELP edged_stage_seconds Time of each stage of served requests.\n"
             "# TYPE edged_stage_seconds histogram\n");
-    for (int i = 0; i < ST_COUNT; i++) {
-        snprintf(label, sizeof(label), "stage=\"%s\",", stage_names[i]);
+    for (int i = 0; i < RESULT_STAGE_COUNT; i++) {
+        snprintf(label, sizeof(label), "stage=\"%s\",", result_stage_name(i));
         emit_histogram(t, "edged_stage_seconds", label, &m->stage[i]);
     }
-}
-
-/* Label values come from config and the device name: escape the characters the format forbids. */
-static void label_value(char *dst, size_t cap, const char *s)
-{
-    size_t j = 0;
-
-    for (; s && *s && j + 3 < cap; s++) {
-        if (*s == '"' || *s == '\\')
-            dst[j++] = '\\';
-        dst[j++] = *s == '\n' ? ' ' : *s;
-    }
-    dst[j] = '\0';
 }
 
 char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *len)
@@ -247,7 +227,8 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *
              "# HELP edged_gpu_memory_used_bytes Device memory held by the GPU context.\n"
              "# TYPE edged_gpu_memory_used_bytes gauge\nedged_gpu_memory_used_bytes %zu\n",
          g->queue_depth, g->queue_capacity, g->ready, g->gpu_memory_used);
-    label_value(dev, sizeof(dev), m->build.device);
+    dev[0] = '\0'; /* from config and the device name: escaped as the label format wants */
+    result_escape(dev, sizeof(dev), 0, m->build.device, 0, RESULT_ESCAPE_LABEL);
     emit(&t, "# HELP edged_build_info Build and runtime identity.\n# TYPE edged_build_info gauge\n"
              "edged_build_info{version=\"%s\",backend=\"%s\",device=\"%s\"} 1\n",
          m->build.version, m->build.backend, dev);

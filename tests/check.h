@@ -63,6 +63,41 @@ static inline void check_knobs_reset(void)
     tuning_set(&t);
 }
 
+/* The tests' random numbers: xorshift32, the same sequence for a seed on every libc and every
+ * run. check_rng_seed starts a sequence (typically with check_seed()); the state is never 0. */
+static inline unsigned *check_rng_state(void)
+{
+    static unsigned state = 1u;
+    return &state;
+}
+
+static inline void check_rng_seed(unsigned seed)
+{
+    *check_rng_state() = seed | 1u;
+}
+
+static inline unsigned check_rng(void)
+{
+    unsigned *s = check_rng_state();
+
+    *s ^= *s << 13;
+    *s ^= *s >> 17;
+    *s ^= *s << 5;
+    return *s;
+}
+
+/* Uniform in [lo, hi). */
+static inline float check_rng_float(float lo, float hi)
+{
+    return lo + (hi - lo) * (float)(check_rng() >> 8) / 16777216.0f;
+}
+
+/* An odd number in [lo, hi], lo odd. */
+static inline int check_rng_odd(int lo, int hi)
+{
+    return lo + 2 * (int)(check_rng() % (unsigned)((hi - lo) / 2 + 1));
+}
+
 /* Seed from EDGED_SEED or the clock, printed so a failing run can be repeated. */
 static inline unsigned check_seed(void)
 {

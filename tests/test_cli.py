@@ -187,7 +187,7 @@ def test_json_timings_in_microseconds(photo, tmp_path):
     p = edged_text("filter", photo, tmp_path / "o.png", "--filter", "gaussian", "--size", "7", "--json")
     assert p.returncode == 0, p.stderr
     raw = json.loads(p.stdout)["timings_ms"]
-    assert set(raw) == {"decode", "filter", "upload", "kernel", "download", "encode", "total"}
+    assert set(raw) == {"queue", "decode", "filter", "upload", "kernel", "download", "encode", "total"}
     text = re.search(r'"timings_ms":\{[^}]*\}', p.stdout).group(0)
     for number in re.findall(r":(-?[0-9.eE+-]+)", text):
         assert "e" not in number.lower() and len(number.partition(".")[2]) <= 3, (number, text)

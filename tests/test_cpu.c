@@ -34,7 +34,6 @@
 static const int thread_counts[] = {1, 2, 3, 7};
 #define NTHREADS ((int)(sizeof(thread_counts) / sizeof(thread_counts[0])))
 
-static unsigned rng_state;
 static int small_mode;        /* EDGED_TEST_SMALL=1: kernels up to 15, no 517x301 (valgrind) */
 static double worst_rel;       /* largest |cpu - serial| / scale seen */
 static double worst_edge;      /* largest |cpu - serial| of an edge pipeline's L */
@@ -57,28 +56,17 @@ int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *)
     return real ? real(t, attr, fn, arg) : ENOSYS;
 }
 
-/* ---- random data ------------------------------------------------------------------------------ */
-
-static unsigned rng(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 17;
-    rng_state ^= rng_state << 5;
-    return rng_state;
-}
-
-static float rng_float(float lo, float hi) { return lo + (hi - lo) * (float)(rng() >> 8) / 16777216.0f; }
-static int rng_odd(int lo, int hi) { return lo + 2 * (int)(rng() % (unsigned)((hi - lo) / 2 + 1)); }
+/* ---- random data (check_rng) -------------------------------------------------------------------- */
 
 /* A w x h x ch image with a stride of up to 3 spare bytes: uniform noise, a noisy ramp (values
  * spread over the range after filtering) or a constant, by kind. Free with img_free. */
 static int random_img(struct img *im, int w, int h, int ch)
 {
-    int kind = (int)(rng() % 4);
-    uint8_t c = (uint8_t)rng();
+    int kind = (int)(check_rng() % 4);
+    uint8_t c = (uint8_t)check_rng();
 
     im->w = w, im->h = h, im->ch = ch;
-    im->stride = (size_t)w * (size_t)ch + rng() % 4;
+    im->stride = (size_t)w * (size_t)ch + check_rng() % 4;
     if (!(im->px = malloc(im->stride * (size_t)h)))
         return -1;
     for (int y = 0; y < h; y++)
@@ -88,9 +76,9 @@ static int random_img(struct img *im, int w, int h, int ch)
             if (kind == 0)
                 *p = c;
             else if (kind == 1)
-                *p = (uint8_t)((x * 7 + y * 3 + (int)(rng() % 9)) & 255);
+                *p = (uint8_t)((x * 7 + y * 3 + (int)(check_rng() % 9)) & 255);
             else
-                *p = (uint8_t)rng();
+                *p = (uint8_t)check_rng();
         }
     return 0;
 }
@@ -101,24 +89,24 @@ static void random_spec(struct filter_spec *s, enum filter_id f, int max_side, i
 {
     filter_spec_init(s, f);
     if (f == FILTER_GAUSSIAN || f == FILTER_BOX)
-        s->size = rng_odd(3, max_side);
-    if (f == FILTER_GAUSSIAN && rng() % 2)
-        s->sigma = rng_float(0.3f, 10.0f);
+        s->size = check_rng_odd(3, max_side);
+    if (f == FILTER_GAUSSIAN && check_rng() % 2)
+        s->sigma = check_rng_float(0.3f, 10.0f);
     if (f == FILTER_EDGE)
-        s->threshold = rng_float(0.0f, 20.0f);
+        s->threshold = check_rng_float(0.0f, 20.0f);
     if (f == FILTER_CUSTOM) {
         float u[FILTER_MAX_SIDE], v[FILTER_MAX_SIDE];
-        int rank1 = rng() % 2;
-        s->custom_rows = rng_odd(1, max_side);
-        s->custom_cols = rng_odd(1, max_side);
+        int rank1 = check_rng() % 2;
+        s->custom_rows = check_rng_odd(1, max_side);
+        s->custom_cols = check_rng_odd(1, max_side);
         for (int i = 0; i < FILTER_MAX_SIDE; i++) {
-            u[i] = raw ? rng_float(-1.0f, 1.0f) : rng_float(0.1f, 1.0f);
-            v[i] = raw ? rng_float(-1.0f, 1.0f) : rng_float(0.1f, 1.0f);
+            u[i] = raw ? check_rng_float(-1.0f, 1.0f) : check_rng_float(0.1f, 1.0f);
+            v[i] = raw ? check_rng_float(-1.0f, 1.0f) : check_rng_float(0.1f, 1.0f);
         }
         for (int i = 0; i < s->custom_rows; i++)
             for (int j = 0; j < s->custom_cols; j++)
                 s->custom_taps[i * s->custom_cols + j] =
-                    rank1 ? u[i] * v[j] : (raw ? rng_float(-1.0f, 1.0f) : rng_float(0.01f, 1.0f));
+                    rank1 ? u[i] * v[j] : (raw ? check_rng_float(-1.0f, 1.0f) : check_rng_float(0.01f, 1.0f));
         s->custom_normalize = !raw;
     }
 }
@@ -338,8 +326,9 @@ static void test_conv_random(void)
     for (int t = 0; t < cases; t++) {
         struct filter_spec s;
         struct kernel2d k;
-        int w = 1 + (int)(rng() % 90), h = 1 + (int)(rng() % 70), b = (int)(rng() % BORDER_COUNT);
-        size_t pitch = (size_t)w + rng() % 5, n = pitch * (size_t)h;
+        int w = 1 + (int)(check_rng() % 90), h = 1 + (int)(check_rng() % 70);
+        int b = (int)(check_rng() % BORDER_COUNT);
+        size_t pitch = (size_t)w + check_rng() % 5, n = pitch * (size_t)h;
         float *in = malloc(n * sizeof(float)), *os = calloc(n, sizeof(float)), *oc = calloc(n, sizeof(float));
         float *o1 = calloc(n, sizeof(float));
         char err[EDGED_ERR_LEN] = "", what[160];
@@ -355,7 +344,7 @@ static void test_conv_random(void)
             goto next;
         }
         for (size_t i = 0; i < n; i++) {
-            in[i] = rng_float(-300.0f, 300.0f);
+            in[i] = check_rng_float(-300.0f, 300.0f);
             maxin = fmax(maxin, fabs(in[i]));
         }
         check_knob("EDGED_CPU_SIMD", simd[t % 3]);
@@ -457,7 +446,7 @@ static void test_semantics(void)
         struct filter_spec s;
         struct filter_plan p;
         struct img in = {0};
-        int w = 23, h = 17, bad = 0, b = (int)(rng() % BORDER_COUNT);
+        int w = 23, h = 17, bad = 0, b = (int)(check_rng() % BORDER_COUNT);
         float src[23 * 17], a[23 * 17], t[23 * 17], got[23 * 17];
         filter_spec_init(&s, f ? FILTER_EDGE : FILTER_SOBEL);
         s.border = (enum border)b;
@@ -643,7 +632,7 @@ int main(void)
 {
     const char *sm = getenv("EDGED_TEST_SMALL");
 
-    rng_state = check_seed() | 1u;
+    check_rng_seed(check_seed());
     small_mode = sm && *sm && strcmp(sm, "0") != 0;
     test_bad_inputs();
     test_semantics();

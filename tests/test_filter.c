@@ -7,22 +7,6 @@
 #include "errors.h"
 #include "filter.h"
 
-static unsigned rng_state;
-
-/* xorshift32: the same sequence for a seed on every libc. */
-static unsigned rng(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 17;
-    rng_state ^= rng_state << 5;
-    return rng_state;
-}
-
-/* Uniform in [lo, hi). */
-static float rng_float(float lo, float hi) { return lo + (hi - lo) * (float)(rng() >> 8) / 16777216.0f; }
-
-static int rng_odd(int max) { return 1 + 2 * (int)(rng() % (unsigned)((max + 1) / 2)); }
-
 static int kernel_of(enum filter_id id, int size, float sigma, struct kernel2d *k)
 {
     struct filter_spec s;
@@ -197,13 +181,13 @@ static void test_custom_rank(void)
     char err[EDGED_ERR_LEN];
 
     for (int t = 0; t < 200; t++) {
-        int r = rng_odd(FILTER_MAX_SIDE), c = rng_odd(FILTER_MAX_SIDE), rank2 = t % 2;
+        int r = check_rng_odd(1, FILTER_MAX_SIDE), c = check_rng_odd(1, FILTER_MAX_SIDE), rank2 = t % 2;
         float u[FILTER_MAX_SIDE], v[FILTER_MAX_SIDE], p[FILTER_MAX_SIDE], q[FILTER_MAX_SIDE];
         for (int i = 0; i < FILTER_MAX_SIDE; i++) {
-            u[i] = rng_float(-2.0f, 2.0f);
-            v[i] = rng_float(-2.0f, 2.0f);
-            p[i] = rng_float(0.5f, 1.0f) * (rng() & 1 ? 1.0f : -1.0f);
-            q[i] = rng_float(0.5f, 1.0f) * (rng() & 1 ? 1.0f : -1.0f);
+            u[i] = check_rng_float(-2.0f, 2.0f);
+            v[i] = check_rng_float(-2.0f, 2.0f);
+            p[i] = check_rng_float(0.5f, 1.0f) * (check_rng() & 1 ? 1.0f : -1.0f);
+            q[i] = check_rng_float(0.5f, 1.0f) * (check_rng() & 1 ? 1.0f : -1.0f);
         }
         if (rank2 && (r == 1 || c == 1)) /* a single row or column is always rank 1 */
             r = c = 3;
@@ -303,8 +287,8 @@ static void test_plan_channels(void)
                 int out_ch = planes + (ch == 2 || ch == 4);
                 filter_spec_init(&s, (enum filter_id)f);
                 s.color = (enum color_mode)c;
-                s.border = (enum border)(rng() % BORDER_COUNT);
-                s.threshold = (float)(rng() % 50);
+                s.border = (enum border)(check_rng() % BORDER_COUNT);
+                s.threshold = (float)(check_rng() % 50);
                 if (f == FILTER_CUSTOM) {
                     s.custom_rows = s.custom_cols = 3;
                     s.custom_taps[4] = 1.0f;
@@ -396,7 +380,7 @@ static void test_names(void)
 
 int main(void)
 {
-    rng_state = check_seed() | 1u;
+    check_rng_seed(check_seed());
     test_fixed_taps();
     test_box();
     test_gaussian();

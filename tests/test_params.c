@@ -203,8 +203,45 @@ static void test_compare_mode(void)
     CHECK(params_set_json(&p, "{\"variants\":[]}", 15, err) == EDGED_E_PARAM, "empty variants accepted");
 }
 
+/* The knob table (filter_takes) is what the parser enforces: each filter-specific knob, given a
+ * valid value, is accepted by exactly the filters the table says take it, and a refusal names the
+ * knob. custom always gets its taps (it needs them). */
+static void test_knob_table(void)
+{
+    static const char *const value[FILTER_KNOB_COUNT] = {
+        [FILTER_KNOB_THRESHOLD] = "3", [FILTER_KNOB_TAPS] = "[[1]]", [FILTER_KNOB_NORMALIZE] = "true",
+        [FILTER_KNOB_SIZE] = "5",      [FILTER_KNOB_SIGMA] = "1.5",  [FILTER_KNOB_BIT_DEPTH] = "1",
+        [FILTER_KNOB_POST] = "clamp",
+    };
+    struct params p;
+    int takers = 0;
+
+    for (int k = 0; k < FILTER_KNOB_COUNT; k++) {
+        const char *knob = filter_knob_name(k);
+        CHECK(value[k] != NULL, "knob %s has no test value", knob);
+        for (int f = 0; value[k] && f < FILTER_COUNT; f++) {
+            params_init(&p, PARAMS_FILTER);
+            err[0] = '\0';
+            int rc = params_set_text(&p, "filter", filter_name(f), err);
+            if (rc == 0 && f == FILTER_CUSTOM && k != FILTER_KNOB_TAPS)
+                rc = params_set_text(&p, "taps", "[[1]]", err);
+            if (rc == 0)
+                rc = params_set_text(&p, knob, value[k], err);
+            CHECK(rc == 0, "%s=%s for %s: set refused: %s", knob, value[k], filter_name(f), err);
+            rc = params_validate(&p, err);
+            CHECK(filter_takes(f, k) ? rc == 0 : rc == EDGED_E_PARAM && strstr(err, knob) != NULL,
+                  "%s=%s for %s: rc %d (%s), table says %s", knob, value[k], filter_name(f), rc, err,
+                  filter_takes(f, k) ? "takes it" : "does not");
+            takers += filter_takes(f, k);
+        }
+    }
+    CHECK(takers > FILTER_KNOB_COUNT, "the knob table is nearly empty (%d filter-knob pairs)", takers);
+    CHECK(strcmp(filter_knob_takers(FILTER_KNOB_SIZE, err, sizeof(err)), "gaussian and box") == 0,
+          "takers of size: '%s'", err);
+}
+
 /* Random mutations of valid parameter texts: only 0 or EDGED_E_PARAM, never a crash. */
-static void test_fuzz(unsigned seed)
+static void test_fuzz(void)
 {
     static const char *const seeds[] = {"{\"filter\":\"custom\",\"taps\":[[1,2,1],[2,4,2],[1,2,1]],\"normalize\":true}",
                                         "{\"filter\":\"gaussian\",\"size\":7,\"sigma\":1.5,\"border\":\"reflect\"}",
@@ -213,16 +250,15 @@ static void test_fuzz(unsigned seed)
     char buf[256];
     int bad = 0;
 
-    srand(seed);
     for (int i = 0; i < 20000; i++) {
         const char *s = seeds[i % 3];
         size_t n = strlen(s);
         struct params p;
         memcpy(buf, s, n + 1);
-        for (int k = rand() % 4; k >= 0; k--)
-            buf[rand() % n] = alphabet[rand() % (int)(sizeof(alphabet) - 1)];
+        for (int k = (int)(check_rng() % 4); k >= 0; k--)
+            buf[check_rng() % n] = alphabet[check_rng() % (sizeof(alphabet) - 1)];
         params_init(&p, PARAMS_FILTER);
-        int rc = params_set_json(&p, buf, (size_t)(rand() % (int)(n + 1)), err);
+        int rc = params_set_json(&p, buf, check_rng() % (n + 1), err);
         if (rc == 0)
             rc = params_validate(&p, err);
         bad += rc != 0 && rc != EDGED_E_PARAM;
@@ -232,8 +268,7 @@ static void test_fuzz(unsigned seed)
 
 int main(void)
 {
-    unsigned seed = check_seed();
-
+    check_rng_seed(check_seed());
     test_defaults();
     test_text_fields();
     test_json_fields();
@@ -242,6 +277,7 @@ int main(void)
     test_bad_json();
     test_text_rejections();
     test_compare_mode();
-    test_fuzz(seed);
+    test_knob_table();
+    test_fuzz();
     return check_summary();
 }

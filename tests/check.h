@@ -2,6 +2,7 @@
 #ifndef EDGED_CHECK_H
 #define EDGED_CHECK_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -70,6 +71,33 @@ static inline unsigned check_seed(void)
     unsigned seed = s ? (unsigned)strtoul(s, NULL, 10) : (unsigned)time(NULL);
     printf("seed %u (repeat with EDGED_SEED=%u)\n", seed, seed);
     return seed;
+}
+
+/* One random sequence per test program: xorshift32, the same numbers for a seed on every libc.
+ * check_rng_init seeds it from check_seed (printed) and returns that seed. */
+static uint32_t check_rng_state = 1u;
+
+static inline unsigned check_rng_init(void)
+{
+    unsigned seed = check_seed();
+
+    check_rng_state = (uint32_t)seed | 1u; /* xorshift never leaves 0 */
+    return seed;
+}
+
+/* The next 32 random bits. */
+static inline uint32_t check_rng(void)
+{
+    check_rng_state ^= check_rng_state << 13;
+    check_rng_state ^= check_rng_state >> 17;
+    check_rng_state ^= check_rng_state << 5;
+    return check_rng_state;
+}
+
+/* Uniform in [lo, hi), from the top 24 bits (every value exact in a float). */
+static inline float check_rng_float(float lo, float hi)
+{
+    return lo + (hi - lo) * (float)(check_rng() >> 8) * (1.0f / 16777216.0f);
 }
 
 #endif

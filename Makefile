@@ -154,23 +154,20 @@ bench: all
 plots:
 	$(PYTHON) tests/bench/plots.py $(or $(CSV),docs/perf/bench.csv) $(or $(PLOTS),docs/perf)
 
-# The man page, from `edged --help` (and --version when the binary has it; else the version of
-# server/config.h). help2man (Debian package help2man) is optional: without it install skips it.
-MAN_PAGE := $(BUILD)/edged.1
-$(MAN_PAGE): $(BUILD)/edged
-	$(call say,MAN,$@)
-	$(Q)v=; ./$(BUILD)/edged --version >/dev/null 2>&1 || v="--version-string=$(VERSION)"; \
-	  help2man --no-info --no-discard-stderr -n "GPU image convolution and edge detection service" \
-	    $$v -o $@ ./$(BUILD)/edged
+# The man page, from `edged --help` (and --version when the binary has it, else the version in
+# server/config.h), through help2man (Debian package help2man); install skips it without help2man.
+HELP2MAN = v=; $(BUILD)/edged --version >/dev/null 2>&1 || v="--version-string=$(VERSION)"; \
+  help2man --no-info --no-discard-stderr -n "GPU image convolution and edge detection service" \
+    $$v -o $(1) $(BUILD)/edged
 
 INSTALL_DOCS := README.md $(wildcard docs/*.md)
-# The binary into $(DESTDIR)$(BINDIR), the man page, the docs into $(DOCDIR) and
-# api/openapi.yaml into $(DATADIR) (point EDGED_OPENAPI there).
+# The binary into $(DESTDIR)$(BINDIR), its man page, the docs into $(DOCDIR) and api/openapi.yaml
+# into $(DATADIR) (EDGED_OPENAPI names it).
 install: $(BUILD)/edged
 	install -D -m 0755 $(BUILD)/edged $(DESTDIR)$(BINDIR)/edged
 	@if command -v help2man >/dev/null 2>&1; then \
-	  $(MAKE) --no-print-directory $(MAN_PAGE) && \
-	  install -D -m 0644 $(MAN_PAGE) $(DESTDIR)$(MANDIR)/man1/edged.1; \
+	  echo "  MAN $(BUILD)/edged.1"; $(call HELP2MAN,$(BUILD)/edged.1) && \
+	  install -D -m 0644 $(BUILD)/edged.1 $(DESTDIR)$(MANDIR)/man1/edged.1; \
 	else echo "install: help2man not found (Debian package help2man): no man page installed"; fi
 	install -d $(DESTDIR)$(DOCDIR)
 	install -m 0644 $(INSTALL_DOCS) $(DESTDIR)$(DOCDIR)
@@ -179,7 +176,7 @@ install: $(BUILD)/edged
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/edged $(DESTDIR)$(MANDIR)/man1/edged.1 $(DESTDIR)$(DATADIR)/openapi.yaml
 	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(INSTALL_DOCS)))
-	-rmdir $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR) 2>/dev/null
+	@rmdir $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR) 2>/dev/null || true
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan GPU=0 \

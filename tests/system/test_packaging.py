@@ -189,8 +189,9 @@ def test_deps_runtime_has_every_linked_library():
     r = subprocess.run(["readelf", "-d", binary], capture_output=True, text=True)
     needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", r.stdout)
     assert needed, r.stdout + r.stderr
-    paths = dict(re.findall(r"^\s*(\S+) => (/\S+)", subprocess.run(["ldd", binary], capture_output=True,
-                                                                     text=True).stdout, re.M))
+    ldd = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
+    paths = dict(re.findall(r"^\s*(\S+) => (/\S+)", ldd, re.M))
+    paths.update((os.path.basename(p), p) for p in re.findall(r"^\s*(/\S+) \(", ldd, re.M))  # the loader
     for lib in needed:
         assert lib in paths, f"{lib} not found by ldd"
         owner = dpkg_owner(paths[lib])

@@ -23,12 +23,11 @@ RUN sh docker/deps.sh build
 COPY . .
 # NPP=0: the runtime image has no NPP libraries. The CUDA runtime is linked statically, so the
 # binary needs only libcuda.so.1, which the NVIDIA Container Toolkit mounts from the host driver.
-RUN make -j"$(nproc)" GPU=1 NPP=0 ${CUDA_ARCHS:+CUDA_ARCHS="$CUDA_ARCHS"} build/edged \
-    && install -D -m 0755 build/edged /stage/usr/local/bin/edged \
-    && install -D -m 0644 api/openapi.yaml /stage/opt/edged/api/openapi.yaml \
-    && if [ -d web ]; then cp -r web /stage/opt/edged/web; fi
+# make install puts the binary, its man page, the docs and openapi.yaml under /stage/usr/local;
+# the web page is inside the binary.
+RUN make -j"$(nproc)" GPU=1 NPP=0 ${CUDA_ARCHS:+CUDA_ARCHS="$CUDA_ARCHS"} DESTDIR=/stage PREFIX=/usr/local install
 
-# ---- runtime: shared libraries from deps.sh, the binary, the API description -------------------
+# ---- runtime: shared libraries from deps.sh, the installed files --------------------------------
 FROM nvidia/cuda:${CUDA_VERSION}-base-ubuntu24.04 AS runtime
 COPY docker/deps.sh /tmp/deps.sh
 RUN sh /tmp/deps.sh runtime \
@@ -37,11 +36,9 @@ RUN sh /tmp/deps.sh runtime \
     && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
                --shell /usr/sbin/nologin edged
 COPY --from=build /stage/ /
-# api/openapi.yaml (and web/, when present) sit under the working directory, as in the repo.
-WORKDIR /opt/edged
 USER 10001:10001
 ENV EDGED_PORT=8080 \
-    EDGED_OPENAPI=/opt/edged/api/openapi.yaml \
+    EDGED_OPENAPI=/usr/local/share/edged/openapi.yaml \
     CUDA_CACHE_PATH=/tmp/.nv/ComputeCache
 EXPOSE 8080
 # SIGTERM drains: readiness 503, stop accepting, answer every queued job, exit 0 (within

@@ -1,6 +1,6 @@
 # Makefile — builds build/edged and its tests. Knobs: CC NVCC GPU=auto|0|1 NPP=auto|0|1 CFLAGS
-# CPPFLAGS LDFLAGS CUDA_HOME CUDA_ARCHS PYTHON. Targets: all deps run test test-gpu bench plots
-# clean asan.
+# CPPFLAGS LDFLAGS CUDA_HOME CUDA_ARCHS PYTHON PREFIX DESTDIR V=1 (full command lines). Targets:
+# all deps run test test-gpu bench plots install uninstall clean asan.
 
 CC ?= cc
 BUILD ?= build
@@ -13,6 +13,22 @@ CUDA_ARCHS ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=
               -gencode arch=compute_90,code=compute_90
 PYTHON ?= $(firstword $(wildcard /usr/bin/python3) python3)
 PORT ?= 8080
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+DOCDIR ?= $(PREFIX)/share/doc/edged
+DATADIR ?= $(PREFIX)/share/edged
+NPROC := $(shell nproc 2>/dev/null || echo 1)
+VERSION := $(shell sed -n 's/^\#define EDGED_VERSION "\(.*\)"/\1/p' $(wildcard server/*.h api/*.h))
+
+# Quiet command lines ("  CC server/main.c"); V=1 prints the full commands.
+ifeq ($(V),1)
+  Q :=
+  say :=
+else
+  Q := @
+  say = @printf '  %s %s\n' $(1) $(2)
+endif
 
 ifeq ($(GPU),auto)
   GPU := $(if $(NVCC),1,0)
@@ -59,64 +75,73 @@ endif
 LIB_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(filter-out server/main.c,$(C_SRCS)) $(GPU_C_SRCS)) \
             $(patsubst %.cu,$(BUILD)/%.o,$(CU_SRCS))
 MAIN_OBJ := $(BUILD)/server/main.o
-TEST_SRCS := $(wildcard tests/test_*.c)
-TEST_BINS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+TEST_SRCS := $(wildcard tests/unit/test_*.c)
+TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # The worker's GPU loop against a fake gconv, under ASan/UBSan: linked on its own because the
 # fake replaces the gconv symbols every other program links for real.
-MOCK_SRCS := tests/worker_mock/worker_mock.c tests/worker_mock/mock_gpu.c server/worker.c server/backend.c server/queue.c \
+MOCK_SRCS := $(wildcard tests/unit/worker_mock/*.c) server/worker.c server/backend.c server/queue.c \
              server/log.c api/errors.c api/result.c api/image.c api/variant.c api/filter.c api/tuning.c $(wildcard cpu_ref/*.c)
 MOCK_BIN := $(BUILD)/tests/test_worker_mock
 BENCH_SRCS := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
-.PHONY: all deps run test test-gpu bench plots clean asan test-asan test-valgrind fuzz fuzz-smoke debug
+.PHONY: all deps run test test-gpu bench plots install uninstall clean asan test-asan test-valgrind fuzz fuzz-smoke debug
 # Keep the test objects make would treat as intermediate, so a second make does not rebuild them.
 .SECONDARY:
 all: $(BUILD)/edged $(TEST_BINS) $(BENCH_BINS) $(MOCK_BIN)
 
 $(BUILD)/edged: $(MAIN_OBJ) $(LIB_OBJS)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: $(BUILD)/tests/%.o $(LIB_OBJS)
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/tests/%.o: override CPPFLAGS += -Itests
 
 $(MOCK_BIN): $(MOCK_SRCS)
 	@mkdir -p $(dir $@)
-	$(CC) $(filter-out -DEDGED_GPU=% -DEDGED_DEBUG=% -MMD -MP,$(CPPFLAGS)) -DEDGED_GPU=1 -Itests -O1 -g -std=c11 $(WARN) -pthread \
+	$(call say,CC+LD,$@)
+	$(Q)$(CC) $(filter-out -DEDGED_GPU=% -DEDGED_DEBUG=% -MMD -MP,$(CPPFLAGS)) -DEDGED_GPU=1 -Itests -O1 -g -std=c11 $(WARN) -pthread \
 	  -fsanitize=address,undefined -fno-omit-frame-pointer $(LDFLAGS) -o $@ $(MOCK_SRCS) $(PKG_LIBS) -lm
 
 $(BUILD)/bench/%: $(BUILD)/tests/bench/%.o $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The web page (server/web) and api/openapi.yaml as C arrays in $(BUILD)/gen/web_data.inc,
 # included by server/web_assets.c.
 WEB_FILES := $(sort $(wildcard server/web/*.html server/web/*.js server/web/*.css))
 $(BUILD)/gen/web_data.inc: $(WEB_FILES) api/openapi.yaml server/web/embed.sh
-	sh server/web/embed.sh $@ $(WEB_FILES) /openapi.yaml=api/openapi.yaml
+	$(call say,GEN,$@)
+	$(Q)sh server/web/embed.sh $@ $(WEB_FILES) /openapi.yaml=api/openapi.yaml
 $(BUILD)/server/web_assets.o: $(BUILD)/gen/web_data.inc
 $(BUILD)/server/web_assets.o: override CPPFLAGS += -I$(BUILD)/gen
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(filter-out -MMD -MP -D_DEFAULT_SOURCE,$(CPPFLAGS)) $(NVCCFLAGS) -MMD -c -o $@ $<
+	$(call say,NVCC,$<)
+	$(Q)$(NVCC) $(filter-out -MMD -MP -D_DEFAULT_SOURCE,$(CPPFLAGS)) $(NVCCFLAGS) -MMD -c -o $@ $<
 
 # Installs the missing Debian/Ubuntu packages (the list lives in docker/deps.sh).
 deps:
 	@sh docker/deps.sh build test
 
+# Builds only the service (in parallel) and runs it.
 run: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(NPROC) $(BUILD)/edged
 	$(BUILD)/edged serve --port $(PORT)
 
 # Runs every unit test program and the Python suites; the last line sums them all.
 test: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(NPROC) all
 	@PYTHON=$(PYTHON) BUILD=$(BUILD) sh tests/run_tests.sh
 
 # GPU tests only; fails when no CUDA device is present.
@@ -126,8 +151,33 @@ test-gpu: all
 bench: all
 	$(BUILD)/edged bench
 
+# Charts of a bench CSV (default: the measurements in docs/perf) into PLOTS (default docs/perf).
 plots:
-	$(PYTHON) tests/bench/plots.py $(or $(CSV),tests/bench/results/bench.csv) $(or $(PLOTS),tests/bench/results)
+	$(PYTHON) tests/bench/plots.py $(or $(CSV),docs/perf/bench.csv) $(or $(PLOTS),docs/perf)
+
+# The man page, from `edged --help` (and --version when the binary has it, else the version in
+# server/config.h), through help2man (Debian package help2man); install skips it without help2man.
+HELP2MAN = v=; $(BUILD)/edged --version >/dev/null 2>&1 || v="--version-string=$(VERSION)"; \
+  help2man --no-info --no-discard-stderr -n "GPU image convolution and edge detection service" \
+    $$v -o $(1) $(BUILD)/edged
+
+INSTALL_DOCS := README.md $(wildcard docs/*.md)
+# The binary into $(DESTDIR)$(BINDIR), its man page, the docs into $(DOCDIR) and api/openapi.yaml
+# into $(DATADIR) (EDGED_OPENAPI names it).
+install: $(BUILD)/edged
+	install -D -m 0755 $(BUILD)/edged $(DESTDIR)$(BINDIR)/edged
+	@if command -v help2man >/dev/null 2>&1; then \
+	  echo "  MAN $(BUILD)/edged.1"; $(call HELP2MAN,$(BUILD)/edged.1) && \
+	  install -D -m 0644 $(BUILD)/edged.1 $(DESTDIR)$(MANDIR)/man1/edged.1; \
+	else echo "install: help2man not found (Debian package help2man): no man page installed"; fi
+	install -d $(DESTDIR)$(DOCDIR)
+	install -m 0644 $(INSTALL_DOCS) $(DESTDIR)$(DOCDIR)
+	install -D -m 0644 api/openapi.yaml $(DESTDIR)$(DATADIR)/openapi.yaml
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/edged $(DESTDIR)$(MANDIR)/man1/edged.1 $(DESTDIR)$(DATADIR)/openapi.yaml
+	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(INSTALL_DOCS)))
+	@rmdir $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR) 2>/dev/null || true
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan GPU=0 \
@@ -153,7 +203,7 @@ fuzz: deps
 fuzz-smoke: fuzz
 	FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh build-fuzz
 
-# Debug build with the fault-injection switch (EDGED_FAULT, see tests/gpu_faults.sh); never
+# Debug build with the fault-injection switch (EDGED_FAULT, see tests/gpu_host/gpu_faults.sh); never
 # part of a release build.
 debug:
 	@$(MAKE) --no-print-directory BUILD=build-debug DEBUG=1 CFLAGS="-O1 -g" build-debug/edged

@@ -2,6 +2,7 @@
 #ifndef EDGED_CHECK_H
 #define EDGED_CHECK_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -104,6 +105,15 @@ static inline unsigned check_seed(void)
     const char *s = getenv("EDGED_SEED");
     unsigned seed = s ? (unsigned)strtoul(s, NULL, 10) : (unsigned)time(NULL);
     printf("seed %u (repeat with EDGED_SEED=%u)\n", seed, seed);
+    return seed;
+}
+
+/* Seeds the sequence from check_seed (printed) and returns that seed. */
+static inline unsigned check_rng_init(void)
+{
+    unsigned seed = check_seed();
+
+    check_rng_seed(seed);
     return seed;
 }
 

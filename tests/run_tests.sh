@@ -1,6 +1,7 @@
 #!/bin/sh
-# run_tests.sh — runs every test program in $BUILD/tests and the pytest suites in tests/, adds up
-# their summary lines and prints the total. Exits 1 if any test failed or any program crashed.
+# run_tests.sh — runs every test program in $BUILD/tests (built from tests/unit) and the pytest
+# suites in tests/system, adds up their summary lines and prints the total. Exits 1 if any test
+# failed or any program crashed.
 BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-python3}
 out=tests/out
@@ -29,8 +30,8 @@ for t in "$BUILD"/tests/test_*; do
     [ $rc -ne 0 ] && [ -n "$line" ] && grep -E 'FAIL' "$out/$name.log" | head -n 20
 done
 
-if ls tests/test_*.py >/dev/null 2>&1; then
-    EDGED_BIN="$BUILD/edged" "$PYTHON" -m pytest -q -rs tests > "$out/pytest.log" 2>&1
+if ls tests/system/test_*.py >/dev/null 2>&1; then
+    EDGED_BIN="$BUILD/edged" "$PYTHON" -m pytest -q -rs tests/system > "$out/pytest.log" 2>&1
     rc=$?
     line=$(grep -E '[0-9]+ (passed|failed|skipped|errors?)' "$out/pytest.log" | tail -n 1)
     printf '%-28s %s\n' "pytest" "${line:-no summary (exit $rc)}"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""soak.py — load and overload of `edged serve` (RELIABILITY.md section F), loopback only,
+"""soak.py — load and overload of `edged serve` (docs/reliability.md, F. Load), loopback only,
 bounded in time and request count.
 
 Phases:

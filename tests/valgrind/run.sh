@@ -26,12 +26,13 @@ for t in "$BUILD"/tests/test_*; do
         grep -E '^==[0-9]+==' "$out/$name.log" | head -n 30
     fi
 done
-# Two tests of test_http.py race a slow job against a 100 ms deadline and the 30 s default
+# Two tests of test_api.py race a slow job against a 100 ms deadline and the 30 s default
 # deadline; 20-50x slower under valgrind they measure valgrind, not edged: left out here (they
 # run in make test and make test-asan).
-DESELECT="--deselect tests/test_http.py::test_504_deadline --deselect tests/test_http.py::test_sigterm_drain_answers_everything"
+DESELECT="--deselect tests/system/test_api.py::test_504_deadline"
+DESELECT="$DESELECT --deselect tests/system/test_api.py::test_sigterm_drain_answers_everything"
 # shellcheck disable=SC2086
-EDGED_BIN=tests/valgrind/edged.sh EDGED_VG_BIN="$BUILD/edged" "$PYTHON" -m pytest -q -rs ${PYTEST_ARGS:-tests $DESELECT} \
+EDGED_BIN=tests/valgrind/edged.sh EDGED_VG_BIN="$BUILD/edged" "$PYTHON" -m pytest -q -rs ${PYTEST_ARGS:-tests/system $DESELECT} \
     > "$out/pytest.log" 2>&1
 rc=$?
 printf '%-28s %s\n' "pytest (server under valgrind)" "$(grep -E '[0-9]+ (passed|failed)' "$out/pytest.log" | tail -n 1)"

@@ -1,4 +1,4 @@
-"""test_reference.py — `edged filter` on real photographs checked against an independent
+"""test_cli_vs_opencv.py — `edged filter` on real photographs checked against an independent
 reference (OpenCV's filter2D / sepFilter2D on the same float32 input), plus the CLI's exit codes.
 
 Photographs: scikit-image's bundled sample images (Debian package python3-skimage).

@@ -1,4 +1,4 @@
-"""test_web.py — the page at GET / (issue 8), driven in headless Chromium (Selenium + chromedriver)
+"""test_web.py — the page at GET /, driven in headless Chromium (Selenium + chromedriver)
 against a real `edged serve` (backend from EDGED_TEST_BACKEND, default cpu; binary EDGED_BIN).
 
 Outcomes asserted: the page and its files are served from the binary (byte-identical to server/web),

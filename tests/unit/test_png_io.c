@@ -16,14 +16,6 @@
 /* Peak-RSS growth allowed while rejecting a huge or bomb file (the bad cases would need 64+ MB). */
 #define RSS_BUDGET_KB (16 * 1024)
 
-static unsigned rng_state;
-
-static unsigned rnd(void)
-{
-    rng_state = rng_state * 1103515245u + 12345u;
-    return rng_state >> 8;
-}
-
 static long peak_rss_kb(void)
 {
     struct rusage ru;
@@ -374,7 +366,7 @@ static void suite_valid(const char *dir, const char *name, const uint8_t *data, 
 
 static void suite_corrupt(const char *name, const uint8_t *data, size_t len, int *nbad)
 {
-    struct img im = {1, 1, 1, 1, (uint8_t *)"x", 0};
+    struct img im = {.w = 1, .h = 1, .ch = 1, .stride = 1, .px = (uint8_t *)"x"};
     char err[EDGED_ERR_LEN] = "";
     int rc = pngio_decode(data, len, NULL, &im, err);
 
@@ -392,8 +384,8 @@ static void bitflips(const char *name, const uint8_t *data, size_t len, int n)
     int wrong = 0;
 
     for (int i = 0; i < n; i++) {
-        size_t at = rnd() % len;
-        uint8_t bit = (uint8_t)(1u << (rnd() % 8));
+        size_t at = check_rng() % len;
+        uint8_t bit = (uint8_t)(1u << (check_rng() % 8));
         struct img im;
         char err[EDGED_ERR_LEN] = "";
         int rc;
@@ -647,11 +639,11 @@ static void test_big_idat(void)
 
 static struct img random_img(int w, int h, int ch, size_t pad)
 {
-    struct img im = {w, h, ch, (size_t)w * ch + pad, NULL, 0};
+    struct img im = {.w = w, .h = h, .ch = ch, .stride = (size_t)w * ch + pad};
 
     im.px = malloc(im.stride * (size_t)h);
     for (size_t i = 0; i < im.stride * (size_t)h; i++)
-        im.px[i] = (uint8_t)rnd();
+        im.px[i] = (uint8_t)check_rng();
     return im;
 }
 
@@ -995,7 +987,7 @@ static void test_encode_params(void)
 
 int main(void)
 {
-    rng_state = check_seed();
+    check_rng_init();
     test_defaults();
     /* memory-bound cases first, while the peak RSS they are measured against is still low */
     test_too_large();

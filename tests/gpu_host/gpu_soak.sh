@@ -1,10 +1,10 @@
 #!/bin/sh
-# gpu_soak.sh — the load and overload run (tests/bench/soak.py, RELIABILITY.md F) against the GPU
-# backend on the GPU host. A full run takes ~13 minutes, longer than one device command may run,
+# gpu_soak.sh — the load and overload run (tests/bench/soak.py, docs/reliability.md, F. Load)
+# against the GPU backend on the GPU host. A full run takes ~13 minutes, longer than one device command may run,
 # so `start` builds and launches it in its own session (setsid: it outlives the command) and
 # `wait SECONDS` (the next command, issued at once: the host is given back after ~30 s idle)
 # waits for it up to SECONDS, then copies its log and JSON to $OUT.
-# usage (repo root, .debs carried): sh tests/gpu_soak.sh start 540; sh tests/gpu_soak.sh wait 580
+# usage (repo root, .debs carried): sh tests/gpu_host/gpu_soak.sh start 540; sh tests/gpu_host/gpu_soak.sh wait 580
 # Knobs: SRC (the tree to build, default .), BUILD (build-soak), DIR (/tmp/edged-soak),
 # SOAK_ARGS (soak.py's arguments after --bin/--backend/--json).
 set -u
@@ -48,7 +48,7 @@ wait)
     fi
     ;;
 *)
-    echo "usage: sh tests/gpu_soak.sh start [SECONDS] | wait SECONDS" >&2
+    echo "usage: sh tests/gpu_host/gpu_soak.sh start [SECONDS] | wait SECONDS" >&2
     exit 2
     ;;
 esac

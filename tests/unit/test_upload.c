@@ -10,19 +10,18 @@
 
 static char err[EDGED_ERR_LEN];
 
-static void test_body_growth(unsigned seed)
+static void test_body_growth(void)
 {
     struct upload_body b;
     size_t n = 3u << 20, at = 0;
     uint8_t *src = malloc(n);
     int rc = 0;
 
-    srand(seed);
     for (size_t i = 0; i < n; i++)
-        src[i] = (uint8_t)rand();
+        src[i] = (uint8_t)check_rng();
     upload_body_init(&b, n);
     while (at < n && rc == 0) {
-        size_t k = 1 + (size_t)rand() % 70000;
+        size_t k = 1 + (size_t)check_rng() % 70000;
         k = k > n - at ? n - at : k;
         rc = upload_body_append(&b, src + at, k, err);
         at += k;
@@ -111,7 +110,8 @@ static void test_image_part_names(void)
 
 int main(void)
 {
-    test_body_growth(check_seed());
+    check_rng_init();
+    test_body_growth();
     test_parse();
     test_image_part_names();
     return check_summary();

@@ -1,9 +1,9 @@
 #!/bin/sh
-# gpu_faults.sh — the GPU fault cases of RELIABILITY.md G on the GPU host, in one call: builds
-# the debug binary (-DEDGED_DEBUG=1: the EDGED_FAULT switch; GPU=1) into $BUILD and runs
-# tests/test_rel_gpu_faults.py against it (illegal address, trap, device assert, spinning kernel,
-# GPU out of memory for one job). Under 3 minutes on an H100 host with 16 cores.
-# usage (repo root, the .debs carried as for gpu_host.sh): sh tests/gpu_faults.sh
+# gpu_faults.sh — the GPU fault cases of docs/reliability.md, G. Faults, on the GPU host, in one
+# call: builds the debug binary (-DEDGED_DEBUG=1: the EDGED_FAULT switch; GPU=1) into $BUILD and
+# runs tests/system/test_gpu_faults.py against it (illegal address, trap, device assert, spinning
+# kernel, GPU out of memory for one job). Under 3 minutes on an H100 host with 16 cores.
+# usage (repo root, the .debs carried as for gpu_host.sh): sh tests/gpu_host/gpu_faults.sh
 # Knobs: BUILD (build-faults), ARCHS (nvcc -gencode list), PYTHON (python3).
 set -u
 BUILD=${BUILD:-build-faults}
@@ -33,7 +33,7 @@ fi
 echo "== build: $(($(date +%s) - t0)) s" | tee -a "$log"
 nm "$BUILD/edged" | grep -q gfault_kernel || { echo "gpu_faults: $BUILD/edged has no fault switch"; exit 1; }
 
-EDGED_FAULT_BIN="$BUILD/edged" timeout 150 "$PYTHON" -m pytest -q -rs -s tests/test_rel_gpu_faults.py \
+EDGED_FAULT_BIN="$BUILD/edged" timeout 150 "$PYTHON" -m pytest -q -rs -s tests/system/test_gpu_faults.py \
     > "$OUT/faults_pytest.log" 2>&1
 rc=$?
 tee -a "$log" < "$OUT/faults_pytest.log"

@@ -41,24 +41,6 @@
 static const int blocks[4] = {8, 16, 24, 32};
 static int quick, only = -1;
 static struct backend *eng; /* auto goes through the backend, as in the service */
-static uint32_t rng;
-
-static uint32_t rnd_u32(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 17;
-    rng ^= rng << 5;
-    return rng;
-}
-
-static float rnd_unit(void)
-{
-    return (rnd_u32() >> 8) * (1.0f / 16777216.0f);
-} /* [0, 1) */
-static float rnd_sym(void)
-{
-    return 2.0f * rnd_unit() - 1.0f;
-} /* [-1, 1) */
 
 static double now_s(void) { return clock_ms() / 1e3; }
 
@@ -74,11 +56,11 @@ static void kernel_random(struct kernel2d *k, int rows, int cols, int rank1)
     k->rows = rows;
     k->cols = cols;
     for (int i = 0; i < rows; i++)
-        col[i] = rnd_sym();
+        col[i] = check_rng_float(-1.0f, 1.0f);
     for (int j = 0; j < cols; j++)
-        row[j] = rnd_sym();
+        row[j] = check_rng_float(-1.0f, 1.0f);
     for (int i = 0; i < rows * cols; i++)
-        k->taps[i] = rank1 ? col[i / cols] * row[i % cols] : rnd_sym();
+        k->taps[i] = rank1 ? col[i / cols] * row[i % cols] : check_rng_float(-1.0f, 1.0f);
     kernel_detect_separable(k);
 }
 
@@ -282,7 +264,7 @@ static void test_conv(struct gconv_ctx *ctx)
         int nc = conv_cases(cs, n), checks0 = check_passed + check_failed;
 
         for (size_t i = 0; i < n; i++) {
-            in[i] = 256.0f * rnd_unit() - 128.0f;
+            in[i] = check_rng_float(-128.0f, 128.0f);
             max_in = fmaxf(max_in, fabsf(in[i]));
         }
         for (int c = 0; c < nc; c++)
@@ -328,7 +310,7 @@ static void test_fast_sep_bands(struct gconv_ctx *ctx)
     int checks0 = check_passed + check_failed;
 
     for (size_t i = 0; i < n; i++)
-        in[i] = 256.0f * rnd_unit() - 128.0f;
+        in[i] = check_rng_float(-128.0f, 128.0f);
     for (int s = 0; s < nsides; s++) {
         kernel_random(&k, sides[s], sides[s], 1);
         double tol = taps_f(&k) * taps_abs_sum(&k) * 128.0 + 1e-6;
@@ -363,7 +345,7 @@ static void image_random(struct img *im, int w, int h, int ch)
     if (img_alloc(im, w, h, ch, NULL) < 0)
         abort();
     for (size_t i = 0; i < (size_t)w * h * ch; i++)
-        im->px[i] = (uint8_t)(rnd_u32() >> 24);
+        im->px[i] = (uint8_t)(check_rng() >> 24);
 }
 
 static double plan_tol(const struct filter_plan *p, double max_in)
@@ -433,7 +415,7 @@ static int plan_make(struct filter_plan *plan, const struct plan_case *pc, enum 
     if (pc->id == FILTER_CUSTOM) {
         spec.custom_rows = 5, spec.custom_cols = 31;
         for (int i = 0; i < 5 * 31; i++)
-            spec.custom_taps[i] = rnd_sym();
+            spec.custom_taps[i] = check_rng_float(-1.0f, 1.0f);
     }
     if (filter_plan_make(&spec, ch, plan, err) < 0) {
         CHECK(0, "filter_plan_make %s: %s", filter_name(pc->id), err);
@@ -573,7 +555,7 @@ static void image_edge(struct img *im, int w, int h, int ch, int smooth)
     for (int y = 0; y < h; y++)
         for (int x = 0; x < w; x++)
             for (int c = 0; c < ch; c++) {
-                uint32_t r = rnd_u32() >> 24;
+                uint32_t r = check_rng() >> 24;
                 im->px[(size_t)y * im->stride + (size_t)x * ch + c] =
                     (uint8_t)(smooth ? ((3 * x + 5 * y + 7 * c) / 8 + (r & 3)) % 256 : r);
             }
@@ -806,7 +788,7 @@ static void test_errors(struct gconv_ctx *ctx)
     size_t mem0, mem1;
 
     for (int i = 0; i < 64 * 64; i++)
-        in[i] = rnd_sym();
+        in[i] = check_rng_float(-1.0f, 1.0f);
     kernel_random(&k3, 3, 3, 0);
     kernel_random(&k7, 7, 7, 0);
     CHECK(gconv_conv_host(ctx, in, out, 64, 64, &k3, BORDER_ZERO, VARIANT_SHARED, 32, NULL, err) ==
@@ -872,7 +854,7 @@ int main(void)
 
     const char *o = getenv("EDGED_GPU_ONLY");
 
-    rng = check_seed() | 1u;
+    check_rng_init();
     quick = q ? atoi(q) : 0;
     if (o && *o && (only = variant_from_name(o)) < 0) {
         CHECK(0, "EDGED_GPU_ONLY=%s is not a variant", o);

@@ -1,8 +1,8 @@
 #!/bin/sh
-# gpu_host.sh — one pass on the GPU host (the device `run` tool): build, GPU tests, the quick set
+# gpu_host.sh — one pass on a GPU host: build, GPU tests, the quick set
 # under compute-sanitizer memcheck and racecheck, a bench with NPP and its charts. Logs under $OUT.
-# usage (repo root, with .debs carried): sh tests/gpu_host.sh [all|test|bench|fast]
-# fast: the issue-5 pass: full GPU tests, memcheck (quick set, every variant), racecheck of fast
+# usage (repo root, with .debs carried): sh tests/gpu_host/gpu_host.sh [all|test|bench|fast]
+# fast: the fast-kernel pass: full GPU tests, memcheck (quick set, every variant), racecheck of fast
 # alone, and the fast-vs-seed-vs-NPP bench at 8192^2 (fp32 gaussian and full-rank custom taps,
 # large separable gaussians, the u8 edge pipeline) with a summary table (fast_summary.txt), and ncu
 # stall reasons of the gray edge kernel (ncu_edge.txt, at the GPU's own clocks).
@@ -47,7 +47,7 @@ if ! step build 180 make -j16 BUILD="$BUILD" CUDA_ARCHS="$ARCHS" $targets >> "$l
     if ! step build-without-npp 120 make -k -j16 BUILD="$BUILD" CUDA_ARCHS="$ARCHS" NPP=0 $targets >> "$log" 2>&1; then
         # another file of the tree may be broken right now: link the test from what it needs
         tail -60 "$log"
-        cc $LDFLAGS -o "$BUILD/tests/test_gpu" "$BUILD/tests/test_gpu.o" "$BUILD"/api/*.o "$BUILD"/cpu_ref/*.o \
+        cc $LDFLAGS -o "$BUILD/tests/test_gpu" "$BUILD/tests/unit/test_gpu.o" "$BUILD"/api/*.o "$BUILD"/cpu_ref/*.o \
             "$BUILD"/gpu/*.o -L/usr/local/cuda/lib64 -lcudart_static -ldl -lrt -lstdc++ -lcjson -lpng16 -lz -lm \
             -pthread >> "$log" 2>&1 || exit 1
     fi

@@ -1,9 +1,9 @@
-"""test_rel_gpu_faults.py — RELIABILITY.md section G on a GPU host, through the debug-only fault
+"""test_gpu_faults.py — docs/reliability.md, G. Faults, on a GPU host, through the debug-only fault
 switch (EDGED_FAULT, a `make debug GPU=1` build: -DEDGED_DEBUG=1): an illegal address, a trap and
 a device assert poison the context -> /readyz 503 at once, every queued job 503, no 200 after the
 fault, exit non-zero within seconds; a spinning kernel -> the watchdog does the same; GPU out of
 memory for one job -> that job 503 + Retry-After, the service stays ready. Skipped (visibly)
-unless EDGED_FAULT_BIN names such a build and a GPU is there: tests/gpu_faults.sh runs it."""
+unless EDGED_FAULT_BIN names such a build and a GPU is there: tests/gpu_host/gpu_faults.sh runs it."""
 import concurrent.futures as cf
 import json
 import os
@@ -20,7 +20,7 @@ FAULT_BIN = os.environ.get("EDGED_FAULT_BIN", "")
 
 def gpu_ready():
     if not FAULT_BIN or not os.path.exists(os.path.join(conftest.ROOT, FAULT_BIN)):
-        return "set EDGED_FAULT_BIN to a `make debug GPU=1` build (tests/gpu_faults.sh does)"
+        return "set EDGED_FAULT_BIN to a `make debug GPU=1` build (tests/gpu_host/gpu_faults.sh does)"
     if os.system("nvidia-smi -L > /dev/null 2>&1") != 0:
         return "no GPU here"
     return ""

@@ -1,7 +1,7 @@
-"""test_rel_faults.py — RELIABILITY.md section G without special hardware: the queue deadline,
+"""test_faults.py — docs/reliability.md, G. Faults, without special hardware: the queue deadline,
 no GPU at start (--backend gpu / auto), SIGTERM under load (every accepted request answered, exit
 0), file-descriptor exhaustion and allocation failure (the request fails cleanly, the process
-lives). The GPU faults themselves are in test_rel_gpu_faults.py (GPU host, debug build)."""
+lives). The GPU faults themselves are in test_gpu_faults.py (GPU host, debug build)."""
 import concurrent.futures as cf
 import resource
 import signal
@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from conftest import BACKEND, png_bytes, random_image
-from relutil import (assert_balanced, connect, error_of, fd_count, metrics, proc_status, sanitized, slowdown,
+from helpers import (assert_balanced, connect, error_of, fd_count, metrics, proc_status, sanitized, slowdown,
                      solid_png, total)
 
 K = slowdown()  # timing limits scale with it (sanitizers, valgrind)

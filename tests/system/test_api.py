@@ -1,4 +1,4 @@
-"""test_http.py — integration tests of `edged serve` over real HTTP on a loopback port: every
+"""test_api.py — integration tests of `edged serve` over real HTTP on a loopback port: every
 endpoint, every error status with its code, limits, concurrency, queue full, deadline, drain,
 metrics. Backend from EDGED_TEST_BACKEND (cpu by default; the lead runs gpu on the GPU host)."""
 import concurrent.futures as cf

@@ -97,7 +97,7 @@ static void test_too_many_parts(void)
 
 /* Every truncation of the valid body fails (the closing delimiter is gone) or, once the closing
  * delimiter is complete, gives exactly the full result; random flips never crash. */
-static void test_truncations_and_flips(unsigned seed)
+static void test_truncations_and_flips(void)
 {
     struct multipart_part p[MULTIPART_MAX_PARTS];
     size_t full = sizeof(valid) - 1, close_end = strstr(valid, "--XyZ--") - valid + 7;
@@ -109,12 +109,11 @@ static void test_truncations_and_flips(unsigned seed)
         wrong += len < close_end ? n != EDGED_E_MULTIPART : n != 3;
     }
     CHECK(wrong == 0, "%d truncations gave a wrong answer", wrong);
-    srand(seed);
     wrong = 0;
     for (int i = 0; i < 20000; i++) {
         memcpy(buf, valid, full);
-        for (int k = rand() % 3; k >= 0; k--)
-            buf[rand() % full] = (char)(rand() % 256);
+        for (int k = check_rng() % 3; k >= 0; k--)
+            buf[check_rng() % full] = (char)(check_rng() % 256);
         int n = parse(buf, full, p);
         wrong += !(n == EDGED_E_MULTIPART || (n >= 1 && n <= MULTIPART_MAX_PARTS));
     }
@@ -123,12 +122,11 @@ static void test_truncations_and_flips(unsigned seed)
 
 int main(void)
 {
-    unsigned seed = check_seed();
-
+    check_rng_init();
     test_boundary();
     test_valid();
     test_invalid();
     test_too_many_parts();
-    test_truncations_and_flips(seed);
+    test_truncations_and_flips();
     return check_summary();
 }

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import requests
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.join(ROOT, os.environ.get("EDGED_BIN", "build/edged"))
 BACKEND = os.environ.get("EDGED_TEST_BACKEND", "cpu")
 PNGSUITE = os.environ.get("EDGED_PNGSUITE", os.path.join(ROOT, "..", "shared", "pngsuite"))

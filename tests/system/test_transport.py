@@ -1,4 +1,4 @@
-"""test_rel_transport.py — RELIABILITY.md section A (HTTP transport): methods and paths, media
+"""test_transport.py — docs/reliability.md, A. HTTP transport: methods and paths, media
 types, body limits decided before the body (no 100 Continue), chunked bodies past the cap,
 malformed framing, slow clients cut by timeouts with nothing queued, disconnects with balanced
 counters, and /healthz and /readyz fast under overload."""
@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from conftest import png_bytes, random_image
-from relutil import (assert_balanced, connect, error_of, exchange, is_closed, json_error, metrics, multipart,
+from helpers import (assert_balanced, connect, error_of, exchange, is_closed, json_error, metrics, multipart,
                      post_head, read_response, slowdown, total)
 
 K = slowdown()  # timing limits scale with it (sanitizers, valgrind)

@@ -1,4 +1,4 @@
-/* test_conv.c — hand-computed correlations for every border, on cpu_serial_conv and cpu_conv. */
+/* test_cpu_serial.c — hand-computed correlations for every border, on cpu_serial_conv and cpu_conv. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-"""relutil.py — helpers of the reliability tests (tests/test_rel_*.py): raw HTTP over sockets,
+"""helpers.py — helpers of the system tests (tests/system): raw HTTP over sockets,
 /metrics parsing and balance, process memory and fds from /proc, hand-built PNGs (chunks, bombs,
 huge single-colour images) and a check that the binary under test is sanitized (ASan/valgrind
 runs skip the assertions that measure memory or limit address space)."""

@@ -1,4 +1,4 @@
-"""test_rel_security.py — security defaults: limits on by default, optional API keys
+"""test_security.py — security defaults: limits on by default, optional API keys
 (EDGED_API_KEYS, Authorization: Bearer; health, readiness, metrics and the web page exempt), CORS
 off unless --cors-origin / EDGED_CORS_ORIGIN, the per-IP connection cap, and no internal details
 in error bodies (those stay in the log)."""
@@ -10,7 +10,7 @@ import pytest
 import requests
 
 from conftest import BIN, ROOT, png_bytes, random_image
-from relutil import assert_balanced, connect, error_of, post_head, read_response, total
+from helpers import assert_balanced, connect, error_of, post_head, read_response, total
 
 KEYS = "k1-abcdef,second.Key_2"
 

@@ -1,5 +1,5 @@
-"""test_rel_mix.py — RELIABILITY.md section F, last line: a mix of tiny and large images, where small
-requests are not starved. Three clients keep posting 2000x2000 noisy RGB PNGs (large: over
+"""test_mix.py — docs/reliability.md, F. Load, its last case: a mix of tiny and large images, where
+small requests are not starved. Three clients keep posting 2000x2000 noisy RGB PNGs (large: over
 --large-pixels; 15x15 Gaussian) while one client sends 64x64 requests (edge) one after another;
 the small ones' slowest answer must come in under half the large ones' median. With --threads 2 and
 --cpu-workers 2, large images hold at most one codec slot and one CPU worker, so a small request
@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from conftest import png_bytes, random_image
-from relutil import assert_balanced, slowdown
+from helpers import assert_balanced, slowdown
 
 K = slowdown()  # timing limits scale with it (sanitizers, valgrind)
 

@@ -1,5 +1,5 @@
-"""test_rel_input.py — RELIABILITY.md sections B (multipart), C (JSON parameters), D (PNG input)
-and E (output): hostile and broken uploads get the documented 4xx, never a 5xx or a partial
+"""test_input.py — docs/reliability.md, B. Multipart, C. JSON parameters, D. PNG input and
+E. Output: hostile and broken uploads get the documented 4xx, never a 5xx or a partial
 image; PNG bombs are decided from IHDR or skipped unbuffered, with memory measured; the same
 input gives the same bytes, in any delivery and under concurrency."""
 import concurrent.futures as cf
@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from conftest import PNGSUITE, png_bytes, png_decode, random_image
-from relutil import (SIG, assert_balanced, chunk, error_of, exchange, ihdr, join_chunks, metrics, multipart,
+from helpers import (SIG, assert_balanced, chunk, error_of, exchange, ihdr, join_chunks, metrics, multipart,
                      post_head, proc_status, sanitized, slowdown, solid_png, split_chunks,
                      total)
 

@@ -1,27 +1,35 @@
-"""test_packaging.py — Dockerfile, compose file and k8s manifests are well-formed (CI runs no Docker)."""
+"""test_packaging.py — what the container, the manifests and `make install` deliver: the files the
+image gets (the Dockerfile's own install command run into a temporary root), the Dockerfile's stages
+and paths, docker/deps.sh against the libraries the build and the binary use, the compose file and
+k8s manifests parsed as YAML, and every EDGED_* name they set known to `edged serve --help`
+(CI runs no Docker)."""
+import filecmp
 import glob
 import os
 import re
+import shlex
 import shutil
 import subprocess
 
 import pytest
+import requests
+import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import conftest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOCKERFILE = os.path.join(ROOT, "Dockerfile")
 COMPOSE = os.path.join(ROOT, "docker", "compose.yaml")
 K8S = os.path.join(ROOT, "docker", "k8s")
 DEPS = os.path.join(ROOT, "docker", "deps.sh")
+MAKEFILE = os.path.join(ROOT, "Makefile")
 
-# The configuration variables of `edged serve` (issue 4) with their defaults; server/config.c, once it
-# exists, is the authority (its option table), and any other EDGED_ name is a typo.
-SPEC_VARS = {
-    "EDGED_PORT": "8080", "EDGED_BACKEND": "auto", "EDGED_MAX_BODY_MB": "64",
-    "EDGED_MAX_PIXELS": "50000000", "EDGED_MAX_SIDE": "32768", "EDGED_QUEUE_DEPTH": "64",
-    "EDGED_QUEUE_DEADLINE_MS": None, "EDGED_STREAMS": "4", "EDGED_THREADS": None,
-}
-CONFIG_C = os.path.join(ROOT, "server", "config.c")
+# Configuration variables the deployment files rely on; every one must be among the server's.
+SPEC_VARS = ("EDGED_PORT", "EDGED_BACKEND", "EDGED_MAX_BODY_MB", "EDGED_MAX_PIXELS", "EDGED_MAX_SIDE",
+             "EDGED_QUEUE_DEPTH", "EDGED_QUEUE_DEADLINE_MS", "EDGED_STREAMS", "EDGED_THREADS")
 HPA_METRIC = "edged_queue_depth"
+# Libraries the CUDA base image (or libc) already has: deps.sh's runtime group need not list them.
+BASE_IMAGE_PACKAGES = {"libc6", "libstdc++6", "libgcc-s1"}
 
 
 def read(path):
@@ -29,17 +37,17 @@ def read(path):
         return f.read()
 
 
-def edged_vars(need=False):
-    """{EDGED_NAME: default} from server/config.c's option table, else the spec's list (then a
-    test that needs the complete table is skipped, visibly)."""
-    if not os.path.exists(CONFIG_C):
-        if need:
-            pytest.skip("no server/config.c: EDGED_* names checked against nothing")
-        return dict(SPEC_VARS)
-    table = re.findall(r'"(EDGED_[A-Z0-9_]+)",\s*OPT_\w+,\s*O\(\w+\),\s*[^,]+,\s*[^,]+,\s*"([^"]*)"',
-                       read(CONFIG_C))
-    assert table, "server/config.c exists but its option table was not understood"
-    return dict(table)
+def installed_binary():
+    """The binary under test (under valgrind runs, the one the wrapper runs)."""
+    return os.path.join(ROOT, os.environ.get("EDGED_VG_BIN") or os.path.relpath(conftest.BIN, ROOT))
+
+
+def edged_vars():
+    """{EDGED_NAME: default} as `edged serve --help` lists them (its configuration table)."""
+    r = subprocess.run([installed_binary(), "serve", "--help"], capture_output=True, text=True, timeout=30)
+    table = re.findall(r"\b(EDGED_[A-Z0-9_]+)\s+default\s+(\S+)", r.stdout + r.stderr)
+    assert table, "edged serve --help lists no EDGED_* variables:\n" + r.stdout + r.stderr
+    return {name: value.strip('"') for name, value in table}
 
 
 def drain_bound_s(env):
@@ -54,13 +62,8 @@ def drain_bound_s(env):
                                                     num("EDGED_DRAIN_TIMEOUT_S"))
 
 
-def yaml_mod():
-    """PyYAML (Debian python3-yaml); without it every YAML check is skipped, visibly."""
-    return pytest.importorskip("yaml", reason="python3-yaml not installed: YAML checks skipped")
-
-
 def load_yaml(path):
-    return yaml_mod().safe_load(read(path))
+    return yaml.safe_load(read(path))
 
 
 # ---------------------------------------------------------------- Dockerfile
@@ -118,10 +121,9 @@ def test_dockerfile_build_args():
     assert any(re.fullmatch(r"CUDA_VERSION=13\.\d+\.\d+", a) for a in global_args), global_args
     build = stages()[0]
     assert any(a.split("=")[0] == "CUDA_ARCHS" for a in args_of(build, "ARG")), "no ARG CUDA_ARCHS"
-    make = [a for a in args_of(build, "RUN") if re.search(r"\bmake\b", a)]
-    assert make, "build stage never runs make"
-    assert "CUDA_ARCHS" in make[0] and "GPU=1" in make[0] and "NPP=0" in make[0], make[0]
-    assert "build/edged" in make[0], make[0]
+    make = make_install_words()
+    assert "GPU=1" in make and "NPP=0" in make, make
+    assert any(w.startswith("CUDA_ARCHS=") or "CUDA_ARCHS=" in w for w in make), make
 
 
 def test_dockerfile_installs_only_through_deps_sh():
@@ -136,6 +138,66 @@ def test_dockerfile_installs_only_through_deps_sh():
     assert {"build", "runtime"} <= set(groups), f"docker/deps.sh groups: {groups}"
 
 
+def deps_group(name):
+    """The package list of one docker/deps.sh group (BUILD, TEST, RUNTIME, DEV) as words; a|b
+    alternatives stay one word."""
+    assigns = "\n".join(l for l in read(DEPS).splitlines() if re.match(r"[A-Z]+=", l))
+    r = subprocess.run(["sh", "-c", assigns + '\nprintf "%s" "$' + name + '"'], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.split(), f"deps.sh has no {name} list: {r.stderr}"
+    return r.stdout.split()
+
+
+def make_var(name):
+    """A variable of the Makefile as make evaluates it."""
+    r = subprocess.run(["make", "-s", "--no-print-directory", "-f", "Makefile", "-f", "-", "print-var"], cwd=ROOT,
+                       input=f"print-var:\n\t@echo $({name})\n", capture_output=True, text=True, timeout=60,
+                       env={k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")})
+    assert r.returncode == 0, r.stderr
+    return r.stdout.split()
+
+
+def dpkg_owner(path):
+    """The Debian package that installed path (merged /usr: either spelling), or None."""
+    real = os.path.realpath(path)
+    for p in dict.fromkeys([path, real] + [re.sub(r"^/usr/", "/", q) for q in (path, real)] +
+                           ["/usr" + q for q in (path, real) if not q.startswith("/usr/")]):
+        r = subprocess.run(["dpkg", "-S", p], capture_output=True, text=True)
+        if r.returncode == 0:
+            return r.stdout.split(":")[0].strip()
+    return None
+
+
+def test_deps_build_has_every_pkg_config_package():
+    """Each pkg-config package the Makefile compiles against comes from a package in deps.sh's
+    build group (asked of pkg-config and dpkg, not guessed from names)."""
+    build = set(deps_group("BUILD"))
+    assert {"make", "gcc", "pkg-config", "help2man"} <= build, sorted(build)
+    pkgs = make_var("PKGS")
+    assert pkgs, "the Makefile names no pkg-config packages"
+    for pkg in pkgs:
+        r = subprocess.run(["pkg-config", "--variable=pcfiledir", pkg], capture_output=True, text=True)
+        assert r.returncode == 0, f"pkg-config does not know {pkg}: {r.stderr}"
+        owner = dpkg_owner(os.path.join(r.stdout.strip(), pkg + ".pc"))
+        assert owner in build, f"{pkg}.pc comes from {owner}, not in deps.sh's build group"
+
+
+def test_deps_runtime_has_every_linked_library():
+    """Each shared library the binary needs directly (ELF NEEDED) comes from a package of deps.sh's
+    runtime group, or from libc/libstdc++ of the base image."""
+    binary = installed_binary()
+    runtime = {p for alt in deps_group("RUNTIME") for p in alt.split("|")}
+    r = subprocess.run(["readelf", "-d", binary], capture_output=True, text=True)
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", r.stdout)
+    assert needed, r.stdout + r.stderr
+    ldd = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
+    paths = dict(re.findall(r"^\s*(\S+) => (/\S+)", ldd, re.M))
+    paths.update((os.path.basename(p), p) for p in re.findall(r"^\s*(/\S+) \(", ldd, re.M))  # the loader
+    for lib in needed:
+        assert lib in paths, f"{lib} not found by ldd"
+        owner = dpkg_owner(paths[lib])
+        assert owner in runtime | BASE_IMAGE_PACKAGES, f"{lib} comes from {owner}, not in deps.sh's runtime group"
+
+
 def test_dockerfile_runtime_contract():
     runtime = stages()[1]
     users = args_of(runtime, "USER")
@@ -148,13 +210,92 @@ def test_dockerfile_runtime_contract():
     assert len(hc) == 1 and re.search(r"CMD\s+(\[\s*\"edged\"\s*,\s*\"health\"|edged\s+health)", hc[0]), hc
     ep = args_of(runtime, "ENTRYPOINT")
     assert ep and re.fullmatch(r'\[\s*"edged"\s*,\s*"serve"\s*\]', ep[-1]), ep
-    assert "api/openapi.yaml" in read(DOCKERFILE), "api/openapi.yaml is not put into the image"
+    assert "EDGED_OPENAPI" in runtime_env(), "the runtime stage does not say where openapi.yaml is"
+
+
+def make_install_words():
+    """The build stage's `make ... install` command as words (the one way files enter the image)."""
+    runs = [a for a in args_of(stages()[0], "RUN") if re.search(r"\bmake\b.*\binstall\b", a)]
+    assert len(runs) == 1, f"want one RUN with make ... install in the build stage, got {runs}"
+    cmd = next(c for c in runs[0].split("&&") if re.search(r"\bmake\b.*\binstall\b", c))
+    return shlex.split(cmd)
+
+
+def runtime_env():
+    """{NAME: value} of the runtime stage's ENV lines."""
+    env = {}
+    for a in args_of(stages()[1], "ENV"):
+        env.update(dict(w.split("=", 1) for w in shlex.split(a)))
+    return env
+
+
+def run_make(*args):
+    """make in the repo with the binary under test treated as built (-o: never rebuilt here)."""
+    binary = os.path.relpath(installed_binary(), ROOT)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    cmd = ["make", "--no-print-directory", "-o", binary, "BUILD=" + os.path.dirname(binary)] + list(args)
+    r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"{' '.join(cmd)}: exit {r.returncode}\n{r.stdout}{r.stderr}"
+    return r.stdout + r.stderr
+
+
+def test_dockerfile_image_files(tmp_path):
+    """The build stage's install command, run into a temporary root, gives the runtime stage what
+    it needs: the ENTRYPOINT's edged on the image's PATH, the openapi.yaml EDGED_OPENAPI names,
+    and every file copied from the repo exists (no stale paths)."""
+    words = make_install_words()
+    dest = [w.split("=", 1)[1] for w in words if w.startswith("DESTDIR=")]
+    assert dest, f"make install without DESTDIR: {words}"
+    build = stages()[0]
+    for a in args_of(build, "COPY") + [a for a in args_of(stages()[1], "COPY") if "--from" not in a]:
+        srcs = shlex.split(a)[:-1]
+        for src in srcs:
+            assert src == "." or os.path.exists(os.path.join(ROOT, src)), f"COPY of a missing path: {src}"
+    copies = [shlex.split(a) for a in args_of(stages()[1], "COPY") if "--from" in a]
+    assert any(c[-2].rstrip("/") == dest[0].rstrip("/") and c[-1] == "/" for c in copies), \
+        f"the runtime stage does not copy {dest[0]} to /: {copies}"
+    root = str(tmp_path)
+    knobs = [w for w in words if re.match(r"(PREFIX|BINDIR|DATADIR|DOCDIR|MANDIR)=", w)]
+    run_make("install", "DESTDIR=" + root, *knobs)
+    prefix = next((w.split("=", 1)[1] for w in knobs if w.startswith("PREFIX=")), "/usr/local")
+    assert prefix + "/bin" in "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".split(":")
+    binary = os.path.join(root + prefix, "bin", "edged")
+    assert os.access(binary, os.X_OK), f"no executable {binary}"
+    openapi = runtime_env()["EDGED_OPENAPI"]
+    assert filecmp.cmp(root + openapi, os.path.join(ROOT, "api", "openapi.yaml"), shallow=False), openapi
+
+
+def test_install_and_uninstall(tmp_path):
+    """make install DESTDIR=... PREFIX=... puts the binary, the man page (help2man) or says why not,
+    the docs and openapi.yaml in place; make uninstall takes every one of them away again."""
+    root, prefix = str(tmp_path), "/opt/edged-test"
+    out = run_make("install", "DESTDIR=" + root, "PREFIX=" + prefix)
+    base = root + prefix
+    binary = os.path.join(base, "bin", "edged")
+    assert filecmp.cmp(binary, installed_binary(), shallow=False) and os.access(binary, os.X_OK)
+    assert filecmp.cmp(os.path.join(base, "share", "doc", "edged", "README.md"), os.path.join(ROOT, "README.md"),
+                       shallow=False)
+    for doc in glob.glob(os.path.join(ROOT, "docs", "*.md")):
+        assert os.path.exists(os.path.join(base, "share", "doc", "edged", os.path.basename(doc))), doc
+    assert filecmp.cmp(os.path.join(base, "share", "edged", "openapi.yaml"),
+                       os.path.join(ROOT, "api", "openapi.yaml"), shallow=False)
+    man = os.path.join(base, "share", "man", "man1", "edged.1")
+    if shutil.which("help2man"):
+        text = read(man)
+        assert re.search(r"^\.TH EDGED \"?1", text, re.M), text[:200]
+        for cmd in ("serve", "filter", "bench", "health"):
+            assert cmd in text, f"man page lacks the {cmd} command"
+    else:
+        assert not os.path.exists(man) and "help2man not found" in out, out
+    run_make("uninstall", "DESTDIR=" + root, "PREFIX=" + prefix)
+    left = [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs]
+    assert not left, f"make uninstall left {left}"
 
 
 def test_dockerfile_env_is_edged_config_only():
     """Configuration only through EDGED_* variables: no config files, no unknown EDGED_ names."""
     text = read(DOCKERFILE)
-    known = edged_vars(need=True)
+    known = edged_vars()
     for name in re.findall(r"\bEDGED_[A-Z0-9_]+", text):
         assert name in known, f"unknown variable {name} in Dockerfile"
     assert "--config" not in text and ".conf" not in text
@@ -257,7 +398,6 @@ def test_compose_host_ports_distinct():
 
 def k8s_docs():
     """{kind: doc} over docker/k8s/*.yaml (every file parses; one document per file)."""
-    yaml = yaml_mod()
     docs = {}
     files = sorted(glob.glob(os.path.join(K8S, "*.yaml")))
     assert files, "no docker/k8s/*.yaml"
@@ -357,7 +497,7 @@ def test_k8s_hpa_on_queue_depth():
 
 def test_k8s_adapter_rule_publishes_hpa_metric():
     cm = k8s_docs()["ConfigMap"]
-    cfg = yaml_mod().safe_load(cm["data"]["config.yaml"])
+    cfg = yaml.safe_load(cm["data"]["config.yaml"])
     names = []
     for rule in cfg["rules"]:
         assert "<<.LabelMatchers>>" in rule["metricsQuery"] and "<<.GroupBy>>" in rule["metricsQuery"]
@@ -367,14 +507,11 @@ def test_k8s_adapter_rule_publishes_hpa_metric():
     assert HPA_METRIC in names
 
 
-def test_hpa_metric_is_exported_by_server():
-    """The HPA scales on a metric the server really exports (checked in server sources)."""
-    path = os.path.join(ROOT, "server", "metrics.c")
-    srcs = [path] if os.path.exists(path) else \
-        [p for p in glob.glob(os.path.join(ROOT, "server", "*.c")) if "# TYPE" in read(p)]
-    if not srcs:
-        pytest.skip("no server/metrics.c (nor a server source with '# TYPE'): metric name unchecked")
-    assert any(HPA_METRIC in read(p) for p in srcs), f"{HPA_METRIC} not found in {srcs}"
+def test_hpa_metric_is_exported_by_server(server):
+    """The HPA scales on a metric the running server exports on /metrics (a gauge)."""
+    text = requests.get(server.url + "/metrics", timeout=10).text
+    assert re.search(rf"^# TYPE {HPA_METRIC} gauge$", text, re.M), f"no gauge {HPA_METRIC} in /metrics"
+    assert re.search(rf"^{HPA_METRIC}(\{{[^}}]*\}})? \d", text, re.M), f"no {HPA_METRIC} sample in /metrics"
 
 
 # ---------------------------------------------------------------- configuration variables
@@ -394,18 +531,19 @@ def used_edged_vars():
 
 
 def test_edged_vars_are_known():
-    used, known = used_edged_vars(), set(edged_vars(need=True))
+    used, known = used_edged_vars(), set(edged_vars())
     assert used, "no EDGED_* configuration at all"
     assert used <= known, f"unknown variables: {sorted(used - known)}"
     assert set(SPEC_VARS) <= known, f"server lacks spec variables {sorted(set(SPEC_VARS) - known)}"
 
 
-def test_edged_vars_documented_in_readme():
-    readme = os.path.join(ROOT, "README.md")
-    rows = [l for l in read(readme).splitlines() if l.lstrip().startswith("|") and "EDGED_" in l] \
-        if os.path.exists(readme) else []
-    if not rows:
-        pytest.skip("README.md has no configuration table (| ... EDGED_ ... |) yet")
+def test_edged_vars_documented():
+    """Every variable the deployment files set has a row in a configuration table of the docs
+    (README.md or docs/*.md: lines | ... EDGED_ ... |)."""
+    pages = [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
+    rows = [l for p in pages if os.path.exists(p) for l in read(p).splitlines()
+            if l.lstrip().startswith("|") and "EDGED_" in l]
+    assert rows, "no configuration table (| ... EDGED_ ... |) in README.md or docs/*.md"
     documented = set(re.findall(r"EDGED_[A-Z0-9_]+", "\n".join(rows)))
     missing = used_edged_vars() - documented
-    assert not missing, f"README configuration table lacks {sorted(missing)}"
+    assert not missing, f"the configuration table lacks {sorted(missing)}"

@@ -488,3 +488,15 @@ out:
     free(raw);
     return rc;
 }
+
+int pngdec_deflate_lenient(const char *err)
+{
+    static const char *const zlib_msgs[] = {"too many length or distance symbols", "invalid bit length repeat",
+                                            "invalid literal/length code", "invalid distance code",
+                                            "invalid code lengths set"};
+
+    for (size_t i = 0; i < sizeof(zlib_msgs) / sizeof(zlib_msgs[0]); i++)
+        if (strstr(err, zlib_msgs[i]))
+            return 1;
+    return 0;
+}

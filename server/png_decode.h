@@ -19,4 +19,12 @@
  * PNGDEC_DECLINED (nothing allocated, out zeroed) or EDGED_E_NOMEM with a message in err. */
 int pngdec_decode(const uint8_t *data, size_t len, struct img *out, char *err);
 
+/* Whether libpng's refusal message err names one of the deflate-stream faults that libdeflate
+ * reads and zlib refuses: more than 286 length or 30 distance codes, a code-length repeat past
+ * their count, length symbols 286-287, distance symbols 30-31, the unused codeword of an empty or
+ * one-symbol code, a one-symbol code-length code. No encoder writes these; the fast decoder takes
+ * such a stream as libdeflate reads it, where libpng refuses it. Tests use this to tell that
+ * difference from a defect. */
+int pngdec_deflate_lenient(const char *err);
+
 #endif

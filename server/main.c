@@ -3,6 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench_codec.h"
 #include "commands.h"
 #include "config.h"
 #include "errors.h"
@@ -14,6 +15,7 @@ static const struct {
     {"serve", "run the HTTP service (POST /v1/filter ...)", serve_main},
     {"filter", "filter one PNG file into another", filter_main},
     {"bench", "time the variants on the GPU (and CPU) and print a table", bench_main},
+    {"bench-codec", "time edged's PNG codec against libpng on PNG files", bench_codec_main},
     {"health", "exit 0 when a running service answers /readyz with 200", health_main},
     {"variants", "list the convolution variants", list_main},
     {"filters", "list the filters", list_main},

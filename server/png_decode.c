@@ -281,11 +281,16 @@ static inline void pngdec_rows_small(uint8_t *restrict cur, const uint8_t *restr
 #if defined(__SSE2__)
 /* bpp 3 and 4: one pixel per step in a vector register, as the serial dependency on the left
  * pixel allows no more; Paeth in 16-bit lanes. n is a multiple of bpp. */
+/* 3-byte pixels are put together in a register: a memcpy through the stack would make every
+ * load wait on partial stores (a store-forwarding stall per pixel). */
 static inline __m128i pngdec_load(const uint8_t *p, const int bpp)
 {
-    uint32_t v = 0;
+    uint32_t v;
 
-    memcpy(&v, p, (size_t)bpp);
+    if (bpp == 4)
+        memcpy(&v, p, 4);
+    else
+        v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16;
     return _mm_cvtsi32_si128((int)v);
 }
 
@@ -293,7 +298,13 @@ static inline void pngdec_store(uint8_t *p, __m128i v, const int bpp)
 {
     uint32_t x = (uint32_t)_mm_cvtsi128_si32(v);
 
-    memcpy(p, &x, (size_t)bpp);
+    if (bpp == 4) {
+        memcpy(p, &x, 4);
+    } else {
+        p[0] = (uint8_t)x;
+        p[1] = (uint8_t)(x >> 8);
+        p[2] = (uint8_t)(x >> 16);
+    }
 }
 
 static inline __m128i pngdec_abs16(__m128i x)

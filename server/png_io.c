@@ -293,6 +293,23 @@ static int pngio_dec_run(struct pngio_dec *d, const struct png_limits *lim, char
     return 0;
 }
 
+/* What every decode checks before anything is allocated: signature, IHDR fields and size limits
+ * (*lim NULL becomes the defaults, kept in *def). */
+static int pngio_dec_check(const uint8_t *data, size_t len, const struct png_limits **lim, struct png_limits *def,
+                           char *err)
+{
+    struct pngio_ihdr hd;
+    int rc;
+
+    if (!*lim) {
+        pngio_default_limits(def);
+        *lim = def;
+    }
+    if ((rc = pngio_parse_ihdr(data, len, &hd, err)))
+        return rc;
+    return pngio_check_limits(hd.w, hd.h, *lim, err);
+}
+
 /* Limits are decided from the hand-parsed IHDR before libpng runs, then again from libpng's view
  * right after png_read_info; rows are allocated only after both. lim NULL means the defaults. */
 int pngio_decode_libpng(const uint8_t *data, size_t len, const struct png_limits *lim, struct img *out,
@@ -300,15 +317,10 @@ int pngio_decode_libpng(const uint8_t *data, size_t len, const struct png_limits
 {
     struct pngio_dec d = {0};
     struct png_limits def;
-    struct pngio_ihdr hd;
     int rc;
 
     memset(out, 0, sizeof(*out));
-    if (!lim) {
-        pngio_default_limits(&def);
-        lim = &def;
-    }
-    if ((rc = pngio_parse_ihdr(data, len, &hd, err)) || (rc = pngio_check_limits(hd.w, hd.h, lim, err)))
+    if ((rc = pngio_dec_check(data, len, &lim, &def, err)))
         return rc;
     d.src = (struct pngio_src){data, len, 0};
     d.fail = (struct pngio_fail){"corrupt PNG", EDGED_E_BAD_PNG, err};
@@ -335,15 +347,10 @@ out:
 int pngio_decode(const uint8_t *data, size_t len, const struct png_limits *lim, struct img *out, char *err)
 {
     struct png_limits def;
-    struct pngio_ihdr hd;
     int rc;
 
     memset(out, 0, sizeof(*out));
-    if (!lim) {
-        pngio_default_limits(&def);
-        lim = &def;
-    }
-    if ((rc = pngio_parse_ihdr(data, len, &hd, err)) || (rc = pngio_check_limits(hd.w, hd.h, lim, err)))
+    if ((rc = pngio_dec_check(data, len, &lim, &def, err)))
         return rc;
     rc = pngdec_decode(data, len, out, err);
     return rc == PNGDEC_DECLINED ? pngio_decode_libpng(data, len, lim, out, err) : rc;

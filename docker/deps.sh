@@ -5,12 +5,12 @@
 # Installs only what is missing and says what; --check only lists it (exit 1 if any).
 set -eu
 
-BUILD="make gcc g++ pkg-config libpng-dev zlib1g-dev libmicrohttpd-dev libcjson-dev help2man"
+BUILD="make gcc g++ pkg-config libpng-dev zlib1g-dev libdeflate-dev libmicrohttpd-dev libcjson-dev help2man"
 TEST="python3 python3-numpy python3-opencv python3-pytest python3-requests python3-skimage python3-yaml python3-matplotlib shellcheck chromium chromium-driver python3-selenium curl"
 DEV="clang valgrind"
 # Runtime library names differ between Debian 12 and Ubuntu 24.04 (the t64 transition): a|b
 # takes the first name the package index knows.
-RUNTIME="libpng16-16t64|libpng16-16 zlib1g libmicrohttpd12t64|libmicrohttpd12 libcjson1 curl ca-certificates"
+RUNTIME="libpng16-16t64|libpng16-16 zlib1g libdeflate0 libmicrohttpd12t64|libmicrohttpd12 libcjson1 curl ca-certificates"
 
 check=0
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi

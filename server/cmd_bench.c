@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench_codec.h"
 #include "bench_report.h"
 #include "clock.h"
 #include "commands.h"
@@ -421,12 +422,25 @@ static int open_gpu(struct bench_env *env, struct bench_opts *o, char *err)
     return 0;
 }
 
+/* --codec anywhere selects the codec bench (bench_codec.c), which has options of its own. */
+static int wants_codec(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--codec") == 0)
+            return 1;
+    return 0;
+}
+
 int bench_main(int argc, char **argv)
 {
     struct bench_opts o;
     struct bench_env env = {0};
     char err[EDGED_ERR_LEN] = "";
-    int rc = parse_args(argc, argv, &o, err);
+    int rc;
+
+    if (wants_codec(argc, argv))
+        return bench_codec_main(argc, argv);
+    rc = parse_args(argc, argv, &o, err);
 
     if (rc != 0)
         return opts_usage_exit(rc, "bench", err, bench_usage);

@@ -8,6 +8,8 @@
 #include <zlib.h>
 
 #include "errors.h"
+#include "png_decode.h"
+#include "png_encode.h"
 
 #define PNGIO_DEFAULT_MAX_SIDE 32768u
 #define PNGIO_DEFAULT_MAX_PIXELS 50000000u
@@ -292,21 +294,34 @@ static int pngio_dec_run(struct pngio_dec *d, const struct png_limits *lim, char
     return 0;
 }
 
-/* Limits are decided from the hand-parsed IHDR before libpng runs, then again from libpng's view
- * right after png_read_info; rows are allocated only after both. lim NULL means the defaults. */
-int pngio_decode(const uint8_t *data, size_t len, const struct png_limits *lim, struct img *out, char *err)
+/* What every decode checks before anything is allocated: signature, IHDR fields and size limits
+ * (*lim NULL becomes the defaults, kept in *def). */
+static int pngio_dec_check(const uint8_t *data, size_t len, const struct png_limits **lim, struct png_limits *def,
+                           char *err)
 {
-    struct pngio_dec d = {0};
-    struct png_limits def;
     struct pngio_ihdr hd;
     int rc;
 
-    memset(out, 0, sizeof(*out));
-    if (!lim) {
-        pngio_default_limits(&def);
-        lim = &def;
+    if (!*lim) {
+        pngio_default_limits(def);
+        *lim = def;
     }
-    if ((rc = pngio_parse_ihdr(data, len, &hd, err)) || (rc = pngio_check_size(lim, hd.w, hd.h, err)))
+    if ((rc = pngio_parse_ihdr(data, len, &hd, err)))
+        return rc;
+    return pngio_check_size(*lim, hd.w, hd.h, err);
+}
+
+/* Limits are decided from the hand-parsed IHDR before libpng runs, then again from libpng's view
+ * right after png_read_info; rows are allocated only after both. lim NULL means the defaults. */
+int pngio_decode_libpng(const uint8_t *data, size_t len, const struct png_limits *lim, struct img *out,
+                        char *err)
+{
+    struct pngio_dec d = {0};
+    struct png_limits def;
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    if ((rc = pngio_dec_check(data, len, &lim, &def, err)))
         return rc;
     d.src = (struct pngio_src){data, len, 0};
     d.fail = (struct pngio_fail){"corrupt PNG", EDGED_E_BAD_PNG, err};
@@ -326,6 +341,20 @@ out:
     else
         *out = d.im;
     return rc;
+}
+
+/* The IHDR and limit checks, then the fast decoder; what it declines (rare kinds, anything
+ * damaged or unusual) goes to libpng, so every refusal keeps libpng's code and message. */
+int pngio_decode(const uint8_t *data, size_t len, const struct png_limits *lim, struct img *out, char *err)
+{
+    struct png_limits def;
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    if ((rc = pngio_dec_check(data, len, &lim, &def, err)))
+        return rc;
+    rc = pngdec_decode(data, len, out, err);
+    return rc == PNGDEC_DECLINED ? pngio_decode_libpng(data, len, lim, out, err) : rc;
 }
 
 /* Appends to the growing output buffer; doubling keeps the copies O(n). */
@@ -355,15 +384,6 @@ static void pngio_write(png_structp png, png_bytep data, size_t n)
 static void pngio_flush(png_structp png)
 {
     (void)png;
-}
-
-/* Packs one gray row to 1 bit per pixel, most significant bit first; samples >= 128 are white. */
-static void pngio_pack_row1(const uint8_t *src, int w, png_bytep dst)
-{
-    memset(dst, 0, ((size_t)w + 7) / 8);
-    for (int x = 0; x < w; x++)
-        if (src[x] >= 128)
-            dst[x >> 3] |= (png_byte)(0x80u >> (x & 7));
 }
 
 /* Row filter by level, from timing the filters on photos, gradient maps and binary maps: level 0
@@ -398,7 +418,7 @@ static int pngio_enc_run(struct pngio_enc *e, const struct img *im, int level, i
         const uint8_t *row = im->px + (size_t)y * im->stride;
 
         if (bit_depth == 1 && !im->packed) {
-            pngio_pack_row1(row, im->w, e->row1);
+            pngenc_pack_row1(row, im->w, e->row1);
             row = e->row1;
         }
         png_write_row(png, row);
@@ -428,6 +448,21 @@ static int pngio_enc_check(const struct img *im, int level, int bit_depth, uint8
 }
 
 int pngio_encode(const struct img *im, int level, int bit_depth, uint8_t **out, size_t *out_len, char *err)
+{
+    int rc;
+
+    if (out)
+        *out = NULL;
+    if (out_len)
+        *out_len = 0;
+    if ((rc = pngio_enc_check(im, level, bit_depth, out, out_len, err)))
+        return rc;
+    rc = pngenc_encode(im, level, bit_depth, out, out_len, err);
+    return rc == PNGENC_DECLINED ? pngio_encode_libpng(im, level, bit_depth, out, out_len, err) : rc;
+}
+
+int pngio_encode_libpng(const struct img *im, int level, int bit_depth, uint8_t **out, size_t *out_len,
+                        char *err)
 {
     struct pngio_enc e = {0};
     int rc;

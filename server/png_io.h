@@ -33,15 +33,25 @@ int pngio_is_png(const uint8_t *data, size_t len);
  * lim NULL means the defaults. */
 int pngio_decode(const uint8_t *data, size_t len, const struct png_limits *lim, struct img *out, char *err);
 
+/* The reference decoder (libpng alone), used by pngio_decode for the files the fast decoder
+ * declines, and by tests and the bench to compare with: same contract as pngio_decode. */
+int pngio_decode_libpng(const uint8_t *data, size_t len, const struct png_limits *lim, struct img *out,
+                        char *err);
+
 /* Reads the signature and IHDR (and walks chunk headers up to IDAT to see a tRNS): width, height
  * and the channel count decode would give. */
 int pngio_peek(const uint8_t *data, size_t len, int *w, int *h, int *ch, char *err);
 
-/* Encodes im (1..4 channels, 8-bit) as PNG with zlib level 0..9 into a malloc'd buffer (*out,
+/* Encodes im (1..4 channels, 8-bit) as PNG with deflate level 0..9 into a malloc'd buffer (*out,
  * *out_len; caller frees). bit_depth 1 writes a 1-bit gray image (im must have 1 channel: samples
  * >= 128 become white, or im is packed and its rows are written as they are), else 8 (im not
  * packed). Returns 0 or a negative EDGED_E_* code. */
 int pngio_encode(const struct img *im, int level, int bit_depth, uint8_t **out, size_t *out_len, char *err);
+
+/* The reference encoder (libpng and zlib), used by tests and the bench to compare with: same
+ * contract as pngio_encode, not the same bytes. */
+int pngio_encode_libpng(const struct img *im, int level, int bit_depth, uint8_t **out, size_t *out_len,
+                        char *err);
 
 #define PNGIO_DEFAULT_LEVEL 1
 

@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "errors.h"
+#include "fuzz_png_util.h"
 #include "image.h"
 #include "png_io.h"
 
@@ -35,28 +35,6 @@ static void roundtrip(const struct img *im)
     free(png);
 }
 
-static void put_be32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-/* Rewrites the CRC of every whole chunk after the signature; stops at the first that does not fit. */
-static void fix_crcs(uint8_t *d, size_t size)
-{
-    size_t pos = 8;
-
-    while (size - pos >= 12) {
-        size_t n = (size_t)d[pos] << 24 | (size_t)d[pos + 1] << 16 | (size_t)d[pos + 2] << 8 | d[pos + 3];
-        if (n > size - pos - 12)
-            return;
-        put_be32(d + pos + 8 + n, (uint32_t)crc32(0, d + pos + 4, (uInt)(n + 4)));
-        pos += 12 + n;
-    }
-}
-
 static void one(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -67,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 8 || !(copy = malloc(size)))
         return 0;
     memcpy(copy, data, size);
-    fix_crcs(copy, size);
+    fuzz_fix_crcs(copy, size);
     one(copy, size);
     free(copy);
     return 0;

@@ -9,12 +9,14 @@ set -u
 cd "$(dirname "$0")/../.."
 OUT=${1:-${OUT:-build-fuzz}}
 SECS=${FUZZ_SECONDS:-60}
-TARGETS=${FUZZ_TARGETS:-fuzz_png fuzz_request fuzz_params}
+TARGETS=${FUZZ_TARGETS:-fuzz_png fuzz_png_diff fuzz_request fuzz_params}
 mkdir -p "$OUT/logs" "$OUT/artifacts"
 failed=0
 for t in $TARGETS; do
     name=${t#fuzz_}
     [ -x "$OUT/$t" ] || { echo "$t: not built (sh tests/fuzz/build.sh $OUT)"; failed=1; continue; }
+    seeds=$name
+    [ "$name" = png_diff ] && seeds=png
     mkdir -p "$OUT/corpus/$name"
     dict=""
     case $name in
@@ -25,7 +27,7 @@ for t in $TARGETS; do
     # shellcheck disable=SC2086
     ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
         "$OUT/$t" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -max_len=1048576 -print_final_stats=1 \
-        -artifact_prefix="$OUT/artifacts/$t-" $dict "$OUT/corpus/$name" "tests/fuzz/corpus/$name" \
+        -artifact_prefix="$OUT/artifacts/$t-" $dict "$OUT/corpus/$name" "tests/fuzz/corpus/$seeds" \
         > "$OUT/logs/$name.log" 2>&1
     rc=$?
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$OUT/logs/$name.log" | grep -o '[0-9]*$')

@@ -185,7 +185,7 @@ def test_metrics_stages_are_the_api_stages_and_receive(result, metric_stages):
 def test_python_and_page_copies_of_the_stages(result, metric_stages):
     api = list(result.json()["timings_ms"])
     assert py_list(read("tests", "bench", "load.py"), "STAGES") == metric_stages
-    assert py_set(read("tests", "test_http.py"), "TIMING_KEYS") == set(api)
+    assert py_set(read("tests", "system", "test_api.py"), "TIMING_KEYS") == set(api)
     # the page draws the parts of total (its own order: the order the request meets them)
     assert sorted(js_list(read("server", "web", "app.js"), "STAGES") + ["total"]) == sorted(api)
-    assert sorted(py_list(read("tests", "test_web.py"), "STAGES") + ["total"]) == sorted(api)
+    assert sorted(py_list(read("tests", "system", "test_web.py"), "STAGES") + ["total"]) == sorted(api)

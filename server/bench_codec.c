@@ -1,0 +1,187 @@
+/* bench_codec.c — `edged bench --codec`: times edged's PNG codec and libpng's on the same files. */
+#include "bench_codec.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "commands.h"
+#include "errors.h"
+#include "image.h"
+#include "opts.h"
+#include "png_io.h"
+
+#define BENCH_CODEC_REPS 5
+#define BENCH_CODEC_MAX_REPS 1000
+
+struct bench_codec_opts {
+    int json, reps, level;
+};
+
+/* One codec: its decoder and encoder, both with pngio's contract. */
+struct bench_codec {
+    const char *name;
+    int (*decode)(const uint8_t *, size_t, const struct png_limits *, struct img *, char *);
+    int (*encode)(const struct img *, int, int, uint8_t **, size_t *, char *);
+};
+
+static const struct bench_codec bench_codecs[] = {
+    {"edged", pngio_decode, pngio_encode},
+    {"libpng", pngio_decode_libpng, pngio_encode_libpng},
+};
+
+struct bench_codec_result {
+    double decode_ms, encode_ms;
+    size_t bytes;
+};
+
+static int bench_codec_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+static double bench_codec_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), bench_codec_cmp);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Decodes and re-encodes data reps + 1 times (the first untimed); medians into *r. */
+static int bench_codec_one(const struct bench_codec *c, const uint8_t *data, size_t len,
+                           const struct bench_codec_opts *o, struct bench_codec_result *r, char *err)
+{
+    double dec[BENCH_CODEC_MAX_REPS], enc[BENCH_CODEC_MAX_REPS];
+    struct png_limits lim = {IMG_MAX_SIDE, IMG_MAX_PIXELS, (size_t)8 << 20};
+    int rc = 0;
+
+    for (int i = 0; i <= o->reps && rc == 0; i++) {
+        struct img im;
+        uint8_t *png = NULL;
+        double t0 = clock_ms(), t1, t2;
+
+        rc = c->decode(data, len, &lim, &im, err);
+        t1 = clock_ms();
+        if (rc == 0)
+            rc = c->encode(&im, o->level, 8, &png, &r->bytes, err);
+        t2 = clock_ms();
+        if (i > 0)
+            dec[i - 1] = t1 - t0, enc[i - 1] = t2 - t1;
+        img_free(&im);
+        free(png);
+    }
+    if (rc)
+        return rc;
+    r->decode_ms = bench_codec_median(dec, o->reps);
+    r->encode_ms = bench_codec_median(enc, o->reps);
+    return 0;
+}
+
+static void bench_codec_print(const char *file, const char *codec, const struct bench_codec_result *r, int json)
+{
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        char *s;
+
+        cJSON_AddStringToObject(o, "file", file);
+        cJSON_AddStringToObject(o, "codec", codec);
+        cJSON_AddNumberToObject(o, "decode_ms", round(r->decode_ms * 1000) / 1000);
+        cJSON_AddNumberToObject(o, "encode_ms", round(r->encode_ms * 1000) / 1000);
+        cJSON_AddNumberToObject(o, "bytes", (double)r->bytes);
+        if ((s = cJSON_PrintUnformatted(o)))
+            puts(s);
+        cJSON_free(s);
+        cJSON_Delete(o);
+    } else {
+        printf("%-40s %-7s %10.2f %10.2f %12zu\n", file, codec, r->decode_ms, r->encode_ms, r->bytes);
+    }
+}
+
+static int bench_codec_file(const char *path, const struct bench_codec_opts *o)
+{
+    char err[EDGED_ERR_LEN];
+    size_t len = 0;
+    uint8_t *data = NULL;
+    FILE *f = fopen(path, "rb");
+    long n;
+    int rc = 0;
+
+    if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ||
+        !(data = malloc((size_t)n + 1)) || (len = fread(data, 1, (size_t)n, f)) != (size_t)n) {
+        fprintf(stderr, "edged bench --codec: cannot read %s\n", path);
+        rc = EXIT_BAD_INPUT;
+    }
+    for (size_t i = 0; rc == 0 && i < sizeof(bench_codecs) / sizeof(bench_codecs[0]); i++) {
+        struct bench_codec_result r = {0};
+
+        if (bench_codec_one(&bench_codecs[i], data, len, o, &r, err)) {
+            fprintf(stderr, "edged bench --codec: %s (%s): %s\n", path, bench_codecs[i].name, err);
+            rc = EXIT_BAD_INPUT;
+        } else {
+            bench_codec_print(path, bench_codecs[i].name, &r, o->json);
+        }
+    }
+    if (f)
+        fclose(f);
+    free(data);
+    return rc;
+}
+
+static const struct opts_spec bench_codec_specs[] = {
+    {"codec", NULL, "time the PNG codec on the FILEs (this mode)"},
+    {"json", NULL, "one JSON object per line: file, codec, decode_ms, encode_ms, bytes"},
+    {"reps", "N", "timed repetitions after a warm-up, median reported (default 5, at most 1000)"},
+    {"level", "L", "PNG level of the encodes, 0..9 (default 1)"},
+};
+#define BENCH_CODEC_NSPECS ((int)(sizeof(bench_codec_specs) / sizeof(bench_codec_specs[0])))
+
+static void bench_codec_usage(FILE *f)
+{
+    fprintf(f, "usage: edged bench --codec [--json] [--reps N] [--level L] FILE.png...\n"
+               "  per file: median decode and encode ms of edged's PNG codec and of libpng, measured in\n"
+               "  the same run, and the bytes each encodes the decoded image to\n");
+    opts_print(f, bench_codec_specs, BENCH_CODEC_NSPECS);
+}
+
+static int bench_codec_opt(void *app, int i, const char *val, char *err)
+{
+    struct bench_codec_opts *o = app;
+    char *end;
+    long v;
+
+    if (i == 0)
+        return 0;
+    if (i == 1)
+        return o->json = 1, 0;
+    v = strtol(val, &end, 10);
+    if (i == 2 && (*end || end == val || v < 1 || v > BENCH_CODEC_MAX_REPS))
+        return edged_fail(err, EDGED_E_USAGE, "--reps '%s': expected 1..%d", val, BENCH_CODEC_MAX_REPS);
+    if (i == 3 && (*end || end == val || v < 0 || v > 9))
+        return edged_fail(err, EDGED_E_USAGE, "--level '%s': expected 0..9", val);
+    *(i == 2 ? &o->reps : &o->level) = (int)v;
+    return 0;
+}
+
+int bench_codec_main(int argc, char **argv)
+{
+    struct bench_codec_opts o = {0, BENCH_CODEC_REPS, PNGIO_DEFAULT_LEVEL};
+    char err[EDGED_ERR_LEN] = "";
+    int first = argc, rc = opts_parse(argc, argv, bench_codec_specs, BENCH_CODEC_NSPECS, bench_codec_opt, &o,
+                                      &first, err);
+
+    if (rc == 0 && first >= argc)
+        rc = edged_fail(err, EDGED_E_USAGE, "no PNG file given");
+    if (rc != 0)
+        return opts_usage_exit(rc, "bench --codec", err, bench_codec_usage);
+    if (!o.json)
+        printf("%-40s %-7s %10s %10s %12s\n", "file", "codec", "decode_ms", "encode_ms", "bytes");
+    rc = EXIT_OK;
+    for (int i = first; i < argc; i++)
+        if (bench_codec_file(argv[i], &o) != EXIT_OK)
+            rc = EXIT_BAD_INPUT;
+    return rc;
+}

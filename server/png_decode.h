@@ -1,0 +1,30 @@
+/* png_decode.h — the fast PNG decoder for the common kinds, inflating with libdeflate. */
+#ifndef EDGED_PNG_DECODE_H
+#define EDGED_PNG_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "image.h"
+
+/* pngdec_decode's answer for a file it does not serve: a rare kind (interlaced, 16-bit, 1/2/4-bit
+ * gray) or anything out of the ordinary (a CRC error, truncation, a zlib error, extra or missing
+ * image data, a chunk out of place). The caller then decodes with the reference decoder, whose
+ * verdict (image, or error code and message) stands. */
+#define PNGDEC_DECLINED 1
+
+/* Decodes 8-bit gray, gray+alpha, RGB, RGBA and 1/2/4/8-bit palette PNGs (non-interlaced) into
+ * out (allocated here, free with img_free), with pngio_decode's channel rules and pixels. data
+ * must have passed pngio_decode's signature, IHDR and size-limit checks. Returns 0,
+ * PNGDEC_DECLINED (nothing allocated, out zeroed) or EDGED_E_NOMEM with a message in err. */
+int pngdec_decode(const uint8_t *data, size_t len, struct img *out, char *err);
+
+/* Whether libpng's refusal message err names one of the deflate-stream faults that libdeflate
+ * reads and zlib refuses: more than 286 length or 30 distance codes, a code-length repeat past
+ * their count, length symbols 286-287, distance symbols 30-31, the unused codeword of an empty or
+ * one-symbol code, a one-symbol code-length code. No encoder writes these; the fast decoder takes
+ * such a stream as libdeflate reads it, where libpng refuses it. Tests use this to tell that
+ * difference from a defect. */
+int pngdec_deflate_lenient(const char *err);
+
+#endif

@@ -1,0 +1,540 @@
+/* test_png_codec.c — the fast PNG codec against libpng: same pixels for every valid PngSuite file
+ * and for generated images of every kind, same refusals for damaged ones, encoder round trips. */
+#include <dirent.h>
+#include <png.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+
+#include "check.h"
+#include "clock.h"
+#include "errors.h"
+#include "image.h"
+#include "png_decode.h"
+#include "png_io.h"
+
+
+struct buf {
+    uint8_t *p;
+    size_t len, cap;
+};
+
+static void buf_add(struct buf *b, const void *data, size_t n)
+{
+    if (b->len + n > b->cap) {
+        b->cap = (b->len + n) * 2 + 64;
+        if (!(b->p = realloc(b->p, b->cap)))
+            abort();
+    }
+    memcpy(b->p + b->len, data, n);
+    b->len += n;
+}
+
+static uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+/* Recomputes the CRC of the chunk at pos. */
+static void fix_crc(uint8_t *d, size_t pos)
+{
+    uint32_t n = be32(d + pos);
+
+    put32(d + pos + 8 + n, (uint32_t)crc32(0, d + pos + 4, n + 4));
+}
+
+static uint8_t *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    uint8_t *p = NULL;
+    long n;
+
+    if (!f)
+        return NULL;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 && (p = malloc((size_t)n + 1)))
+        *len = fread(p, 1, (size_t)n, f);
+    fclose(f);
+    return p;
+}
+
+static const char *suite_dir(void)
+{
+    return getenv("EDGED_PNGSUITE") ? getenv("EDGED_PNGSUITE") : "../shared/pngsuite";
+}
+
+/* ---- the comparison every case goes through ---- */
+
+static int same_image(const struct img *a, const struct img *b)
+{
+    if (a->w != b->w || a->h != b->h || a->ch != b->ch || !a->px || !b->px)
+        return 0;
+    for (int y = 0; y < a->h; y++)
+        if (memcmp(a->px + (size_t)y * a->stride, b->px + (size_t)y * b->stride, (size_t)a->w * a->ch))
+            return 0;
+    return 1;
+}
+
+static int lenient_seen;
+
+/* pngio_decode and pngio_decode_libpng agree: the same image, or the same code and message.
+ * Returns the code; *served says whether the fast decoder took the file itself. */
+static int compare(const char *what, const uint8_t *data, size_t len, const struct png_limits *lim, int *served)
+{
+    struct img fast, ref, direct = {0};
+    char ef[EDGED_ERR_LEN] = "", er[EDGED_ERR_LEN] = "", ed[EDGED_ERR_LEN] = "";
+    int rf = pngio_decode(data, len, lim, &fast, ef), rr = pngio_decode_libpng(data, len, lim, &ref, er);
+    int rd = rf == 0 ? pngdec_decode(data, len, &direct, ed) : PNGDEC_DECLINED;
+
+    if (served)
+        *served = rd == 0;
+    if (rf == 0 && rr == EDGED_E_BAD_PNG && pngdec_deflate_lenient(er)) {
+        lenient_seen++; /* a deflate fault libdeflate reads: see pngdec_deflate_lenient */
+    } else {
+        CHECK(rf == rr, "%s: fast decoder %d (%s), libpng %d (%s)", what, rf, ef, rr, er);
+        if (rf == rr && rf == 0)
+            CHECK(same_image(&fast, &ref), "%s: images differ (%dx%dx%d vs %dx%dx%d)", what, fast.w, fast.h,
+                  fast.ch, ref.w, ref.h, ref.ch);
+        else if (rf == rr)
+            CHECK(strcmp(ef, er) == 0 && !fast.px && !ref.px, "%s: messages differ: '%s' vs '%s'", what, ef, er);
+    }
+    if (rd == 0)
+        CHECK(same_image(&direct, &fast), "%s: pngdec_decode differs from pngio_decode", what);
+    img_free(&direct);
+    img_free(&fast);
+    img_free(&ref);
+    return rf;
+}
+
+/* ---- PngSuite ---- */
+
+static void test_pngsuite(void)
+{
+    const char *dir = suite_dir();
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int valid = 0, corrupt = 0, served = 0;
+
+    if (!d) {
+        SKIP("PngSuite not found at %s (set EDGED_PNGSUITE)", dir);
+        return;
+    }
+    while ((e = readdir(d))) {
+        char path[4096];
+        size_t n = strlen(e->d_name), len = 0;
+        uint8_t *data;
+        int rc, fast;
+
+        if (n < 5 || strcmp(e->d_name + n - 4, ".png") != 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (!(data = read_file(path, &len)))
+            continue;
+        rc = compare(e->d_name, data, len, NULL, &fast);
+        if (e->d_name[0] == 'x') {
+            CHECK(rc < 0, "%s: corrupt file decoded", e->d_name);
+            corrupt++;
+        } else {
+            CHECK(rc == 0, "%s: valid file refused (%d)", e->d_name, rc);
+            valid++;
+            served += fast;
+        }
+        free(data);
+    }
+    closedir(d);
+    printf("PngSuite: %d valid files equal to libpng (%d served by the fast decoder), %d corrupt refused alike\n",
+           valid, served, corrupt);
+    CHECK(valid >= 150 && corrupt >= 14 && served >= 40, "PngSuite: %d valid, %d corrupt, %d served", valid,
+          corrupt, served);
+}
+
+/* ---- generated images, written by libpng (adaptive filters, level 6) ---- */
+
+struct kind {
+    int color, depth, trns; /* trns: palette entries with alpha, or 1 for a gray/RGB key */
+};
+
+static void wr(png_structp png, png_bytep data, size_t n)
+{
+    buf_add(png_get_io_ptr(png), data, n);
+}
+
+static void fl(png_structp png)
+{
+    (void)png;
+}
+
+/* A smooth photo-like sample with noise, so that every filter type gets chosen somewhere. */
+static unsigned photo(int x, int y, int c, int w, int h)
+{
+    int v = (x * 255) / (w > 1 ? w - 1 : 1) * (c + 1) / 4 + (y * 191) / (h > 1 ? h - 1 : 1) +
+            ((x / 5 + y / 3 + c) % 7) * 9 + (int)(check_rng() % 13);
+
+    return (unsigned)v;
+}
+
+/* Sample c of the first pixel of packed rows (rows hold at least 3 samples' bytes or more). */
+static png_uint_16 first_sample(const uint8_t *rows, int depth, int c)
+{
+    if (depth == 16)
+        return (png_uint_16)(rows[2 * c] << 8 | rows[2 * c + 1]);
+    if (depth == 8)
+        return rows[c];
+    return (png_uint_16)(rows[0] >> (8 - depth));
+}
+
+/* Packed PNG sample rows for kind k (values below 2^depth), written as libpng writes them. */
+static struct buf write_kind(const struct kind *k, int w, int h, size_t zbuf)
+{
+    static const int chans[7] = {1, 0, 3, 1, 2, 0, 4};
+    int ch = chans[k->color], bits = k->depth * ch;
+    size_t rb = ((size_t)w * bits + 7) / 8;
+    uint8_t *rows = calloc(rb * h, 1);
+    struct buf out = {0};
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png_create_info_struct(png);
+    png_color plte[256];
+    png_byte alpha[256];
+    png_color_16 key = {0};
+    unsigned maxv = (1u << k->depth) - 1;
+
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int c = 0; c < ch; c++) {
+                unsigned v = k->color == 3 ? (check_rng() % 5 ? (unsigned)(x + y) : check_rng()) & maxv
+                                           : (photo(x, y, c, w, h) * (maxv / 255 + 1)) & maxv;
+                size_t bit = ((size_t)x * ch + c) * k->depth;
+
+                if (k->depth == 16) {
+                    rows[y * rb + bit / 8] = (uint8_t)(v >> 8);
+                    rows[y * rb + bit / 8 + 1] = (uint8_t)v;
+                } else {
+                    rows[y * rb + bit / 8] |= (uint8_t)(v << (8 - k->depth - bit % 8));
+                }
+            }
+    if (setjmp(png_jmpbuf(png)))
+        abort();
+    png_set_write_fn(png, &out, wr, fl);
+    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, k->depth, k->color, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_set_compression_level(png, 6);
+    png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_ALL_FILTERS);
+    png_set_compression_buffer_size(png, zbuf);
+    if (k->color == 3) {
+        int n = 1 << k->depth;
+        for (int i = 0; i < n; i++)
+            plte[i] = (png_color){(png_byte)check_rng(), (png_byte)check_rng(), (png_byte)check_rng()};
+        for (int i = 0; i < 256; i++)
+            alpha[i] = (png_byte)check_rng();
+        /* a short palette leaves indices past its end: libpng reads them as black */
+        png_set_PLTE(png, info, plte, n > 2 && k->trns == 0 ? n - 1 : n);
+        if (k->trns)
+            png_set_tRNS(png, info, alpha, k->trns < n ? k->trns : n, NULL);
+    } else if (k->trns) {
+        /* the key is the first pixel, so that it occurs */
+        key.gray = key.red = first_sample(rows, k->depth, 0);
+        key.green = first_sample(rows, k->depth, 1);
+        key.blue = first_sample(rows, k->depth, 2);
+        png_set_tRNS(png, info, NULL, 0, &key);
+    }
+    png_write_info(png, info);
+    for (int y = 0; y < h; y++)
+        png_write_row(png, rows + y * rb);
+    png_write_end(png, NULL);
+    png_destroy_write_struct(&png, &info);
+    free(rows);
+    return out;
+}
+
+static int fast_kind(const struct kind *k)
+{
+    return k->color == 3 || k->depth == 8;
+}
+
+static const struct kind kinds[] = {
+    {0, 1, 0}, {0, 2, 0}, {0, 4, 0}, {0, 8, 0}, {0, 16, 0}, {0, 8, 1}, {0, 4, 1}, {0, 16, 1},
+    {2, 8, 0}, {2, 16, 0},  {2, 8, 1},  {2, 16, 1}, {4, 8, 0}, {4, 16, 0}, {6, 8, 0},  {6, 16, 0},
+    {3, 1, 0}, {3, 2, 0},  {3, 4, 0},  {3, 8, 0},  {3, 1, 1}, {3, 2, 3},  {3, 4, 16}, {3, 8, 1},
+    {3, 8, 100}, {3, 8, 256},
+};
+#define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
+
+static void test_generated(void)
+{
+    int cases = 0, served = 0;
+
+    for (size_t i = 0; i < NKINDS; i++)
+        for (int w = 1; w <= 67; w++) {
+            int h = 1 + (int)((w * 7 + i * 3) % 40), fast;
+            size_t zbuf = w % 3 == 0 ? 64 : 8192; /* small buffers: many IDAT chunks */
+            struct buf b = write_kind(&kinds[i], w, h, zbuf);
+            char what[96];
+
+            snprintf(what, sizeof(what), "color %d depth %d trns %d %dx%d", kinds[i].color, kinds[i].depth,
+                     kinds[i].trns, w, h);
+            CHECK(compare(what, b.p, b.len, NULL, &fast) == 0, "%s: refused", what);
+            CHECK(fast == fast_kind(&kinds[i]), "%s: fast decoder %s it", what, fast ? "took" : "declined");
+            cases++;
+            served += fast;
+            free(b.p);
+        }
+    printf("generated: %d images of %zu kinds equal to libpng (%d served by the fast decoder)\n", cases, NKINDS,
+           served);
+}
+
+/* The 2048x2048 photo-like RGB image, written as libpng writes it: equal, and timed. */
+static void test_big_rgb(void)
+{
+    const struct kind k = {2, 8, 0};
+    struct buf b = write_kind(&k, 2048, 2048, 8192);
+    struct img a, r;
+    char err[EDGED_ERR_LEN];
+    double t0 = clock_ms(), t1, t2;
+    int fast, ok = pngio_decode(b.p, b.len, NULL, &a, err) == 0;
+
+    t1 = clock_ms();
+    ok &= pngio_decode_libpng(b.p, b.len, NULL, &r, err) == 0;
+    t2 = clock_ms();
+    CHECK(ok && same_image(&a, &r), "2048x2048 RGB: %s", err);
+    compare("2048x2048 RGB", b.p, b.len, NULL, &fast);
+    CHECK(fast, "2048x2048 RGB: not served by the fast decoder");
+    printf("2048x2048 RGB (%zu bytes): fast %.1f ms, libpng %.1f ms (one run each, unwarmed)\n", b.len, t1 - t0,
+           t2 - t1);
+    img_free(&a);
+    img_free(&r);
+    free(b.p);
+}
+
+/* ---- damaged files: the fast decoder refuses exactly as libpng ---- */
+
+static size_t chunk_ends(const uint8_t *d, size_t len, size_t *ends, size_t max)
+{
+    size_t pos = 8, n = 0;
+
+    while (len - pos >= 12 && n < max) {
+        pos += 12 + be32(d + pos);
+        if (pos > len)
+            break;
+        ends[n++] = pos;
+    }
+    return n;
+}
+
+static void damage_one(const char *name, const struct buf *b)
+{
+    size_t ends[4096], n = chunk_ends(b->p, b->len, ends, 4096), flips = 0;
+    uint8_t *c = malloc(b->len);
+    char what[160];
+
+    /* truncated at every byte of a small file, at every chunk boundary (and one byte either side) */
+    for (size_t cut = 0; cut < b->len; cut++) {
+        int boundary = 0;
+        for (size_t i = 0; i < n; i++)
+            boundary |= cut + 1 >= ends[i] && cut <= ends[i] + 1;
+        if (b->len > 4096 && !boundary)
+            continue;
+        snprintf(what, sizeof(what), "%s cut at %zu/%zu", name, cut, b->len);
+        CHECK(compare(what, b->p, cut, NULL, NULL) < 0, "%s: decoded", what);
+    }
+    /* a CRC byte flipped in each chunk */
+    for (size_t i = 0; i < n; i++) {
+        memcpy(c, b->p, b->len);
+        c[ends[i] - 1 - (i % 4)] ^= 0x40;
+        snprintf(what, sizeof(what), "%s CRC of chunk %zu", name, i);
+        CHECK(compare(what, c, b->len, NULL, NULL) < 0, "%s: decoded", what);
+    }
+    /* bit flips in IDAT data, with the CRC as it was (refused) and recomputed (anything, alike) */
+    for (size_t i = 0, start = 8; i < n; start = ends[i++]) {
+        uint32_t len = be32(b->p + start);
+
+        if (memcmp(b->p + start + 4, "IDAT", 4) != 0 || len == 0)
+            continue;
+        for (int k = 0; k < 40; k++) {
+            size_t at = start + 8 + check_rng() % len;
+
+            memcpy(c, b->p, b->len);
+            c[at] ^= (uint8_t)(1u << (check_rng() % 8));
+            snprintf(what, sizeof(what), "%s bit flip at %zu", name, at);
+            CHECK(compare(what, c, b->len, NULL, NULL) < 0, "%s: decoded despite the CRC", what);
+            fix_crc(c, start);
+            compare(what, c, b->len, NULL, NULL);
+            flips++;
+        }
+    }
+    printf("  %s: %zu chunks, %zu IDAT bit flips compared\n", name, n, flips);
+    free(c);
+}
+
+static void test_damaged(void)
+{
+    static const struct kind ks[] = {{2, 8, 0}, {6, 8, 0}, {3, 4, 5}, {0, 8, 1}, {4, 8, 0}};
+
+    for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
+        struct buf b = write_kind(&ks[i], 61, 37, i % 2 ? 512 : 8192);
+        char name[64];
+
+        snprintf(name, sizeof(name), "color %d depth %d 61x37", ks[i].color, ks[i].depth);
+        damage_one(name, &b);
+        free(b.p);
+    }
+    if (lenient_seen)
+        printf("  %d damaged streams were deflate faults libdeflate reads and zlib refuses\n", lenient_seen);
+}
+
+/* IHDR over the limits: both give IMAGE_TOO_LARGE with the same message, before any allocation. */
+static void test_limits(void)
+{
+    const struct kind k = {0, 8, 0};
+    struct buf b = write_kind(&k, 30, 20, 8192);
+    struct png_limits lim;
+
+    pngio_default_limits(&lim);
+    lim.max_side = 29;
+    CHECK(compare("30x20 at max-side 29", b.p, b.len, &lim, NULL) == EDGED_E_IMAGE_TOO_LARGE, "max-side");
+    pngio_default_limits(&lim);
+    lim.max_pixels = 599;
+    CHECK(compare("30x20 at max-pixels 599", b.p, b.len, &lim, NULL) == EDGED_E_IMAGE_TOO_LARGE, "max-pixels");
+    lim.max_pixels = 600;
+    CHECK(compare("30x20 at max-pixels 600", b.p, b.len, &lim, NULL) == 0, "max-pixels 600");
+    put32(b.p + 16, 40000);
+    fix_crc(b.p, 8);
+    CHECK(compare("width 40000", b.p, b.len, NULL, NULL) == EDGED_E_IMAGE_TOO_LARGE, "width 40000");
+    free(b.p);
+}
+
+/* ---- the encoder, checked through libpng's decoder ---- */
+
+static struct img photo_img(int w, int h, int ch, size_t pad)
+{
+    struct img im = {w, h, ch, (size_t)w * ch + pad, NULL, 0};
+
+    im.px = calloc(im.stride * (size_t)h, 1);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int c = 0; c < ch; c++)
+                im.px[y * im.stride + (size_t)x * ch + c] = (uint8_t)photo(x, y, c, w, h);
+    return im;
+}
+
+static void roundtrip(const struct img *src, int level)
+{
+    struct img back;
+    uint8_t *png = NULL, *png2 = NULL;
+    size_t len = 0, len2 = 0;
+    char err[EDGED_ERR_LEN] = "";
+    int rc = pngio_encode(src, level, 8, &png, &len, err);
+
+    CHECK(rc == 0 && pngio_decode_libpng(png, len, NULL, &back, err) == 0 && same_image(src, &back),
+          "encode %dx%dx%d level %d: libpng reads back something else (%s)", src->w, src->h, src->ch, level, err);
+    CHECK(pngio_encode(src, level, 8, &png2, &len2, err) == 0 && len2 == len && !memcmp(png, png2, len),
+          "encode %dx%dx%d level %d: not deterministic", src->w, src->h, src->ch, level);
+    if (rc == 0)
+        img_free(&back);
+    free(png);
+    free(png2);
+}
+
+static void test_encode_roundtrip(void)
+{
+    static const int sizes[][2] = {{1, 1}, {7, 3}, {33, 65}, {300, 200}};
+
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+        for (int ch = 1; ch <= 4; ch++) {
+            struct img src = photo_img(sizes[s][0], sizes[s][1], ch, s == 2 ? 5 : 0);
+
+            for (int level = 0; level <= 9; level++)
+                roundtrip(&src, level);
+            free(src.px);
+        }
+}
+
+/* 1-bit: thresholded at 128, and a packed map gives the same bytes; libpng reads 0/255. */
+static void test_encode_1bit(void)
+{
+    static const int sizes[][2] = {{1, 1}, {8, 1}, {9, 2}, {37, 13}, {300, 200}};
+
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+        for (int level = 0; level <= 9; level += 3) {
+            struct img src = photo_img(sizes[s][0], sizes[s][1], 1, s), pk = src, back;
+            uint8_t *png = NULL, *png2 = NULL;
+            size_t len = 0, len2 = 0, bad = 0;
+            char err[EDGED_ERR_LEN] = "";
+            int rc;
+
+            pk.stride = ((size_t)src.w + 7) / 8 + s % 2;
+            pk.packed = 1;
+            pk.px = calloc(pk.stride * src.h, 1);
+            for (int y = 0; y < src.h; y++)
+                for (int x = 0; x < src.w; x++)
+                    if (src.px[y * src.stride + x] >= 128)
+                        pk.px[y * pk.stride + x / 8] |= (uint8_t)(0x80u >> (x % 8));
+            rc = pngio_encode(&src, level, 1, &png, &len, err);
+            CHECK(rc == 0 && png[24] == 1 && png[25] == 0, "1-bit encode %dx%d: %s", src.w, src.h, err);
+            rc = rc ? rc : pngio_decode_libpng(png, len, NULL, &back, err);
+            for (int y = 0; rc == 0 && y < src.h; y++)
+                for (int x = 0; x < src.w; x++)
+                    bad += back.px[y * back.stride + x] != (src.px[y * src.stride + x] >= 128 ? 255 : 0);
+            CHECK(rc == 0 && bad == 0, "1-bit %dx%d level %d: %zu pixels wrong (%s)", src.w, src.h, level, bad, err);
+            CHECK(pngio_encode(&pk, level, 1, &png2, &len2, err) == 0 && len2 == len && !memcmp(png, png2, len),
+                  "1-bit %dx%d level %d: the packed map encodes differently", src.w, src.h, level);
+            if (rc == 0)
+                img_free(&back);
+            free(png);
+            free(png2);
+            free(pk.px);
+            free(src.px);
+        }
+}
+
+/* A 2048x2048 gradient-magnitude map of the photo-like image at the default level: no larger
+ * than libpng + zlib makes it. */
+static void test_encode_size(void)
+{
+    struct img g = photo_img(2048, 2048, 1, 0), e = {2048, 2048, 1, 2048, calloc(2048 * 2048, 1), 0};
+    uint8_t *a = NULL, *b = NULL;
+    size_t la = 0, lb = 0;
+    char err[EDGED_ERR_LEN];
+    double t0, t1, t2;
+
+    for (int y = 1; y < 2047; y++)
+        for (int x = 1; x < 2047; x++) {
+            int gx = g.px[y * 2048 + x + 1] - g.px[y * 2048 + x - 1], gy = g.px[(y + 1) * 2048 + x] - g.px[(y - 1) * 2048 + x];
+            int m = abs(gx) + abs(gy);
+            e.px[y * 2048 + x] = (uint8_t)(m > 255 ? 255 : m);
+        }
+    t0 = clock_ms();
+    CHECK(pngio_encode(&e, PNGIO_DEFAULT_LEVEL, 8, &a, &la, err) == 0, "encode: %s", err);
+    t1 = clock_ms();
+    CHECK(pngio_encode_libpng(&e, PNGIO_DEFAULT_LEVEL, 8, &b, &lb, err) == 0, "libpng encode: %s", err);
+    t2 = clock_ms();
+    printf("2048x2048 edge map, level %d: edged %zu bytes %.1f ms, libpng %zu bytes %.1f ms (one run each)\n",
+           PNGIO_DEFAULT_LEVEL, la, t1 - t0, lb, t2 - t1);
+    CHECK(la <= lb, "edged's PNG (%zu bytes) is larger than libpng's (%zu)", la, lb);
+    free(a);
+    free(b);
+    free(e.px);
+    free(g.px);
+}
+
+int main(void)
+{
+    check_rng_init();
+    test_pngsuite();
+    test_generated();
+    test_big_rgb();
+    test_damaged();
+    test_limits();
+    test_encode_roundtrip();
+    test_encode_1bit();
+    test_encode_size();
+    return check_summary();
+}

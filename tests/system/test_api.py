@@ -1,6 +1,6 @@
 """test_api.py — integration tests of `edged serve` over real HTTP on a loopback port: every
 endpoint, every error status with its code, limits, concurrency, queue full, deadline, drain,
-metrics. Backend from EDGED_TEST_BACKEND (cpu by default; the lead runs gpu on the GPU host)."""
+metrics. Backend from EDGED_TEST_BACKEND (cpu by default; tests/gpu_host/gpu_service.sh runs them with gpu on the GPU host)."""
 import concurrent.futures as cf
 import glob
 import json

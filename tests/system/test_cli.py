@@ -349,3 +349,20 @@ def test_progress_on_a_terminal(tmp_path):
     assert p.returncode == 0 and out == b""
     last = [line for line in re.split(rb"[\r\n]", err) if line.strip()][-1]  # the pty writes \n as \r\n
     assert re.match(rb"(\x1b\[K)?3/3 images, [0-9.]+ img/s, in [0-9.]+ s$", last), err
+
+
+def test_outputs_replaced_whole(tmp_path):
+    srcs = write_images(tmp_path / "in", 2)
+    kept = tmp_path / "kept.png"
+    kept.write_bytes(b"old")
+    os.chmod(kept, 0o640)
+    target = tmp_path / "target.png"
+    target.write_bytes(b"old")
+    link = tmp_path / "link.png"
+    os.symlink(target, link)
+    p = edged_text("filter", srcs[0], kept, srcs[1], link)
+    assert p.returncode == 0, p.stderr
+    assert kept.read_bytes() == single_run(srcs[0], tmp_path / "s0.png")
+    assert os.stat(kept).st_mode & 0o777 == 0o640  # an existing output keeps its mode
+    assert os.path.islink(link) and target.read_bytes() == single_run(srcs[1], tmp_path / "s1.png")
+    assert [n for n in os.listdir(tmp_path) if "edged-" in n] == []

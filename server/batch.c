@@ -310,7 +310,9 @@ static int open_backend(struct batch *bt, char *err)
     if ((rc = backend_open(&bt->b, want, bt->n < BATCH_STREAMS ? bt->n : BATCH_STREAMS, 0, err)) < 0 ||
         (rc = queue_new(&bt->q, bt->c->threads * BATCH_AHEAD, BATCH_NO_DEADLINE_MS, 0, err)) < 0)
         return rc;
-    wc = (struct worker_config){.cpu_workers = 1, .cpu_threads = backend_threads(bt->b)};
+    /* cpu spreads each job over the cores; cpu_serial runs one job per core */
+    wc = v == VARIANT_CPU_SERIAL ? (struct worker_config){bt->c->threads, 1}
+                                 : (struct worker_config){1, backend_threads(bt->b)};
     return worker_start(&bt->w, bt->q, bt->b, &wc, err);
 }
 

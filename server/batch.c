@@ -264,6 +264,7 @@ static void image_done(struct batch *bt, int idx, int rc, const char *err)
     pthread_mutex_unlock(&bt->mu);
 }
 
+/* The image's JSON line on stdout: the per-image object of one image, with input and output. */
 static void print_json(struct batch *bt, const struct image *im, const struct result_times *rt, double filter_ms,
                        size_t out_bytes)
 {
@@ -337,13 +338,15 @@ static int backend_ready(struct batch *bt)
     return rc;
 }
 
-/* After the workers: a GPU worker stuck in the driver still uses the queue and the backend, so
- * they are then left to the process exit. */
+/* After the workers. A GPU worker stuck in the driver still uses the queue and the backend, and
+ * closing a context after a fatal GPU error could block in the driver (as cmd_serve.c says), so
+ * both are then left to the process exit. */
 static void close_backend(struct batch *bt)
 {
     if (bt->w) {
+        int fatal = worker_fatal(bt->w, NULL);
         queue_close(bt->q);
-        if (worker_stop(bt->w, BATCH_WORKER_WAIT_MS) < 0)
+        if (worker_stop(bt->w, BATCH_WORKER_WAIT_MS) < 0 || fatal)
             return;
     }
     queue_free(bt->q);

@@ -1,41 +1,39 @@
-/* cmd_filter.c — `edged filter IN.png OUT.png [options]`: one image through the service's path
- * (decode, plan, a job dispatched by backend.c as the workers do, encode), files or - for
- * stdin/stdout, with optional JSON timing metadata. */
+/* cmd_filter.c — `edged filter`: the command line (options, the INPUT OUTPUT pairs or --out-dir
+ * names, checked before any work starts); batch.c runs the images through the service's path
+ * (decode, plan, a job the workers dispatch through backend.c, encode). */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
-#include <cjson/cJSON.h>
-
-#include "backend.h"
-#include "clock.h"
+#include "batch.h"
 #include "commands.h"
 #include "errors.h"
-#include "filter.h"
 #include "opts.h"
 #include "params.h"
-#include "png_io.h"
-#include "result.h"
-#include "queue.h"
-#include "variant.h"
 
-/* Largest input the CLI reads; the decode limits apply on top. */
-#define CLI_MAX_FILE_BYTES ((size_t)1 << 30)
-#define CLI_READ_CHUNK ((size_t)1 << 20)
+/* Largest --threads. */
+#define FILTER_MAX_THREADS 1024
 
 struct cli_opts {
-    const char *in_path, *out_path; /* "-": standard input / output */
-    struct params p;                /* the same request parameters the HTTP service takes */
-    int json;
+    struct params p; /* the same request parameters the HTTP service takes */
+    int json, progress, threads;
+    const char *out_dir;
+    struct batch_item *items; /* malloc'd; with --out-dir the output names are malloc'd too */
+    int n;
 };
 
 /* The rows after FILTER_OPT_NORMALIZE are request parameters of the same name ('-' -> '_'),
  * parsed and checked by api/params.c exactly as the HTTP service does. */
-enum { FILTER_OPT_JSON, FILTER_OPT_NORMALIZE };
+enum { FILTER_OPT_JSON, FILTER_OPT_OUT_DIR, FILTER_OPT_THREADS, FILTER_OPT_PROGRESS, FILTER_OPT_NORMALIZE };
 static const struct opts_spec filter_opts[] = {
-    {"json", NULL, "print timing metadata as JSON on stdout (not with OUTPUT -)"},
+    {"json", NULL, "print timing metadata as JSON on stdout, a line per image (not with OUTPUT -)"},
+    {"out-dir", "DIR", "every path is an INPUT; each output is DIR/ the input's name (made if missing)"},
+    {"threads", "N", "threads that read, decode, encode and write (default: online cores)"},
+    {"progress", NULL, "'N/M images, X img/s, ETA' on stderr (default: for several images on a terminal)"},
     {"normalize", NULL, "custom: divide the taps by their sum"},
     {"filter", "NAME", "edge (default), gaussian5, gaussian, laplacian3, laplacian8, sobel_x,\n"
                        "sobel_y, sobel, sharpen, emboss, box, custom (edged filters lists them)"},
@@ -62,12 +60,14 @@ static const char *const foreign_exts[] = {"jpg", "jpeg", "jpe", "jfif", "webp",
 
 static void filter_usage(FILE *f)
 {
-    fputs("usage: edged filter INPUT.png OUTPUT.png [options]\n"
-          "  INPUT - reads standard input and OUTPUT - writes standard output. The output is a PNG:\n"
-          "  a name with another image format's extension (.jpg, .webp, ...) is refused.\n",
+    fputs("usage: edged filter INPUT.png OUTPUT.png [INPUT.png OUTPUT.png]... [options]\n"
+          "       edged filter --out-dir DIR INPUT.png... [options]\n"
+          "  INPUT - reads standard input and OUTPUT - writes standard output (one pair only). The\n"
+          "  output is a PNG: a name with another image format's extension (.jpg, .webp, ...) is\n"
+          "  refused. Images are filtered in one process; a bad one is reported and the others go on.\n",
           f);
     opts_print(f, filter_opts, FILTER_NOPTS);
-    fputs("exit status: 0 ok, 2 usage error, 3 bad input, 1 other failure\n", f);
+    fputs("exit status: 0 ok, 2 usage error, 3 bad input, 1 other failure (several images: the worst)\n", f);
 }
 
 /* "a,b,c;d,e,f" (rows by ';', numbers by ',') into the JSON rows "[[a,b,c],[d,e,f]]" that the
@@ -97,6 +97,19 @@ static int taps_to_json(const char *s, char *out, size_t cap, char *err)
     return 0;
 }
 
+static int set_threads(struct cli_opts *o, const char *val, char *err)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(val, &end, 10);
+    if (errno || end == val || *end || v < 1 || v > FILTER_MAX_THREADS)
+        return edged_fail(err, EDGED_E_USAGE, "--threads: '%s' is not an integer in 1..%d", val, FILTER_MAX_THREADS);
+    o->threads = (int)v;
+    return 0;
+}
+
 static int filter_opt(void *app, int i, const char *val, char *err)
 {
     static char taps[PARAMS_MAX_JSON];
@@ -105,9 +118,15 @@ static int filter_opt(void *app, int i, const char *val, char *err)
     size_t n;
     int rc;
 
-    if (i == FILTER_OPT_JSON) {
-        o->json = 1;
-        return 0;
+    switch (i) {
+    case FILTER_OPT_JSON:
+        return o->json = 1, 0;
+    case FILTER_OPT_OUT_DIR:
+        return o->out_dir = val, 0;
+    case FILTER_OPT_THREADS:
+        return set_threads(o, val, err);
+    case FILTER_OPT_PROGRESS:
+        return o->progress = 1, 0;
     }
     for (n = 0; filter_opts[i].name[n] && n + 1 < sizeof(key); n++)
         key[n] = filter_opts[i].name[n] == '-' ? '_' : filter_opts[i].name[n];
@@ -122,224 +141,218 @@ static int filter_opt(void *app, int i, const char *val, char *err)
     return params_set_text(&o->p, key, val, err);
 }
 
-/* 0, or EDGED_E_USAGE when path names an image format edged does not write. */
-static int check_output_name(const char *path, char *err)
+/* The dot of path's extension when it is that of an image format edged does not write, else NULL. */
+static const char *foreign_ext(const char *path)
 {
     const char *base = strrchr(path, '/'), *dot;
 
     base = base ? base + 1 : path;
     if (!(dot = strrchr(base, '.')) || dot == base)
-        return 0;
+        return NULL;
     for (size_t i = 0; i < sizeof(foreign_exts) / sizeof(foreign_exts[0]); i++)
         if (strcasecmp(dot + 1, foreign_exts[i]) == 0)
-            return edged_fail(err, EDGED_E_USAGE,
-                              "cannot write '%s': edged writes PNG only (an OUTPUT name ending in .png or "
-                              "without extension, or - for standard output)",
-                              path);
+            return dot;
+    return NULL;
+}
+
+/* 0, or EDGED_E_USAGE when path names an image format edged does not write. */
+static int check_output_name(const char *path, char *err)
+{
+    if (!foreign_ext(path))
+        return 0;
+    return edged_fail(err, EDGED_E_USAGE,
+                      "cannot write '%s': edged writes PNG only (an OUTPUT name ending in .png or "
+                      "without extension, or - for standard output)",
+                      path);
+}
+
+/* ---- the images: INPUT OUTPUT pairs, or --out-dir ------------------------------------------- */
+
+/* DIR/NAME for the input's last component NAME, another image format's extension turned into
+ * .png (x.jpg -> DIR/x.png), into *out (malloc'd). EDGED_E_USAGE when the input names no file. */
+static int out_dir_name(const char *dir, const char *in, char **out, char *err)
+{
+    const char *base = strrchr(in, '/'), *ext;
+    size_t dl = strlen(dir), keep, cap;
+
+    base = base ? base + 1 : in;
+    if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || strcmp(in, "-") == 0)
+        return edged_fail(err, EDGED_E_USAGE, "--out-dir: INPUT '%s' names no file to name the output after", in);
+    ext = foreign_ext(base);
+    keep = ext ? (size_t)(ext - base) : strlen(base);
+    cap = dl + keep + sizeof("/.png");
+    if (!(*out = malloc(cap)))
+        return edged_fail(err, EDGED_E_NOMEM, "cannot allocate an output name");
+    snprintf(*out, cap, "%s%s%.*s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/", (int)keep, base, ext ? ".png" : "");
     return 0;
 }
 
-/* Returns 0, OPTS_HELP, or a negative code with the message in err. */
-static int parse_args(int argc, char **argv, struct cli_opts *o, char *err)
+/* Fills o->items from the n paths. */
+static int build_items(struct cli_opts *o, char **paths, int n, char *err)
 {
-    int first, rc;
+    int rc = 0;
 
-    memset(o, 0, sizeof(*o));
-    params_init(&o->p, PARAMS_FILTER);
-    if ((rc = opts_parse(argc, argv, filter_opts, FILTER_NOPTS, filter_opt, o, &first, err)) != 0)
-        return rc;
-    if (argc - first != 2)
-        return edged_fail(err, EDGED_E_USAGE, "need INPUT.png and OUTPUT.png (got %d paths)", argc - first);
-    o->in_path = argv[first];
-    o->out_path = argv[first + 1];
-    if (o->p.output == PARAMS_OUTPUT_JSON)
-        return edged_fail(err, EDGED_E_USAGE, "use --json for the timing metadata");
-    if (o->json && strcmp(o->out_path, "-") == 0)
-        return edged_fail(err, EDGED_E_USAGE, "--json and OUTPUT - would both write standard output");
-    if ((rc = check_output_name(o->out_path, err)) < 0)
-        return rc;
-    return params_validate(&o->p, err);
-}
-
-/* Reads all of f (at most CLI_MAX_FILE_BYTES) into a malloc'd buffer (caller frees); name is
- * for messages. Works on pipes as on files. */
-static int read_all(FILE *f, const char *name, uint8_t **out, size_t *len, char *err)
-{
-    uint8_t *buf = NULL, *bigger;
-    size_t cap = 0, n = 0, got;
-
-    *out = NULL;
-    do {
-        if (n == cap) {
-            if (cap >= CLI_MAX_FILE_BYTES) {
-                free(buf);
-                return edged_fail(err, EDGED_E_IMAGE_TOO_LARGE, "%s is over the %zu byte limit", name,
-                                  CLI_MAX_FILE_BYTES);
-            }
-            cap += CLI_READ_CHUNK;
-            if (!(bigger = realloc(buf, cap))) {
-                free(buf);
-                return edged_fail(err, EDGED_E_NOMEM, "cannot allocate %zu bytes for %s", cap, name);
-            }
-            buf = bigger;
-        }
-        n += got = fread(buf + n, 1, cap - n, f);
-    } while (got > 0);
-    if (ferror(f)) {
-        free(buf);
-        return edged_fail(err, EDGED_E_IO, "cannot read %s: %s", name, strerror(errno));
+    if (o->out_dir && n < 1)
+        return edged_fail(err, EDGED_E_USAGE, "--out-dir needs at least one INPUT.png");
+    if (!o->out_dir && n < 2)
+        return edged_fail(err, EDGED_E_USAGE, "need INPUT.png and OUTPUT.png (got %d paths)", n);
+    if (!o->out_dir && n % 2)
+        return edged_fail(err, EDGED_E_USAGE, "need INPUT.png OUTPUT.png pairs, or --out-dir DIR (got %d paths)", n);
+    o->n = o->out_dir ? n : n / 2;
+    if (!(o->items = calloc((size_t)o->n, sizeof(*o->items))))
+        return edged_fail(err, EDGED_E_NOMEM, "cannot allocate %d images", o->n);
+    for (int i = 0; i < o->n && rc == 0; i++) {
+        char *name = NULL;
+        o->items[i].in = o->out_dir ? paths[i] : paths[2 * i];
+        if (o->out_dir)
+            rc = out_dir_name(o->out_dir, paths[i], &name, err);
+        o->items[i].out = o->out_dir ? name : paths[2 * i + 1];
     }
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
-/* The input file, or standard input for "-". */
-static int read_input(const char *path, uint8_t **out, size_t *len, char *err)
-{
-    FILE *f;
-    int rc;
-
-    if (strcmp(path, "-") == 0)
-        return read_all(stdin, "standard input", out, len, err);
-    if (!(f = fopen(path, "rb")))
-        return edged_fail(err, EDGED_E_IO, "cannot open %s: %s", path, strerror(errno));
-    rc = read_all(f, path, out, len, err);
-    fclose(f);
     return rc;
 }
 
-/* The output file, or standard output for "-". */
-static int write_output(const char *path, const uint8_t *data, size_t len, char *err)
+static void free_items(struct cli_opts *o)
 {
-    int to_stdout = strcmp(path, "-") == 0;
-    FILE *f = to_stdout ? stdout : fopen(path, "wb");
-    size_t n;
-
-    if (!f)
-        return edged_fail(err, EDGED_E_INTERNAL, "cannot create %s: %s", path, strerror(errno));
-    n = fwrite(data, 1, len, f);
-    if ((to_stdout ? fflush(f) : fclose(f)) != 0 || n != len)
-        return edged_fail(err, EDGED_E_INTERNAL, "cannot write %s: %s", to_stdout ? "standard output" : path,
-                          strerror(errno));
-    return 0;
+    for (int i = 0; o->out_dir && o->items && i < o->n; i++)
+        free((char *)o->items[i].out); /* made by out_dir_name */
+    free(o->items);
+    o->items = NULL;
 }
 
-struct cli_times {
-    double decode, filter, encode, total;
+/* What names a file for the clash checks, malloc'd (NULL when out of memory): "@dev:ino" for an
+ * existing file, so that links and other spellings meet; else the real path of its directory
+ * and its last component. */
+static char *file_key(const char *path)
+{
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    char dir[PATH_MAX], real[PATH_MAX], *key;
+    struct stat st;
+    size_t cap;
+
+    if (stat(path, &st) == 0) {
+        cap = 48;
+        if ((key = malloc(cap)))
+            snprintf(key, cap, "@%llu:%llu", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+        return key;
+    }
+    snprintf(dir, sizeof(dir), "%.*s", slash ? (slash == path ? 1 : (int)(slash - path)) : 1, slash ? path : ".");
+    if (!realpath(dir, real))
+        snprintf(real, sizeof(real), "%s", dir);
+    cap = strlen(real) + strlen(base) + 2;
+    if ((key = malloc(cap)))
+        snprintf(key, cap, "%s/%s", real, base);
+    return key;
+}
+
+struct name_key {
+    char *key;
+    int idx, is_out;
 };
 
-static void print_json(const struct cli_opts *o, const struct job *job, const struct backend *b,
-                       const struct cli_times *t, size_t out_bytes)
+/* By key, inputs before outputs. */
+static int cmp_key(const void *a, const void *b)
 {
-    cJSON *root = cJSON_CreateObject(), *ms = cJSON_CreateObject();
-    char *text;
+    const struct name_key *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
 
-    cJSON_AddStringToObject(root, "filter", filter_name(o->p.spec.filter));
-    cJSON_AddStringToObject(root, "variant", variant_name(job->used));
-    cJSON_AddStringToObject(root, "backend", variant_is_gpu(job->used) ? "gpu" : "cpu");
-    cJSON_AddStringToObject(root, "device", backend_device(b));
-    cJSON_AddNumberToObject(root, "width", job->in.w);
-    cJSON_AddNumberToObject(root, "height", job->in.h);
-    cJSON_AddNumberToObject(root, "channels", job->in.ch);
-    cJSON_AddNumberToObject(root, "out_channels", job->out.ch);
-    cJSON_AddNumberToObject(root, "output_bytes", (double)out_bytes);
-    /* the service's stages through the service's writer (microseconds), plus the whole filter step */
-    struct result_times rt = {.decode = t->decode, .upload = job->t.upload, .kernel = job->t.kernel,
-                              .download = job->t.download, .encode = t->encode, .total = t->total};
-
-    result_times_json(ms, &rt, RESULT_TIMES_API);
-    cJSON_AddNumberToObject(ms, "filter", result_round_ms(t->filter));
-    cJSON_AddItemToObject(root, "timings_ms", ms);
-    if ((text = cJSON_PrintUnformatted(root))) {
-        puts(text);
-        cJSON_free(text);
-    }
-    cJSON_Delete(root);
+    return c ? c : x->is_out != y->is_out ? x->is_out - y->is_out : x->idx - y->idx;
 }
 
-/* The backend the variant needs: auto may take either, a GPU variant needs the GPU. */
-static enum backend_kind backend_for(enum variant v)
+/* Two neighbours of the sorted keys: an output that meets another output or an input. */
+static int clash(const struct batch_item *items, const struct name_key *a, const struct name_key *b, char *err)
 {
-    return v == VARIANT_AUTO ? BACKEND_AUTO : variant_is_gpu(v) ? BACKEND_GPU : BACKEND_CPU;
+    if (!b->is_out || strcmp(a->key, b->key) != 0)
+        return 0;
+    if (a->is_out)
+        return edged_fail(err, EDGED_E_USAGE, "'%s' and '%s' would both be written to '%s'", items[a->idx].in,
+                          items[b->idx].in, items[b->idx].out);
+    if (a->idx == b->idx)
+        return edged_fail(err, EDGED_E_USAGE, "the output '%s' is its input '%s'", items[b->idx].out,
+                          items[a->idx].in);
+    return edged_fail(err, EDGED_E_USAGE, "the output '%s' of '%s' is the input '%s'", items[b->idx].out,
+                      items[b->idx].in, items[a->idx].in);
 }
 
-/* Decodes the input into job and sets the plan, variant and block of the request. */
-static int job_from_input(const struct cli_opts *o, const uint8_t *file, size_t len, struct job *job, char *err)
+/* Refuses two images writing one file, and an output that is an input (its own, or another's,
+ * which could be replaced while it is read). */
+static int check_clashes(const struct batch_item *items, int n, char *err)
 {
-    struct png_limits lim;
-    int rc;
+    struct name_key *k = calloc(2 * (size_t)n, sizeof(*k));
+    int m = 0, rc = 0;
 
-    pngio_default_limits(&lim);
-    if ((rc = pngio_decode(file, len, &lim, &job->in, err)) < 0)
-        return rc;
-    job->variant = o->p.variant;
-    job->block = o->p.block;
-    return params_plan(&o->p, job->in.ch, &job->plan, err);
-}
-
-/* read -> decode -> job, routed and run by backend.c as the workers run it -> encode -> write. */
-static int filter_run(const struct cli_opts *o, char *err)
-{
-    struct backend *b = NULL;
-    struct job *job = NULL;
-    struct cli_times t = {0};
-    uint8_t *file = NULL, *png = NULL;
-    size_t file_len = 0, png_len = 0;
-    double t0 = clock_ms(), t1;
-    int rc;
-
-    if ((rc = read_input(o->in_path, &file, &file_len, err)) < 0)
-        goto out;
-    if (!(job = job_new())) {
-        rc = edged_fail(err, EDGED_E_NOMEM, "cannot allocate the job");
-        goto out;
+    if (!k)
+        return edged_fail(err, EDGED_E_NOMEM, "cannot allocate the name checks");
+    for (int i = 0; i < n && rc == 0; i++) {
+        k[m++] = (struct name_key){file_key(items[i].in), i, 0};
+        k[m++] = (struct name_key){file_key(items[i].out), i, 1};
+        if (!k[m - 2].key || !k[m - 1].key)
+            rc = edged_fail(err, EDGED_E_NOMEM, "cannot allocate the name checks");
     }
-    t1 = clock_ms();
-    if ((rc = job_from_input(o, file, file_len, job, err)) < 0)
-        goto out;
-    t.decode = clock_ms() - t1;
-    if ((rc = backend_open(&b, backend_for(o->p.variant), 1, 0, err)) < 0 || (rc = backend_route(b, job, err)) < 0)
-        goto out;
-    t1 = clock_ms();
-    if ((rc = backend_run(b, job)) < 0) {
-        snprintf(err, EDGED_ERR_LEN, "%s", job->err);
-        goto out;
-    }
-    t.filter = clock_ms() - t1;
-    t1 = clock_ms();
-    if ((rc = pngio_encode(&job->out, o->p.png_level, o->p.bit_depth, &png, &png_len, err)) < 0 ||
-        (rc = write_output(o->out_path, png, png_len, err)) < 0)
-        goto out;
-    t.encode = clock_ms() - t1;
-    t.total = clock_ms() - t0;
-    if (o->json)
-        print_json(o, job, b, &t, png_len);
-out:
-    free(png);
-    job_release(NULL, job);
-    backend_close(b);
-    free(file);
+    if (rc == 0)
+        qsort(k, (size_t)m, sizeof(*k), cmp_key);
+    for (int i = 0; rc == 0 && i + 1 < m; i++)
+        rc = clash(items, &k[i], &k[i + 1], err);
+    for (int i = 0; i < m; i++)
+        free(k[i].key);
+    free(k);
     return rc;
+}
+
+/* Makes DIR when it is missing (its parent must exist); refuses a path that is not a directory. */
+static int prepare_out_dir(const char *dir, char *err)
+{
+    struct stat st;
+
+    if (mkdir(dir, 0777) == 0 || (errno == EEXIST && stat(dir, &st) == 0 && S_ISDIR(st.st_mode)))
+        return 0;
+    return edged_fail(err, EDGED_E_USAGE, "--out-dir %s: %s", dir, errno == EEXIST ? "not a directory" : strerror(errno));
+}
+
+/* Returns 0, OPTS_HELP, or a negative code with the message in err; every check of the command
+ * line is made here, before any image is read. */
+static int parse_args(int argc, char **argv, struct cli_opts *o, char *err)
+{
+    int first, rc, several;
+
+    params_init(&o->p, PARAMS_FILTER);
+    if ((rc = opts_parse(argc, argv, filter_opts, FILTER_NOPTS, filter_opt, o, &first, err)) != 0 ||
+        (rc = build_items(o, argv + first, argc - first, err)) < 0)
+        return rc;
+    several = o->n > 1 || o->out_dir;
+    if (o->p.output == PARAMS_OUTPUT_JSON)
+        return edged_fail(err, EDGED_E_USAGE, "use --json for the timing metadata");
+    for (int i = 0; i < o->n; i++) {
+        const struct batch_item *it = &o->items[i];
+        if (several && (strcmp(it->in, "-") == 0 || strcmp(it->out, "-") == 0))
+            return edged_fail(err, EDGED_E_USAGE, "- (standard input or output) takes a single INPUT OUTPUT pair");
+        if (o->json && strcmp(it->out, "-") == 0)
+            return edged_fail(err, EDGED_E_USAGE, "--json and OUTPUT - would both write standard output");
+        if ((rc = check_output_name(it->out, err)) < 0)
+            return rc;
+    }
+    if ((rc = params_validate(&o->p, err)) < 0 || (several && (rc = check_clashes(o->items, o->n, err)) < 0))
+        return rc;
+    return o->out_dir ? prepare_out_dir(o->out_dir, err) : 0;
 }
 
 int filter_main(int argc, char **argv)
 {
     static struct cli_opts opts; /* holds up to 63x63 custom taps: kept off the stack */
     char err[EDGED_ERR_LEN] = "";
-    int rc = parse_args(argc, argv, &opts, err);
+    int rc = parse_args(argc, argv, &opts, err), status = EXIT_OK;
 
     if (rc == OPTS_HELP) {
         filter_usage(stdout);
-        return EXIT_OK;
-    }
-    if (rc == 0)
-        rc = filter_run(&opts, err);
-    if (rc < 0) {
+    } else if (rc < 0) {
         fprintf(stderr, "edged filter: %s: %s\n", edged_err_name(rc), err);
         if (rc == EDGED_E_USAGE)
             filter_usage(stderr);
-        return exit_status_for(rc);
+        status = exit_status_for(rc);
+    } else {
+        struct batch_config bc = {.p = &opts.p, .threads = opts.threads, .json = opts.json,
+                                  .progress = opts.progress, .several = opts.n > 1 || opts.out_dir};
+        status = batch_run(opts.items, opts.n, &bc);
     }
-    return EXIT_OK;
+    free_items(&opts);
+    return status;
 }

@@ -12,7 +12,7 @@ static const struct {
     int (*run)(int argc, char **argv);
 } commands[] = {
     {"serve", "run the HTTP service (POST /v1/filter ...)", serve_main},
-    {"filter", "filter one PNG file into another (- for stdin/stdout)", filter_main},
+    {"filter", "filter PNG files: IN OUT pairs or --out-dir DIR (- for stdin/stdout)", filter_main},
     {"bench", "time the variants on the GPU and CPU and print a table", bench_main},
     {"health", "probe a running service: exit 0 when /readyz answers 200", health_main},
     {"variants", "list the convolution variants and whether they can run here", list_main},

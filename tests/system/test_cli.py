@@ -1,6 +1,7 @@
 """test_cli.py — the edged command line: `--opt value` and `--opt=value` for every subcommand, the
 version, the variants' availability column, bench without a GPU, `-` for stdin/stdout, refused
-output extensions, and the microsecond rounding of --json timings."""
+output extensions, the microsecond rounding of --json timings, and many images in one `edged filter`
+(pairs, --out-dir, refused name clashes, a bad file among good ones, JSON lines, progress)."""
 import json
 import os
 import re
@@ -192,3 +193,176 @@ def test_json_timings_in_microseconds(photo, tmp_path):
     for number in re.findall(r":(-?[0-9.eE+-]+)", text):
         assert "e" not in number.lower() and len(number.partition(".")[2]) <= 3, (number, text)
     assert raw["total"] > 0
+
+
+# ---- many images in one process ---------------------------------------------------------------------
+
+def write_images(folder, n, names=None):
+    """n random RGB PNGs of different sizes in folder; returns their paths."""
+    folder.mkdir(exist_ok=True)
+    paths = []
+    for i, name in enumerate(names or ["img%d.png" % i for i in range(n)]):
+        path = folder / name
+        path.write_bytes(png_bytes(random_image(30 + i, 40 + 3 * i, 3, seed=100 + i)))
+        paths.append(path)
+    return paths
+
+
+def single_run(src, dst, *opts):
+    p = edged("filter", src, dst, *opts)
+    assert p.returncode == 0, p.stderr
+    return dst.read_bytes()
+
+
+def test_many_pairs_match_single_runs(tmp_path):
+    srcs = write_images(tmp_path / "in", 5)
+    outs = [tmp_path / ("o%d.png" % i) for i in range(5)]
+    opts = ["--filter", "gaussian", "--size", "5", "--variant", "cpu"]
+    p = edged_text("filter", *[x for pair in zip(srcs, outs) for x in pair], *opts, "--threads", "3")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "" and p.stderr == ""
+    for src, out in zip(srcs, outs):
+        assert out.read_bytes() == single_run(src, tmp_path / "single.png", *opts), out
+
+
+def test_out_dir_names_and_bytes(tmp_path):
+    srcs = write_images(tmp_path / "in", 3, ["a.png", "b.PNG", "c.jpg"])  # c.jpg holds PNG bytes
+    out = tmp_path / "new" / "dir"
+    (tmp_path / "new").mkdir()
+    p = edged_text("filter", "--out-dir", out, *srcs, "--filter", "sobel")
+    assert p.returncode == 0, p.stderr
+    assert sorted(os.listdir(out)) == ["a.png", "b.PNG", "c.png"]  # made, named after the inputs
+    for src, name in zip(srcs, ["a.png", "b.PNG", "c.png"]):
+        assert (out / name).read_bytes() == single_run(src, tmp_path / "single.png", "--filter", "sobel")
+    again = edged_text("filter", "--out-dir=%s/" % out, srcs[0], "--filter", "sobel")  # existing DIR, DIR/
+    assert again.returncode == 0 and sorted(os.listdir(out)) == ["a.png", "b.PNG", "c.png"], again.stderr
+
+
+def test_name_collisions_refused(tmp_path):
+    (a,), (b,) = write_images(tmp_path / "a", 1, ["x.png"]), write_images(tmp_path / "b", 1, ["x.png"])
+    out = tmp_path / "out"
+    p = edged_text("filter", "--out-dir", out, a, b)
+    assert p.returncode == 2 and "would both be written" in p.stderr and str(out / "x.png") in p.stderr, p.stderr
+    assert not out.exists()  # refused before any work: DIR is not even made
+    p = edged_text("filter", a, tmp_path / "same.png", b, tmp_path / "./same.png")
+    assert p.returncode == 2 and "would both be written" in p.stderr, p.stderr
+    assert not (tmp_path / "same.png").exists()
+    before = a.read_bytes()
+    for argv in (["--out-dir", tmp_path / "a", a, b],          # DIR is the input's folder
+                 [b, tmp_path / "o.png", a, tmp_path / "a" / ".." / "a" / "x.png"],
+                 [a, tmp_path / "o.png", tmp_path / "o.png", tmp_path / "p.png"]):  # an output is an input
+        p = edged_text("filter", *argv)
+        assert p.returncode == 2 and "input" in p.stderr, (argv, p.stderr)
+    assert a.read_bytes() == before and not (tmp_path / "o.png").exists()
+
+
+def test_usage_errors_before_any_work(tmp_path):
+    srcs = write_images(tmp_path / "in", 2)
+    for argv in ([srcs[0], tmp_path / "o0.png", srcs[1]],               # odd number of paths
+                 [srcs[0], tmp_path / "o0.png", "-", tmp_path / "o1.png"],  # - with several images
+                 ["--out-dir", tmp_path / "d", "-"],
+                 [srcs[0], tmp_path / "o0.png", srcs[1], tmp_path / "o1.jpg"],
+                 [srcs[0], tmp_path / "o0.png", "--threads", "0"],
+                 ["--out-dir", tmp_path / "d"]):
+        p = edged_text("filter", *argv)
+        assert p.returncode == 2 and p.stderr.strip(), (argv, p.stderr)
+        assert not (tmp_path / "o0.png").exists() and not (tmp_path / "d").exists(), argv
+
+
+def test_bad_file_in_the_middle(tmp_path):
+    srcs = write_images(tmp_path / "in", 4)
+    srcs[1].write_bytes(b"this is not a PNG file")
+    srcs[2].write_bytes(srcs[3].read_bytes()[:60])  # truncated inside IDAT
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "img1.png").write_bytes(b"old")  # a bad input leaves an existing output as it was
+    p = edged_text("filter", "--out-dir", out, *srcs, "--threads", "2")
+    assert p.returncode == 3, p.stderr
+    for bad in srcs[1:3]:
+        assert re.search(r"^edged filter: %s: \w+: " % re.escape(str(bad)), p.stderr, re.M), p.stderr
+    assert str(srcs[0]) not in p.stderr and str(srcs[3]) not in p.stderr
+    assert sorted(os.listdir(out)) == ["img0.png", "img1.png", "img3.png"]  # and no temporary file left
+    assert (out / "img1.png").read_bytes() == b"old"
+    for i in (0, 3):
+        assert (out / ("img%d.png" % i)).read_bytes() == single_run(srcs[i], tmp_path / "single.png")
+
+
+def test_exit_status_is_the_worst(tmp_path):
+    srcs = write_images(tmp_path / "in", 2)
+    bad = tmp_path / "bad.png"
+    bad.write_bytes(b"nope")
+    # bad input (3) and a write that fails (1): 1 is the worse
+    p = edged_text("filter", bad, tmp_path / "b.png", srcs[0], tmp_path / "no" / "such" / "dir.png",
+                   srcs[1], tmp_path / "ok.png")
+    assert p.returncode == 1, p.stderr
+    assert "no/such/dir.png" in p.stderr and str(bad) in p.stderr
+    assert (tmp_path / "ok.png").exists() and not (tmp_path / "b.png").exists()
+    assert [n for n in os.listdir(tmp_path) if "edged-" in n] == []
+
+
+def test_json_line_per_image(tmp_path):
+    srcs = write_images(tmp_path / "in", 4)
+    out = tmp_path / "out"
+    p = edged_text("filter", "--out-dir", out, *srcs, "--json", "--variant", "cpu")
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(line) for line in p.stdout.splitlines()]
+    assert len(lines) == 4
+    assert sorted(d["input"] for d in lines) == sorted(str(s) for s in srcs)
+    for d in lines:
+        assert d["output"] == str(out / os.path.basename(d["input"]))
+        assert d["output_bytes"] == os.path.getsize(d["output"])
+        assert d["variant"] == "cpu" and d["timings_ms"]["total"] > 0
+        assert (d["width"], d["height"], d["channels"]) == (40 + 3 * int(d["input"][-5]), 30 + int(d["input"][-5]), 3)
+    one = json.loads(edged_text("filter", srcs[0], tmp_path / "one.png", "--json").stdout)
+    assert set(one) == set(lines[0])  # one image: the same object, input and output included
+
+
+def test_progress_on_stderr_only(tmp_path):
+    srcs = write_images(tmp_path / "in", 3)
+    p = edged_text("filter", "--out-dir", tmp_path / "out", *srcs, "--json", "--progress")
+    assert p.returncode == 0, p.stderr
+    assert all(json.loads(line) for line in p.stdout.splitlines())  # stdout: JSON lines only
+    assert len(p.stdout.splitlines()) == 3
+    assert re.search(r"^3/3 images, [0-9.]+ img/s, in [0-9.]+ s$", p.stderr, re.M), p.stderr
+    quiet = edged_text("filter", "--out-dir", tmp_path / "out2", *srcs)
+    assert quiet.returncode == 0 and quiet.stderr == ""  # stderr is not a terminal and no --progress
+
+
+def test_progress_on_a_terminal(tmp_path):
+    import pty
+    srcs = write_images(tmp_path / "in", 3)
+    master, slave = pty.openpty()
+    p = subprocess.Popen([BIN, "filter", "--out-dir", str(tmp_path / "out")] + [str(s) for s in srcs],
+                         stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    out, _ = p.communicate(timeout=120)
+    err = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        err += chunk
+    os.close(master)
+    assert p.returncode == 0 and out == b""
+    last = [line for line in re.split(rb"[\r\n]", err) if line.strip()][-1]  # the pty writes \n as \r\n
+    assert re.match(rb"(\x1b\[K)?3/3 images, [0-9.]+ img/s, in [0-9.]+ s$", last), err
+
+
+def test_outputs_replaced_whole(tmp_path):
+    srcs = write_images(tmp_path / "in", 2)
+    kept = tmp_path / "kept.png"
+    kept.write_bytes(b"old")
+    os.chmod(kept, 0o640)
+    target = tmp_path / "target.png"
+    target.write_bytes(b"old")
+    link = tmp_path / "link.png"
+    os.symlink(target, link)
+    p = edged_text("filter", srcs[0], kept, srcs[1], link)
+    assert p.returncode == 0, p.stderr
+    assert kept.read_bytes() == single_run(srcs[0], tmp_path / "s0.png")
+    assert os.stat(kept).st_mode & 0o777 == 0o640  # an existing output keeps its mode
+    assert os.path.islink(link) and target.read_bytes() == single_run(srcs[1], tmp_path / "s1.png")
+    assert [n for n in os.listdir(tmp_path) if "edged-" in n] == []

@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "commands.h"
 #include "errors.h"
+#include "file_io.h"
 #include "png_io.h"
 #include "queue.h"
 #include "result.h"
@@ -26,7 +27,6 @@
 
 /* Largest input read; the decode limits apply on top. */
 #define BATCH_MAX_FILE_BYTES ((size_t)1 << 30)
-#define BATCH_READ_CHUNK ((size_t)1 << 20)
 /* GPU streams, as the service's default: a job per stream in flight hides the copies. */
 #define BATCH_STREAMS 4
 /* The queue holds each job at most until its codec thread waits for it: no deadline. */
@@ -67,54 +67,6 @@ struct image {
 };
 
 /* ---- files ------------------------------------------------------------------------------- */
-
-/* Reads all of f (at most BATCH_MAX_FILE_BYTES) into a malloc'd buffer (caller frees); name is
- * for messages. Works on pipes as on files. */
-static int read_all(FILE *f, const char *name, uint8_t **out, size_t *len, char *err)
-{
-    uint8_t *buf = NULL, *bigger;
-    size_t cap = 0, n = 0, got;
-
-    *out = NULL;
-    do {
-        if (n == cap) {
-            if (cap >= BATCH_MAX_FILE_BYTES) {
-                free(buf);
-                return edged_fail(err, EDGED_E_IMAGE_TOO_LARGE, "%s is over the %zu byte limit", name,
-                                  BATCH_MAX_FILE_BYTES);
-            }
-            cap += BATCH_READ_CHUNK;
-            if (!(bigger = realloc(buf, cap))) {
-                free(buf);
-                return edged_fail(err, EDGED_E_NOMEM, "cannot allocate %zu bytes for %s", cap, name);
-            }
-            buf = bigger;
-        }
-        n += got = fread(buf + n, 1, cap - n, f);
-    } while (got > 0);
-    if (ferror(f)) {
-        free(buf);
-        return edged_fail(err, EDGED_E_IO, "cannot read %s: %s", name, strerror(errno));
-    }
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
-/* The input file, or standard input for "-". */
-static int read_input(const char *path, uint8_t **out, size_t *len, char *err)
-{
-    FILE *f;
-    int rc;
-
-    if (strcmp(path, "-") == 0)
-        return read_all(stdin, "standard input", out, len, err);
-    if (!(f = fopen(path, "rb")))
-        return edged_fail(err, EDGED_E_IO, "cannot open %s: %s", path, strerror(errno));
-    rc = read_all(f, path, out, len, err);
-    fclose(f);
-    return rc;
-}
 
 /* Standard output, or the file at path opened as it is (a device, a FIFO, a link's target). */
 static int write_in_place(const char *path, const uint8_t *data, size_t len, char *err)
@@ -380,7 +332,7 @@ static int image_start(struct batch *bt, int idx, struct image *im)
     int rc;
 
     *im = (struct image){.idx = idx, .t0 = clock_ms()};
-    if ((rc = read_input(bt->items[idx].in, &file, &len, err)) < 0)
+    if ((rc = fileio_read(bt->items[idx].in, BATCH_MAX_FILE_BYTES, &file, &len, err)) < 0)
         goto out;
     if (!(im->job = job_new())) {
         rc = edged_fail(err, EDGED_E_NOMEM, "cannot allocate the job");

@@ -10,12 +10,14 @@
 #include "clock.h"
 #include "commands.h"
 #include "errors.h"
+#include "file_io.h"
 #include "image.h"
 #include "opts.h"
 #include "png_io.h"
 
 #define BENCH_CODEC_REPS 5
 #define BENCH_CODEC_MAX_REPS 1000
+#define BENCH_CODEC_MAX_FILE ((size_t)1 << 30)
 
 struct bench_codec_opts {
     int json, reps, level;
@@ -106,13 +108,10 @@ static int bench_codec_file(const char *path, const struct bench_codec_opts *o)
     char err[EDGED_ERR_LEN];
     size_t len = 0;
     uint8_t *data = NULL;
-    FILE *f = fopen(path, "rb");
-    long n;
     int rc = 0;
 
-    if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ||
-        !(data = malloc((size_t)n + 1)) || (len = fread(data, 1, (size_t)n, f)) != (size_t)n) {
-        fprintf(stderr, "edged bench --codec: cannot read %s\n", path);
+    if (fileio_read(path, BENCH_CODEC_MAX_FILE, &data, &len, err) < 0) {
+        fprintf(stderr, "edged bench --codec: %s\n", err);
         rc = EXIT_BAD_INPUT;
     }
     for (size_t i = 0; rc == 0 && i < sizeof(bench_codecs) / sizeof(bench_codecs[0]); i++) {
@@ -125,8 +124,6 @@ static int bench_codec_file(const char *path, const struct bench_codec_opts *o)
             bench_codec_print(path, bench_codecs[i].name, &r, o->json);
         }
     }
-    if (f)
-        fclose(f);
     free(data);
     return rc;
 }

@@ -7,36 +7,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "file_io.h"
 #include "log.h"
 
 #define OPENAPI_MAX (1u << 20)
-
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    long n;
-
-    if (!f)
-        return NULL;
-    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && n <= (long)OPENAPI_MAX && fseek(f, 0, SEEK_SET) == 0 &&
-        (buf = malloc((size_t)n)) && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf)
-        *len = (size_t)n;
-    fclose(f);
-    return buf;
-}
 
 /* --openapi FILE replaces the embedded copy (endpoint_openapi); a file that cannot be read is
  * logged with its path (never put in an answer) and /openapi.yaml then answers 404. */
 static void load_openapi(struct service *s)
 {
-    if (!s->cfg->openapi[0] || (s->openapi = read_file(s->cfg->openapi, &s->openapi_len)))
+    char err[EDGED_ERR_LEN] = "";
+    uint8_t *text;
+
+    if (!s->cfg->openapi[0])
         return;
-    log_event("warn", "openapi", "cannot read --openapi %s: GET /openapi.yaml answers 404", s->cfg->openapi);
+    if (fileio_read(s->cfg->openapi, OPENAPI_MAX, &text, &s->openapi_len, err) == 0 && s->openapi_len > 0) {
+        s->openapi = (char *)text;
+        return;
+    }
+    free(text);
+    s->openapi_len = 0;
+    log_event("warn", "openapi", "--openapi: %s: GET /openapi.yaml answers 404", err[0] ? err : "empty file");
 }
 
 int service_init(struct service *s, const struct serve_config *cfg, char *err)

@@ -47,7 +47,11 @@ def kustomize(path, *flags):
     """`kubectl kustomize path` as a list of documents."""
     r = subprocess.run([kubectl(), "kustomize", *flags, path], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, f"kubectl kustomize {path}: {r.stderr}"
-    return [d for d in yaml.safe_load_all(r.stdout) if d is not None]
+    docs = [d for d in yaml.safe_load_all(r.stdout) if d is not None]
+    for doc in docs:
+        assert "apiVersion" in doc and "kind" in doc, f"{path}: an object without apiVersion/kind"
+        assert doc.get("metadata", {}).get("name"), f"{path}: a {doc['kind']} without metadata.name"
+    return docs
 
 
 @functools.lru_cache(maxsize=None)

@@ -301,7 +301,7 @@ def test_pdb_never_blocks_a_drain():
     pdb = rendered("gpu")["PodDisruptionBudget"]
     assert pdb["apiVersion"] == "policy/v1"
     spec = pdb["spec"]
-    replicas = deployment(rendered("gpu"))["spec"]["replicas"]
+    replicas = deployment(rendered("gpu"))["spec"].get("replicas", 1)
     if "minAvailable" in spec:
         assert int(spec["minAvailable"]) < replicas, "minAvailable >= replicas: no node can ever be drained"
     else:
@@ -348,6 +348,7 @@ def test_scaledobject_structure(overlay):
     ref = spec["scaleTargetRef"]
     assert ref.get("kind", "Deployment") == "Deployment" and ref["name"] == deployment(docs)["metadata"]["name"]
     assert 1 <= spec["minReplicaCount"] <= spec["maxReplicaCount"]
+    assert "replicas" not in deployment(docs)["spec"], "the autoscaler owns the replica count"
     behavior = spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
     assert behavior["scaleDown"]["stabilizationWindowSeconds"] >= 60, "scale down slowly: start-up is costly"
     assert spec["triggers"]
@@ -355,6 +356,7 @@ def test_scaledobject_structure(overlay):
         assert t["type"] == "prometheus", t
         assert t.get("metricType", "AverageValue") in ("AverageValue", "Value"), t
         md = t["metadata"]
+        assert all(isinstance(v, str) for v in md.values()), f"trigger metadata values must be strings: {md}"
         assert re.fullmatch(r"https?://[\w.-]+(:\d+)?/?", md["serverAddress"]), md["serverAddress"]
         assert float(md["threshold"]) > 0, md["threshold"]
         query = md["query"]

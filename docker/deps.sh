@@ -20,7 +20,7 @@ check=0
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
 [ $# -gt 0 ] || set -- build test
 
-python() { command -v "${PYTHON:-/usr/bin/python3}" || command -v python3 || echo python3; }
+test_python() { command -v "${PYTHON:-/usr/bin/python3}" || command -v python3 || echo python3; }
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 known() { apt-cache show "$1" >/dev/null 2>&1; }
 
@@ -56,7 +56,7 @@ done
 
 pip_missing=""
 for pm in $pip_want; do
-    "$(python)" -c "import ${pm#*=}" 2>/dev/null || pip_missing="$pip_missing ${pm%%=*}"
+    "$(test_python)" -c "import ${pm#*=}" 2>/dev/null || pip_missing="$pip_missing ${pm%%=*}"
 done
 
 if [ -z "$missing$pip_missing" ]; then
@@ -81,6 +81,6 @@ if [ -n "$pip_missing" ]; then
     # externally-managed marker of Debian and Ubuntu.
     echo "deps: pip installing:$pip_missing"
     # shellcheck disable=SC2086
-    PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore "$(python)" -m pip install --user -q \
+    PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore "$(test_python)" -m pip install --user -q \
         --disable-pip-version-check --no-warn-script-location $pip_missing
 fi

@@ -1,17 +1,47 @@
-# Dockerfile — edged as a container: build on the CUDA devel image, run on the small CUDA base image.
+# Dockerfile — edged as a container: the GPU image (default) on the CUDA base image, and a CPU-only image without CUDA.
 #
-#   docker build -t edged .
-#   docker run --rm --gpus all -p 8080:8080 edged                  # GPU (NVIDIA Container Toolkit)
-#   docker run --rm -p 8080:8080 -e EDGED_BACKEND=cpu edged        # no GPU
+#   docker build -t edged:0.1.0 .                             # GPU image (the last stage, gpu)
+#   docker build --target cpu -t edged:0.1.0-cpu .            # CPU-only image on debian:12-slim
+#   docker run --rm --gpus all -p 8080:8080 edged:0.1.0       # GPU (NVIDIA Container Toolkit)
+#   docker run --rm -p 8080:8080 edged:0.1.0-cpu              # no GPU, no CUDA in the image
 #
 # Build args: CUDA_VERSION (the nvidia/cuda tag, default 13.0.0; the host driver must support it:
-# R580 or newer for CUDA 13) and CUDA_ARCHS (nvcc -gencode flags; empty = the Makefile's default,
-# sm_80 + sm_90 + compute_90 PTX), e.g.
-#   docker build --build-arg CUDA_ARCHS="-gencode arch=compute_90,code=sm_90" -t edged .
+# R580 or newer for CUDA 13), CUDA_ARCHS (nvcc -gencode flags; empty = the Makefile's default,
+# sm_80 + sm_90 + compute_90 PTX) and CPU_BASE (the CPU image's base, default debian:12-slim), e.g.
+#   docker build --build-arg CUDA_ARCHS="-gencode arch=compute_90,code=sm_90" -t edged:0.1.0 .
+# The version in the tags is the one in server/version.h.
 # Packages come from docker/deps.sh (the one list, also used by `make deps`); this file has none.
-# Configuration is only through EDGED_* environment variables (README: configuration table).
+# Configuration is only through EDGED_* environment variables (docs/configuration.md).
+# Both images run as uid/gid 10001, which docker/k8s/base/deployment.yaml names.
 
 ARG CUDA_VERSION=13.0.0
+ARG CPU_BASE=debian:12-slim
+
+# ---- build-cpu: gcc and the -dev packages, no CUDA ---------------------------------------------
+FROM ${CPU_BASE} AS build-cpu
+WORKDIR /src
+COPY docker/deps.sh docker/deps.sh
+RUN sh docker/deps.sh build
+COPY . .
+RUN make -j"$(nproc)" GPU=0 DESTDIR=/stage PREFIX=/usr/local install
+
+# ---- cpu: the CPU-only image (docker build --target cpu) ----------------------------------------
+FROM ${CPU_BASE} AS cpu
+COPY docker/deps.sh /tmp/deps.sh
+RUN sh /tmp/deps.sh runtime \
+    && rm -rf /var/lib/apt/lists/* /tmp/deps.sh \
+    && groupadd --system --gid 10001 edged \
+    && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
+               --shell /usr/sbin/nologin edged
+COPY --from=build-cpu /stage/ /
+USER 10001:10001
+ENV EDGED_PORT=8080 \
+    EDGED_BACKEND=cpu \
+    EDGED_OPENAPI=/usr/local/share/edged/openapi.yaml
+EXPOSE 8080
+STOPSIGNAL SIGTERM
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 CMD ["edged", "health"]
+ENTRYPOINT ["edged", "serve"]
 
 # ---- build: nvcc, gcc and the -dev packages --------------------------------------------------
 FROM nvidia/cuda:${CUDA_VERSION}-devel-ubuntu24.04 AS build
@@ -27,8 +57,8 @@ COPY . .
 # the web page is inside the binary.
 RUN make -j"$(nproc)" GPU=1 NPP=0 ${CUDA_ARCHS:+CUDA_ARCHS="$CUDA_ARCHS"} DESTDIR=/stage PREFIX=/usr/local install
 
-# ---- runtime: shared libraries from deps.sh, the installed files --------------------------------
-FROM nvidia/cuda:${CUDA_VERSION}-base-ubuntu24.04 AS runtime
+# ---- gpu: shared libraries from deps.sh, the installed files (the default image) ----------------
+FROM nvidia/cuda:${CUDA_VERSION}-base-ubuntu24.04 AS gpu
 COPY docker/deps.sh /tmp/deps.sh
 RUN sh /tmp/deps.sh runtime \
     && rm -rf /var/lib/apt/lists/* /tmp/deps.sh \
@@ -37,6 +67,8 @@ RUN sh /tmp/deps.sh runtime \
                --shell /usr/sbin/nologin edged
 COPY --from=build /stage/ /
 USER 10001:10001
+# The CUDA JIT cache goes to /tmp: with a read-only root filesystem, mount a tmpfs or an
+# emptyDir there.
 ENV EDGED_PORT=8080 \
     EDGED_OPENAPI=/usr/local/share/edged/openapi.yaml \
     CUDA_CACHE_PATH=/tmp/.nv/ComputeCache

@@ -3,10 +3,14 @@
 # Used by `make deps` (groups build and test) and by the Dockerfile (build, runtime).
 # Usage: docker/deps.sh [--check] GROUP...   GROUP: build | test | runtime | dev (fuzz, valgrind)
 # Installs only what is missing and says what; --check only lists it (exit 1 if any).
+# The test group also has PyPI packages, which pip installs into the user's site of $PYTHON
+# (default /usr/bin/python3, the Makefile's; no root needed).
 set -eu
 
 BUILD="make gcc g++ pkg-config libpng-dev zlib1g-dev libdeflate-dev libmicrohttpd-dev libcjson-dev help2man"
-TEST="python3 python3-numpy python3-opencv python3-pytest python3-requests python3-skimage python3-yaml python3-matplotlib shellcheck chromium chromium-driver python3-selenium curl"
+TEST="python3 python3-numpy python3-opencv python3-pytest python3-requests python3-skimage python3-yaml python3-matplotlib shellcheck chromium chromium-driver python3-selenium python3-pip curl"
+# package=module: kubernetes-validate checks the Kubernetes manifests (tests/system/test_deploy.py).
+PIP_TEST="kubernetes-validate=kubernetes_validate"
 DEV="clang valgrind"
 # Runtime library names differ between Debian 12 and Ubuntu 24.04 (the t64 transition): a|b
 # takes the first name the package index knows.
@@ -16,6 +20,7 @@ check=0
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi
 [ $# -gt 0 ] || set -- build test
 
+test_python() { command -v "${PYTHON:-/usr/bin/python3}" || command -v python3 || echo python3; }
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 known() { apt-cache show "$1" >/dev/null 2>&1; }
 
@@ -32,10 +37,11 @@ if [ "$check" -eq 0 ] && [ "$(id -u)" -eq 0 ] && ! ls /var/lib/apt/lists/*_Packa
 fi
 
 want=""
+pip_want=""
 for group in "$@"; do
     case "$group" in
     build) want="$want $BUILD" ;;
-    test) want="$want $TEST" ;;
+    test) want="$want $TEST"; pip_want="$pip_want $PIP_TEST" ;;
     runtime) want="$want $RUNTIME" ;;
     dev) want="$want $DEV" ;;
     *) echo "deps.sh: unknown group '$group' (build, test, runtime, dev)" >&2; exit 2 ;;
@@ -48,18 +54,33 @@ for alt in $want; do
     installed "$p" || missing="$missing $p"
 done
 
-if [ -z "$missing" ]; then
+pip_missing=""
+for pm in $pip_want; do
+    "$(test_python)" -c "import ${pm#*=}" 2>/dev/null || pip_missing="$pip_missing ${pm%%=*}"
+done
+
+if [ -z "$missing$pip_missing" ]; then
     echo "deps: all present ($*)"
     exit 0
 fi
-echo "deps: missing:$missing"
+echo "deps: missing:$missing$pip_missing"
 [ "$check" -eq 0 ] || exit 1
-if [ "$(id -u)" -ne 0 ]; then
-    echo "deps: not root; run:  sudo apt-get update && sudo apt-get install -y$missing" >&2
-    exit 1
+if [ -n "$missing" ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "deps: not root; run:  sudo apt-get update && sudo apt-get install -y$missing" >&2
+        exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    echo "deps: installing:$missing"
+    apt-get update -q
+    # shellcheck disable=SC2086
+    apt-get install -y -q --no-install-recommends $missing
 fi
-export DEBIAN_FRONTEND=noninteractive
-echo "deps: installing:$missing"
-apt-get update -q
-# shellcheck disable=SC2086
-apt-get install -y -q --no-install-recommends $missing
+if [ -n "$pip_missing" ]; then
+    # --user leaves the distribution's packages alone, which is why pip may pass the
+    # externally-managed marker of Debian and Ubuntu.
+    echo "deps: pip installing:$pip_missing"
+    # shellcheck disable=SC2086
+    PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore "$(test_python)" -m pip install --user -q \
+        --disable-pip-version-check --no-warn-script-location $pip_missing
+fi

@@ -1,8 +1,8 @@
-"""test_packaging.py — what the container, the manifests and `make install` deliver: the files the
-image gets (the Dockerfile's own install command run into a temporary root), the Dockerfile's stages
-and paths, docker/deps.sh against the libraries the build and the binary use, the compose file and
-k8s manifests parsed as YAML, and every EDGED_* name they set known to `edged serve --help`
-(CI runs no Docker)."""
+"""test_packaging.py — what the containers and `make install` deliver: the files the images get (the
+Dockerfile's own install commands run into a temporary root), the Dockerfile's GPU and CPU stages
+and paths, docker/deps.sh against the libraries the build and the binary use, the compose file
+parsed as YAML, and every EDGED_* name the deployment files set known to `edged serve --help`
+(CI runs no Docker). The Kubernetes manifests are rendered and checked in test_deploy.py."""
 import filecmp
 import glob
 import os
@@ -12,7 +12,6 @@ import shutil
 import subprocess
 
 import pytest
-import requests
 import yaml
 
 import conftest
@@ -27,7 +26,9 @@ MAKEFILE = os.path.join(ROOT, "Makefile")
 # Configuration variables the deployment files rely on; every one must be among the server's.
 SPEC_VARS = ("EDGED_PORT", "EDGED_BACKEND", "EDGED_MAX_BODY_MB", "EDGED_MAX_PIXELS", "EDGED_MAX_SIDE",
              "EDGED_QUEUE_DEPTH", "EDGED_QUEUE_DEADLINE_MS", "EDGED_STREAMS", "EDGED_THREADS")
-HPA_METRIC = "edged_queue_depth"
+# Dockerfile stages: (build stage, image stage) of the GPU image and of the CPU-only image.
+GPU_STAGES = ("build", "gpu")
+CPU_STAGES = ("build-cpu", "cpu")
 # Libraries the CUDA base image (or libc) already has: deps.sh's runtime group need not list them.
 BASE_IMAGE_PACKAGES = {"libc6", "libstdc++6", "libgcc-s1"}
 
@@ -98,28 +99,67 @@ def stages():
     return result
 
 
+def stage_name(st):
+    """The alias of a stage (FROM image AS alias)."""
+    words = st[0][1].split()
+    assert len(words) == 3 and words[1].upper() == "AS", f"stage without a name: FROM {st[0][1]}"
+    return words[2]
+
+
+def stage(name):
+    """The instructions of the stage FROM ... AS name."""
+    found = [st for st in stages() if stage_name(st) == name]
+    assert len(found) == 1, f"want one stage {name}, got {len(found)}"
+    return found[0]
+
+
+def global_args():
+    """{NAME: default} of the ARGs before the first FROM."""
+    ins = dockerfile_instructions(read(DOCKERFILE))
+    first_from = next(i for i, (w, _) in enumerate(ins) if w == "FROM")
+    return dict((a.split("=", 1) + [""])[:2] for w, a in ins[:first_from] if w == "ARG")
+
+
 def args_of(stage, ins):
     return [a for i, a in stage if i == ins]
 
 
 def test_dockerfile_two_stages_on_cuda_images():
+    """The GPU image: built on the CUDA devel image, run on the CUDA base image; it is the last
+    stage, so that a plain `docker build` makes it."""
     st = stages()
-    assert len(st) == 2, f"want exactly 2 FROM stages, got {len(st)}"
-    build_from, run_from = st[0][0][1], st[1][0][1]
+    names = [stage_name(x) for x in st]
+    assert sorted(names) == sorted(GPU_STAGES + CPU_STAGES), f"stages {names}"
+    assert names[-1] == GPU_STAGES[1], f"the default (last) stage is {names[-1]}, not the GPU image"
+    build_from, run_from = stage(GPU_STAGES[0])[0][1], stage(GPU_STAGES[1])[0][1]
     image = r"nvidia/cuda:\$\{CUDA_VERSION\}-"
     assert re.match(image + r"devel-ubuntu24\.04\s+AS\s+\w+", build_from, re.I), build_from
     assert re.match(image + r"(base|runtime)-ubuntu24\.04\b", run_from), run_from
     alias = build_from.split()[-1]
-    copies = " ".join(args_of(st[1], "COPY"))
+    copies = " ".join(args_of(stage(GPU_STAGES[1]), "COPY"))
     assert f"--from={alias}" in copies, "runtime stage does not copy from the build stage"
 
 
+def test_dockerfile_cpu_stages_carry_no_cuda():
+    """The CPU-only image (--target cpu): built with GPU=0 on a plain Debian/Ubuntu base, nothing
+    from the CUDA images, copied only from its own build stage."""
+    base = global_args().get("CPU_BASE", "")
+    assert re.fullmatch(r"(debian:\d+(-slim)?|ubuntu:\d+\.\d+)", base), f"ARG CPU_BASE={base!r}"
+    build, image = stage(CPU_STAGES[0]), stage(CPU_STAGES[1])
+    for st in (build, image):
+        assert re.match(r"\$\{CPU_BASE\}\s", st[0][1]), f"FROM {st[0][1]}"
+        assert "cuda" not in " ".join(a for _, a in st).lower(), f"stage {stage_name(st)} mentions CUDA"
+    copies = [a for a in args_of(image, "COPY") if "--from" in a]
+    assert copies and all(f"--from={CPU_STAGES[0]}" in a for a in copies), copies
+    make = make_install_words(CPU_STAGES[0])
+    assert "GPU=0" in make and not any("CUDA" in w for w in make), make
+    assert runtime_env(CPU_STAGES[1]).get("EDGED_BACKEND") == "cpu", "the CPU image must default to the cpu backend"
+
+
 def test_dockerfile_build_args():
-    ins = dockerfile_instructions(read(DOCKERFILE))
-    first_from = next(i for i, (w, _) in enumerate(ins) if w == "FROM")
-    global_args = [a for w, a in ins[:first_from] if w == "ARG"]
-    assert any(re.fullmatch(r"CUDA_VERSION=13\.\d+\.\d+", a) for a in global_args), global_args
-    build = stages()[0]
+    args = global_args()
+    assert re.fullmatch(r"13\.\d+\.\d+", args.get("CUDA_VERSION", "")), args
+    build = stage(GPU_STAGES[0])
     assert any(a.split("=")[0] == "CUDA_ARCHS" for a in args_of(build, "ARG")), "no ARG CUDA_ARCHS"
     make = make_install_words()
     assert "GPU=1" in make and "NPP=0" in make, make
@@ -130,10 +170,10 @@ def test_dockerfile_installs_only_through_deps_sh():
     text = read(DOCKERFILE)
     assert not re.search(r"apt-get\s+(-\S+\s+)*install|apt\s+install|\bpip3?\s+install", text), \
         "Dockerfile installs packages itself; the list lives in docker/deps.sh"
-    build, runtime = stages()
-    assert any(re.search(r"deps\.sh\s+build\b", a) for a in args_of(build, "RUN")), "no deps.sh build"
-    assert any(re.search(r"deps\.sh\s+runtime\b", a) for a in args_of(runtime, "RUN")), "no deps.sh runtime"
-    assert any("docker/deps.sh" in a for a in args_of(runtime, "COPY")), "runtime stage lacks deps.sh"
+    for build, runtime in (map(stage, GPU_STAGES), map(stage, CPU_STAGES)):
+        assert any(re.search(r"deps\.sh\s+build\b", a) for a in args_of(build, "RUN")), "no deps.sh build"
+        assert any(re.search(r"deps\.sh\s+runtime\b", a) for a in args_of(runtime, "RUN")), "no deps.sh runtime"
+        assert any("docker/deps.sh" in a for a in args_of(runtime, "COPY")), "runtime stage lacks deps.sh"
     groups = re.findall(r"^\s*(\w+)\)", read(DEPS), re.M)
     assert {"build", "runtime"} <= set(groups), f"docker/deps.sh groups: {groups}"
 
@@ -198,33 +238,47 @@ def test_deps_runtime_has_every_linked_library():
         assert owner in runtime | BASE_IMAGE_PACKAGES, f"{lib} comes from {owner}, not in deps.sh's runtime group"
 
 
-def test_dockerfile_runtime_contract():
-    runtime = stages()[1]
+def image_user(name):
+    """The USER (uid[:gid]) an image stage runs as."""
+    users = args_of(stage(name), "USER")
+    assert users, f"stage {name} has no USER"
+    return users[-1]
+
+
+@pytest.mark.parametrize("name", [GPU_STAGES[1], CPU_STAGES[1]])
+def test_dockerfile_runtime_contract(name):
+    runtime = stage(name)
     users = args_of(runtime, "USER")
     assert users, "runtime stage has no USER"
     user = users[-1].split(":")[0]
     assert user not in ("root", "0"), f"runs as {users[-1]}"
+    assert user.isdigit(), f"USER {users[-1]}: numeric, so that Kubernetes can check runAsNonRoot"
     assert "8080" in " ".join(args_of(runtime, "EXPOSE")).split()
     assert args_of(runtime, "STOPSIGNAL") == ["SIGTERM"]
     hc = args_of(runtime, "HEALTHCHECK")
     assert len(hc) == 1 and re.search(r"CMD\s+(\[\s*\"edged\"\s*,\s*\"health\"|edged\s+health)", hc[0]), hc
     ep = args_of(runtime, "ENTRYPOINT")
     assert ep and re.fullmatch(r'\[\s*"edged"\s*,\s*"serve"\s*\]', ep[-1]), ep
-    assert "EDGED_OPENAPI" in runtime_env(), "the runtime stage does not say where openapi.yaml is"
+    assert "EDGED_OPENAPI" in runtime_env(name), "the runtime stage does not say where openapi.yaml is"
 
 
-def make_install_words():
-    """The build stage's `make ... install` command as words (the one way files enter the image)."""
-    runs = [a for a in args_of(stages()[0], "RUN") if re.search(r"\bmake\b.*\binstall\b", a)]
+def test_dockerfile_images_share_the_user():
+    """Both images run as the same numeric user, the one the Kubernetes manifests name."""
+    assert image_user(GPU_STAGES[1]) == image_user(CPU_STAGES[1])
+
+
+def make_install_words(build_stage=GPU_STAGES[0]):
+    """A build stage's `make ... install` command as words (the one way files enter the image)."""
+    runs = [a for a in args_of(stage(build_stage), "RUN") if re.search(r"\bmake\b.*\binstall\b", a)]
     assert len(runs) == 1, f"want one RUN with make ... install in the build stage, got {runs}"
     cmd = next(c for c in runs[0].split("&&") if re.search(r"\bmake\b.*\binstall\b", c))
     return shlex.split(cmd)
 
 
-def runtime_env():
-    """{NAME: value} of the runtime stage's ENV lines."""
+def runtime_env(name=GPU_STAGES[1]):
+    """{NAME: value} of an image stage's ENV lines."""
     env = {}
-    for a in args_of(stages()[1], "ENV"):
+    for a in args_of(stage(name), "ENV"):
         env.update(dict(w.split("=", 1) for w in shlex.split(a)))
     return env
 
@@ -239,19 +293,20 @@ def run_make(*args):
     return r.stdout + r.stderr
 
 
-def test_dockerfile_image_files(tmp_path):
-    """The build stage's install command, run into a temporary root, gives the runtime stage what
+@pytest.mark.parametrize("build_stage,image_stage", [GPU_STAGES, CPU_STAGES])
+def test_dockerfile_image_files(tmp_path, build_stage, image_stage):
+    """A build stage's install command, run into a temporary root, gives its image stage what
     it needs: the ENTRYPOINT's edged on the image's PATH, the openapi.yaml EDGED_OPENAPI names,
     and every file copied from the repo exists (no stale paths)."""
-    words = make_install_words()
+    words = make_install_words(build_stage)
     dest = [w.split("=", 1)[1] for w in words if w.startswith("DESTDIR=")]
     assert dest, f"make install without DESTDIR: {words}"
-    build = stages()[0]
-    for a in args_of(build, "COPY") + [a for a in args_of(stages()[1], "COPY") if "--from" not in a]:
+    build = stage(build_stage)
+    for a in args_of(build, "COPY") + [a for a in args_of(stage(image_stage), "COPY") if "--from" not in a]:
         srcs = shlex.split(a)[:-1]
         for src in srcs:
             assert src == "." or os.path.exists(os.path.join(ROOT, src)), f"COPY of a missing path: {src}"
-    copies = [shlex.split(a) for a in args_of(stages()[1], "COPY") if "--from" in a]
+    copies = [shlex.split(a) for a in args_of(stage(image_stage), "COPY") if "--from" in a]
     assert any(c[-2].rstrip("/") == dest[0].rstrip("/") and c[-1] == "/" for c in copies), \
         f"the runtime stage does not copy {dest[0]} to /: {copies}"
     root = str(tmp_path)
@@ -261,7 +316,7 @@ def test_dockerfile_image_files(tmp_path):
     assert prefix + "/bin" in "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".split(":")
     binary = os.path.join(root + prefix, "bin", "edged")
     assert os.access(binary, os.X_OK), f"no executable {binary}"
-    openapi = runtime_env()["EDGED_OPENAPI"]
+    openapi = runtime_env(image_stage)["EDGED_OPENAPI"]
     assert filecmp.cmp(root + openapi, os.path.join(ROOT, "api", "openapi.yaml"), shallow=False), openapi
 
 
@@ -393,127 +448,6 @@ def test_compose_host_ports_distinct():
     assert len(ports) == len(set(ports)), f"two services publish the same host port: {ports}"
 
 
-# ---------------------------------------------------------------- Kubernetes
-
-
-def k8s_docs():
-    """{kind: doc} over docker/k8s/*.yaml (every file parses; one document per file)."""
-    docs = {}
-    files = sorted(glob.glob(os.path.join(K8S, "*.yaml")))
-    assert files, "no docker/k8s/*.yaml"
-    for path in files:
-        for doc in yaml.safe_load_all(read(path)):
-            if doc is None:
-                continue
-            assert "apiVersion" in doc and "kind" in doc, f"{path}: no apiVersion/kind"
-            assert doc.get("metadata", {}).get("name"), f"{path}: no metadata.name"
-            assert doc["kind"] not in docs, f"two {doc['kind']} objects"
-            docs[doc["kind"]] = doc
-    return docs
-
-
-def edged_container(deploy):
-    cs = deploy["spec"]["template"]["spec"]["containers"]
-    assert len(cs) == 1
-    return cs[0]
-
-
-def k8s_env(container):
-    return {e["name"]: e.get("value") for e in container.get("env", [])}
-
-
-def test_k8s_kinds_present():
-    docs = k8s_docs()
-    assert {"Deployment", "Service", "HorizontalPodAutoscaler", "ConfigMap"} <= set(docs), sorted(docs)
-    assert docs["Deployment"]["apiVersion"] == "apps/v1"
-    assert docs["HorizontalPodAutoscaler"]["apiVersion"] == "autoscaling/v2"
-
-
-def test_k8s_deployment_gpu_and_resources():
-    c = edged_container(k8s_docs()["Deployment"])
-    res = c["resources"]
-    assert str(res["limits"]["nvidia.com/gpu"]) == "1", "want one GPU per replica"
-    assert str(res["requests"].get("nvidia.com/gpu", 1)) == "1"
-    assert res["requests"].get("cpu") and res["requests"].get("memory"), "no cpu/memory requests"
-    assert k8s_env(c).get("EDGED_BACKEND") in ("gpu", "auto")
-
-
-def test_k8s_deployment_probes():
-    c = edged_container(k8s_docs()["Deployment"])
-    port_names = {p.get("name"): p["containerPort"] for p in c["ports"]}
-    want = {"startupProbe": "/readyz", "readinessProbe": "/readyz", "livenessProbe": "/healthz"}
-    for probe, path in want.items():
-        get = c[probe]["httpGet"]
-        assert get["path"] == path, f"{probe} on {get['path']}"
-        port = port_names.get(get["port"], get["port"])
-        assert port == 8080, f"{probe} on port {get['port']}"
-
-
-def test_k8s_grace_period_longer_than_drain():
-    d = k8s_docs()["Deployment"]
-    c = edged_container(d)
-    env = k8s_env(c)
-    assert "EDGED_QUEUE_DEADLINE_MS" in env, "set EDGED_QUEUE_DEADLINE_MS so that the drain is bounded"
-    drain = drain_bound_s(env)
-    pre = c.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", [])
-    if pre[:1] == ["sleep"]:
-        drain += float(pre[1])
-    grace = d["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
-    assert grace > drain, f"terminationGracePeriodSeconds {grace} <= drain {drain}"
-
-
-def test_k8s_non_root_and_scrape_annotations():
-    d = k8s_docs()["Deployment"]
-    pod = d["spec"]["template"]
-    assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
-    assert pod["spec"]["securityContext"].get("runAsUser", 1) != 0
-    ann = pod["metadata"]["annotations"]
-    assert ann["prometheus.io/scrape"] == "true" and ann["prometheus.io/path"] == "/metrics"
-    assert int(ann["prometheus.io/port"]) == edged_container(d)["ports"][0]["containerPort"]
-
-
-def test_k8s_labels_connect_service_and_hpa():
-    docs = k8s_docs()
-    d, svc, hpa = docs["Deployment"], docs["Service"], docs["HorizontalPodAutoscaler"]
-    labels = d["spec"]["template"]["metadata"]["labels"]
-    assert d["spec"]["selector"]["matchLabels"].items() <= labels.items()
-    assert svc["spec"]["selector"].items() <= labels.items(), "Service selects no edged pod"
-    port_names = {p.get("name") for p in edged_container(d)["ports"]} | {8080}
-    assert all(p["targetPort"] in port_names for p in svc["spec"]["ports"])
-    ref = hpa["spec"]["scaleTargetRef"]
-    assert (ref["kind"], ref["name"]) == ("Deployment", d["metadata"]["name"])
-
-
-def test_k8s_hpa_on_queue_depth():
-    hpa = k8s_docs()["HorizontalPodAutoscaler"]
-    spec = hpa["spec"]
-    assert 1 <= spec["minReplicas"] <= spec["maxReplicas"]
-    pods = [m for m in spec["metrics"] if m["type"] == "Pods"]
-    assert len(pods) == 1, spec["metrics"]
-    assert pods[0]["pods"]["metric"]["name"] == HPA_METRIC
-    target = pods[0]["pods"]["target"]
-    assert target["type"] == "AverageValue" and float(target["averageValue"]) > 0
-
-
-def test_k8s_adapter_rule_publishes_hpa_metric():
-    cm = k8s_docs()["ConfigMap"]
-    cfg = yaml.safe_load(cm["data"]["config.yaml"])
-    names = []
-    for rule in cfg["rules"]:
-        assert "<<.LabelMatchers>>" in rule["metricsQuery"] and "<<.GroupBy>>" in rule["metricsQuery"]
-        assert {"namespace", "pod"} <= set(rule["resources"]["overrides"]), "pod metric: pod+namespace"
-        names.append(rule["name"]["as"])
-        assert HPA_METRIC in rule["seriesQuery"]
-    assert HPA_METRIC in names
-
-
-def test_hpa_metric_is_exported_by_server(server):
-    """The HPA scales on a metric the running server exports on /metrics (a gauge)."""
-    text = requests.get(server.url + "/metrics", timeout=10).text
-    assert re.search(rf"^# TYPE {HPA_METRIC} gauge$", text, re.M), f"no gauge {HPA_METRIC} in /metrics"
-    assert re.search(rf"^{HPA_METRIC}(\{{[^}}]*\}})? \d", text, re.M), f"no {HPA_METRIC} sample in /metrics"
-
-
 # ---------------------------------------------------------------- configuration variables
 
 
@@ -525,8 +459,29 @@ def used_edged_vars():
             names |= set(re.findall(r"\b(EDGED_[A-Z0-9_]+)=", args))
     for svc in compose_services().values():
         names |= {k for k in env_dict(svc.get("environment")) if k.startswith("EDGED_")}
-    d = k8s_docs()["Deployment"]
-    names |= {k for k in k8s_env(edged_container(d)) if k.startswith("EDGED_")}
+    names |= {k for k in k8s_env_names() if k.startswith("EDGED_")}
+    return names
+
+
+def k8s_env_names():
+    """Every environment variable name a container sets in docker/k8s (base, overlays and
+    components, as written: the overlays' patches add to the base's list)."""
+    names = set()
+
+    def walk(node):
+        if isinstance(node, dict):
+            for c in node.get("containers") or []:
+                names.update(e["name"] for e in c.get("env") or [])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+    files = sorted(glob.glob(os.path.join(K8S, "**", "*.yaml"), recursive=True))
+    assert files, "no docker/k8s/**/*.yaml"
+    for path in files:
+        for doc in yaml.safe_load_all(read(path)):
+            walk(doc)
     return names
 
 

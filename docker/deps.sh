@@ -2,12 +2,14 @@
 # deps.sh — the one list of Debian/Ubuntu packages edged needs, and their installer.
 # Used by `make deps` (groups build and test) and by the Dockerfile (build, runtime).
 # Usage: docker/deps.sh [--check] GROUP...   GROUP: build | test | runtime | dev (fuzz, valgrind)
+#        | bench (the load generator of `make bench-service`)
 # Installs only what is missing and says what; --check only lists it (exit 1 if any).
 set -eu
 
 BUILD="make gcc g++ pkg-config libpng-dev zlib1g-dev libdeflate-dev libmicrohttpd-dev libcjson-dev help2man"
 TEST="python3 python3-numpy python3-opencv python3-pytest python3-requests python3-skimage python3-yaml python3-matplotlib shellcheck chromium chromium-driver python3-selenium curl"
 DEV="clang valgrind"
+BENCH="wrk"
 # Runtime library names differ between Debian 12 and Ubuntu 24.04 (the t64 transition): a|b
 # takes the first name the package index knows.
 RUNTIME="libpng16-16t64|libpng16-16 zlib1g libdeflate0 libmicrohttpd12t64|libmicrohttpd12 libcjson1 curl ca-certificates"
@@ -38,7 +40,8 @@ for group in "$@"; do
     test) want="$want $TEST" ;;
     runtime) want="$want $RUNTIME" ;;
     dev) want="$want $DEV" ;;
-    *) echo "deps.sh: unknown group '$group' (build, test, runtime, dev)" >&2; exit 2 ;;
+    bench) want="$want $BENCH" ;;
+    *) echo "deps.sh: unknown group '$group' (build, test, runtime, dev, bench)" >&2; exit 2 ;;
     esac
 done
 

@@ -55,7 +55,8 @@ def options():
     ap.add_argument("--port", type=int, default=int(env("PORT", "0") or 0), help="0: free ports; base uses PORT+1")
     ap.add_argument("--out", default=env("OUT", "out/service"))
     ap.add_argument("--wrk", default=env("WRK", "wrk"))
-    ap.add_argument("--wrk-timeout", default=env("WRK_TIMEOUT", "120s"), help="wrk --timeout (a slower answer is an error)")
+    ap.add_argument("--wrk-timeout", default=env("WRK_TIMEOUT", "120s"),
+                    help="wrk --timeout (a slower answer counts as an error)")
     return ap.parse_args()
 
 
@@ -123,7 +124,8 @@ class Server:
         until = time.time() + limit
         while True:
             m = self.metrics()
-            if (m.get("edged_requests_in_flight", 0) <= self.idle_in_flight and m.get("edged_queue_depth", 0) == 0) or time.time() > until:
+            idle = m.get("edged_requests_in_flight", 0) <= self.idle_in_flight and m.get("edged_queue_depth", 0) == 0
+            if idle or time.time() > until:
                 return m
             time.sleep(0.1)
 
@@ -195,23 +197,29 @@ def measure(args, server, conns, body_path, ctype, raw_path):
     w = run_wrk(args, server, conns, args.duration, body_path, ctype, raw_path)
     after = server.settle()
     cpu1, t1 = server.cpu_seconds(), time.perf_counter()
-    served = after.get('edged_stage_seconds_count{stage="total"}', 0) - before.get('edged_stage_seconds_count{stage="total"}', 0)
+    count = 'edged_stage_seconds_count{stage="total"}'
+    served = after.get(count, 0) - before.get(count, 0)
+    cpu = cpu1 - cpu0
     row = {"req_s": w["requests"] / (w["duration_us"] / 1e6), "p50_ms": w["p50_us"] / 1e3, "p99_ms": w["p99_us"] / 1e3,
            "requests": int(w["requests"]), "non2xx": int(w["status"]),
            "sock_errors": int(w["connect"] + w["read"] + w["write"] + w["timeout"]),
-           "server_cpu_pct": 100 * (cpu1 - cpu0) / (t1 - t0), "server_cpu_ms_req": 1e3 * (cpu1 - cpu0) / served if served else 0,
+           "server_cpu_pct": 100 * cpu / (t1 - t0), "server_cpu_ms_req": 1e3 * cpu / served if served else 0,
            "client_cpu_pct": 100 * w["client_cpu_s"] / w["wall_s"], "served": int(served)}
     for key in after:  # every stage the server reports, in its own order
         m = re.fullmatch(r'edged_stage_seconds_sum\{stage="(\w+)"\}', key)
         if m:
             row["stage_" + m.group(1)] = 1e3 * (after[key] - before.get(key, 0)) / served if served else 0
+    # what total holds beyond the named stages: mostly the wait for a codec slot
+    named = sum(v for k, v in row.items() if k.startswith("stage_") and k != "stage_total")
+    row["other_ms"] = row.get("stage_total", 0) - named
     return row
 
 
 def identity(path):
-    """version and git description of a binary, for the table's header."""
+    """The first line of a binary's --version, for the table's header."""
     try:
-        return subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10).stdout.strip().split("\n")[0] or "?"
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10).stdout
+        return (out.strip().split("\n") or ["?"])[0] or "?"
     except OSError:
         return "?"
 
@@ -236,15 +244,81 @@ def markdown(header, cases, labels):
     cols = [("req/s", "req_s", True), ("p50 ms", "p50_ms", True), ("p99 ms", "p99_ms", True),
             ("non-2xx", "non2xx", False), ("sock err", "sock_errors", False),
             ("server CPU %", "server_cpu_pct", False), ("server CPU ms/req", "server_cpu_ms_req", True),
-            ("wrk CPU %", "client_cpu_pct", False)] + [(k[6:] + " ms", k, False) for k in stages]
+            ("wrk CPU %", "client_cpu_pct", False)] + [(k[6:] + " ms", k, False) for k in stages] + [
+            ("other ms", "other_ms", False)]
     lines = header + [""]
     if len(labels) > 1:
         lines += ["Cells: %s / %s, ×ratio (%s over %s)." % (labels[0], labels[1], labels[0], labels[1]), ""]
     lines.append("| size | filter | conns | " + " | ".join(c[0] for c in cols) + " |")
     lines.append("|---" * (3 + len(cols)) + "|")
     for (size, flt, conns), rows in cases:
-        lines.append("| %d² | %s | %d | " % (size, flt, conns) + " | ".join(cell(rows, c[1], c[2]) for c in cols) + " |")
+        cells = " | ".join(cell(rows, c[1], c[2]) for c in cols)
+        lines.append("| %d² | %s | %d | %s |" % (size, flt, conns, cells))
     return "\n".join(lines) + "\n"
+
+
+def header(args, servers):
+    v = servers[0].version
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    lines = ["# edged service benchmark (wrk)", "",
+             "%s UTC; host %s, %d cores; backend %s (%s); wrk -d %s, -t min(conns, cores/2); inputs: synthetic "
+             "photographs, libpng level 6" % (now, platform.node(), os.cpu_count() or 0, v.get("backend"),
+                                              v.get("device"), args.duration)]
+    return lines + ["- %s: `%s` (%s)" % (s.label, s.path, identity(s.path)) for s in servers]
+
+
+def input_png(args, size):
+    """The PNG of one size, written once into OUT/inputs."""
+    path = os.path.join(args.out, "inputs", "photo_%d.png" % size)
+    if not os.path.exists(path):
+        photos.write_photo(path, size)
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def run_size_filter(args, servers, size, flt, conns, first):
+    """Warm-up, then every connection count on every server (who goes first alternates, starting
+    with servers[first]); returns [((size, filter, conns), [row per server])]."""
+    png = input_png(args, size)
+    body, ctype = multipart(png, filter_params(flt))
+    tag = "%d_%s" % (size, flt.replace(":", ""))
+    body_path = os.path.join(args.out, "inputs", "body_%s.bin" % tag)
+    with open(body_path, "wb") as f:
+        f.write(body)
+    for s in servers:  # warm-up: first answers, pools, caches, clocks
+        check_once(s, body, ctype)
+        run_wrk(args, s, max(conns), args.warmup, body_path, ctype,
+                os.path.join(args.out, "raw", "%s_%s_warmup.txt" % (s.label, tag)))
+        s.settle()
+    cases = []
+    for i, n in enumerate(conns):
+        order = servers if (first + i) % 2 == 0 else servers[::-1]
+        rows = {}
+        for s in order:
+            raw = os.path.join(args.out, "raw", "%s_%s_c%d.txt" % (s.label, tag, n))
+            r = rows[s.label] = measure(args, s, n, body_path, ctype, raw)
+            r["input_bytes"] = len(png)
+            print("%-5s %5d² %-11s c=%-3d %8.1f req/s  p50 %8.1f ms  p99 %8.1f ms  non-2xx %d  server CPU %4.0f%%  "
+                  "wrk CPU %3.0f%%" % (s.label, size, flt, n, r["req_s"], r["p50_ms"], r["p99_ms"], r["non2xx"],
+                                       r["server_cpu_pct"], r["client_cpu_pct"]), flush=True)
+        cases.append(((size, flt, n), [rows[s.label] for s in servers]))
+    return cases
+
+
+def write_results(args, servers, head, cases):
+    with open(os.path.join(args.out, "summary.csv"), "w", newline="") as f:
+        w = None
+        for (size, flt, n), rows in cases:
+            for s, r in zip(servers, rows):
+                line = dict({"binary": s.label, "path": s.path, "size": size, "filter": flt, "conns": n}, **r)
+                if w is None:
+                    w = csv.DictWriter(f, fieldnames=list(line))
+                    w.writeheader()
+                w.writerow(line)
+    md = markdown(head, cases, [s.label for s in servers])
+    with open(os.path.join(args.out, "summary.md"), "w") as f:
+        f.write(md)
+    print("\n" + md + "\n(raw wrk outputs, summary.csv and summary.md in %s)" % args.out)
 
 
 def main():
@@ -252,67 +326,22 @@ def main():
     sizes = [int(s) for s in args.sizes.split(",") if s]
     filters = [f for f in args.filters.split(",") if f]
     conns = [int(c) for c in args.conns.split(",") if c]
-    os.makedirs(os.path.join(args.out, "raw"), exist_ok=True)
-    inputs = os.path.join(args.out, "inputs")
-    os.makedirs(inputs, exist_ok=True)
-
+    for sub in ("raw", "inputs"):
+        os.makedirs(os.path.join(args.out, sub), exist_ok=True)
     bins = [("new", args.bin)] + ([("base", args.base_bin)] if args.base_bin else [])
-    servers = []
+    servers, cases = [], []
     try:
         for i, (label, path) in enumerate(bins):
             servers.append(Server(label, path, args.backend, args.port + i if args.port else 0, args.out))
-        v = servers[0].version
-        header = ["# edged service benchmark (wrk)", "",
-                  "%s UTC; host %s, %d cores; backend %s (%s); wrk -d %s, -t min(conns, cores/2); inputs: synthetic "
-                  "photographs, libpng level 6" % (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
-                                                   platform.node(), os.cpu_count() or 0, v.get("backend"), v.get("device"),
-                                                   args.duration)]
-        header += ["- %s: `%s` (%s)" % (s.label, s.path, identity(s.path)) for s in servers]
-        print("\n".join(header), flush=True)
-        cases, csv_rows = [], []
+        head = header(args, servers)
+        print("\n".join(head), flush=True)
         for size in sizes:
-            png_path = os.path.join(inputs, "photo_%d.png" % size)
-            if not os.path.exists(png_path):
-                photos.write_photo(png_path, size)
-            with open(png_path, "rb") as f:
-                png = f.read()
             for flt in filters:
-                body, ctype = multipart(png, filter_params(flt))
-                body_path = os.path.join(inputs, "body_%d_%s.bin" % (size, flt.replace(":", "")))
-                with open(body_path, "wb") as f:
-                    f.write(body)
-                for s in servers:  # warm-up: first answers, pools, caches, clocks
-                    check_once(s, body, ctype)
-                    run_wrk(args, s, max(conns), args.warmup, body_path, ctype,
-                            os.path.join(args.out, "raw", "%s_%d_%s_warmup.txt" % (s.label, size, flt.replace(":", ""))))
-                    s.settle()
-                for n in conns:
-                    order = servers if len(cases) % 2 == 0 else servers[::-1]  # alternate who goes first
-                    rows = {}
-                    for s in order:
-                        raw = os.path.join(args.out, "raw", "%s_%d_%s_c%d.txt" % (s.label, size, flt.replace(":", ""), n))
-                        rows[s.label] = measure(args, s, n, body_path, ctype, raw)
-                        r = rows[s.label]
-                        print("%-5s %5d² %-11s c=%-3d %8.1f req/s  p50 %8.1f ms  p99 %8.1f ms  non-2xx %d  server CPU %4.0f%%  "
-                              "wrk CPU %3.0f%%  (%d B in)" % (s.label, size, flt, n, r["req_s"], r["p50_ms"], r["p99_ms"],
-                                                              r["non2xx"], r["server_cpu_pct"], r["client_cpu_pct"], len(png)),
-                              flush=True)
-                    ordered = [rows[s.label] for s in servers]
-                    cases.append(((size, flt, n), ordered))
-                    for s in servers:
-                        csv_rows.append(dict({"binary": s.label, "path": s.path, "size": size, "filter": flt, "conns": n,
-                                              "input_bytes": len(png)}, **rows[s.label]))
+                cases += run_size_filter(args, servers, size, flt, conns, len(cases) % 2)
     finally:
         for s in servers:
             s.stop()
-    with open(os.path.join(args.out, "summary.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(csv_rows[0]))
-        w.writeheader()
-        w.writerows(csv_rows)
-    md = markdown(header, cases, [s.label for s in servers])
-    with open(os.path.join(args.out, "summary.md"), "w") as f:
-        f.write(md)
-    print("\n" + md + "\n(raw wrk outputs, summary.csv and summary.md in %s)" % args.out)
+    write_results(args, servers, head, cases)
 
 
 if __name__ == "__main__":

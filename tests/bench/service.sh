@@ -4,15 +4,16 @@
 # usage (repo root): [BIN=build/edged] [BASE_BIN=old/edged] [BACKEND=auto|cpu|gpu] [DURATION=10s]
 #   [SIZES=512,2048,4096] [FILTERS=edge,gaussian:7] [CONNS=1,16,64] [PORT=0] [OUT=out/service]
 #   sh tests/bench/service.sh [service.py flags]
-# wrk (Debian package wrk) is taken from PATH, else /opt/deps/usr/bin; on a host without it, the
-# carried .debs (wrk, libluajit-5.1-2, libluajit-5.1-common) are unpacked into /opt/deps first.
+# wrk (Debian package wrk) is taken from WRK, else PATH, else $DEPS_ROOT/usr/bin (default /opt/deps);
+# on a host without it, the carried .debs (wrk, libluajit-5.1-2) are unpacked into $DEPS_ROOT first.
 set -eu
 PYTHON=${PYTHON:-python3}
 [ -x /usr/bin/python3 ] && [ "$PYTHON" = python3 ] && PYTHON=/usr/bin/python3
-deps=/opt/deps/usr
+DEPS_ROOT=${DEPS_ROOT:-/opt/deps}
+deps=$DEPS_ROOT/usr
 
 if [ -z "${WRK:-}" ] && ! command -v wrk >/dev/null 2>&1 && [ ! -x "$deps/bin/wrk" ] && ls .debs/wrk_*.deb >/dev/null 2>&1; then
-    for f in .debs/*.deb; do dpkg -x "$f" /opt/deps; done
+    for f in .debs/*.deb; do dpkg -x "$f" "$DEPS_ROOT"; done
 fi
 if [ -z "${WRK:-}" ]; then
     if command -v wrk >/dev/null 2>&1; then

@@ -12,7 +12,7 @@ the server to finish the requests wrk left behind, so they do not count against 
     /usr/bin/python3 tests/bench/service.py --bin build/edged --backend gpu --sizes 512,2048,4096 \\
         --filters edge,gaussian:7 --conns 1,16,64 --duration 10s --out out/service
 Every option also reads the environment (BIN BASE_BIN BACKEND DURATION SIZES FILTERS CONNS PORT
-OUT WARMUP WRK WRK_TIMEOUT); flags win.
+OUT INPUTS WARMUP WRK WRK_TIMEOUT); flags win.
 """
 import argparse
 import csv
@@ -54,18 +54,11 @@ def options():
     ap.add_argument("--conns", default=env("CONNS", "1,16,64"))
     ap.add_argument("--port", type=int, default=int(env("PORT", "0") or 0), help="0: free ports; base uses PORT+1")
     ap.add_argument("--out", default=env("OUT", "out/service"))
+    ap.add_argument("--inputs", default=env("INPUTS", ""), help="where the input PNGs are kept (default OUT/inputs)")
     ap.add_argument("--wrk", default=env("WRK", "wrk"))
     ap.add_argument("--wrk-timeout", default=env("WRK_TIMEOUT", "120s"),
                     help="wrk --timeout (a slower answer counts as an error)")
     return ap.parse_args()
-
-
-def seconds(text):
-    """wrk duration syntax (10, 10s, 2m, 1h) in seconds."""
-    m = re.fullmatch(r"([0-9.]+)([smh]?)", text.strip())
-    if not m:
-        sys.exit("service.py: bad duration %r" % text)
-    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
 
 
 def free_port():
@@ -138,6 +131,25 @@ class Server:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
+        self.trim_log()
+
+    def trim_log(self, keep=20):
+        """Drops the access-log lines (one per request: hundreds of MB after a GPU run) but the last
+        few; every other line (start, errors, drain) stays."""
+        tmp, dropped, tail = self.log.name + ".tmp", 0, []
+        with open(self.log.name, "rb") as src, open(tmp, "wb") as dst:
+            for line in src:
+                if b'"event":"request"' in line:
+                    tail.append(line)
+                    if len(tail) > keep:
+                        tail.pop(0)
+                        dropped += 1
+                else:
+                    dst.write(line)
+            if dropped:
+                dst.write(b"(%d access-log lines left out; the last %d follow)\n" % (dropped, len(tail)))
+            dst.writelines(tail)
+        os.replace(tmp, self.log.name)
 
 
 def filter_params(spec):
@@ -271,7 +283,7 @@ def header(args, servers):
 
 def input_png(args, size):
     """The PNG of one size, written once into OUT/inputs."""
-    path = os.path.join(args.out, "inputs", "photo_%d.png" % size)
+    path = os.path.join(args.inputs, "photo_%d.png" % size)
     if not os.path.exists(path):
         photos.write_photo(path, size)
     with open(path, "rb") as f:
@@ -284,7 +296,7 @@ def run_size_filter(args, servers, size, flt, conns, first):
     png = input_png(args, size)
     body, ctype = multipart(png, filter_params(flt))
     tag = "%d_%s" % (size, flt.replace(":", ""))
-    body_path = os.path.join(args.out, "inputs", "body_%s.bin" % tag)
+    body_path = os.path.join(args.inputs, "body_%s.bin" % tag)
     with open(body_path, "wb") as f:
         f.write(body)
     for s in servers:  # warm-up: first answers, pools, caches, clocks
@@ -304,6 +316,7 @@ def run_size_filter(args, servers, size, flt, conns, first):
                   "wrk CPU %3.0f%%" % (s.label, size, flt, n, r["req_s"], r["p50_ms"], r["p99_ms"], r["non2xx"],
                                        r["server_cpu_pct"], r["client_cpu_pct"]), flush=True)
         cases.append(((size, flt, n), [rows[s.label] for s in servers]))
+    os.remove(body_path)  # made again in a moment from the PNG; 4096² bodies are tens of MB
     return cases
 
 
@@ -328,8 +341,9 @@ def main():
     sizes = [int(s) for s in args.sizes.split(",") if s]
     filters = [f for f in args.filters.split(",") if f]
     conns = [int(c) for c in args.conns.split(",") if c]
-    for sub in ("raw", "inputs"):
-        os.makedirs(os.path.join(args.out, sub), exist_ok=True)
+    args.inputs = args.inputs or os.path.join(args.out, "inputs")
+    for d in (os.path.join(args.out, "raw"), args.inputs):
+        os.makedirs(d, exist_ok=True)
     bins = [("new", args.bin)] + ([("base", args.base_bin)] if args.base_bin else [])
     servers, cases = [], []
     try:

@@ -1,6 +1,6 @@
 # Makefile — builds build/edged and its tests. Knobs: CC NVCC GPU=auto|0|1 NPP=auto|0|1 CFLAGS
 # CPPFLAGS LDFLAGS CUDA_HOME CUDA_ARCHS PYTHON PREFIX DESTDIR V=1 (full command lines). Targets:
-# all deps run test test-gpu bench plots install uninstall clean asan.
+# all deps run test test-gpu bench bench-service plots install uninstall clean asan.
 
 CC ?= cc
 BUILD ?= build
@@ -85,7 +85,7 @@ MOCK_BIN := $(BUILD)/tests/test_worker_mock
 BENCH_SRCS := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
-.PHONY: all deps run test test-gpu bench plots install uninstall clean asan test-asan test-valgrind fuzz fuzz-smoke debug
+.PHONY: all deps run test test-gpu bench bench-service plots install uninstall clean asan test-asan test-valgrind fuzz fuzz-smoke debug
 # Keep the test objects make would treat as intermediate, so a second make does not rebuild them.
 .SECONDARY:
 all: $(BUILD)/edged $(TEST_BINS) $(BENCH_BINS) $(MOCK_BIN)
@@ -150,6 +150,13 @@ test-gpu: all
 
 bench: all
 	$(BUILD)/edged bench
+
+# Load figures of `edged serve` under wrk (req/s, p50/p99, CPU, stage split); knobs BASE_BIN BACKEND
+# DURATION SIZES FILTERS CONNS PORT OUT as in tests/bench/service.sh. Without apt (a GPU host), the
+# script finds wrk in the carried .debs.
+bench-service: $(BUILD)/edged
+	-@sh docker/deps.sh bench
+	BIN=$${BIN:-$(BUILD)/edged} PYTHON=$(PYTHON) sh tests/bench/service.sh
 
 # Charts of a bench CSV (default: the measurements in docs/perf) into PLOTS (default docs/perf).
 plots:

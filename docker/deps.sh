@@ -2,6 +2,7 @@
 # deps.sh — the one list of Debian/Ubuntu packages edged needs, and their installer.
 # Used by `make deps` (groups build and test) and by the Dockerfile (build, runtime).
 # Usage: docker/deps.sh [--check] GROUP...   GROUP: build | test | runtime | dev (fuzz, valgrind)
+#        | bench (the load generator of `make bench-service`)
 # Installs only what is missing and says what; --check only lists it (exit 1 if any).
 # The test group also has PyPI packages, which pip installs into the user's site of $PYTHON
 # (default /usr/bin/python3, the Makefile's; no root needed).
@@ -12,6 +13,7 @@ TEST="python3 python3-numpy python3-opencv python3-pytest python3-requests pytho
 # package=module: kubernetes-validate checks the Kubernetes manifests (tests/system/test_deploy.py).
 PIP_TEST="kubernetes-validate=kubernetes_validate"
 DEV="clang valgrind"
+BENCH="wrk"
 # Runtime library names differ between Debian 12 and Ubuntu 24.04 (the t64 transition): a|b
 # takes the first name the package index knows.
 RUNTIME="libpng16-16t64|libpng16-16 zlib1g libdeflate0 libmicrohttpd12t64|libmicrohttpd12 libcjson1 curl ca-certificates"
@@ -44,7 +46,8 @@ for group in "$@"; do
     test) want="$want $TEST"; pip_want="$pip_want $PIP_TEST" ;;
     runtime) want="$want $RUNTIME" ;;
     dev) want="$want $DEV" ;;
-    *) echo "deps.sh: unknown group '$group' (build, test, runtime, dev)" >&2; exit 2 ;;
+    bench) want="$want $BENCH" ;;
+    *) echo "deps.sh: unknown group '$group' (build, test, runtime, dev, bench)" >&2; exit 2 ;;
     esac
 done
 

@@ -33,25 +33,9 @@ import zlib
 import numpy as np
 import requests
 
+from photos import photo  # the synthetic photographs (tests/bench/photos.py)
+
 STAGES = ["receive", "queue", "decode", "upload", "kernel", "download", "encode", "total"]
-
-
-def photo(side, seed=1):
-    """A side x side RGB image that compresses like a photograph."""
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:side, 0:side].astype(np.float32) / side
-    img = np.zeros((side, side, 3), np.float32)
-    for c in range(3):
-        for _ in range(4):
-            fx, fy, ph = rng.uniform(0.5, 4, 2).tolist() + [rng.uniform(0, 6.28)]
-            img[..., c] += 40 * np.sin(2 * np.pi * (fx * x + fy * y) + ph)
-        img[..., c] += 128
-    for _ in range(12):  # shapes give edges
-        cx, cy, r = rng.uniform(0, 1, 3)
-        mask = (x - cx) ** 2 + (y - cy) ** 2 < (0.05 + 0.15 * r) ** 2
-        img[mask] = rng.uniform(0, 255, 3)
-    img += rng.normal(0, 3, img.shape)
-    return img.clip(0, 255).astype(np.uint8)
 
 
 def png_bytes(a, level=6):

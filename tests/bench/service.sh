@@ -1,0 +1,30 @@
+#!/bin/sh
+# service.sh — the service benchmark: drives `edged serve` with wrk (tests/bench/service.py does the
+# work) and prints one markdown table of req/s, p50/p99, CPU and the per-stage split per case.
+# usage (repo root): [BIN=build/edged] [BASE_BIN=old/edged] [BACKEND=auto|cpu|gpu] [DURATION=10s]
+#   [SIZES=512,2048,4096] [FILTERS=edge,gaussian:7] [CONNS=1,16,64] [PORT=0] [OUT=out/service]
+#   sh tests/bench/service.sh [service.py flags]
+# wrk (Debian package wrk) is taken from WRK, else PATH, else $DEPS_ROOT/usr/bin (default /opt/deps);
+# on a host without it, the carried .debs (wrk, libluajit-5.1-2) are unpacked into $DEPS_ROOT first.
+set -eu
+PYTHON=${PYTHON:-python3}
+[ -x /usr/bin/python3 ] && [ "$PYTHON" = python3 ] && PYTHON=/usr/bin/python3
+DEPS_ROOT=${DEPS_ROOT:-/opt/deps}
+deps=$DEPS_ROOT/usr
+
+if [ -z "${WRK:-}" ] && ! command -v wrk >/dev/null 2>&1 && [ ! -x "$deps/bin/wrk" ] && ls .debs/wrk_*.deb >/dev/null 2>&1; then
+    for f in .debs/*.deb; do dpkg -x "$f" "$DEPS_ROOT"; done
+fi
+if [ -z "${WRK:-}" ]; then
+    if command -v wrk >/dev/null 2>&1; then
+        WRK=wrk
+    elif [ -x "$deps/bin/wrk" ]; then
+        WRK="$deps/bin/wrk"
+        export LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    else
+        echo "service.sh: wrk not found (apt-get install wrk, or carry its .debs: see docs/performance.md)" >&2
+        exit 2
+    fi
+fi
+export WRK
+exec "$PYTHON" tests/bench/service.py "$@"

@@ -7,8 +7,13 @@
 # wrk (Debian package wrk) is taken from WRK, else PATH, else $DEPS_ROOT/usr/bin (default /opt/deps);
 # on a host without it, the carried .debs (wrk, libluajit-5.1-2) are unpacked into $DEPS_ROOT first.
 set -eu
-PYTHON=${PYTHON:-python3}
-[ -x /usr/bin/python3 ] && [ "$PYTHON" = python3 ] && PYTHON=/usr/bin/python3
+# the first interpreter that has numpy (the image generator needs it), unless PYTHON says which
+if [ -z "${PYTHON:-}" ]; then
+    for p in python3 /usr/bin/python3; do
+        if "$p" -c 'import numpy' 2>/dev/null; then PYTHON=$p; break; fi
+    done
+    PYTHON=${PYTHON:-python3}
+fi
 DEPS_ROOT=${DEPS_ROOT:-/opt/deps}
 deps=$DEPS_ROOT/usr
 

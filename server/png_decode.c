@@ -452,10 +452,12 @@ __attribute__((target("avx2"))) static void pngdec_row_avx2(uint8_t *dst, const 
     pngdec_row_kinds(dst, src, prev, n, f, bpp, 1);
 }
 
+static int pngdec_baseline;
+
 /* The unfilter code for this CPU, chosen once per image. */
 static struct pngdec_simd pngdec_simd_pick(void)
 {
-    if (__builtin_cpu_supports("avx2"))
+    if (!pngdec_baseline && __builtin_cpu_supports("avx2"))
         return (struct pngdec_simd){pngdec_row_avx2, pngdec_pair_avx2};
     return (struct pngdec_simd){pngdec_row_sse2, pngdec_pair_sse2};
 }
@@ -606,6 +608,15 @@ int pngdec_decode(const uint8_t *data, size_t len, struct img *out, char *err)
 out:
     free(raw);
     return rc;
+}
+
+void pngdec_set_baseline(int on)
+{
+#if defined(__SSE2__)
+    pngdec_baseline = on;
+#else
+    (void)on;
+#endif
 }
 
 int pngdec_deflate_lenient(const char *err)

@@ -600,6 +600,10 @@ int main(void)
     test_pngsuite();
     test_generated();
     test_big_rgb();
+    pngdec_set_baseline(1); /* the same on the SSE2 row code where the CPU has more */
+    test_generated();
+    test_big_rgb();
+    pngdec_set_baseline(0);
     test_damaged();
     test_limits();
     test_encode_roundtrip();

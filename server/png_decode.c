@@ -220,7 +220,8 @@ static int pngdec_inflate(const struct pngdec *d, uint8_t *raw, size_t raw_len, 
 
         if (!(joined = malloc(d->idat_bytes ? d->idat_bytes : 1))) {
             libdeflate_free_decompressor(z);
-            return edged_fail(err, EDGED_E_NOMEM, "cannot allocate %zu bytes of PNG image data", d->idat_bytes);
+            return edged_fail(err, EDGED_E_NOMEM, "cannot allocate %zu bytes of PNG image data",
+                              d->idat_bytes);
         }
         for (size_t i = 0; i < d->idat_n; i++) {
             size_t n = pngdec_be32(d->data + pos);
@@ -246,7 +247,8 @@ static int pngdec_inflate(const struct pngdec *d, uint8_t *raw, size_t raw_len, 
 /* Bytes past the stream and past the zero row that the 4-byte moves of 3-byte pixels may read. */
 #define PNGDEC_SLACK 4
 
-static void pngdec_up(uint8_t *restrict dst, const uint8_t *restrict src, const uint8_t *restrict prev, size_t n)
+static void pngdec_up(uint8_t *restrict dst, const uint8_t *restrict src, const uint8_t *restrict prev,
+                      size_t n)
 {
     for (size_t i = 0; i < n; i++)
         dst[i] = (uint8_t)(src[i] + prev[i]);
@@ -361,7 +363,7 @@ PNGDEC_INLINE __m128i pngdec_px(const int f, const int avx2, __m128i x, __m128i 
 }
 
 PNGDEC_INLINE void pngdec_row_px(uint8_t *dst, const uint8_t *src, const uint8_t *prev, size_t n, const int f,
-                                  const int bpp, const int avx2)
+                                 const int bpp, const int avx2)
 {
     __m128i a = _mm_setzero_si128(), c = a;
 
@@ -380,8 +382,8 @@ PNGDEC_INLINE void pngdec_row_px(uint8_t *dst, const uint8_t *src, const uint8_t
  * behind: its above and above-left pixels are the upper row's last two results, still in
  * registers, and the two dependency chains overlap in the core. src is the upper row's filtered
  * bytes, the lower row's follow after its filter byte; dst the upper row, the lower follows. */
-PNGDEC_INLINE void pngdec_pair_px(uint8_t *dst, const uint8_t *src, const uint8_t *prev, size_t n, const int f0,
-                                   const int f1, const int bpp, const int avx2)
+PNGDEC_INLINE void pngdec_pair_px(uint8_t *dst, const uint8_t *src, const uint8_t *prev, size_t n,
+                                  const int f0, const int f1, const int bpp, const int avx2)
 {
     const uint8_t *src1 = src + n + 1;
     uint8_t *dst1 = dst + n;
@@ -402,41 +404,70 @@ PNGDEC_INLINE void pngdec_pair_px(uint8_t *dst, const uint8_t *src, const uint8_
 }
 
 /* The pair kinds, each with constant filters and pixel size. */
-PNGDEC_INLINE void pngdec_pair_kinds(uint8_t *dst, const uint8_t *src, const uint8_t *prev, size_t n, int f0, int f1,
-                                     int bpp, const int avx2)
+PNGDEC_INLINE void pngdec_pair_kinds(uint8_t *dst, const uint8_t *src, const uint8_t *prev, size_t n, int f0,
+                                     int f1, int bpp, const int avx2)
 {
     switch ((f0 == 4) << 2 | (f1 == 4) << 1 | (bpp == 4)) {
-    case 0: pngdec_pair_px(dst, src, prev, n, 3, 3, 3, avx2); break;
-    case 1: pngdec_pair_px(dst, src, prev, n, 3, 3, 4, avx2); break;
-    case 2: pngdec_pair_px(dst, src, prev, n, 3, 4, 3, avx2); break;
-    case 3: pngdec_pair_px(dst, src, prev, n, 3, 4, 4, avx2); break;
-    case 4: pngdec_pair_px(dst, src, prev, n, 4, 3, 3, avx2); break;
-    case 5: pngdec_pair_px(dst, src, prev, n, 4, 3, 4, avx2); break;
-    case 6: pngdec_pair_px(dst, src, prev, n, 4, 4, 3, avx2); break;
-    default: pngdec_pair_px(dst, src, prev, n, 4, 4, 4, avx2); break;
+    case 0:
+        pngdec_pair_px(dst, src, prev, n, 3, 3, 3, avx2);
+        break;
+    case 1:
+        pngdec_pair_px(dst, src, prev, n, 3, 3, 4, avx2);
+        break;
+    case 2:
+        pngdec_pair_px(dst, src, prev, n, 3, 4, 3, avx2);
+        break;
+    case 3:
+        pngdec_pair_px(dst, src, prev, n, 3, 4, 4, avx2);
+        break;
+    case 4:
+        pngdec_pair_px(dst, src, prev, n, 4, 3, 3, avx2);
+        break;
+    case 5:
+        pngdec_pair_px(dst, src, prev, n, 4, 3, 4, avx2);
+        break;
+    case 6:
+        pngdec_pair_px(dst, src, prev, n, 4, 4, 3, avx2);
+        break;
+    default:
+        pngdec_pair_px(dst, src, prev, n, 4, 4, 4, avx2);
+        break;
     }
 }
 
-PNGDEC_INLINE void pngdec_row_kinds(uint8_t *dst, const uint8_t *src, const uint8_t *prev, size_t n, int f, int bpp,
-                                    const int avx2)
+PNGDEC_INLINE void pngdec_row_kinds(uint8_t *dst, const uint8_t *src, const uint8_t *prev, size_t n, int f,
+                                    int bpp, const int avx2)
 {
     switch ((f == 4) << 2 | (f == 3) << 1 | (bpp == 4)) {
-    case 0: pngdec_row_px(dst, src, prev, n, 1, 3, avx2); break;
-    case 1: pngdec_row_px(dst, src, prev, n, 1, 4, avx2); break;
-    case 2: pngdec_row_px(dst, src, prev, n, 3, 3, avx2); break;
-    case 3: pngdec_row_px(dst, src, prev, n, 3, 4, avx2); break;
-    case 4: pngdec_row_px(dst, src, prev, n, 4, 3, avx2); break;
-    default: pngdec_row_px(dst, src, prev, n, 4, 4, avx2); break;
+    case 0:
+        pngdec_row_px(dst, src, prev, n, 1, 3, avx2);
+        break;
+    case 1:
+        pngdec_row_px(dst, src, prev, n, 1, 4, avx2);
+        break;
+    case 2:
+        pngdec_row_px(dst, src, prev, n, 3, 3, avx2);
+        break;
+    case 3:
+        pngdec_row_px(dst, src, prev, n, 3, 4, avx2);
+        break;
+    case 4:
+        pngdec_row_px(dst, src, prev, n, 4, 3, avx2);
+        break;
+    default:
+        pngdec_row_px(dst, src, prev, n, 4, 4, avx2);
+        break;
     }
 }
 
-static void pngdec_pair_sse2(uint8_t *dst, const uint8_t *src, const uint8_t *prev, size_t n, int f0, int f1, int bpp)
+static void pngdec_pair_sse2(uint8_t *dst, const uint8_t *src, const uint8_t *prev, size_t n, int f0, int f1,
+                             int bpp)
 {
     pngdec_pair_kinds(dst, src, prev, n, f0, f1, bpp, 0);
 }
 
-__attribute__((target("avx2"))) static void pngdec_pair_avx2(uint8_t *dst, const uint8_t *src, const uint8_t *prev,
-                                                              size_t n, int f0, int f1, int bpp)
+__attribute__((target("avx2"))) static void
+pngdec_pair_avx2(uint8_t *dst, const uint8_t *src, const uint8_t *prev, size_t n, int f0, int f1, int bpp)
 {
     pngdec_pair_kinds(dst, src, prev, n, f0, f1, bpp, 1);
 }
@@ -446,8 +477,8 @@ static void pngdec_row_sse2(uint8_t *dst, const uint8_t *src, const uint8_t *pre
     pngdec_row_kinds(dst, src, prev, n, f, bpp, 0);
 }
 
-__attribute__((target("avx2"))) static void pngdec_row_avx2(uint8_t *dst, const uint8_t *src, const uint8_t *prev,
-                                                             size_t n, int f, int bpp)
+__attribute__((target("avx2"))) static void pngdec_row_avx2(uint8_t *dst, const uint8_t *src,
+                                                            const uint8_t *prev, size_t n, int f, int bpp)
 {
     pngdec_row_kinds(dst, src, prev, n, f, bpp, 1);
 }
@@ -477,8 +508,8 @@ static struct pngdec_simd pngdec_simd_pick(void)
 #endif
 
 /* Undoes filter f (0..4) on one row; the bpp switch lets each loop see a constant distance. */
-static void pngdec_unfilter_row(const struct pngdec_simd *v, uint8_t *dst, const uint8_t *src, const uint8_t *prev,
-                                size_t n, int f, int bpp)
+static void pngdec_unfilter_row(const struct pngdec_simd *v, uint8_t *dst, const uint8_t *src,
+                                const uint8_t *prev, size_t n, int f, int bpp)
 {
     if (f == 0)
         memcpy(dst, src, n);
@@ -595,7 +626,8 @@ int pngdec_decode(const uint8_t *data, size_t len, struct img *out, char *err)
     buf_len = PNGDEC_LEAD(d.rowbytes) + raw_len + PNGDEC_SLACK;
     if (!(raw = malloc(buf_len)))
         return edged_fail(err, EDGED_E_NOMEM, "cannot allocate %zu bytes for a %ux%u PNG", buf_len, d.w, d.h);
-    if ((rc = pngdec_inflate(&d, raw + PNGDEC_LEAD(d.rowbytes), raw_len, err)) || (rc = pngdec_unfilter(&d, raw, err)))
+    if ((rc = pngdec_inflate(&d, raw + PNGDEC_LEAD(d.rowbytes), raw_len, err)) ||
+        (rc = pngdec_unfilter(&d, raw, err)))
         goto out;
     if (d.color == PNGDEC_COLOR_PALETTE || d.has_key) {
         rc = pngdec_expand(&d, raw, out, err);
@@ -621,9 +653,9 @@ void pngdec_set_baseline(int on)
 
 int pngdec_deflate_lenient(const char *err)
 {
-    static const char *const zlib_msgs[] = {"too many length or distance symbols", "invalid bit length repeat",
-                                            "invalid literal/length code", "invalid distance code",
-                                            "invalid code lengths set"};
+    static const char *const zlib_msgs[] = {"too many length or distance symbols",
+                                            "invalid bit length repeat", "invalid literal/length code",
+                                            "invalid distance code", "invalid code lengths set"};
 
     for (size_t i = 0; i < sizeof(zlib_msgs) / sizeof(zlib_msgs[0]); i++)
         if (strstr(err, zlib_msgs[i]))

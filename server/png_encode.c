@@ -103,8 +103,8 @@ static size_t pngenc_cost(const uint8_t *p, size_t n)
 }
 
 /* Writes filter byte + filtered row at dst; scratch holds one row per filter for the choice. */
-static void pngenc_row(const uint8_t *cur, const uint8_t *prev, size_t n, int bpp, int adaptive, uint8_t *scratch,
-                       uint8_t *dst)
+static void pngenc_row(const uint8_t *cur, const uint8_t *prev, size_t n, int bpp, int adaptive,
+                       uint8_t *scratch, uint8_t *dst)
 {
     size_t best_cost = (size_t)-1;
     int best = PNGENC_NONE;
@@ -129,7 +129,8 @@ static void pngenc_row(const uint8_t *cur, const uint8_t *prev, size_t n, int bp
 
 /* All rows, filtered, into raw ((rowbytes + 1) * h bytes). 1-bit rows are packed first (or taken
  * as they are from a packed map) and, like level 0, left unfiltered. */
-static int pngenc_filter_all(const struct img *im, int level, int bit_depth, size_t rb, uint8_t *raw, char *err)
+static int pngenc_filter_all(const struct img *im, int level, int bit_depth, size_t rb, uint8_t *raw,
+                             char *err)
 {
     int adaptive = bit_depth == 8 && level >= PNGENC_ADAPTIVE_LEVEL;
     int filtered = bit_depth == 8 && level > 0;
@@ -178,7 +179,8 @@ static const uint16_t pngenc_len_base[29] = {3,  4,  5,  6,  7,  8,  9,  10, 11,
                                              31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
 static const uint8_t pngenc_len_extra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2,
                                              2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
-static const uint8_t pngenc_clen_order[PNGENC_NCLEN] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
+static const uint8_t pngenc_clen_order[PNGENC_NCLEN] = {16, 17, 18, 0, 8,  7, 9,  6, 10, 5,
+                                                        11, 4,  12, 3, 13, 2, 14, 1, 15};
 
 /* The deflate length code (index into the tables above) of each match length 0..258. */
 static void pngenc_len_codes(uint8_t *code)
@@ -289,7 +291,8 @@ static int pngenc_map_row(struct pngenc_parse *ps, const uint8_t *row, size_t w,
 /* Parses the unfiltered rows of im into tokens (counted in freq) without building the stream, and
  * takes its Adler-32. Returns the token count, or 0 when im is not a two-level map or more than
  * cap - 2 tokens would be needed. */
-static size_t pngenc_map_parse(const struct img *im, uint16_t *tok, size_t cap, uint32_t *freq, uint32_t *adler)
+static size_t pngenc_map_parse(const struct img *im, uint16_t *tok, size_t cap, uint32_t *freq,
+                               uint32_t *adler)
 {
     static const uint8_t filter = PNGENC_NONE;
     struct pngenc_parse ps = {tok, freq, 0, cap, 0, filter};
@@ -459,7 +462,8 @@ static size_t pngenc_block_plan(struct pngenc_block *k, const uint32_t *freq)
 /* Writes the block header and the tokens as one final dynamic block. Each token goes out as one
  * field from a table: a literal's code, or a match's length code, extra bits and distance code
  * (at most 15 + 5 + 1 bits: the distance code has two symbols, distance 1 and an unused one). */
-static void pngenc_block_write(const struct pngenc_block *k, const uint16_t *tok, size_t t, struct pngenc_bits *b)
+static void pngenc_block_write(const struct pngenc_block *k, const uint16_t *tok, size_t t,
+                               struct pngenc_bits *b)
 {
     const uint8_t *ll = k->lens, *dl = ll + k->nlit;
     uint64_t code[PNGENC_NTOK] = {0};
@@ -475,7 +479,8 @@ static void pngenc_block_write(const struct pngenc_block *k, const uint16_t *tok
         bits[PNGENC_TOK_MATCH + len] = (uint8_t)(nb + dl[0]);
     }
     pngenc_put(b, 1 | 2 << 1, 3);
-    pngenc_put(b, (uint32_t)(k->nlit - 257) | (uint32_t)(k->ndist - 1) << 5 | (uint32_t)(k->nclen - 4) << 10, 14);
+    pngenc_put(b, (uint32_t)(k->nlit - 257) | (uint32_t)(k->ndist - 1) << 5 | (uint32_t)(k->nclen - 4) << 10,
+               14);
     for (int i = 0; i < k->nclen; i++)
         pngenc_put(b, k->clen_len[pngenc_clen_order[i]], 3);
     for (int i = 0; i < k->nlit + k->ndist; i++)
@@ -489,7 +494,8 @@ static void pngenc_block_write(const struct pngenc_block *k, const uint16_t *tok
 /* The zlib stream of a two-level gray map, at zoff in a new buffer *png sized for the PNG frame
  * around it. Returns 0, PNGENC_DECLINED (not such a map, or runs too short: libdeflate does
  * better) or EDGED_E_NOMEM. */
-static int pngenc_map(const struct img *im, size_t raw_len, size_t zoff, uint8_t **png, size_t *zlen, char *err)
+static int pngenc_map(const struct img *im, size_t raw_len, size_t zoff, uint8_t **png, size_t *zlen,
+                      char *err)
 {
     size_t cap = raw_len / 2 + 3, t, bytes;
     uint16_t *tok = malloc(cap * sizeof(*tok));
@@ -542,8 +548,8 @@ static size_t pngenc_frame(const struct img *im, int bit_depth, uint8_t *png, si
 
 /* The filtered rows deflated by libdeflate, at zoff in a new buffer *png sized for the PNG frame
  * around it. */
-static int pngenc_deflate(const struct img *im, int level, int bit_depth, size_t rb, size_t raw_len, size_t zoff,
-                          uint8_t **png, size_t *zlen, char *err)
+static int pngenc_deflate(const struct img *im, int level, int bit_depth, size_t rb, size_t raw_len,
+                          size_t zoff, uint8_t **png, size_t *zlen, char *err)
 {
     struct libdeflate_compressor *z = NULL;
     uint8_t *raw = NULL;

@@ -403,61 +403,47 @@ PNGDEC_INLINE void pngdec_pair_px(uint8_t *dst, const uint8_t *src, const uint8_
     pngdec_store(dst1 + n - bpp, a1, bpp, 1);
 }
 
-/* The pair kinds, each with constant filters and pixel size. */
+/* The pair and row kinds, each with constant filters and pixel size. */
+PNGDEC_INLINE void pngdec_pair_f(uint8_t *dst, const uint8_t *src, const uint8_t *prev, size_t n, int f0,
+                                 int f1, const int bpp, const int avx2)
+{
+    if (f0 == 3 && f1 == 3)
+        pngdec_pair_px(dst, src, prev, n, 3, 3, bpp, avx2);
+    else if (f0 == 3)
+        pngdec_pair_px(dst, src, prev, n, 3, 4, bpp, avx2);
+    else if (f1 == 3)
+        pngdec_pair_px(dst, src, prev, n, 4, 3, bpp, avx2);
+    else
+        pngdec_pair_px(dst, src, prev, n, 4, 4, bpp, avx2);
+}
+
 PNGDEC_INLINE void pngdec_pair_kinds(uint8_t *dst, const uint8_t *src, const uint8_t *prev, size_t n, int f0,
                                      int f1, int bpp, const int avx2)
 {
-    switch ((f0 == 4) << 2 | (f1 == 4) << 1 | (bpp == 4)) {
-    case 0:
-        pngdec_pair_px(dst, src, prev, n, 3, 3, 3, avx2);
-        break;
-    case 1:
-        pngdec_pair_px(dst, src, prev, n, 3, 3, 4, avx2);
-        break;
-    case 2:
-        pngdec_pair_px(dst, src, prev, n, 3, 4, 3, avx2);
-        break;
-    case 3:
-        pngdec_pair_px(dst, src, prev, n, 3, 4, 4, avx2);
-        break;
-    case 4:
-        pngdec_pair_px(dst, src, prev, n, 4, 3, 3, avx2);
-        break;
-    case 5:
-        pngdec_pair_px(dst, src, prev, n, 4, 3, 4, avx2);
-        break;
-    case 6:
-        pngdec_pair_px(dst, src, prev, n, 4, 4, 3, avx2);
-        break;
-    default:
-        pngdec_pair_px(dst, src, prev, n, 4, 4, 4, avx2);
-        break;
-    }
+    if (bpp == 3)
+        pngdec_pair_f(dst, src, prev, n, f0, f1, 3, avx2);
+    else
+        pngdec_pair_f(dst, src, prev, n, f0, f1, 4, avx2);
+}
+
+PNGDEC_INLINE void pngdec_row_f(uint8_t *dst, const uint8_t *src, const uint8_t *prev, size_t n, int f,
+                                const int bpp, const int avx2)
+{
+    if (f == 1)
+        pngdec_row_px(dst, src, prev, n, 1, bpp, avx2);
+    else if (f == 3)
+        pngdec_row_px(dst, src, prev, n, 3, bpp, avx2);
+    else
+        pngdec_row_px(dst, src, prev, n, 4, bpp, avx2);
 }
 
 PNGDEC_INLINE void pngdec_row_kinds(uint8_t *dst, const uint8_t *src, const uint8_t *prev, size_t n, int f,
                                     int bpp, const int avx2)
 {
-    switch ((f == 4) << 2 | (f == 3) << 1 | (bpp == 4)) {
-    case 0:
-        pngdec_row_px(dst, src, prev, n, 1, 3, avx2);
-        break;
-    case 1:
-        pngdec_row_px(dst, src, prev, n, 1, 4, avx2);
-        break;
-    case 2:
-        pngdec_row_px(dst, src, prev, n, 3, 3, avx2);
-        break;
-    case 3:
-        pngdec_row_px(dst, src, prev, n, 3, 4, avx2);
-        break;
-    case 4:
-        pngdec_row_px(dst, src, prev, n, 4, 3, avx2);
-        break;
-    default:
-        pngdec_row_px(dst, src, prev, n, 4, 4, avx2);
-        break;
-    }
+    if (bpp == 3)
+        pngdec_row_f(dst, src, prev, n, f, 3, avx2);
+    else
+        pngdec_row_f(dst, src, prev, n, f, 4, avx2);
 }
 
 static void pngdec_pair_sse2(uint8_t *dst, const uint8_t *src, const uint8_t *prev, size_t n, int f0, int f1,

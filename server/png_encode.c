@@ -1,4 +1,4 @@
-/* png_encode.c — the fast PNG encoder: row filters into one buffer, libdeflate, one IDAT. */
+/* png_encode.c — the fast PNG encoder: row filters + libdeflate, or a run coder for 0/255 maps. */
 #include "png_encode.h"
 
 #include <libdeflate.h>

@@ -1,4 +1,4 @@
-/* png_encode.h — the fast PNG encoder: row filters and libdeflate, one IDAT. */
+/* png_encode.h — the fast PNG encoder: row filters and libdeflate, or a run coder for 0/255 maps. */
 #ifndef EDGED_PNG_ENCODE_H
 #define EDGED_PNG_ENCODE_H
 
@@ -13,7 +13,8 @@
 
 /* Encodes im as pngio_encode does (same arguments, already checked by it: level 0..9, bit_depth
  * 8 or 1) into a malloc'd PNG (*out, *out_len; caller frees). Level 0 stores, 1-3 use the Up
- * filter, 4-9 choose a filter per row; 1-bit rows are never filtered. Returns 0,
+ * filter, 4-9 choose a filter per row; 1-bit rows are never filtered. At level 1 an 8-bit gray
+ * image of only 0 and 255 (an edge map) goes unfiltered through a run coder. Returns 0,
  * PNGENC_DECLINED or a negative EDGED_E_* code with a message in err. */
 int pngenc_encode(const struct img *im, int level, int bit_depth, uint8_t **out, size_t *out_len, char *err);
 

@@ -525,16 +525,91 @@ static void test_encode_size(void)
     free(g.px);
 }
 
+/* Two-level gray maps (0/255, the edge filter's output), which level 1 writes with the run coder:
+ * libpng reads every kind back at every level, runs of every length up to two rows, rows shorter
+ * and longer than the coder's 64-byte steps, padded strides. */
+static void test_encode_map(void)
+{
+    static const int sizes[][2] = {{1, 1}, {1, 300}, {63, 2}, {64, 3}, {65, 5}, {129, 7}, {300, 200}, {1000, 50}};
+
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+        for (int kind = 0; kind < 6; kind++) {
+            struct img src = photo_img(sizes[s][0], sizes[s][1], 1, s % 3);
+            size_t run = 0, next = 1;
+            int v = 0;
+
+            for (int y = 0; y < src.h; y++)
+                for (int x = 0; x < src.w; x++) {
+                    uint8_t *p = src.px + (size_t)y * src.stride + x;
+
+                    if (kind == 0 || kind == 1) {
+                        *p = kind ? 255 : 0; /* all 0, all 255 */
+                    } else if (kind == 2) {
+                        *p = check_rng() % 2 ? 255 : 0; /* noise: short runs */
+                    } else if (kind == 3) {
+                        *p = check_rng() % 20 ? 0 : 255; /* sparse dots */
+                    } else if (kind == 4) {
+                        *p = *p >= 128 ? 255 : 0; /* thresholded photo: long runs */
+                    } else {
+                        if (run++ == next) /* runs of length 1, 2, 3, ... */
+                            run = 1, next++, v ^= 255;
+                        *p = (uint8_t)v;
+                    }
+                }
+            for (int level = 0; level <= 9; level++)
+                roundtrip(&src, level);
+            free(src.px);
+        }
+}
+
+/* Edge maps (0/255) of the photo-like image at three densities, at level 1: no larger than libpng
+ * + zlib makes them. */
+static void test_encode_map_size(void)
+{
+    static const int thresholds[] = {2, 5, 60};
+    struct img g = photo_img(2048, 2048, 1, 0), e = {2048, 2048, 1, 2048, calloc(2048 * 2048, 1), 0};
+
+    for (size_t i = 0; i < sizeof(thresholds) / sizeof(thresholds[0]); i++) {
+        uint8_t *a = NULL, *b = NULL;
+        size_t la = 0, lb = 0, on = 0;
+        char err[EDGED_ERR_LEN];
+
+        for (int y = 1; y < 2047; y++)
+            for (int x = 1; x < 2047; x++) {
+                const uint8_t *p = g.px + y * 2048 + x;
+                int lap = 4 * p[0] - p[-1] - p[1] - p[-2048] - p[2048];
+
+                e.px[y * 2048 + x] = abs(lap) > thresholds[i] ? 255 : 0;
+                on += abs(lap) > thresholds[i];
+            }
+        CHECK(pngio_encode(&e, 1, 8, &a, &la, err) == 0, "encode: %s", err);
+        CHECK(pngio_encode_libpng(&e, 1, 8, &b, &lb, err) == 0, "libpng encode: %s", err);
+        printf("2048x2048 0/255 map, |laplacian| > %d (%.1f%% set), level 1: edged %zu bytes, libpng %zu\n",
+               thresholds[i], 100.0 * (double)on / (2048.0 * 2048.0), la, lb);
+        CHECK(la <= lb, "edged's map PNG (%zu bytes) is larger than libpng's (%zu)", la, lb);
+        free(a);
+        free(b);
+    }
+    free(e.px);
+    free(g.px);
+}
+
 int main(void)
 {
     check_rng_init();
     test_pngsuite();
     test_generated();
     test_big_rgb();
+    pngdec_set_baseline(1); /* the same on the SSE2 row code where the CPU has more */
+    test_generated();
+    test_big_rgb();
+    pngdec_set_baseline(0);
     test_damaged();
     test_limits();
     test_encode_roundtrip();
     test_encode_1bit();
     test_encode_size();
+    test_encode_map();
+    test_encode_map_size();
     return check_summary();
 }

@@ -81,8 +81,8 @@
   // 401: the key is missing or not one the server has. Says which, at the key field too.
   function keyError(resp) {
     const sent = apiKey() !== '';
-    const message = sent ? 'API key rejected: the server does not accept this key; enter another one above'
-      : 'API key required: this server asks for an API key; enter it in the key field above';
+    const message = sent ? 'API key rejected: the server does not accept this key; enter another one in the API key field'
+      : 'API key required: this server asks for an API key; enter it in the API key field';
     keyStatus(sent ? 'rejected by the server' : 'required by this server', true);
     return new ApiError(401, 'unauthorized', message, resp.headers.get('X-Request-ID'));
   }

@@ -495,6 +495,7 @@ def test_api_key_field(keyed_srv, browser, images):
     assert "API key required" in by_id(d, "error").text and visible(d, "error")
     assert d.execute_script("return document.body.dataset.ready") is None
     assert by_id(d, "run").get_attribute("disabled") is not None
+    screenshot(d, "desktop_key_required")
     # a wrong key: rejected, named as such
     type_into(d, "api-key", "wrong-key-123456")
     by_id(d, "key-use").click()

@@ -181,7 +181,7 @@ static int in_head(const char *key, int request)
 
 static void write_text(const cJSON *o)
 {
-    static __thread struct line l; /* 8 KiB: kept off the (small) connection thread stacks */
+    struct line l;
     const cJSON *item;
     int request = str_of(o, "event") && !strcmp(str_of(o, "event"), "request");
 

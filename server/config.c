@@ -10,12 +10,13 @@
 
 #include "auth.h"
 #include "errors.h"
+#include "log.h"
 #include "opts.h"
 #include "tuning.h"
 
 /* OPT_SECRET: a string read from the environment only (no flag: argv is visible in ps) and
  * logged as a count, never as its value. */
-enum opt_kind { OPT_INT, OPT_LL, OPT_STR, OPT_BACKEND, OPT_SECRET };
+enum opt_kind { OPT_INT, OPT_LL, OPT_STR, OPT_BACKEND, OPT_SECRET, OPT_LOG_FORMAT };
 
 struct opt {
     const char *flag, *env;
@@ -70,6 +71,9 @@ static const struct opt opts[] = {
     {"api-keys", "EDGED_API_KEYS", OPT_SECRET, O(api_keys), 0, 0, "",
      "environment only: comma-separated API keys; requests need Authorization: Bearer KEY "
      "(health, readiness, metrics and the web page exempt); empty = no authentication"},
+    {"log-format", "EDGED_LOG_FORMAT", OPT_LOG_FORMAT, O(log_format), 0, 0, "auto",
+     "log lines on stderr: json (one object per line), text (readable, one line per event) or auto "
+     "(text when stderr is a terminal, else json)"},
 };
 #undef O
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
@@ -91,6 +95,13 @@ static int opt_set(struct serve_config *cfg, const struct opt *o, const char *sr
         if (k < 0)
             return edged_fail(err, EDGED_E_USAGE, "%s: '%s' is not auto, gpu or cpu", src, text);
         *(enum backend_kind *)(void *)field = (enum backend_kind)k;
+        return 0;
+    }
+    if (o->kind == OPT_LOG_FORMAT) {
+        int f = log_format_parse(text);
+        if (f < 0)
+            return edged_fail(err, EDGED_E_USAGE, "%s: '%s' is not auto, text or json", src, text);
+        *(int *)(void *)field = f;
         return 0;
     }
     errno = 0;
@@ -181,6 +192,9 @@ struct cJSON *config_json(const struct serve_config *cfg)
         }
         case OPT_BACKEND:
             cJSON_AddStringToObject(o, opts[i].flag, backend_name(*(const enum backend_kind *)(const void *)field));
+            break;
+        case OPT_LOG_FORMAT:
+            cJSON_AddStringToObject(o, opts[i].flag, log_format_name((enum log_format)*(const int *)(const void *)field));
             break;
         case OPT_LL:
             cJSON_AddNumberToObject(o, opts[i].flag, (double)*(const long long *)(const void *)field);

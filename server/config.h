@@ -32,6 +32,7 @@ struct serve_config {
     char cors_origin[256];  /* Access-Control-Allow-Origin; "" = CORS off */
     char api_keys[8448];    /* EDGED_API_KEYS (environment only, never logged); "" = no auth */
     char openapi[512];      /* openapi.yaml path; "" = api/openapi.yaml beside the binary's repo */
+    int log_format;         /* enum log_format: auto (text on a terminal, else JSON), text, json */
 };
 
 /* Fills cfg from defaults, then EDGED_<NAME> variables, then argv flags (`--name V` or

@@ -186,6 +186,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                               r->body.len, r->bytes_out, r->w, r->h, &r->t};
     log_request(&lr);
     metrics_request_end(s->m, r->answered ? r->status : 0);
+    if (r->filter)
+        metrics_filter_request(s->m, r->filter, r->variant, r->answered ? r->status : 0, r->t.total / 1e3);
     if (r->active)
         atomic_fetch_sub(&s->active, 1);
     atomic_fetch_sub(&s->in_flight, 1);

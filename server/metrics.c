@@ -1,14 +1,19 @@
 /* metrics.c — the counters behind GET /metrics; one mutex, rendered on demand. */
 #include "metrics.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "errors.h"
+#include "filter.h"
+#include "variant.h"
 
 #define NBUCKETS 17
 static const double bucket_le[NBUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -26,6 +31,19 @@ struct histogram {
     double sum;
 };
 
+/* The backend label of a filter request: which side ran it. */
+enum req_backend { RB_CPU, RB_GPU, RB_NONE, RB_ALL, RB_OTHER, RB_COUNT };
+static const char *const backend_label[RB_COUNT] = {"cpu", "gpu", "none", "all", "other"};
+#define NFILTER_LABELS (FILTER_COUNT + 1) /* the last one is "other" */
+/* (filter, backend, code) triples seen; a few dozen in practice, the bound keeps memory fixed
+ * (a triple beyond it is still observed by the duration histogram). */
+#define MAX_FILTER_CODES 1024
+
+struct filter_code {
+    uint16_t filter, backend, code;
+    uint64_t n;
+};
+
 struct metrics {
     pthread_mutex_t mu;
     struct metrics_build build;
@@ -33,6 +51,9 @@ struct metrics {
     uint64_t by_status[MAX_STATUS];
     uint64_t rejections[NREASONS];
     struct histogram queue_wait, stage[RESULT_STAGE_COUNT]; /* EDGED_STAGES order */
+    struct histogram duration[NFILTER_LABELS][RB_COUNT];
+    struct filter_code by_code[MAX_FILTER_CODES];
+    int ncodes;
 };
 
 int metrics_new(struct metrics **out, const struct metrics_build *b, char *err)
@@ -117,6 +138,35 @@ void metrics_queue_wait(struct metrics *m, double ms)
     pthread_mutex_unlock(&m->mu);
 }
 
+static int backend_of(const char *variant)
+{
+    int v;
+
+    if (!variant || !strcmp(variant, "compare"))
+        return RB_ALL;
+    if ((v = variant_from_name(variant)) < 0)
+        return RB_OTHER;
+    return v == VARIANT_AUTO ? RB_NONE : variant_is_gpu((enum variant)v) ? RB_GPU : RB_CPU;
+}
+
+void metrics_filter_request(struct metrics *m, const char *filter, const char *variant, int status, double seconds)
+{
+    int f = filter ? filter_from_name(filter) : -1, b = backend_of(variant), i;
+
+    f = f < 0 ? FILTER_COUNT : f;
+    status = status <= 0 ? 499 : status >= MAX_STATUS ? 500 : status;
+    pthread_mutex_lock(&m->mu);
+    observe(&m->duration[f][b], seconds);
+    for (i = 0; i < m->ncodes; i++)
+        if (m->by_code[i].filter == f && m->by_code[i].backend == b && m->by_code[i].code == status)
+            break;
+    if (i == m->ncodes && i < MAX_FILTER_CODES)
+        m->by_code[m->ncodes++] = (struct filter_code){(uint16_t)f, (uint16_t)b, (uint16_t)status, 0};
+    if (i < m->ncodes)
+        m->by_code[i].n++;
+    pthread_mutex_unlock(&m->mu);
+}
+
 /* A growing text buffer; on allocation failure it stops growing and remembers the failure. */
 struct text {
     char *s;
@@ -160,7 +210,7 @@ static void emit_histogram(struct text *t, const char *name, const char *label, 
     }
     emit(t, "%s_bucket{%sle=\"+Inf\"} %llu\n", name, label, (unsigned long long)h->count);
     if (*label) {
-        char plain[64];
+        char plain[96];
         snprintf(plain, sizeof(plain), "%.*s", (int)strlen(label) - 1, label); /* drop the comma */
         emit(t, "%s_sum{%s} %.6f\n%s_count{%s} %llu\n", name, plain, h->sum, name, plain,
              (unsigned long long)h->count);
@@ -193,6 +243,32 @@ static void emit_counters(struct text *t, const struct metrics *m)
              (unsigned long long)m->rejections[i]);
 }
 
+static const char *filter_label(int f) { return f < FILTER_COUNT ? filter_name((enum filter_id)f) : "other"; }
+
+static void emit_filter_requests(struct text *t, const struct metrics *m)
+{
+    char label[96];
+
+    emit(t, "# HELP edged_filter_requests_total Requests that named a filter, by filter, backend that ran "
+            "them (cpu, gpu; all: compare; none: failed before one was chosen) and HTTP status.\n"
+            "# TYPE edged_filter_requests_total counter\n");
+    for (int i = 0; i < m->ncodes; i++) {
+        const struct filter_code *c = &m->by_code[i];
+        emit(t, "edged_filter_requests_total{filter=\"%s\",backend=\"%s\",code=\"%d\"} %llu\n",
+             filter_label(c->filter), backend_label[c->backend], c->code, (unsigned long long)c->n);
+    }
+    emit(t, "# HELP edged_request_duration_seconds Server time of requests that named a filter, from the "
+            "first byte to the answer, by filter and backend.\n"
+            "# TYPE edged_request_duration_seconds histogram\n");
+    for (int f = 0; f < NFILTER_LABELS; f++)
+        for (int b = 0; b < RB_COUNT; b++) {
+            if (!m->duration[f][b].count)
+                continue;
+            snprintf(label, sizeof(label), "filter=\"%s\",backend=\"%s\",", filter_label(f), backend_label[b]);
+            emit_histogram(t, "edged_request_duration_seconds", label, &m->duration[f][b]);
+        }
+}
+
 static void emit_histograms(struct text *t, const struct metrics *m)
 {
     char label[64];
@@ -208,6 +284,78 @@ static void emit_histograms(struct text *t, const struct metrics *m)
     }
 }
 
+/* Seconds since the epoch at which the system booted (btime of /proc/stat); 0 if unknown. */
+static double boot_time(void)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    char line[256];
+    double bt = 0.0;
+
+    if (!f)
+        return 0.0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "btime %lf", &bt) == 1)
+            break;
+    fclose(f);
+    return bt;
+}
+
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int n = 0;
+
+    if (!d)
+        return -1;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1; /* the directory's own descriptor */
+}
+
+/* The process_* metrics that Prometheus client libraries export, from /proc/self (Linux). Nothing
+ * is written when /proc cannot be read. */
+static void emit_process(struct text *t)
+{
+    FILE *f = fopen("/proc/self/stat", "r");
+    char buf[1024], *p;
+    unsigned long utime, stime, vsize;
+    unsigned long long start;
+    long threads, rss, tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+    struct rlimit rl;
+    size_t n;
+
+    if (!f)
+        return;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* the command name (field 2) may hold spaces and parentheses: parse from the last ')' */
+    if (!(p = strrchr(buf, ')')) || tick <= 0 ||
+        sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d %*d %*d %*d %ld %*d %llu %lu %ld",
+               &utime, &stime, &threads, &start, &vsize, &rss) != 6)
+        return;
+    emit(t, "# HELP process_cpu_seconds_total User and system CPU time of the process.\n"
+            "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.2f\n"
+            "# HELP process_resident_memory_bytes Resident memory size.\n"
+            "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %lld\n"
+            "# HELP process_virtual_memory_bytes Virtual memory size.\n"
+            "# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes %lu\n"
+            "# HELP process_threads Threads of the process.\n# TYPE process_threads gauge\nprocess_threads %ld\n"
+            "# HELP process_start_time_seconds Start time of the process since the epoch.\n"
+            "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.2f\n",
+         (double)(utime + stime) / (double)tick, (long long)rss * page, vsize, threads,
+         boot_time() + (double)start / (double)tick);
+    if ((n = (size_t)open_fds()) != (size_t)-1)
+        emit(t, "# HELP process_open_fds Open file descriptors.\n# TYPE process_open_fds gauge\nprocess_open_fds %zu\n",
+             n);
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        emit(t, "# HELP process_max_fds The file descriptor limit (ulimit -n).\n# TYPE process_max_fds gauge\n"
+                "process_max_fds %llu\n",
+             (unsigned long long)rl.rlim_cur);
+}
+
 char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *len)
 {
     struct text t = {malloc(16384), 0, 16384, 0};
@@ -217,6 +365,7 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *
         return NULL;
     pthread_mutex_lock(&m->mu);
     emit_counters(&t, m);
+    emit_filter_requests(&t, m);
     emit_histograms(&t, m);
     pthread_mutex_unlock(&m->mu);
     emit(&t, "# HELP edged_queue_depth Jobs waiting for a worker.\n# TYPE edged_queue_depth gauge\n"
@@ -225,13 +374,17 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *
              "edged_queue_capacity %d\n"
              "# HELP edged_ready 1 when /readyz answers 200.\n# TYPE edged_ready gauge\nedged_ready %d\n"
              "# HELP edged_gpu_memory_used_bytes Device memory held by the GPU context.\n"
-             "# TYPE edged_gpu_memory_used_bytes gauge\nedged_gpu_memory_used_bytes %zu\n",
-         g->queue_depth, g->queue_capacity, g->ready, g->gpu_memory_used);
+             "# TYPE edged_gpu_memory_used_bytes gauge\nedged_gpu_memory_used_bytes %zu\n"
+             "# HELP edged_gpu_busy_seconds_total Time the GPU worker had at least one job on the device "
+             "(rate() of it: the share of time the GPU was busy; 0 on the CPU backend).\n"
+             "# TYPE edged_gpu_busy_seconds_total counter\nedged_gpu_busy_seconds_total %.6f\n",
+         g->queue_depth, g->queue_capacity, g->ready, g->gpu_memory_used, g->gpu_busy_seconds);
     dev[0] = '\0'; /* from config and the device name: escaped as the label format wants */
     result_escape(dev, sizeof(dev), 0, m->build.device, 0, RESULT_ESCAPE_LABEL);
     emit(&t, "# HELP edged_build_info Build and runtime identity.\n# TYPE edged_build_info gauge\n"
              "edged_build_info{version=\"%s\",backend=\"%s\",device=\"%s\"} 1\n",
          m->build.version, m->build.backend, dev);
+    emit_process(&t);
     if (t.oom) {
         free(t.s);
         return NULL;

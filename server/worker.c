@@ -36,9 +36,11 @@ struct worker {
     atomic_int gpu_ended;
     atomic_int fatal;
     atomic_size_t gpu_mem;
-    pthread_mutex_t mu; /* guards fatal_msg and slots' start times for the watchdog */
+    pthread_mutex_t mu; /* guards fatal_msg, the oldest start time (watchdog) and the busy time */
     char fatal_msg[EDGED_ERR_LEN];
     double oldest_submit; /* 0 when no GPU job is running */
+    double busy_since;    /* clock_ms when the device last went from idle to busy; 0 when idle */
+    double busy_ms;       /* busy time up to busy_since */
 };
 
 /* Marks the GPU dead once: readiness drops, every queued job and every later push fails. */
@@ -97,16 +99,20 @@ static int gpu_submit(struct worker *w, int s, struct job *job)
 
 static int gpu_is_fatal(struct gconv_ctx *ctx, int rc) { return rc == EDGED_E_GPU_FATAL || gconv_is_dead(ctx); }
 
-/* Publishes the oldest submit time of the busy slots for the watchdog. */
+/* Publishes the oldest submit time of the busy slots for the watchdog, and adds up the time the
+ * device had any job (edged_gpu_busy_seconds_total). */
 static void publish_oldest(struct worker *w, const struct gpu_slot *slots, int ns)
 {
-    double oldest = 0.0;
+    double oldest = 0.0, now = clock_ms();
 
     for (int s = 0; s < ns; s++)
         if (slots[s].job && (oldest == 0.0 || slots[s].t_submit < oldest))
             oldest = slots[s].t_submit;
     pthread_mutex_lock(&w->mu);
     w->oldest_submit = oldest;
+    if (w->busy_since > 0.0)
+        w->busy_ms += now - w->busy_since;
+    w->busy_since = oldest > 0.0 ? now : 0.0;
     pthread_mutex_unlock(&w->mu);
 }
 
@@ -303,3 +309,15 @@ void worker_watchdog(struct worker *w, int limit_ms)
 }
 
 size_t worker_gpu_memory(struct worker *w) { return w ? atomic_load(&w->gpu_mem) : 0; }
+
+double worker_gpu_busy_seconds(struct worker *w)
+{
+    double ms;
+
+    if (!w)
+        return 0.0;
+    pthread_mutex_lock(&w->mu);
+    ms = w->busy_ms + (w->busy_since > 0.0 ? clock_ms() - w->busy_since : 0.0);
+    pthread_mutex_unlock(&w->mu);
+    return ms / 1e3;
+}

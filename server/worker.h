@@ -36,4 +36,7 @@ void worker_watchdog(struct worker *w, int limit_ms);
 /* Device memory of the GPU context, as last sampled by the GPU worker (0 on the CPU backend). */
 size_t worker_gpu_memory(struct worker *w);
 
+/* Seconds the GPU worker has had at least one job on the device since start (0 without a GPU). */
+double worker_gpu_busy_seconds(struct worker *w);
+
 #endif

@@ -1,4 +1,5 @@
-/* app.js — the edged page: loads the catalogues, sends /v1/filter and /v1/compare, draws results. */
+/* app.js — the edged page: loads the catalogues, sends /v1/filter and /v1/compare, draws results,
+ * shows the before/after divider and the last request as a curl command. */
 'use strict';
 
 (function () {
@@ -9,8 +10,48 @@
 
   const state = {
     filters: [], variants: [], file: null, busy: false, ready: false,
-    inputUrl: null, resultUrl: null, lastCompare: null,
+    inputUrl: null, resultUrl: null, lastCompare: null, lastRequest: null,
   };
+
+  /* ---- API key ------------------------------------------------------------------------------ */
+
+  // The key lives in this tab's sessionStorage (gone when the tab closes) and goes out as
+  // `Authorization: Bearer KEY` on every API call. Storage can be off (privacy settings): the
+  // key then lives in memory only.
+  const KEY_STORE = 'edged.apiKey';
+  let memoryKey = '';
+
+  function apiKey() {
+    try {
+      return sessionStorage.getItem(KEY_STORE) || '';
+    } catch (_) {
+      return memoryKey;
+    }
+  }
+
+  function storeKey(key) {
+    memoryKey = key;
+    try {
+      if (key) sessionStorage.setItem(KEY_STORE, key);
+      else sessionStorage.removeItem(KEY_STORE);
+    } catch (_) { /* memory only */ }
+  }
+
+  // fetch with the key, if one is set.
+  function api(url, opts) {
+    const o = Object.assign({}, opts);
+    o.headers = Object.assign({}, o.headers);
+    const key = apiKey();
+    if (key) o.headers.Authorization = 'Bearer ' + key;
+    return fetch(url, o);
+  }
+
+  function keyStatus(text, bad) {
+    $('key-status').textContent = text;
+    $('key-status').classList.toggle('bad', !!bad);
+    if (bad) $('api-key').setAttribute('aria-invalid', 'true');
+    else $('api-key').removeAttribute('aria-invalid');
+  }
 
   /* ---- errors ------------------------------------------------------------------------------ */
 
@@ -26,6 +67,7 @@
 
   async function apiError(resp) {
     const text = await resp.text();
+    if (resp.status === 401) return keyError(resp);
     try {
       const e = JSON.parse(text).error;
       if (e && e.message) return new ApiError(resp.status, e.code, e.message, e.request_id);
@@ -36,32 +78,44 @@
       resp.headers.get('X-Request-ID'));
   }
 
+  // 401: the key is missing or not one the server has. Says which, at the key field too.
+  function keyError(resp) {
+    const sent = apiKey() !== '';
+    const message = sent ? 'API key rejected: the server does not accept this key; enter another one in the API key field'
+      : 'API key required: this server asks for an API key; enter it in the API key field';
+    keyStatus(sent ? 'rejected by the server' : 'required by this server', true);
+    return new ApiError(401, 'unauthorized', message, resp.headers.get('X-Request-ID'));
+  }
+
+  // The message, then code · status · request id, as nodes for an error box.
+  function errorNodes(e) {
+    const msg = el('span', 'error-message', e && e.message ? e.message : String(e));
+    if (e instanceof TypeError) msg.textContent = 'Cannot reach the server (' + e.message + ')';
+    if (!(e instanceof ApiError)) return [msg];
+    return [msg, el('span', 'error-meta', [e.code, 'HTTP ' + e.status, e.requestId ? 'request ' + e.requestId : '']
+      .filter(Boolean).join(' · '))];
+  }
+
+  // Shown where the user is looking: under the button just pressed (scrolled into view) and in
+  // place of the result it did not produce.
   function showError(e) {
     const box = $('error');
-    box.replaceChildren();
-    const msg = document.createElement('span');
-    msg.className = 'error-message';
-    msg.textContent = e && e.message ? e.message : String(e);
-    box.append(msg);
-    if (e instanceof ApiError) {
-      const meta = document.createElement('span');
-      meta.className = 'error-meta';
-      meta.textContent = [e.code, 'HTTP ' + e.status, e.requestId ? 'request ' + e.requestId : '']
-        .filter(Boolean).join(' · ');
-      box.append(meta);
-    } else if (e instanceof TypeError) {
-      msg.textContent = 'Cannot reach the server (' + e.message + ')';
-    }
+    box.replaceChildren(...errorNodes(e));
     box.hidden = false;
+    $('result-error').replaceChildren(...errorNodes(e));
+    $('result-error').hidden = false;
+    box.scrollIntoView({ block: 'nearest' });
   }
 
   function clearError() {
-    $('error').hidden = true;
-    $('error').replaceChildren();
+    for (const id of ['error', 'result-error']) {
+      $(id).hidden = true;
+      $(id).replaceChildren();
+    }
   }
 
   async function getJson(url) {
-    const resp = await fetch(url, { headers: { Accept: 'application/json' } });
+    const resp = await api(url, { headers: { Accept: 'application/json' } });
     if (!resp.ok) throw await apiError(resp);
     return resp.json();
   }
@@ -240,6 +294,7 @@
   }
 
   function clearResults() {
+    $('ba').hidden = true;
     $('result-img').hidden = true;
     $('result-img').removeAttribute('src');
     $('result-cap').textContent = 'result: none yet';
@@ -325,13 +380,14 @@
   // the page ask again with output=json.
   async function runFilter() {
     const params = collectParams(false);
-    const resp = await fetch('v1/filter', { method: 'POST', body: formFor(params), headers: { Accept: 'image/png' } });
+    remember('v1/filter', params, 'image/png');
+    const resp = await api('v1/filter', { method: 'POST', body: formFor(params), headers: { Accept: 'image/png' } });
     if (!resp.ok) throw await apiError(resp);
     const blob = await resp.blob();
     let times = parseServerTiming(resp.headers.get('Server-Timing'));
     const meta = { variant: resp.headers.get('X-Edged-Variant'), id: resp.headers.get('X-Request-ID'), size: blob.size };
     if (!times) {
-      const again = await fetch('v1/filter', {
+      const again = await api('v1/filter', {
         method: 'POST', body: formFor(Object.assign({}, params, { output: 'json' })),
         headers: { Accept: 'application/json' },
       });
@@ -340,6 +396,7 @@
     }
     await showResult(blob, meta, params);
     drawTimings(times);
+    keyAccepted();
   }
 
   async function showResult(blob, meta, params) {
@@ -359,8 +416,86 @@
       ' · variant ' + (meta.variant || '?') + ' · ' + bytes(meta.size) + (meta.id ? ' · request ' + meta.id : '');
     const a = $('download');
     a.href = state.resultUrl;
-    a.download = (state.file.name || 'image').replace(/\.png$/i, '') + '-' + params.filter + '.png';
+    a.download = resultName(params);
     a.hidden = false;
+    showBeforeAfter();
+  }
+
+  const resultName = (params) => (state.file.name || 'image').replace(/\.png$/i, '') + '-' + params.filter + '.png';
+
+  /* ---- before / after ------------------------------------------------------------------------ */
+
+  // The result lies over the input, clipped to the right of the divider at pos percent.
+  function setDivider(pos) {
+    pos = Math.min(100, Math.max(0, pos));
+    $('ba-after').style.clipPath = 'inset(0 0 0 ' + pos + '%)';
+    $('ba-divider').style.left = pos + '%';
+    $('ba-pos').value = String(Math.round(pos));
+  }
+
+  function showBeforeAfter() {
+    $('ba-before').src = state.inputUrl;
+    $('ba-after').src = state.resultUrl;
+    $('ba').hidden = false;
+    setDivider(Number($('ba-pos').value));
+  }
+
+  function wireBeforeAfter() {
+    const frame = $('ba-frame');
+    const follow = (e) => {
+      const r = frame.getBoundingClientRect();
+      if (r.width > 0) setDivider((100 * (e.clientX - r.left)) / r.width);
+    };
+    frame.addEventListener('pointerdown', (e) => {
+      frame.setPointerCapture(e.pointerId);
+      frame.classList.add('dragging');
+      follow(e);
+    });
+    frame.addEventListener('pointermove', (e) => { if (frame.hasPointerCapture(e.pointerId)) follow(e); });
+    ['pointerup', 'pointercancel'].forEach((t) => frame.addEventListener(t, () => frame.classList.remove('dragging')));
+    $('ba-pos').addEventListener('input', (e) => setDivider(Number(e.target.value)));
+    [$('ba-before'), $('ba-after')].forEach((img) => img.addEventListener('load', () => fitImage(img)));
+  }
+
+  /* ---- copy as curl ------------------------------------------------------------------------ */
+
+  // Single-quoted for a POSIX shell: nothing inside is expanded.
+  const shq = (s) => "'" + String(s).replace(/'/g, "'\\''") + "'";
+
+  function remember(path, params, accept) {
+    state.lastRequest = { url: new URL(path, document.baseURI).href, params, accept, keyed: apiKey() !== '',
+      file: state.file.name || 'image.png', out: accept === 'image/png' ? resultName(params) : '' };
+    $('curl').hidden = false;
+    $('curl-text').hidden = true;
+    $('curl-status').textContent = '';
+  }
+
+  // The request just sent, as a curl command: the same multipart parts (the image from a local
+  // file of the same name) and the same params JSON. The key is a variable, never the key itself.
+  function curlLine(q) {
+    // curl -F reads ';' ',' and '"' in a file name as syntax unless the name is quoted
+    const file = /[;,"\\]/.test(q.file) ? '"' + q.file.replace(/["\\]/g, '\\$&') + '"' : q.file;
+    const lines = ['curl -sS ' + shq(q.url)];
+    if (q.keyed) lines.push('-H "Authorization: Bearer $EDGED_API_KEY"');
+    lines.push('-H ' + shq('Accept: ' + q.accept), '-F ' + shq('image=@' + file + ';type=image/png'),
+      '--form-string ' + shq('params=' + JSON.stringify(q.params)));
+    if (q.out) lines.push('-o ' + shq(q.out));
+    return lines.join(' \\\n  ');
+  }
+
+  async function copyCommand() {
+    if (!state.lastRequest) return;
+    const box = $('curl-text');
+    box.value = curlLine(state.lastRequest);
+    box.hidden = false;
+    box.select();
+    try {
+      await navigator.clipboard.writeText(box.value);
+      $('curl-status').textContent = 'copied to the clipboard';
+    } catch (_) {
+      // no clipboard access (an http:// page other than localhost, or denied): the text is selected
+      $('curl-status').textContent = 'press Ctrl+C (⌘C) to copy the selected command';
+    }
   }
 
   function drawTimings(t) {
@@ -397,9 +532,11 @@
 
   async function runCompare() {
     const params = collectParams(true);
-    const resp = await fetch('v1/compare', { method: 'POST', body: formFor(params), headers: { Accept: 'application/json' } });
+    remember('v1/compare', params, 'application/json');
+    const resp = await api('v1/compare', { method: 'POST', body: formFor(params), headers: { Accept: 'application/json' } });
     if (!resp.ok) throw await apiError(resp);
     state.lastCompare = await resp.json();
+    keyAccepted();
     drawCompare();
   }
 
@@ -484,6 +621,19 @@
     });
     $('compare').addEventListener('click', () => busy('Running every variant…', runCompare));
     $('log-scale').addEventListener('change', drawCompare);
+    $('copy-curl').addEventListener('click', copyCommand);
+    $('key-use').addEventListener('click', useKey);
+    $('api-key').addEventListener('keydown', (e) => {
+      if (e.key === 'Enter') {
+        e.preventDefault();
+        useKey();
+      }
+    });
+    $('key-forget').addEventListener('click', () => {
+      $('api-key').value = '';
+      useKey();
+    });
+    wireBeforeAfter();
     let resizeTimer = 0;
     window.addEventListener('resize', () => {
       clearTimeout(resizeTimer);
@@ -491,25 +641,54 @@
         drawCompare();
         fitImage($('input-img'));
         fitImage($('result-img'));
+        [$('ba-before'), $('ba-after')].forEach(fitImage);
       }, 150);
     });
   }
 
-  async function init() {
-    wire();
+  // A header can carry visible ASCII only; anything else would make fetch throw a TypeError that
+  // reads like a network failure.
+  function useKey() {
+    const key = $('api-key').value.trim();
+    if (key && !/^[\x21-\x7e]+$/.test(key)) {
+      keyStatus('a key is visible ASCII without spaces: this one cannot be sent', true);
+      return;
+    }
+    storeKey(key);
+    keyStatus(key ? 'key set for this tab' : 'no key', false);
+    clearError();
+    loadCatalogues();
+  }
+
+  function keyAccepted() {
+    if (apiKey()) keyStatus('key accepted', false);
+  }
+
+  async function loadCatalogues() {
     try {
       const [version, filters, variants] = await Promise.all([getJson('version'), getJson('v1/filters'),
         getJson('v1/variants')]);
       showServer(version);
       fillFilters(filters);
       fillVariants(variants);
+      keyAccepted();
       state.ready = true;
       document.body.dataset.ready = 'true';
     } catch (e) {
-      $('server-info').textContent = 'server not reachable';
+      const up = e instanceof ApiError && e.status === 401;
+      $('server-info').textContent = up ? 'server is up; ' + e.message.split(':')[0] : 'server not reachable';
+      state.ready = false;
+      delete document.body.dataset.ready;
       showError(e);
+      if (up) $('api-key').focus();
     }
     updateButtons();
+  }
+
+  function init() {
+    wire();
+    $('api-key').value = apiKey();
+    loadCatalogues();
   }
 
   init();

@@ -104,7 +104,7 @@ def metrics(url):
     samples = {}
     for line in text.splitlines():
         if not line or line.startswith("#"):
-            assert re.match(r"# (HELP|TYPE) edged_\w+ ", line) or not line, line
+            assert re.match(r"# (HELP|TYPE) (edged|process)_\w+ ", line) or not line, line
             continue
         m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})? (\S+)$', line)
         assert m, "unparsable metrics line: %r" % line

@@ -5,7 +5,10 @@ Outcomes asserted: the page and its files are served from the binary (byte-ident
 nothing is fetched from elsewhere, the filter and variant lists come from the API, the result the
 page shows has the input's size and the very pixels the API returns for the parameters set in the
 form (exact match), the timing bar shows the stages, compare draws one bar per API row, API errors
-appear with the API's own message, and at 375 px width nothing overflows sideways.
+appear with the API's own message beside the run button and in place of the result, and at 375 px
+width nothing overflows sideways. With API keys on (EDGED_API_KEYS), the page asks for a key, keeps
+it in sessionStorage and sends it as a Bearer token; the before/after divider follows drags and keys;
+"copy as curl" gives a command that, run with curl, returns the very PNG the page shows.
 Screenshots: tests/out/web/*.png. Without chromium, chromedriver or python3-selenium the browser
 tests are skipped (visibly); the HTTP checks of the page still run.
 Seed of the generated images: SEED below.
@@ -16,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 
 import numpy as np
@@ -38,6 +42,17 @@ WAIT_S = 30
 @pytest.fixture(scope="module")
 def srv():
     s = Server([])
+    yield s
+    s.stop()
+
+
+KEY = "web-test-key.0123456789"
+
+
+@pytest.fixture(scope="module")
+def keyed_srv():
+    """A server that wants Authorization: Bearer KEY on its API."""
+    s = Server([], env=dict(os.environ, EDGED_API_KEYS="other-key-abcdef," + KEY))
     yield s
     s.stop()
 
@@ -117,14 +132,15 @@ def wait(d, js, what, timeout=WAIT_S):
         pytest.fail("timed out waiting for %s (page error box: %r)" % (what, err))
 
 
-def open_page(d, srv):
+def open_page(d, srv, ready=True):
     r = requests.get(srv.url + "/", timeout=10)
     if r.status_code != 200 or not r.headers.get("Content-Type", "").startswith("text/html"):
         pytest.fail("GET / does not serve the page (%d %s): is the web hook in server/http.c and the "
                     "web_data.inc rule in the Makefile there?" % (r.status_code, r.text[:200]))
     d.get_log("browser")  # drop what earlier tests left (their expected 4xx answers)
     d.get(srv.url + "/")
-    wait(d, "document.body.dataset.ready === 'true'", "the catalogues to load")
+    if ready:
+        wait(d, "document.body.dataset.ready === 'true'", "the catalogues to load")
 
 
 def by_id(d, id_):
@@ -455,3 +471,183 @@ def test_phone_width(srv, browser, images):
     finally:
         d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     assert page_errors(d) == []
+
+
+# ---------------------------------------------------------------- API key, error placement, divider, curl
+
+
+def in_viewport(d, id_):
+    return d.execute_script("""const r = document.getElementById(arguments[0]).getBoundingClientRect();
+        return r.top >= 0 && r.bottom <= window.innerHeight && r.height > 0""", id_)
+
+
+def test_api_key_field(keyed_srv, browser, images):
+    d = browser
+    open_page(d, keyed_srv, ready=False)
+    d.execute_script("sessionStorage.clear()")
+    d.refresh()
+    # no key: the server is up and says so; the page asks for the key instead of "not reachable"
+    wait(d, "document.getElementById('key-status').textContent !== ''", "the key status")
+    info = by_id(d, "server-info").text
+    assert "not reachable" not in info and "API key required" in info, info
+    assert "required" in by_id(d, "key-status").text
+    assert by_id(d, "api-key").get_attribute("aria-invalid") == "true"
+    assert "API key required" in by_id(d, "error").text and visible(d, "error")
+    assert d.execute_script("return document.body.dataset.ready") is None
+    assert by_id(d, "run").get_attribute("disabled") is not None
+    screenshot(d, "desktop_key_required")
+    # a wrong key: rejected, named as such
+    type_into(d, "api-key", "wrong-key-123456")
+    by_id(d, "key-use").click()
+    wait(d, "document.getElementById('key-status').textContent.includes('rejected')", "the wrong key to be rejected")
+    assert "API key rejected" in by_id(d, "error").text
+    assert "unauthorized" in by_id(d, "error").text and "HTTP 401" in by_id(d, "error").text
+    # the right key (Enter in the field): catalogues load, the key sits in sessionStorage only
+    type_into(d, "api-key", KEY + "\n")
+    wait(d, "document.body.dataset.ready === 'true'", "the catalogues to load with the key")
+    assert d.execute_script("return sessionStorage.getItem('edged.apiKey')") == KEY
+    assert d.execute_script("return localStorage.length") == 0
+    assert not visible(d, "error") and by_id(d, "api-key").get_attribute("aria-invalid") is None
+    upload(d, images["png"])
+    assert click_and_settle(d, "run") == ""
+    want = requests.post(keyed_srv.url + "/v1/filter", headers={"Authorization": "Bearer " + KEY},
+                         files={"image": ("p.png", open(images["png"], "rb").read(), "image/png")},
+                         data={"params": json.dumps({"filter": "edge", "border": "zero", "color": "auto",
+                                                     "variant": "auto"})}, timeout=60)
+    assert want.status_code == 200
+    assert_same_pixels(shown_pixels(d), want.content)
+    assert by_id(d, "key-status").text == "key accepted"
+    # a reload in the same tab keeps the key
+    d.refresh()
+    wait(d, "document.body.dataset.ready === 'true'", "the catalogues to load after a reload")
+    assert by_id(d, "api-key").get_attribute("value") == KEY
+    # forget: the key leaves sessionStorage and the server asks again
+    by_id(d, "key-forget").click()
+    wait(d, "document.getElementById('key-status').textContent.includes('required')", "the key to be asked again")
+    assert d.execute_script("return sessionStorage.getItem('edged.apiKey')") is None
+    d.execute_script("sessionStorage.clear()")
+
+
+def test_error_shown_beside_the_button_and_the_result(srv, browser, images):
+    d = browser
+    open_page(d, srv)
+    upload(d, images["png"])
+    fill_form(d, {"filter": "gaussian", "size": "4"})
+    d.execute_script("window.scrollTo(0, 0)")
+    err = click_and_settle(d, "run")
+    assert "even" in err
+    # under the run button, in view
+    run, box = (d.execute_script("return document.getElementById(arguments[0]).getBoundingClientRect().toJSON()", i)
+                for i in ("run", "error"))
+    assert 0 <= box["top"] - run["bottom"] <= 60, (run, box)
+    assert in_viewport(d, "error")
+    # and in the result panel, with the same text
+    assert visible(d, "result-error")
+    assert by_id(d, "result-error").text == by_id(d, "error").text
+    assert d.execute_script("return !!document.getElementById('result-error').closest('#images')")
+    # both go with the next good run
+    fill_form(d, {"filter": "gaussian", "size": "5"})
+    assert click_and_settle(d, "run") == ""
+    assert not visible(d, "error") and not visible(d, "result-error")
+
+
+def test_before_after_divider(srv, browser, images):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    d = browser
+    open_page(d, srv)
+    upload(d, images["png"])
+    assert not visible(d, "ba")
+    assert click_and_settle(d, "run") == ""
+    assert visible(d, "ba-frame")
+    srcs = d.execute_script("return ['ba-before', 'ba-after', 'input-img', 'result-img']"
+                            ".map(i => document.getElementById(i).src)")
+    assert srcs[0] == srcs[2] and srcs[1] == srcs[3], srcs
+    wait(d, "document.getElementById('ba-after').naturalWidth > 0", "the before/after images")
+    frame = d.execute_script("return document.getElementById('ba-frame').getBoundingClientRect().toJSON()")
+    d.execute_script("document.getElementById('ba-frame').scrollIntoView({block: 'center'})")
+    frame = d.execute_script("return document.getElementById('ba-frame').getBoundingClientRect().toJSON()")
+
+    def divider_at():
+        return d.execute_script("""const f = document.getElementById('ba-frame').getBoundingClientRect();
+            const v = document.getElementById('ba-divider').getBoundingClientRect();
+            return [(v.left + v.width / 2 - f.left) / f.width, Number(document.getElementById('ba-pos').value),
+                    getComputedStyle(document.getElementById('ba-after')).clipPath]""")
+
+    pos, value, clip = divider_at()
+    assert abs(pos - 0.5) < 0.02 and value == 50 and "50%" in clip
+    # drag from the middle to a quarter of the width
+    el = by_id(d, "ba-frame")
+    ActionChains(d).move_to_element(el).click_and_hold().move_by_offset(-frame["width"] / 4, 0).release().perform()
+    pos, value, clip = divider_at()
+    assert abs(pos - 0.25) < 0.03 and abs(value - 25) <= 2 and "inset" in clip, (pos, value, clip)
+    # the pixels: left of the divider the input, right of it the result
+    shot = d.execute_script("""const f = document.getElementById('ba-frame').getBoundingClientRect();
+        return [document.elementFromPoint(f.left + f.width * 0.1, f.top + f.height / 2).id,
+                document.elementFromPoint(f.left + f.width * 0.9, f.top + f.height / 2).id]""")
+    assert shot == ["ba-before", "ba-after"], shot
+    # keyboard: the range input moves it too
+    by_id(d, "ba-pos").send_keys(Keys.END)
+    pos, value, clip = divider_at()
+    assert value == 100 and abs(pos - 1.0) < 0.03
+    by_id(d, "ba-pos").send_keys(Keys.HOME)
+    assert divider_at()[1] == 0
+    screenshot(d, "desktop_before_after")
+    assert page_errors(d) == []
+
+
+def run_curl(command, cwd, env):
+    """Runs the copied command in a POSIX shell; returns (exit status, stdout bytes, stderr text)."""
+    p = subprocess.run(["sh", "-c", command], cwd=cwd, env=env, capture_output=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr.decode(errors="replace")
+
+
+@pytest.mark.skipif(not shutil.which("curl"), reason="curl not installed: copy-as-curl command not run")
+def test_copy_as_curl(keyed_srv, browser, images, tmp_path):
+    d = browser
+    open_page(d, keyed_srv, ready=False)
+    d.execute_script("sessionStorage.setItem('edged.apiKey', arguments[0])", KEY)
+    d.refresh()
+    wait(d, "document.body.dataset.ready === 'true'", "the catalogues to load with the key")
+    d.get_log("browser")  # the 401s of the first load, before the key was set
+    upload(d, images["png"])
+    assert not visible(d, "curl")
+    fill_form(d, {"filter": "gaussian", "size": "7", "sigma": "1.5", "border": "reflect"})
+    assert click_and_settle(d, "run") == ""
+    by_id(d, "copy-curl").click()
+    wait(d, "document.getElementById('curl-status').textContent !== ''", "the copy status")
+    assert visible(d, "curl-text")
+    cmd = by_id(d, "curl-text").get_attribute("value")
+    print(cmd)
+    assert KEY not in cmd, "the key itself must not be in the command"
+    assert '-H "Authorization: Bearer $EDGED_API_KEY"' in cmd
+    assert cmd.startswith("curl ") and "'%s/v1/filter'" % keyed_srv.url in cmd
+    params = json.loads(re.search(r"--form-string 'params=(\{.*?\})'", cmd).group(1))
+    assert params == {"filter": "gaussian", "size": 7, "sigma": 1.5, "border": "reflect", "color": "auto",
+                      "variant": "auto"}
+    assert "-F 'image=@photo.png;type=image/png'" in cmd
+    out = re.search(r"-o '([^']+)'", cmd).group(1)
+    assert out == "photo-gaussian.png"
+    # run it where photo.png is: the same PNG the page shows
+    shutil.copy(images["png"], tmp_path / "photo.png")
+    rc, _, err = run_curl(cmd, tmp_path, dict(os.environ, EDGED_API_KEY=KEY))
+    assert rc == 0, err
+    got = (tmp_path / out).read_bytes()
+    assert got[:8] == b"\x89PNG\r\n\x1a\n", got[:200]
+    assert_same_pixels(shown_pixels(d), got)
+    # without the variable the server refuses it, so the header really is the one sent
+    (tmp_path / out).unlink()
+    rc, _, err = run_curl(cmd, tmp_path, {k: v for k, v in os.environ.items() if k != "EDGED_API_KEY"})
+    assert json.loads((tmp_path / out).read_bytes())["error"]["code"] == "unauthorized"
+    # compare: the command prints the JSON rows
+    assert click_and_settle(d, "compare") == ""
+    by_id(d, "copy-curl").click()
+    wait(d, "document.getElementById('curl-text').value.includes('/v1/compare')", "the compare command")
+    cmd = by_id(d, "curl-text").get_attribute("value")
+    assert "-o " not in cmd and "'Accept: application/json'" in cmd
+    rc, stdout, err = run_curl(cmd, tmp_path, dict(os.environ, EDGED_API_KEY=KEY))
+    assert rc == 0, err
+    assert json.loads(stdout)["filter"] == "gaussian" and len(json.loads(stdout)["rows"]) >= 2
+    assert page_errors(d) == []
+    d.execute_script("sessionStorage.clear()")

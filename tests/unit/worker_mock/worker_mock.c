@@ -1,6 +1,7 @@
 /* worker_mock.c — worker.c's GPU loop against mock_gpu.c: 4 streams overlap (max 4 in flight,
  * 32 x 20 ms jobs in ~160 ms), 1 stream serialises, one job's OOM fails only that job, a sticky
- * error fails every queued job and the queue, the watchdog catches a hung job. */
+ * error fails every queued job and the queue, the watchdog catches a hung job, the busy time
+ * (edged_gpu_busy_seconds_total) counts the time the device had work and no more. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -100,6 +101,9 @@ static void test_streams_oom_fatal(void)
     CHECK(ok == 32 && mock_max_busy == 4, "4 streams: %d ok, at most %d in flight", ok, (int)mock_max_busy);
     CHECK(ms < 300, "4 streams: 32 x 20 ms jobs took %.0f ms (serial would be 640)", ms);
     printf("4 streams: 32 jobs in %.0f ms\n", ms);
+    /* overlapping jobs count once: busy time is wall time with work in flight, not the 640 ms sum */
+    CHECK(worker_gpu_busy_seconds(w) >= 0.15 && worker_gpu_busy_seconds(w) <= (clock_ms() - t0) / 1e3,
+          "4 streams: busy %.3f s of %.0f ms", worker_gpu_busy_seconds(w), ms);
     mock_oom_at = mock_submits + 3;
     ok = burst(q, 8, codes);
     CHECK(ok == 7 && count(codes, 8, EDGED_E_GPU_OOM) == 1 && !worker_fatal(w, NULL), "OOM: %d ok", ok);
@@ -153,6 +157,9 @@ static void test_one_stream(void)
     ms = clock_ms() - t0;
     CHECK(ok == 16 && mock_max_busy == 1 && ms >= 320, "1 stream: %d ok, max %d, %.0f ms", ok, (int)mock_max_busy, ms);
     printf("1 stream: 16 jobs in %.0f ms\n", ms);
+    /* 16 x 20 ms one after another: busy all but the gaps between jobs */
+    CHECK(worker_gpu_busy_seconds(w) >= 0.3 && worker_gpu_busy_seconds(w) <= (clock_ms() - t0) / 1e3,
+          "1 stream: busy %.3f s of %.0f ms", worker_gpu_busy_seconds(w), ms);
     stop(q, w);
 }
 

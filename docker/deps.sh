@@ -6,7 +6,7 @@
 set -eu
 
 BUILD="make gcc g++ pkg-config libpng-dev zlib1g-dev libdeflate-dev libmicrohttpd-dev libcjson-dev help2man"
-TEST="python3 python3-numpy python3-opencv python3-pytest python3-requests python3-skimage python3-yaml python3-matplotlib shellcheck chromium chromium-driver python3-selenium curl"
+TEST="python3 python3-numpy python3-opencv python3-pytest python3-jsonschema python3-requests python3-skimage python3-yaml python3-matplotlib shellcheck chromium chromium-driver python3-selenium curl"
 DEV="clang valgrind"
 # Runtime library names differ between Debian 12 and Ubuntu 24.04 (the t64 transition): a|b
 # takes the first name the package index knows.

@@ -23,11 +23,11 @@ from requests.structures import CaseInsensitiveDict
 
 from conftest import BACKEND, ROOT, png_bytes, random_image
 from helpers import exchange, metrics, post_head, total
+from test_api import SLOW, slow_png  # noqa: F401 (a fixture): with SLOW a job of ~0.3-0.5 s
+from test_api import post as upload  # multipart: the image part, JSON params, form fields, query
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
-# A job of ~0.3-0.5 s on one core: the serial reference with a 63x63 kernel (as in test_api.py).
-SLOW = {"filter": "gaussian", "size": 63, "color": "gray", "variant": "cpu_serial"}
 KEY = "contract-key.1"
 
 
@@ -214,21 +214,9 @@ def code(r):
     return r.json()["error"]["code"]
 
 
-def upload(url, png, params=None, path="/v1/filter", headers=None, query=None, timeout=120):
-    files = {"image": ("x.png", png, "image/png")}
-    if params is not None:
-        files["params"] = (None, params if isinstance(params, str) else json.dumps(params))
-    return requests.post(url + path, files=files, params=query or {}, headers=headers or {}, timeout=timeout)
-
-
 @pytest.fixture(scope="module")
 def png():
     return png_bytes(random_image(40, 56, 3, seed=11))
-
-
-@pytest.fixture(scope="module")
-def slow_png():
-    return png_bytes(random_image(384, 384, 3, seed=3))
 
 
 # ---- every operation ----------------------------------------------------------------------------

@@ -113,12 +113,16 @@ void filter_spec_init(struct filter_spec *spec, enum filter_id id)
     spec->threshold = FILTER_DEFAULT_THRESHOLD;
 }
 
+double filter_gaussian_sigma(int n, double sigma)
+{
+    return sigma > 0.0 ? sigma : 0.3 * ((n - 1) * 0.5 - 1.0) + 0.8;
+}
+
 void filter_gaussian_1d(int n, double sigma, float *out)
 {
     double g[FILTER_MAX_SIDE], sum = 0.0, c = (n - 1) / 2.0;
 
-    if (sigma <= 0.0)
-        sigma = 0.3 * ((n - 1) * 0.5 - 1.0) + 0.8;
+    sigma = filter_gaussian_sigma(n, sigma);
     for (int i = 0; i < n; i++) {
         g[i] = exp(-(i - c) * (i - c) / (2.0 * sigma * sigma));
         sum += g[i];

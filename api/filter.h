@@ -125,6 +125,9 @@ void kernel_detect_separable(struct kernel2d *k);
  * sigma <= 0; edged always uses the formula.) */
 void filter_gaussian_1d(int n, double sigma, float *out);
 
+/* The sigma a gaussian of odd side n uses: sigma when > 0, else OpenCV's 0.3*((n-1)/2-1)+0.8. */
+double filter_gaussian_sigma(int n, double sigma);
+
 /* Multiply-adds per output pixel per plane, for GFLOP/s figures (2 flops each). */
 double filter_plan_taps(const struct filter_plan *plan);
 

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "errors.h"
@@ -150,6 +151,74 @@ cJSON *result_knobs_json(enum filter_id f)
     return a;
 }
 
+/* A float as the shortest decimal that reads back as that float (0.1f prints 0.1, not
+ * 0.10000000149), so that an echoed value is the one the client sent. */
+static double float_json(float f)
+{
+    char buf[32];
+
+    snprintf(buf, sizeof(buf), "%.7g", (double)f);
+    return strtod(buf, NULL);
+}
+
+static cJSON *taps_json(const struct filter_spec *spec)
+{
+    cJSON *rows = cJSON_CreateArray();
+
+    for (int i = 0; rows && i < spec->custom_rows; i++) {
+        cJSON *row = cJSON_CreateArray();
+        for (int j = 0; row && j < spec->custom_cols; j++)
+            cJSON_AddItemToArray(row, cJSON_CreateNumber(float_json(spec->custom_taps[i * spec->custom_cols + j])));
+        cJSON_AddItemToArray(rows, row);
+    }
+    return rows;
+}
+
+/* The value knob k had in the run: what the request gave, or the default the plan resolved. */
+static cJSON *knob_json(enum filter_knob k, const struct params *p, const struct filter_plan *plan)
+{
+    switch (k) {
+    case FILTER_KNOB_THRESHOLD:
+        return cJSON_CreateNumber(float_json(plan->threshold));
+    case FILTER_KNOB_TAPS:
+        return taps_json(&p->spec);
+    case FILTER_KNOB_NORMALIZE:
+        return cJSON_CreateBool(p->spec.custom_normalize);
+    case FILTER_KNOB_SIZE:
+        return cJSON_CreateNumber(plan->conv[0].rows);
+    case FILTER_KNOB_SIGMA:
+        return cJSON_CreateNumber(float_json((float)filter_gaussian_sigma(plan->conv[0].rows, p->spec.sigma)));
+    case FILTER_KNOB_BIT_DEPTH:
+        return cJSON_CreateNumber(p->bit_depth);
+    case FILTER_KNOB_POST:
+        return cJSON_CreateString(post_name(plan->post));
+    default:
+        return cJSON_CreateNull();
+    }
+}
+
+cJSON *result_params_json(const struct params *p, const struct filter_plan *plan, const char *variant, int block,
+                          enum params_output output)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    cJSON_AddStringToObject(o, "filter", filter_name(plan->filter));
+    cJSON_AddStringToObject(o, "variant", variant);
+    cJSON_AddStringToObject(o, "variant_requested", variant_name(p->variant));
+    if (block > 0)
+        cJSON_AddNumberToObject(o, "block", block);
+    else
+        cJSON_AddNullToObject(o, "block");
+    cJSON_AddStringToObject(o, "border", border_name(plan->border));
+    cJSON_AddStringToObject(o, "color", plan->gray ? "gray" : "rgb");
+    for (int k = 0; o && k < FILTER_KNOB_COUNT; k++)
+        if (filter_takes(plan->filter, (enum filter_knob)k))
+            cJSON_AddItemToObject(o, filter_knob_name((enum filter_knob)k), knob_json((enum filter_knob)k, p, plan));
+    cJSON_AddNumberToObject(o, "png_level", p->png_level);
+    cJSON_AddStringToObject(o, "output", output == PARAMS_OUTPUT_JSON ? "json" : "png");
+    return o;
+}
+
 /* Prints and frees root; NULL when out of memory. cJSON's adders accept NULL items, so an inner
  * allocation failure drops that field instead of crashing. */
 static char *print_free(cJSON *root)
@@ -192,6 +261,9 @@ char *result_filter_json(const struct result_filter *r)
     cJSON_AddItemToObject(root, "kernel", k);
     cJSON_AddNumberToObject(out, "bytes", (double)r->output_bytes);
     cJSON_AddItemToObject(root, "output", out);
+    if (r->params && r->plan)
+        cJSON_AddItemToObject(root, "params",
+                              result_params_json(r->params, r->plan, r->variant, r->block, PARAMS_OUTPUT_JSON));
     return print_free(root);
 }
 

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "filter.h"
+#include "params.h"
 
 struct cJSON;
 
@@ -59,7 +60,9 @@ double result_round_ms(double ms);
 /* Adds the stages of t to the JSON object obj as numbers of ms rounded to the microsecond. */
 void result_times_json(struct cJSON *obj, const struct result_times *t, enum result_times_form form);
 
-/* What POST /v1/filter reports with output=json. bandwidth_fraction < 0 and block 0 print null. */
+/* What POST /v1/filter reports with output=json. bandwidth_fraction < 0 and block 0 print null.
+ * params and plan (both may be NULL: no "params" object) are the request and the plan that ran;
+ * variant is the one that ran. */
 struct result_filter {
     const char *request_id, *filter, *variant, *backend, *device;
     int width, height, channels;
@@ -67,6 +70,8 @@ struct result_filter {
     double gflops, effective_gbps, bandwidth_fraction;
     int block;
     size_t output_bytes;
+    const struct params *params;
+    const struct filter_plan *plan;
 };
 
 /* One variant of POST /v1/compare; code != 0 marks a variant that could not serve (message). */
@@ -112,6 +117,13 @@ void result_server_timing(const struct result_times *t, char *buf, size_t cap);
 /* The names of the knobs filter f takes (filter_takes), in FILTER_KNOBS order, as a new JSON array
  * (GET /v1/filters "params"); NULL when out of memory. */
 struct cJSON *result_knobs_json(enum filter_id f);
+
+/* The parameters of a filter request as the server applied them, defaults resolved (the "params"
+ * object of a filter result): filter, variant (that ran) and variant_requested, block (null off the
+ * GPU), border, color, then the knobs the filter takes (filter_takes) in FILTER_KNOBS order,
+ * png_level and output. NULL when out of memory. */
+struct cJSON *result_params_json(const struct params *p, const struct filter_plan *plan, const char *variant,
+                                 int block, enum params_output output);
 
 /* Kernel rates of plan on a w x h image run in kernel_ms: 2 flops per tap per output sample, and
  * bytes = one float read + one float write per sample per convolution pass (the minimal traffic

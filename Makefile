@@ -169,6 +169,7 @@ HELP2MAN = v=; $(BUILD)/edged --version >/dev/null 2>&1 || v="--version-string=$
     $$v -o $(1) $(BUILD)/edged
 
 INSTALL_DOCS := README.md $(wildcard docs/*.md)
+CLIENT_FILES := $(wildcard docs/clients/*.py docs/clients/*.mjs)
 # The binary into $(DESTDIR)$(BINDIR), its man page, the docs into $(DOCDIR) and api/openapi.yaml
 # into $(DATADIR) (EDGED_OPENAPI names it).
 install: $(BUILD)/edged
@@ -179,12 +180,15 @@ install: $(BUILD)/edged
 	else echo "install: help2man not found (Debian package help2man): no man page installed"; fi
 	install -d $(DESTDIR)$(DOCDIR)
 	install -m 0644 $(INSTALL_DOCS) $(DESTDIR)$(DOCDIR)
+	install -d $(DESTDIR)$(DOCDIR)/clients
+	install -m 0644 $(CLIENT_FILES) $(DESTDIR)$(DOCDIR)/clients
 	install -D -m 0644 api/openapi.yaml $(DESTDIR)$(DATADIR)/openapi.yaml
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/edged $(DESTDIR)$(MANDIR)/man1/edged.1 $(DESTDIR)$(DATADIR)/openapi.yaml
-	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(INSTALL_DOCS)))
-	@rmdir $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR) 2>/dev/null || true
+	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(INSTALL_DOCS))) \
+	  $(addprefix $(DESTDIR)$(DOCDIR)/clients/,$(notdir $(CLIENT_FILES)))
+	@rmdir $(DESTDIR)$(DOCDIR)/clients $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR) 2>/dev/null || true
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan GPU=0 \

@@ -52,3 +52,13 @@ int img_check_size(int w, int h, char *err)
                           (size_t)IMG_MAX_PIXELS);
     return 0;
 }
+
+int img_same(const struct img *a, const struct img *b)
+{
+    if (a->w != b->w || a->h != b->h || a->ch != b->ch || !a->px || !b->px || a->packed || b->packed)
+        return 0;
+    for (int y = 0; y < a->h; y++)
+        if (memcmp(a->px + (size_t)y * a->stride, b->px + (size_t)y * b->stride, (size_t)a->w * (size_t)a->ch))
+            return 0;
+    return 1;
+}

@@ -29,6 +29,10 @@ struct img {
  * (message in err, which may be NULL). */
 int img_alloc(struct img *im, int w, int h, int ch, char *err);
 
+/* 1 when a and b have pixels, the same size and channel count, and the same samples (strides may
+ * differ); 0 otherwise. Both must be unpacked. */
+int img_same(const struct img *a, const struct img *b);
+
 /* Frees the pixels and zeroes the struct; accepts NULL and an image never allocated. */
 void img_free(struct img *im);
 

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <zlib.h>
 
 static inline void fuzz_put_be32(uint8_t *p, uint32_t v)
@@ -27,6 +29,20 @@ static inline void fuzz_fix_crcs(uint8_t *d, size_t size)
         fuzz_put_be32(d + pos + 8 + n, (uint32_t)crc32(0, d + pos + 4, (uInt)(n + 4)));
         pos += 12 + n;
     }
+}
+
+/* Runs one() on the input as given, then on a copy with every chunk CRC recomputed. */
+static inline void fuzz_png_both(const uint8_t *data, size_t size, void (*one)(const uint8_t *, size_t))
+{
+    uint8_t *copy;
+
+    one(data, size);
+    if (size < 8 || !(copy = malloc(size)))
+        return;
+    memcpy(copy, data, size);
+    fuzz_fix_crcs(copy, size);
+    one(copy, size);
+    free(copy);
 }
 
 #endif

@@ -9,28 +9,13 @@
 #include <zlib.h>
 
 #include "check.h"
+#include "pngbuf.h"
 #include "clock.h"
 #include "errors.h"
 #include "image.h"
 #include "png_decode.h"
 #include "png_io.h"
 
-
-struct buf {
-    uint8_t *p;
-    size_t len, cap;
-};
-
-static void buf_add(struct buf *b, const void *data, size_t n)
-{
-    if (b->len + n > b->cap) {
-        b->cap = (b->len + n) * 2 + 64;
-        if (!(b->p = realloc(b->p, b->cap)))
-            abort();
-    }
-    memcpy(b->p + b->len, data, n);
-    b->len += n;
-}
 
 static uint32_t be32(const uint8_t *p)
 {
@@ -74,16 +59,6 @@ static const char *suite_dir(void)
 
 /* ---- the comparison every case goes through ---- */
 
-static int same_image(const struct img *a, const struct img *b)
-{
-    if (a->w != b->w || a->h != b->h || a->ch != b->ch || !a->px || !b->px)
-        return 0;
-    for (int y = 0; y < a->h; y++)
-        if (memcmp(a->px + (size_t)y * a->stride, b->px + (size_t)y * b->stride, (size_t)a->w * a->ch))
-            return 0;
-    return 1;
-}
-
 static int lenient_seen;
 
 /* pngio_decode and pngio_decode_libpng agree: the same image, or the same code and message.
@@ -102,13 +77,13 @@ static int compare(const char *what, const uint8_t *data, size_t len, const stru
     } else {
         CHECK(rf == rr, "%s: fast decoder %d (%s), libpng %d (%s)", what, rf, ef, rr, er);
         if (rf == rr && rf == 0)
-            CHECK(same_image(&fast, &ref), "%s: images differ (%dx%dx%d vs %dx%dx%d)", what, fast.w, fast.h,
+            CHECK(img_same(&fast, &ref), "%s: images differ (%dx%dx%d vs %dx%dx%d)", what, fast.w, fast.h,
                   fast.ch, ref.w, ref.h, ref.ch);
         else if (rf == rr)
             CHECK(strcmp(ef, er) == 0 && !fast.px && !ref.px, "%s: messages differ: '%s' vs '%s'", what, ef, er);
     }
     if (rd == 0)
-        CHECK(same_image(&direct, &fast), "%s: pngdec_decode differs from pngio_decode", what);
+        CHECK(img_same(&direct, &fast), "%s: pngdec_decode differs from pngio_decode", what);
     img_free(&direct);
     img_free(&fast);
     img_free(&ref);
@@ -304,7 +279,7 @@ static void test_big_rgb(void)
     t1 = clock_ms();
     ok &= pngio_decode_libpng(b.p, b.len, NULL, &r, err) == 0;
     t2 = clock_ms();
-    CHECK(ok && same_image(&a, &r), "2048x2048 RGB: %s", err);
+    CHECK(ok && img_same(&a, &r), "2048x2048 RGB: %s", err);
     compare("2048x2048 RGB", b.p, b.len, NULL, &fast);
     CHECK(fast, "2048x2048 RGB: not served by the fast decoder");
     printf("2048x2048 RGB (%zu bytes): fast %.1f ms, libpng %.1f ms (one run each, unwarmed)\n", b.len, t1 - t0,
@@ -433,7 +408,7 @@ static void roundtrip(const struct img *src, int level)
     char err[EDGED_ERR_LEN] = "";
     int rc = pngio_encode(src, level, 8, &png, &len, err);
 
-    CHECK(rc == 0 && pngio_decode_libpng(png, len, NULL, &back, err) == 0 && same_image(src, &back),
+    CHECK(rc == 0 && pngio_decode_libpng(png, len, NULL, &back, err) == 0 && img_same(src, &back),
           "encode %dx%dx%d level %d: libpng reads back something else (%s)", src->w, src->h, src->ch, level, err);
     CHECK(pngio_encode(src, level, 8, &png2, &len2, err) == 0 && len2 == len && !memcmp(png, png2, len),
           "encode %dx%dx%d level %d: not deterministic", src->w, src->h, src->ch, level);

@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include "check.h"
+#include "pngbuf.h"
 #include "errors.h"
 #include "image.h"
 #include "png_io.h"
@@ -25,24 +26,6 @@ static long peak_rss_kb(void)
 }
 
 /* ---- byte buffers and hand-built PNGs (zlib only, no libpng, so they test libpng's view) ---- */
-
-struct buf {
-    uint8_t *p;
-    size_t len, cap;
-};
-
-static void buf_add(struct buf *b, const void *data, size_t n)
-{
-    if (b->len + n > b->cap) {
-        b->cap = (b->len + n) * 2 + 64;
-        b->p = realloc(b->p, b->cap);
-        if (!b->p)
-            abort();
-    }
-    if (n)
-        memcpy(b->p + b->len, data, n);
-    b->len += n;
-}
 
 static void put32(uint8_t *p, uint32_t v)
 {

@@ -507,14 +507,21 @@ def test_429_queue_full(make_server, slow_png):
     assert m[("edged_rejections_total", frozenset({("reason", "queue_full")}))] == codes.count(429)
 
 
-def test_504_deadline(make_server, slow_png, image):
+def deadline_exceeded(make_server, slow_png, image):
+    """One worker, a 100 ms queue deadline: a slow job runs while a second one waits past its
+    deadline. Returns the slow job's status and the late job's answer."""
     s = make_server("--queue-deadline-ms", "100", "--cpu-workers", "1")
     with cf.ThreadPoolExecutor(2) as ex:
         first = ex.submit(post, s.url, slow_png, SLOW)
         time.sleep(0.05)
         late = ex.submit(post, s.url, image, {"variant": "cpu_serial"})
-        assert first.result().status_code == 200
-        assert_error(late.result(), 504, "deadline_exceeded", ["100 ms"])
+        return first.result().status_code, late.result()
+
+
+def test_504_deadline(make_server, slow_png, image):
+    first, late = deadline_exceeded(make_server, slow_png, image)
+    assert first == 200
+    assert_error(late, 504, "deadline_exceeded", ["100 ms"])
 
 
 def test_503_backend_gpu_without_device(make_server, image):

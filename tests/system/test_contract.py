@@ -25,6 +25,7 @@ from requests.structures import CaseInsensitiveDict
 from conftest import BACKEND, ROOT, png_bytes, random_image
 from helpers import exchange, metrics, post_head, total
 from test_api import SLOW, slow_png  # noqa: F401 (a fixture): with SLOW a job of ~0.3-0.5 s
+from test_api import deadline_exceeded
 from test_api import post as upload  # multipart: the image part, JSON params, form fields, query
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -367,13 +368,9 @@ def test_503_draining(make_server, doc, png, slow_png):
 
 
 def test_504(make_server, doc, png, slow_png):
-    s = make_server("--queue-deadline-ms", "100", "--cpu-workers", "1")
-    with cf.ThreadPoolExecutor(2) as ex:
-        first = ex.submit(upload, s.url, slow_png, SLOW)
-        time.sleep(0.05)
-        late = ex.submit(upload, s.url, png, {"variant": "cpu_serial"})
-        assert first.result().status_code == 200
-        assert code(check(doc, late.result(), "/v1/filter", "post", 504)) == "deadline_exceeded"
+    first, late = deadline_exceeded(make_server, slow_png, png)
+    assert first == 200
+    assert code(check(doc, late, "/v1/filter", "post", 504)) == "deadline_exceeded"
 
 
 # ---- the params echo ----------------------------------------------------------------------------

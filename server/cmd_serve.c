@@ -24,15 +24,40 @@
 #define SERVE_FATAL_WAIT_MS 3000 /* after a fatal GPU error: most time to let answers go out */
 #define SERVE_TRIM_MS 5000     /* how often freed heap memory is handed back to the system */
 
-/* The signals that drain the service. Blocked in every thread (they inherit the mask) and taken
- * synchronously by the main loop with sigtimedwait, so no handler runs at an arbitrary point. */
+/* The signals the main loop takes. Blocked in every thread (they inherit the mask) and taken
+ * synchronously with sigtimedwait, so no handler runs at an arbitrary point. SIGTERM, SIGINT and
+ * SIGQUIT drain; SIGHUP, SIGUSR1 and SIGUSR2 are logged and ignored (there is no configuration to
+ * reload and no log file to reopen), so that a stray `kill -HUP` loses no request. */
+static const struct {
+    int signo;
+    const char *name;
+    int drains;
+} serve_signals[] = {
+    {SIGTERM, "SIGTERM", 1}, {SIGINT, "SIGINT", 1},   {SIGQUIT, "SIGQUIT", 1},
+    {SIGHUP, "SIGHUP", 0},   {SIGUSR1, "SIGUSR1", 0}, {SIGUSR2, "SIGUSR2", 0},
+};
+#define SERVE_NSIGNALS (sizeof(serve_signals) / sizeof(serve_signals[0]))
+
 static void signals_block(sigset_t *set)
 {
     sigemptyset(set);
-    sigaddset(set, SIGTERM);
-    sigaddset(set, SIGINT);
+    for (size_t i = 0; i < SERVE_NSIGNALS; i++)
+        sigaddset(set, serve_signals[i].signo);
     pthread_sigmask(SIG_BLOCK, set, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN); /* a client gone mid-answer is an error on that socket, not an exit */
+}
+
+/* Returns 1 when signo drains the service; logs and returns 0 for one the service ignores. */
+static int signal_drains(int signo)
+{
+    for (size_t i = 0; i < SERVE_NSIGNALS; i++)
+        if (serve_signals[i].signo == signo) {
+            if (!serve_signals[i].drains)
+                log_event("info", "signal", "%s received: ignored (SIGTERM, SIGINT or SIGQUIT drain)",
+                          serve_signals[i].name);
+            return serve_signals[i].drains;
+        }
+    return 0;
 }
 
 static void log_start(const struct serve_config *cfg, const struct service *s)
@@ -58,7 +83,7 @@ static int wait_in_flight(struct http_server *h, int ms)
     return http_in_flight(h);
 }
 
-/* SIGTERM/SIGINT: not ready at once and new requests refused (503), the listener closed after
+/* SIGTERM/SIGINT/SIGQUIT: not ready at once and new requests refused (503), the listener closed after
  * the grace period; every request admitted before keeps its place and is finished, then the
  * queue closes and the workers end. Past --drain-timeout-s what is left is answered 503. */
 static void drain(struct service *s, struct http_server *h, int signo)
@@ -106,7 +131,7 @@ static int main_loop(struct service *s, struct http_server *h, const sigset_t *s
 
     for (;;) {
         signo = sigtimedwait(set, NULL, &tick);
-        if (signo == SIGTERM || signo == SIGINT) {
+        if (signo > 0 && signal_drains(signo)) {
             drain(s, h, signo);
             return EXIT_OK;
         }
@@ -194,6 +219,8 @@ static int serve_run(const struct serve_config *cfg, const sigset_t *set)
 out:
     if (rc < 0)
         log_event("error", "start", "%s", err);
+    if (rc == EDGED_E_USAGE)
+        status = EXIT_USAGE; /* a configuration error found at start, like a bad flag */
     queue_close(s.q);
     http_stop(h);
     /* After a fatal GPU error the context is poisoned (or a kernel still spins): closing it could

@@ -1,6 +1,7 @@
 /* config.c — one table of options drives defaults, environment, flags, usage and the start line. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -136,6 +137,7 @@ static int load_args(struct serve_config *cfg, int argc, char **argv, char *err)
 int config_load(struct serve_config *cfg, int argc, char **argv, char *err)
 {
     const char *env;
+    struct in_addr addr;
     long cores;
     int rc;
 
@@ -148,6 +150,8 @@ int config_load(struct serve_config *cfg, int argc, char **argv, char *err)
             return rc;
     if ((rc = load_args(cfg, argc, argv, err)) != 0)
         return rc;
+    if (inet_pton(AF_INET, cfg->host, &addr) != 1)
+        return edged_fail(err, EDGED_E_USAGE, "host: '%.64s' is not an IPv4 address", cfg->host);
     if ((rc = auth_keys_check(cfg->api_keys, NULL, err)) < 0)
         return rc;
     for (const char *p = cfg->cors_origin; *p; p++)

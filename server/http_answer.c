@@ -21,6 +21,9 @@ static void add_common_headers(struct http_req *r, struct MHD_Response *resp)
     MHD_add_response_header(resp, "X-Request-ID", r->id);
     MHD_add_response_header(resp, "Server-Timing", timing);
     MHD_add_response_header(resp, "Cache-Control", "no-store");
+#define HTTP_ADD_HEADER(name, value) MHD_add_response_header(resp, name, value);
+    HTTP_SECURITY_HEADERS(HTTP_ADD_HEADER)
+#undef HTTP_ADD_HEADER
     if (r->s->cors[0]) {
         MHD_add_response_header(resp, "Access-Control-Allow-Origin", r->s->cors);
         MHD_add_response_header(resp, "Access-Control-Expose-Headers", HTTP_CORS_EXPOSE);

@@ -69,6 +69,8 @@ static void linger_drain(int fd)
     }
 }
 
+#define HTTP_RAW_HEADER(name, value) name ": " value "\r\n"
+
 /* The answer is written like add_common_headers would, plus Content-Length and Connection: close;
  * then the write side is shut and the client's rest read for a moment (linger_drain). */
 void http_guard_raw_error(struct http_req *r, int code, const char *msg, const char *xh, const char *xv)
@@ -91,7 +93,8 @@ void http_guard_raw_error(struct http_req *r, int code, const char *msg, const c
         snprintf(extra, sizeof(extra), "%.40s: %.200s\r\n", xh, xv);
     snprintf(head, sizeof(head),
              "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n"
-             "X-Request-ID: %s\r\nServer-Timing: %.511s\r\nCache-Control: no-store\r\n%.399s%.299s\r\n",
+             "X-Request-ID: %s\r\nServer-Timing: %.511s\r\nCache-Control: no-store\r\n" HTTP_SECURITY_HEADERS(
+                 HTTP_RAW_HEADER) "%.399s%.299s\r\n",
              status, MHD_get_reason_phrase_for((unsigned)status), blen, r->id, timing, cors, extra);
     r->error = edged_err_name(code);
     metrics_reject(r->s->m, code);

@@ -14,6 +14,12 @@
 #include "upload.h"
 
 #define HTTP_CORS_EXPOSE "X-Request-ID, Server-Timing, X-Edged-Variant, Retry-After"
+/* Headers on every answer, both writers: no MIME sniffing, never framed (the web page is served
+ * top-level from the same origin). X(name, value) for each. */
+#define HTTP_SECURITY_HEADERS(X)                                                                   \
+    X("X-Content-Type-Options", "nosniff")                                                        \
+    X("X-Frame-Options", "DENY")                                                                   \
+    X("Content-Security-Policy", "frame-ancestors 'none'")
 #define HTTP_DRAIN_MAX (4u << 20) /* a refused request's body up to this is read and dropped */
 
 /* One TCP connection, tracked so that http_reap can cut those whose request never completes:

@@ -116,9 +116,10 @@ static size_t number_token_len(const char *s, size_t n)
     return i;
 }
 
-/* What cJSON does not check: every number token must be exactly a JSON number ("05", "5." and
- * "+1" are not) and no string may hold \u0000 (cJSON would cut it there). Strings are skipped
- * with their escapes; the last object key seen names the field in the message. */
+/* What cJSON does not check: every number token must be exactly a JSON number ("05", "5.", "+1"
+ * and ".5" are not), strings must be valid UTF-8 and none may hold \u0000 (cJSON would cut it
+ * there). Strings are skipped with their escapes; the last object key seen names the field in
+ * the message. */
 static int json_strict(const char *what, const char *s, size_t len, char *err)
 {
     char key[PARAMS_QUOTE_MAX + 1] = "", q[PARAMS_QUOTE_MAX + 1];
@@ -127,6 +128,11 @@ static int json_strict(const char *what, const char *s, size_t len, char *err)
     while (i < len) {
         if (s[i] == '"') {
             for (start = ++i; i < len && s[i] != '"'; i++) {
+                if ((unsigned char)s[i] >= 0x80 && (n = utf8_seq((const unsigned char *)s + i, len - i)) > 0)
+                    i += n - 1;
+                else if ((unsigned char)s[i] >= 0x80)
+                    return edged_fail(err, EDGED_E_PARAM, "%s%s%s: string is not valid UTF-8", what,
+                                      key[0] ? "." : "", key);
                 if (s[i] != '\\')
                     continue;
                 if (i + 5 < len && memcmp(s + i, "\\u0000", 6) == 0)
@@ -143,7 +149,7 @@ static int json_strict(const char *what, const char *s, size_t len, char *err)
                 q[n] = '\0';
                 params_quote(q, key);
             }
-        } else if (s[i] == '-' || (s[i] >= '0' && s[i] <= '9')) {
+        } else if (s[i] == '-' || s[i] == '+' || s[i] == '.' || (s[i] >= '0' && s[i] <= '9')) {
             n = number_token_len(s + i, len - i);
             if (json_number_len(s + i, len - i) != n) {
                 memcpy(q, s + i, n < PARAMS_QUOTE_MAX ? n : PARAMS_QUOTE_MAX);
@@ -515,10 +521,10 @@ static int json_parse(const char *what, const char *text, size_t len, cJSON **ou
         return edged_fail(err, EDGED_E_PARAM, "%s: JSON starts with a byte-order mark", what);
     if (memchr(text, '\0', len))
         return edged_fail(err, EDGED_E_PARAM, "%s: JSON contains a NUL byte", what);
-    if (!utf8_valid(text, len))
-        return edged_fail(err, EDGED_E_PARAM, "%s: JSON is not valid UTF-8", what);
     if (json_strict(what, text, len, err) < 0)
         return EDGED_E_PARAM;
+    if (!utf8_valid(text, len)) /* strings were checked above, naming their field; this is the rest */
+        return edged_fail(err, EDGED_E_PARAM, "%s: JSON is not valid UTF-8", what);
     if (json_depth(text, len, PARAMS_MAX_DEPTH) > PARAMS_MAX_DEPTH)
         return edged_fail(err, EDGED_E_PARAM, "%s: JSON nested deeper than %d", what, PARAMS_MAX_DEPTH);
     if (!(copy = malloc(len + 1)))

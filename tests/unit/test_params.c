@@ -244,7 +244,7 @@ static void test_knob_table(void)
 /* Numbers exactly as JSON defines them, in the JSON params and in text values alike. */
 static void test_strict_numbers(void)
 {
-    static const char *const bad[] = {"05", "5.", "-05", "5.e3", "1e", "1e+", "00", "-", "1.2.3", "0x10", "1-2"};
+    static const char *const bad[] = {"05", "5.", "-05", "5.e3", "1e", "1e+", "00", "-", "1.2.3", "0x10", "1-2", "+5", ".5"};
     static const char *const good[] = {"5", "0", "5.5", "5e2", "5E+2", "50e-1", "0.5"};
     char text[64];
     struct params p;

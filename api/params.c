@@ -71,36 +71,36 @@ static int utf8_valid(const char *s, size_t n)
     return 1;
 }
 
+static size_t digits_end(const char *s, size_t i, size_t n)
+{
+    while (i < n && s[i] >= '0' && s[i] <= '9')
+        i++;
+    return i;
+}
+
 /* Length of the JSON number at s (RFC 8259: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?), or
  * 0 where s[0..n) does not start with one. */
 static size_t json_number_len(const char *s, size_t n)
 {
-    size_t i = 0, d;
+    size_t i = n > 0 && s[0] == '-', d;
 
-#define DIGITS(from) for (d = (from); d < n && s[d] >= '0' && s[d] <= '9'; d++)
-    if (i < n && s[i] == '-')
-        i++;
     if (i < n && s[i] == '0')
         i++;
-    else if (i < n && s[i] >= '1' && s[i] <= '9') {
-        DIGITS(i + 1);
-        i = d;
-    } else
+    else if (i < n && s[i] >= '1' && s[i] <= '9')
+        i = digits_end(s, i + 1, n);
+    else
         return 0;
     if (i < n && s[i] == '.') {
-        DIGITS(i + 1);
-        if (d == i + 1)
+        if ((d = digits_end(s, i + 1, n)) == i + 1)
             return 0;
         i = d;
     }
     if (i < n && (s[i] == 'e' || s[i] == 'E')) {
         i += i + 1 < n && (s[i + 1] == '+' || s[i + 1] == '-') ? 2 : 1;
-        DIGITS(i);
-        if (d == i)
+        if ((d = digits_end(s, i, n)) == i)
             return 0;
         i = d;
     }
-#undef DIGITS
     return i;
 }
 

@@ -73,6 +73,8 @@ def test_invalid_utf8_refused_never_echoed(server, small):
     refused(*raw_post(server.url, "/v1/filter", body, ctype), "UTF-8")
     body, ctype = multipart([("image", small, ""), ("color", b"gr\xe9y", "")])
     refused(*raw_post(server.url, "/v1/filter", body, ctype), "color")
+    # Any message that quotes input (here the path of a 404) is ASCII: result_escape writes '?'.
+    refused(*raw_post(server.url, "/v1/filt%FF%C3%A9r", small), "no resource", http_status=404, code="not_found")
 
 
 def test_repeated_keys_refused_within_a_source(server, small):

@@ -32,7 +32,8 @@ extern "C" {
     X(EDGED_E_DEADLINE, -17, 504, "deadline_exceeded", "job waited past its queue deadline")      \
     X(EDGED_E_IO, -18, 500, "io_error", "I/O error")                                              \
     X(EDGED_E_INTERNAL, -19, 500, "internal", "internal error")                                   \
-    X(EDGED_E_UNAUTHORIZED, -20, 401, "unauthorized", "missing or invalid API key")
+    X(EDGED_E_UNAUTHORIZED, -20, 401, "unauthorized", "missing or invalid API key")               \
+    X(EDGED_E_URI_TOO_LONG, -21, 414, "uri_too_long", "query string too long")
 
 #define EDGED_ERR_ENUM(sym, val, status, name, msg) sym = val,
 enum edged_err { EDGED_ERRORS(EDGED_ERR_ENUM) };

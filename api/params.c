@@ -25,6 +25,146 @@ struct field {
 
 #define COMMON (-1)
 
+/* Any byte but printable ASCII becomes '?', so that no control or non-UTF-8 byte of the input
+ * reaches an answer or a log. */
+const char *params_quote(const char *s, char *buf)
+{
+    size_t n = 0;
+
+    for (; s && s[n] && n < PARAMS_QUOTE_MAX; n++)
+        buf[n] = (unsigned char)s[n] >= 0x20 && (unsigned char)s[n] < 0x7f ? s[n] : '?';
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Length of the UTF-8 sequence at s (at most n bytes), or 0 where it is not valid UTF-8
+ * (overlong forms, surrogates and code points past U+10FFFF included). */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    size_t len = s[0] < 0x80 ? 1 : s[0] >= 0xC2 && s[0] <= 0xDF ? 2 : s[0] >= 0xE0 && s[0] <= 0xEF ? 3
+                                                                  : s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : 0;
+    unsigned lo = 0x80, hi = 0xBF;
+
+    if (len == 0 || len > n)
+        return 0;
+    if (s[0] == 0xE0)
+        lo = 0xA0;
+    else if (s[0] == 0xED)
+        hi = 0x9F;
+    else if (s[0] == 0xF0)
+        lo = 0x90;
+    else if (s[0] == 0xF4)
+        hi = 0x8F;
+    if (len > 1 && (s[1] < lo || s[1] > hi))
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    return len;
+}
+
+static int utf8_valid(const char *s, size_t n)
+{
+    for (size_t i = 0, k; i < n; i += k)
+        if (!(k = utf8_seq((const unsigned char *)s + i, n - i)))
+            return 0;
+    return 1;
+}
+
+static size_t digits_end(const char *s, size_t i, size_t n)
+{
+    while (i < n && s[i] >= '0' && s[i] <= '9')
+        i++;
+    return i;
+}
+
+/* Length of the JSON number at s (RFC 8259: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?), or
+ * 0 where s[0..n) does not start with one. */
+static size_t json_number_len(const char *s, size_t n)
+{
+    size_t i = n > 0 && s[0] == '-', d;
+
+    if (i < n && s[i] == '0')
+        i++;
+    else if (i < n && s[i] >= '1' && s[i] <= '9')
+        i = digits_end(s, i + 1, n);
+    else
+        return 0;
+    if (i < n && s[i] == '.') {
+        if ((d = digits_end(s, i + 1, n)) == i + 1)
+            return 0;
+        i = d;
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i += i + 1 < n && (s[i + 1] == '+' || s[i + 1] == '-') ? 2 : 1;
+        if ((d = digits_end(s, i, n)) == i)
+            return 0;
+        i = d;
+    }
+    return i;
+}
+
+/* Span of the number-like token at s: letters, digits, '.', '+' and '-' up to the next
+ * delimiter, so that "0x10" and "5.e3" are judged whole. */
+static size_t number_token_len(const char *s, size_t n)
+{
+    size_t i = 0;
+
+    while (i < n && s[i] && (strchr("+-.", s[i]) || (s[i] >= '0' && s[i] <= '9') ||
+                             ((s[i] | 0x20) >= 'a' && (s[i] | 0x20) <= 'z')))
+        i++;
+    return i;
+}
+
+/* What cJSON does not check: every number token must be exactly a JSON number ("05", "5.", "+1"
+ * and ".5" are not), strings must be valid UTF-8 and none may hold \u0000 (cJSON would cut it
+ * there). Strings are skipped with their escapes; the last object key seen names the field in
+ * the message. */
+static int json_strict(const char *what, const char *s, size_t len, char *err)
+{
+    char key[PARAMS_QUOTE_MAX + 1] = "", q[PARAMS_QUOTE_MAX + 1];
+    size_t i = 0, start, n;
+
+    while (i < len) {
+        if (s[i] == '"') {
+            for (start = ++i; i < len && s[i] != '"'; i++) {
+                if ((unsigned char)s[i] >= 0x80 && (n = utf8_seq((const unsigned char *)s + i, len - i)) > 0)
+                    i += n - 1;
+                else if ((unsigned char)s[i] >= 0x80)
+                    return edged_fail(err, EDGED_E_PARAM, "%s%s%s: string is not valid UTF-8", what,
+                                      key[0] ? "." : "", key);
+                if (s[i] != '\\')
+                    continue;
+                if (i + 5 < len && memcmp(s + i, "\\u0000", 6) == 0)
+                    return edged_fail(err, EDGED_E_PARAM, "%s%s%s: string contains U+0000", what,
+                                      key[0] ? "." : "", key);
+                i++;
+            }
+            n = i - start < PARAMS_QUOTE_MAX ? i - start : PARAMS_QUOTE_MAX;
+            i++;
+            while (i < len && strchr(" \t\r\n", s[i]))
+                i++;
+            if (i < len && s[i] == ':') {
+                memcpy(q, s + start, n);
+                q[n] = '\0';
+                params_quote(q, key);
+            }
+        } else if (s[i] == '-' || s[i] == '+' || s[i] == '.' || (s[i] >= '0' && s[i] <= '9')) {
+            n = number_token_len(s + i, len - i);
+            if (json_number_len(s + i, len - i) != n) {
+                memcpy(q, s + i, n < PARAMS_QUOTE_MAX ? n : PARAMS_QUOTE_MAX);
+                q[n < PARAMS_QUOTE_MAX ? n : PARAMS_QUOTE_MAX] = '\0';
+                return edged_fail(err, EDGED_E_PARAM, "%s%s%s: '%s' is not a JSON number", what,
+                                  key[0] ? "." : "", key, q);
+            }
+            i += n;
+        } else {
+            i++;
+        }
+    }
+    return 0;
+}
+
 static int type_error(const char *field, const char *want, const cJSON *v, char *err)
 {
     const char *got = cJSON_IsString(v)   ? "a string"
@@ -65,12 +205,14 @@ static int get_int(const cJSON *v, const char *field, int lo, int hi, int *out, 
 static int get_enum(const cJSON *v, const char *field, int (*from_name)(const char *), const char *names,
                     int *out, char *err)
 {
+    char q[PARAMS_QUOTE_MAX + 1];
     int id;
 
     if (!cJSON_IsString(v))
         return type_error(field, "a string", v, err);
     if ((id = from_name(v->valuestring)) < 0)
-        return edged_fail(err, EDGED_E_PARAM, "%s: unknown value '%.64s' (%s)", field, v->valuestring, names);
+        return edged_fail(err, EDGED_E_PARAM, "%s: unknown value '%s' (%s)", field, params_quote(v->valuestring, q),
+                          names);
     *out = id;
     return 0;
 }
@@ -100,6 +242,7 @@ static int set_variant(struct params *p, const cJSON *v, char *err)
 static int set_variants(struct params *p, const cJSON *v, char *err)
 {
     const cJSON *item;
+    char q[PARAMS_QUOTE_MAX + 1];
     unsigned set = 0;
     int id;
 
@@ -113,7 +256,8 @@ static int set_variants(struct params *p, const cJSON *v, char *err)
             return type_error("variants[]", "a string", item, err);
         id = variant_from_name(item->valuestring);
         if (id < 0 || id == VARIANT_AUTO)
-            return edged_fail(err, EDGED_E_PARAM, "variants: unknown variant '%.64s'", item->valuestring);
+            return edged_fail(err, EDGED_E_PARAM, "variants: unknown variant '%s'",
+                              params_quote(item->valuestring, q));
         set |= 1u << id;
     }
     if (!set)
@@ -315,6 +459,8 @@ const char *params_field_name(unsigned bit)
     return "?";
 }
 
+void params_source_begin(struct params *p) { p->source_seen = 0; }
+
 void params_init(struct params *p, enum params_mode mode)
 {
     memset(p, 0, sizeof(*p));
@@ -375,6 +521,10 @@ static int json_parse(const char *what, const char *text, size_t len, cJSON **ou
         return edged_fail(err, EDGED_E_PARAM, "%s: JSON starts with a byte-order mark", what);
     if (memchr(text, '\0', len))
         return edged_fail(err, EDGED_E_PARAM, "%s: JSON contains a NUL byte", what);
+    if (json_strict(what, text, len, err) < 0)
+        return EDGED_E_PARAM;
+    if (!utf8_valid(text, len)) /* strings were checked above, naming their field; this is the rest */
+        return edged_fail(err, EDGED_E_PARAM, "%s: JSON is not valid UTF-8", what);
     if (json_depth(text, len, PARAMS_MAX_DEPTH) > PARAMS_MAX_DEPTH)
         return edged_fail(err, EDGED_E_PARAM, "%s: JSON nested deeper than %d", what, PARAMS_MAX_DEPTH);
     if (!(copy = malloc(len + 1)))
@@ -393,7 +543,7 @@ static int json_parse(const char *what, const char *text, size_t len, cJSON **ou
 
 static int text_value(const struct field *f, const char *value, cJSON **out, char *err)
 {
-    char *list, *tok, *save = NULL;
+    char *list, *tok, *save = NULL, q[PARAMS_QUOTE_MAX + 1];
     int rc = 0;
 
     switch (f->text) {
@@ -402,12 +552,13 @@ static int text_value(const struct field *f, const char *value, cJSON **out, cha
         break;
     case TEXT_BOOL:
         if (strcmp(value, "true") && strcmp(value, "false") && strcmp(value, "1") && strcmp(value, "0"))
-            return edged_fail(err, EDGED_E_PARAM, "%s: '%.64s' is not true, false, 1 or 0", f->name, value);
+            return edged_fail(err, EDGED_E_PARAM, "%s: '%s' is not true, false, 1 or 0", f->name,
+                              params_quote(value, q));
         *out = cJSON_CreateBool(value[0] == 't' || value[0] == '1');
         break;
     case TEXT_JSON:
         if ((rc = json_parse(f->name, value, strlen(value), out, err)) < 0)
-            return edged_fail(err, rc, "%s: '%.64s' is not a valid value", f->name, value);
+            return edged_fail(err, rc, "%s: '%s' is not a valid value", f->name, params_quote(value, q));
         break;
     case TEXT_LIST:
         if (!(*out = cJSON_CreateArray()) || !(list = strdup(value)))
@@ -423,12 +574,19 @@ static int text_value(const struct field *f, const char *value, cJSON **out, cha
 int params_set_text(struct params *p, const char *key, const char *value, char *err)
 {
     const struct field *f = field_find(key);
+    char q[PARAMS_QUOTE_MAX + 1];
     cJSON *v = NULL;
     int rc;
 
+    value = value ? value : "";
     if (!f)
-        return edged_fail(err, EDGED_E_PARAM, "unknown parameter '%.64s'", key);
-    if ((rc = text_value(f, value ? value : "", &v, err)) == 0)
+        return edged_fail(err, EDGED_E_PARAM, "unknown parameter '%s'", params_quote(key, q));
+    if (p->source_seen & f->bit)
+        return edged_fail(err, EDGED_E_PARAM, "%s: given twice; give each parameter once", f->name);
+    p->source_seen |= f->bit;
+    if (!utf8_valid(value, strlen(value)))
+        return edged_fail(err, EDGED_E_PARAM, "%s: value is not valid UTF-8", f->name);
+    if ((rc = text_value(f, value, &v, err)) == 0)
         rc = set_field(p, f, v, err);
     cJSON_Delete(v);
     return rc;
@@ -439,6 +597,7 @@ int params_set_json(struct params *p, const char *text, size_t len, char *err)
     const struct field *f;
     const cJSON *item;
     cJSON *root = NULL;
+    char q[PARAMS_QUOTE_MAX + 1];
     unsigned seen = 0;
     int rc;
 
@@ -451,7 +610,8 @@ int params_set_json(struct params *p, const char *text, size_t len, char *err)
     cJSON_ArrayForEach(item, root)
     {
         if (!(f = field_find(item->string))) {
-            rc = edged_fail(err, EDGED_E_PARAM, "params: unknown parameter '%.64s'", item->string);
+            rc = edged_fail(err, EDGED_E_PARAM, "params: unknown parameter '%s'",
+                            params_quote(item->string, q));
             goto out;
         }
         if (seen & f->bit) {

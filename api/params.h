@@ -15,6 +15,7 @@ extern "C" {
 
 #define PARAMS_MAX_JSON (256 * 1024) /* largest JSON `params` text (63x63 taps fit easily) */
 #define PARAMS_MAX_DEPTH 4           /* object > taps > row > (one spare) */
+#define PARAMS_QUOTE_MAX 64          /* bytes of input an error message quotes */
 #define PARAMS_DEFAULT_PNG_LEVEL 1   /* zlib level: level 1 is ~3x faster than 6 for ~10% size */
 
 enum params_output { PARAMS_OUTPUT_AUTO, PARAMS_OUTPUT_PNG, PARAMS_OUTPUT_JSON };
@@ -33,6 +34,7 @@ struct params {
     int bit_depth;             /* 8, or 1 for single-channel binary outputs (edge) */
     unsigned variants;         /* compare: bit (1u << v) per listed variant; 0 = every one that serves */
     unsigned given;
+    unsigned source_seen; /* fields the current text source (query string or form) has set */
     enum params_mode mode;
 };
 
@@ -58,13 +60,19 @@ enum params_field_bit {
 void params_init(struct params *p, enum params_mode mode);
 
 /* Sets one field from a text value (query string or form field). Numbers must be JSON numbers,
- * booleans true/false/1/0, taps a JSON array of rows, variants a comma-separated list. Returns 0
- * or EDGED_E_PARAM with a message naming the field. */
+ * booleans true/false/1/0, taps a JSON array of rows, variants a comma-separated list; the value
+ * must be valid UTF-8 and the field not already given by the same source (params_source_begin).
+ * Returns 0 or EDGED_E_PARAM with a message naming the field; input it quotes is printable ASCII. */
 int params_set_text(struct params *p, const char *key, const char *value, char *err);
+
+/* Starts the next text source (params_init starts the first): a later source may set a field
+ * again and wins; within one source a repeated field is an error. */
+void params_source_begin(struct params *p);
 
 /* Applies the fields of a JSON object (len bytes, need not be NUL-terminated; parsed from a
  * bounded copy). Invalid JSON, a non-object, duplicate keys or nesting deeper than
- * PARAMS_MAX_DEPTH are EDGED_E_PARAM too. Fields set here override earlier ones. */
+ * PARAMS_MAX_DEPTH, invalid UTF-8, a number that is not exactly a JSON
+ * number (05, 5.) and a string holding U+0000 are EDGED_E_PARAM too. Fields set here override earlier ones. */
 int params_set_json(struct params *p, const char *text, size_t len, char *err);
 
 /* Checks the combination (knobs that the filter does not take, custom without taps, bit_depth 1
@@ -75,6 +83,10 @@ int params_validate(const struct params *p, char *err);
  * one-channel output (EDGED_E_PARAM names the alpha that prevents it) and lets the backend return
  * the map packed (accept_packed). */
 int params_plan(const struct params *p, int ch, struct filter_plan *plan, char *err);
+
+/* A printable-ASCII copy of at most PARAMS_QUOTE_MAX bytes of s for a message that quotes input
+ * (buf holds PARAMS_QUOTE_MAX + 1 bytes); returns buf. */
+const char *params_quote(const char *s, char *buf);
 
 /* Name of the field with bit `bit` ("threshold"), for messages. */
 const char *params_field_name(unsigned bit);

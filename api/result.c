@@ -25,6 +25,8 @@ size_t result_escape(char *dst, size_t cap, size_t pos, const char *s, size_t re
             dst[pos++] = ' ';
         } else if (c < 0x20 || c == 0x7f) {
             pos += (size_t)snprintf(dst + pos, cap - pos, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
+        } else if (c >= 0x80) { /* input quoted in a message may be any bytes: never echo them raw */
+            dst[pos++] = '?';
         } else {
             dst[pos++] = (char)c;
         }

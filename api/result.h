@@ -102,7 +102,8 @@ int result_error(int code, const char *message, const char *request_id, char *bo
 
 /* How result_escape writes characters a quoted string cannot hold. JSON: control characters as
  * \u00XX. LABEL (a Prometheus label value, whose format has no such escape): as a space. Both
- * put a backslash before " and \. */
+ * put a backslash before " and \, and write '?' for every byte past ASCII, so that the output is
+ * valid UTF-8 whatever the input. */
 enum result_escape_form { RESULT_ESCAPE_JSON, RESULT_ESCAPE_LABEL };
 
 /* THE string escaper: appends s (NULL = "") to dst at pos as the contents of a double-quoted

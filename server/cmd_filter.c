@@ -138,6 +138,7 @@ static int filter_opt(void *app, int i, const char *val, char *err)
             return rc;
         val = taps;
     }
+    params_source_begin(&o->p); /* as with any command-line option, the last one given wins */
     return params_set_text(&o->p, key, val, err);
 }
 

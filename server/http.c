@@ -20,7 +20,11 @@
 #include "http_internal.h"
 #include "log.h"
 
-#define HTTP_CONN_MEMORY (128 * 1024)    /* MHD's per-connection pool: headers + read buffer */
+/* MHD's per-connection pool: the read buffer and a record per header and query argument. It must
+ * hold a request line with the largest query edged answers itself (HTTP_QUERY_MAX_BYTES, which may
+ * split into ~4096 argument records of ~64 bytes) plus the headers; past the pool MHD closes the
+ * connection after its own 431. The pool is mapped, so untouched pages cost no memory. */
+#define HTTP_CONN_MEMORY (512 * 1024)
 
 /* ---- request ids ------------------------------------------------------------------------- */
 
@@ -60,6 +64,30 @@ static const struct http_route *route_find(struct http_server *s, const char *ur
 }
 
 static int method_is(const char *m, const char *want) { return strcmp(m, want) == 0; }
+
+static enum MHD_Result query_size(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    *(size_t *)cls += strlen(key) + (value ? strlen(value) + 1 : 0) + 1;
+    return MHD_YES;
+}
+
+/* The documented bounds of a query string: HTTP_QUERY_MAX_ARGS arguments and HTTP_QUERY_MAX_BYTES
+ * of decoded keys and values (with their '=' and '&'). Past them, EDGED_E_URI_TOO_LONG. */
+static int query_check(struct MHD_Connection *conn, char *err)
+{
+    int n = MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, NULL, NULL);
+    size_t bytes = 0;
+
+    if (n > HTTP_QUERY_MAX_ARGS)
+        return edged_fail(err, EDGED_E_URI_TOO_LONG, "query string has %d arguments; at most %d", n,
+                          HTTP_QUERY_MAX_ARGS);
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, query_size, &bytes);
+    if (bytes > HTTP_QUERY_MAX_BYTES)
+        return edged_fail(err, EDGED_E_URI_TOO_LONG, "query string of %zu bytes; at most %d", bytes,
+                          HTTP_QUERY_MAX_BYTES);
+    return 0;
+}
 
 static enum MHD_Result receive(struct http_req *r, const char *data, size_t *size)
 {
@@ -111,6 +139,8 @@ static enum MHD_Result begin(struct http_server *s, struct MHD_Connection *conn,
         snprintf(err, sizeof(err), "no resource at %.100s", url);
         return http_guard_refuse(r, EDGED_E_NOT_FOUND, err, NULL, NULL);
     }
+    if ((rc = query_check(conn, err)) < 0)
+        return http_guard_refuse(r, rc, err, NULL, NULL);
     if (s->cors[0] && method_is(method, "OPTIONS")) { /* preflight: browsers send no credentials */
         r->preflight = 1;
         return MHD_YES;

@@ -11,6 +11,8 @@
 #include "result.h"
 
 #define HTTP_ID_MAX 64 /* longest request id echoed; longer or odder ones are replaced */
+#define HTTP_QUERY_MAX_ARGS 64    /* query arguments a request may carry (else 414 uri_too_long) */
+#define HTTP_QUERY_MAX_BYTES 8192 /* decoded query keys and values with separators (else 414) */
 
 struct http_server;
 struct http_req;

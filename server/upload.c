@@ -60,12 +60,12 @@ int upload_body_append(struct upload_body *b, const void *data, size_t n, char *
 /* A form field's bytes as text: bounded, NUL-free, terminated. */
 static int form_param(struct params *p, const struct multipart_part *part, char *err)
 {
-    char *text;
+    char *text, q[PARAMS_QUOTE_MAX + 1];
     int rc;
 
     if (part->len > PARAMS_MAX_JSON || memchr(part->data, '\0', part->len))
-        return edged_fail(err, EDGED_E_PARAM, "form field '%s': over %d bytes or not text", part->name,
-                          PARAMS_MAX_JSON);
+        return edged_fail(err, EDGED_E_PARAM, "form field '%s': over %d bytes or not text",
+                          params_quote(part->name, q), PARAMS_MAX_JSON);
     if (!(text = malloc(part->len + 1)))
         return edged_fail(err, EDGED_E_NOMEM, "out of memory");
     memcpy(text, part->data, part->len);
@@ -92,6 +92,7 @@ static int parse_multipart(const char *ctype, const uint8_t *body, size_t len, s
         return rc;
     if ((n = multipart_parse(body, len, boundary, parts, MULTIPART_MAX_PARTS, err)) < 0)
         return n;
+    params_source_begin(&u->p); /* form fields override the query string; each is given once */
     for (int i = 0; i < n; i++) {
         if (is_image_part(parts[i].name)) {
             if (u->image)

@@ -1,5 +1,6 @@
 /* test_params.c — the request-parameter parser: defaults, text and JSON fields, precedence, and
  * every rejection (unknown keys, types, ranges, 1e999, huge ints, even sizes, bad JSON, depth). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -240,6 +241,71 @@ static void test_knob_table(void)
           "takers of size: '%s'", err);
 }
 
+/* Numbers exactly as JSON defines them, in the JSON params and in text values alike. */
+static void test_strict_numbers(void)
+{
+    static const char *const bad[] = {"05", "5.", "-05", "5.e3", "1e", "1e+", "00", "-", "1.2.3", "0x10", "1-2", "+5", ".5"};
+    static const char *const good[] = {"5", "0", "5.5", "5e2", "5E+2", "50e-1", "0.5"};
+    char text[64];
+    struct params p;
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(text, sizeof(text), "{\"threshold\":%s}", bad[i]);
+        rejects(text, "threshold");
+        rejects_text("threshold", bad[i], "threshold");
+    }
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        snprintf(text, sizeof(text), "{\"threshold\":%s}", good[i]);
+        CHECK(json(text, NULL) == 0, "%s refused: %s", text, err);
+        params_init(&p, PARAMS_FILTER);
+        CHECK(params_set_text(&p, "threshold", good[i], err) == 0, "threshold=%s refused: %s", good[i], err);
+    }
+    rejects("{\"filter\":\"custom\",\"taps\":[[1,2,01]]}", "taps");
+    rejects_text("taps", "[[1,2.,1]]", "taps");
+    CHECK(json("{\"filter\":\"custom\",\"taps\":[[1,\"05\",1]]}", NULL) == EDGED_E_PARAM && !strstr(err, "JSON number"),
+          "a number-like string is a string, not a bad number: %s", err);
+}
+
+/* U+0000 in a string is refused (cJSON would stop there); invalid UTF-8 is refused and never
+ * quoted back raw. */
+static void test_nul_and_utf8(void)
+{
+    struct params p;
+
+    rejects("{\"filter\":\"edge\\u0000junk\"}", "filter");
+    rejects("{\"filter\":\"edge\\u0000\"}", "U+0000");
+    CHECK(json("{\"filter\":\"edge\\\\u0000\"}", NULL) == EDGED_E_PARAM && strstr(err, "unknown value"),
+          "an escaped backslash before u0000 is no NUL: %s", err);
+    rejects("{\"filter\":\"ed\xff\"}", "UTF-8");
+    rejects("{\"filter\":\"\xc0\xae\"}", "UTF-8");
+    rejects("{\"filter\":\"\xed\xa0\x80\"}", "UTF-8");
+    rejects_text("filter", "edge\xff", "filter");
+    rejects_text("border", "\xe2\x82", "UTF-8");
+    params_init(&p, PARAMS_FILTER);
+    CHECK(params_set_text(&p, "filter", "\xc3\xa9\x01\x7f", err) == EDGED_E_PARAM && strstr(err, "'?\?\?\?'"),
+          "non-ASCII and control bytes are not quoted: %s", err);
+    params_init(&p, PARAMS_FILTER);
+    CHECK(params_set_text(&p, "k\xff\n", "1", err) == EDGED_E_PARAM && strstr(err, "'k?\?'"),
+          "an unknown key is quoted printable: %s", err);
+    CHECK(json("{\"\xc3\xa9\":1}", NULL) == EDGED_E_PARAM && strstr(err, "'?\?'"), "JSON key quoted: %s", err);
+}
+
+/* A text source gives each field once; the next source may set it again and wins. */
+static void test_repeats(void)
+{
+    struct params p;
+
+    params_init(&p, PARAMS_FILTER);
+    CHECK(params_set_text(&p, "filter", "edge", err) == 0, "first filter: %s", err);
+    CHECK(params_set_text(&p, "filter", "box", err) == EDGED_E_PARAM && strstr(err, "filter") &&
+          strstr(err, "twice"), "repeat refused: %s", err);
+    params_source_begin(&p);
+    CHECK(params_set_text(&p, "filter", "box", err) == 0 && p.spec.filter == FILTER_BOX,
+          "the next source overrides: %s", err);
+    CHECK(params_set_text(&p, "threshold", "3", err) == 0 && params_set_text(&p, "threshold", "3", err) ==
+          EDGED_E_PARAM && strstr(err, "threshold"), "repeat in the second source: %s", err);
+}
+
 /* Random mutations of valid parameter texts: only 0 or EDGED_E_PARAM, never a crash. */
 static void test_fuzz(void)
 {
@@ -278,6 +344,9 @@ int main(void)
     test_text_rejections();
     test_compare_mode();
     test_knob_table();
+    test_strict_numbers();
+    test_nul_and_utf8();
+    test_repeats();
     test_fuzz();
     return check_summary();
 }

@@ -108,11 +108,38 @@ static void test_image_part_names(void)
     CHECK(rc == EDGED_E_PARAM && strstr(err, "picture"), "other names stay parameters: %d %s", rc, err);
 }
 
+/* Form fields: a repeated field is refused naming it, a form field may override the query, and
+ * numbers, NUL and UTF-8 are held to the same rules as the query string. */
+static void test_strict_form(void)
+{
+    struct upload u;
+    int rc;
+
+    rc = parse(MP, PART("threshold", "3") PART("threshold", "4") PART("image", "x") "--B--\r\n", &u);
+    CHECK(rc == EDGED_E_PARAM && strstr(err, "threshold") && strstr(err, "twice"), "form repeat: %d %s", rc, err);
+    params_init(&u.p, PARAMS_FILTER);
+    CHECK(params_set_text(&u.p, "threshold", "3", err) == 0, "query");
+    rc = upload_parse(MP, (const uint8_t *)(PART("threshold", "4") PART("image", "x") "--B--\r\n"),
+                      strlen(PART("threshold", "4") PART("image", "x") "--B--\r\n"), &u, err);
+    CHECK(rc == 0 && u.p.spec.threshold == 4.0f, "form overrides the query: %d %s", rc, err);
+    rc = parse(MP, PART("threshold", "05") PART("image", "x") "--B--\r\n", &u);
+    CHECK(rc == EDGED_E_PARAM && strstr(err, "threshold"), "form 05: %d %s", rc, err);
+    rc = parse(MP, PART("params", "{\"threshold\":5.}") PART("image", "x") "--B--\r\n", &u);
+    CHECK(rc == EDGED_E_PARAM && strstr(err, "threshold"), "params 5.: %d %s", rc, err);
+    rc = parse(MP, PART("params", "{\"filter\":\"edge\\u0000x\"}") PART("image", "x") "--B--\r\n", &u);
+    CHECK(rc == EDGED_E_PARAM && strstr(err, "filter"), "params NUL: %d %s", rc, err);
+    rc = parse(MP, PART("border", "zero\xff") PART("image", "x") "--B--\r\n", &u);
+    CHECK(rc == EDGED_E_PARAM && strstr(err, "border") && !strchr(err, '\xff'), "form UTF-8: %d %s", rc, err);
+    rc = parse(MP, PART("b\xc3\xa9", "1") PART("image", "x") "--B--\r\n", &u);
+    CHECK(rc == EDGED_E_PARAM && !strchr(err, '\xc3'), "unknown form key quoted printable: %d %s", rc, err);
+}
+
 int main(void)
 {
     check_rng_init();
     test_body_growth();
     test_parse();
     test_image_part_names();
+    test_strict_form();
     return check_summary();
 }

@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "errors.h"
 #include "file_io.h"
+#include "progress.h"
 #include "png_io.h"
 #include "queue.h"
 #include "result.h"
@@ -47,7 +48,8 @@ struct batch {
     int skipped;        /* images taken but not run: the backend failed to open */
     int stopped;        /* the backend failed: start no more images */
     int status;         /* the worst exit status so far */
-    int show, tty, line_open;
+    int show;
+    struct progress line;
     double t0, shown;
     mode_t umask;
     pthread_mutex_t open_mu; /* the backend, opened once by the first decoded image */
@@ -150,14 +152,6 @@ static int worse(int a, int b)
     return rank[b] > rank[a] ? b : a;
 }
 
-/* Ends a progress line drawn on the terminal, so that a message starts on a line of its own. */
-static void progress_clear_locked(struct batch *bt)
-{
-    if (bt->line_open)
-        fputs("\r\033[K", stderr);
-    bt->line_open = 0;
-}
-
 static void eta_text(double s, char *buf, size_t cap)
 {
     if (s < 60)
@@ -171,29 +165,25 @@ static void eta_text(double s, char *buf, size_t cap)
 static void progress_locked(struct batch *bt, int last)
 {
     double now = clock_ms(), secs = (now - bt->t0) / 1e3, rate = secs > 0 ? bt->done / secs : 0;
-    char eta[32];
+    char eta[32], failed[32] = "";
 
-    if (!bt->show || (!last && now - bt->shown < (bt->tty ? PROGRESS_TTY_MS : PROGRESS_LINE_MS)))
+    if (!bt->show || (!last && now - bt->shown < (bt->line.tty ? PROGRESS_TTY_MS : PROGRESS_LINE_MS)))
         return;
     bt->shown = now;
-    progress_clear_locked(bt);
-    fprintf(stderr, "%d/%d images, %.1f img/s", bt->done, bt->n, rate);
     if (last) {
         if (bt->failed)
-            fprintf(stderr, ", %d failed", bt->failed);
-        fprintf(stderr, ", in %.1f s\n", secs);
+            snprintf(failed, sizeof(failed), ", %d failed", bt->failed);
+        progress_show(&bt->line, 1, "%d/%d images, %.1f img/s%s, in %.1f s", bt->done, bt->n, rate, failed, secs);
     } else {
         eta_text(rate > 0 ? (bt->n - bt->done) / rate : 0, eta, sizeof(eta));
-        fprintf(stderr, ", ETA %s%s", eta, bt->tty ? "" : "\n");
-        bt->line_open = bt->tty;
+        progress_show(&bt->line, 0, "%d/%d images, %.1f img/s, ETA %s", bt->done, bt->n, rate, eta);
     }
-    fflush(stderr);
 }
 
 /* A failure: "edged filter: [INPUT: ]code: message" on stderr; the worst status so far. */
 static void report_locked(struct batch *bt, int idx, int rc, const char *err)
 {
-    progress_clear_locked(bt);
+    progress_end(&bt->line);
     if (idx >= 0 && bt->c->several)
         fprintf(stderr, "edged filter: %s: %s: %s\n", bt->items[idx].in, edged_err_name(rc), err);
     else
@@ -468,15 +458,15 @@ int batch_run(const struct batch_item *items, int n, const struct batch_config *
     pthread_mutex_init(&bt.open_mu, NULL);
     bt.umask = umask(0); /* read before any thread starts: umask has no getter */
     umask(bt.umask);
-    bt.tty = isatty(STDERR_FILENO);
-    bt.show = c->progress || (bt.tty && n > 1);
+    progress_init(&bt.line);
+    bt.show = c->progress || (bt.line.tty && n > 1);
     bt.t0 = bt.shown = clock_ms();
     if (!c->several || backend_ready(&bt) == 0)
         run_codecs(&bt);
     close_backend(&bt);
     /* the threads have ended: the _locked helpers need no lock now */
     if ((left = bt.n - bt.next + bt.skipped) > 0 && c->several) {
-        progress_clear_locked(&bt);
+        progress_end(&bt.line);
         fprintf(stderr, "edged filter: stopped: %d of %d images not processed\n", left, n);
     }
     progress_locked(&bt, 1);

@@ -15,6 +15,7 @@
 #include "filter.h"
 #include "gconv.h"
 #include "opts.h"
+#include "progress.h"
 #include "variant.h"
 
 #define BENCH_MAX_LIST 32
@@ -36,7 +37,7 @@ struct bench_env {
     struct gconv_ctx *ctx; /* NULL without a GPU: CPU rows only */
     struct bench_report rep;
     int step, steps; /* progress: (size, kernel) steps done and in all */
-    int tty;         /* stderr is a terminal: progress rewrites one line */
+    struct progress line; /* on a terminal one line, rewritten */
 };
 
 enum {
@@ -230,18 +231,10 @@ static int bench_kernel(const struct bench_opts *o, int size, struct kernel2d *k
  * --progress elsewhere each step is a line. Never touches stdout, where the rows go. */
 static void progress(struct bench_env *env, const struct bench_opts *o, int n, const char *what)
 {
-    if (!env->tty && !o->progress)
+    if (!env->line.tty && !o->progress)
         return;
     env->step++;
-    fprintf(stderr, "%sbench: step %d/%d: %dx%d %s%s", env->tty ? "\r\033[K" : "", env->step, env->steps, n, n,
-            what, env->tty ? "" : "\n");
-    fflush(stderr);
-}
-
-static void progress_end(const struct bench_env *env)
-{
-    if (env->tty && env->step > 0)
-        fputs("\r\033[K", stderr);
+    progress_show(&env->line, 0, "bench: step %d/%d: %dx%d %s", env->step, env->steps, n, n, what);
 }
 
 /* ---- measurements ------------------------------------------------------------------------ */
@@ -457,10 +450,10 @@ int bench_main(int argc, char **argv)
     env.rep = (struct bench_report){o.fmt, gconv_get_info(env.ctx), filter_name(o.filter), border_name(o.border),
                                     o.reps, o.warmup, o.channels, o.u8_edge, -1.0, -1.0, 0};
     env.steps = o.u8_edge ? o.ns * 2 : o.ns * o.nk;
-    env.tty = isatty(STDERR_FILENO);
+    progress_init(&env.line);
     bench_report_begin(&env.rep);
     rc = bench_all(&env, &o);
-    progress_end(&env);
+    progress_end(&env.line);
     bench_report_end(&env.rep);
     gconv_close(env.ctx);
     return rc;

@@ -78,6 +78,14 @@ struct kernel2d {
     float row[FILTER_MAX_SIDE], col[FILTER_MAX_SIDE];
 };
 
+/* Canny's knobs (filter canny), as cv::Canny takes them: thresholds on the gradient magnitude
+ * (low <= high), the Sobel aperture (3, 5 or 7) and the norm (0: |gx|+|gy|, 1: Euclidean). */
+struct canny_params {
+    float low, high;
+    int aperture;
+    int l2gradient;
+};
+
 /* How the one or two convolutions of a plan combine.
  * SINGLE: out = conv0(x). MAGNITUDE: out = sqrt(conv0(x)^2 + conv1(x)^2) (sobel).
  * CHAIN: out = conv1(conv0(x)), each stage with its own border (edge). */
@@ -99,6 +107,7 @@ struct filter_plan {
     int in_ch, planes, out_ch;
     int accept_packed; /* 1: the caller takes the binary map packed (struct img packed) where the
                         * backend makes it so (1-bit responses; filter_plan_make sets 0) */
+    struct canny_params canny; /* filter canny only */
 };
 
 /* Sets defaults: edge, zero border, auto colour and post, threshold 5. */

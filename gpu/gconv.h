@@ -98,6 +98,20 @@ int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, int packed, en
 int gconv_bench_edge_npp(struct gconv_ctx *ctx, int w, int h, int warmup, int reps, double *median_ms,
                          char *err);
 
+/* Canny on the device (every stage, hysteresis included) for tests: gray and out as for
+ * canny_serial (cpu_ref/canny.h), the same map. kernel_ms receives the device time of the stages
+ * (may be NULL). A plan of filter canny also runs through gconv_run and gconv_submit. */
+int gconv_canny_host(struct gconv_ctx *ctx, const struct img *gray, const struct canny_params *p, struct img *out,
+                     float *kernel_ms, char *err);
+
+/* Bench timing of Canny on a device-resident w x h gray image (median of reps after warmup); the
+ * _npp form times NPP's nppiFilterCannyBorder_8u_C1R with the same knobs (EDGED_E_NO_CUDA without
+ * NPP). */
+int gconv_bench_canny(struct gconv_ctx *ctx, int w, int h, const struct canny_params *p, int warmup, int reps,
+                      double *median_ms, char *err);
+int gconv_bench_canny_npp(struct gconv_ctx *ctx, int w, int h, const struct canny_params *p, int warmup,
+                          int reps, double *median_ms, char *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,25 @@
+/* canny.h — Canny edge maps on 8-bit gray with the semantics of OpenCV's cv::Canny: the serial
+ * reference and the threaded CPU form, which give the same map. */
+#ifndef EDGED_CANNY_H
+#define EDGED_CANNY_H
+
+#include "filter.h"
+#include "image.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* gray: 1 channel, unpacked. out: allocated by the caller as gray->w x gray->h x 1 (unpacked);
+ * receives 255 on edge pixels and 0 elsewhere. Sobel derivatives of p->aperture with replicated
+ * borders, suppression and 8-connected hysteresis as cv::Canny (docs/semantics.md). Returns 0 or
+ * EDGED_E_PARAM (bad knobs or images) / EDGED_E_NOMEM with the reason in err. */
+int canny_serial(const struct img *gray, const struct canny_params *p, struct img *out, char *err);
+
+/* As canny_serial with `threads` threads (0 = cores); the same map bit for bit. */
+int canny_cpu(const struct img *gray, const struct canny_params *p, int threads, struct img *out, char *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """photos.py — synthetic photographs as PNG files, encoded the way cameras' and editors' libpng
-writes them (adaptive row filters, zlib level 6), so that body sizes and decode times in the load
-benchmarks resemble real uploads. An image is smooth colour structure (low-frequency waves), shapes
+writes them (adaptive row filters, zlib level 6), or as JPEG/WebP (--format, --quality), so that
+body sizes and decode times in the load benchmarks resemble real uploads. An image is smooth colour structure (low-frequency waves), shapes
 with hard edges, fractal texture and sensor noise.
 
     /usr/bin/python3 tests/bench/photos.py --out DIR --sizes 512,2048,4096   # DIR/photo_<side>.png
+    /usr/bin/python3 tests/bench/photos.py --out DIR --format jpeg        # DIR/photo_<side>.jpg, quality 90
 """
 import argparse
 import os
@@ -71,10 +72,23 @@ def write_png(path, rgb, level=6):
         Image.fromarray(rgb).save(path, compress_level=level)
 
 
-def write_photo(path, side, seed=1, grain=GRAIN, level=6):
-    """Writes photo(side, seed, grain) to path as PNG at zlib level; the file appears whole or not at all."""
-    tmp = path + ".tmp.png"
-    write_png(tmp, photo(side, seed, grain), level)
+def write_lossy(path, rgb, fmt, quality=90):
+    """Writes rgb as JPEG (libjpeg-turbo through OpenCV: 4:2:0, baseline) or WebP at quality."""
+    import cv2
+    flag = cv2.IMWRITE_JPEG_QUALITY if fmt == "jpeg" else cv2.IMWRITE_WEBP_QUALITY
+    if not cv2.imwrite(path, rgb[..., ::-1], [flag, quality]):
+        raise OSError("cv2.imwrite failed: " + path)
+
+
+def write_photo(path, side, seed=1, grain=GRAIN, level=6, fmt="png", quality=90):
+    """Writes photo(side, seed, grain) to path as PNG at zlib level, or as JPEG/WebP at quality (fmt);
+    the file appears whole or not at all."""
+    ext = {"png": ".png", "jpeg": ".jpg", "webp": ".webp"}[fmt]
+    tmp = path + ".tmp" + ext
+    if fmt == "png":
+        write_png(tmp, photo(side, seed, grain), level)
+    else:
+        write_lossy(tmp, photo(side, seed, grain), fmt, quality)
     os.replace(tmp, path)
 
 
@@ -85,13 +99,15 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--grain", type=float, default=GRAIN, help="texture amplitude in grey levels")
     ap.add_argument("--level", type=int, default=6, help="zlib level")
+    ap.add_argument("--format", default="png", choices=["png", "jpeg", "webp"])
+    ap.add_argument("--quality", type=int, default=90, help="JPEG/WebP quality")
     ap.add_argument("--force", action="store_true", help="rewrite files that exist")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     for side in [int(s) for s in args.sizes.split(",") if s]:
-        path = os.path.join(args.out, "photo_%d.png" % side)
+        path = os.path.join(args.out, "photo_%d.%s" % (side, {"jpeg": "jpg"}.get(args.format, args.format)))
         if args.force or not os.path.exists(path):
-            write_photo(path, side, args.seed, args.grain, args.level)
+            write_photo(path, side, args.seed, args.grain, args.level, args.format, args.quality)
         print("%s %d bytes" % (path, os.path.getsize(path)), file=sys.stderr)
 
 

@@ -55,6 +55,10 @@ def options():
     ap.add_argument("--port", type=int, default=int(env("PORT", "0") or 0), help="0: free ports; base uses PORT+1")
     ap.add_argument("--out", default=env("OUT", "out/service"))
     ap.add_argument("--inputs", default=env("INPUTS", ""), help="where the input PNGs are kept (default OUT/inputs)")
+    ap.add_argument("--input-format", default=env("INPUT_FORMAT", "png"), choices=["png", "jpeg", "webp"],
+                    help="how the input photographs are encoded (JPEG/WebP at quality 90)")
+    ap.add_argument("--params", default=env("PARAMS", ""),
+                    help='JSON object merged into every request\'s params, e.g. {"format":"jpeg"}')
     ap.add_argument("--wrk", default=env("WRK", "wrk"))
     ap.add_argument("--wrk-timeout", default=env("WRK_TIMEOUT", "120s"),
                     help="wrk --timeout (a slower answer counts as an error)")
@@ -152,21 +156,24 @@ class Server:
         os.replace(tmp, self.log.name)
 
 
-def filter_params(spec):
+def filter_params(spec, extra=""):
+    """params of one case: NAME or NAME:SIZE, plus the --params object."""
     name, _, size = spec.partition(":")
     params = {"filter": name}
     if size:
         params["size"] = int(size)
+    params.update(json.loads(extra) if extra else {})
     return params
 
 
-def multipart(png, params):
-    """(body, content type) of a POST /v1/filter form: the image file and the params JSON."""
+def multipart(image, params):
+    """(body, content type) of a POST /v1/filter form: the image file and the params JSON. The
+    server sniffs the format from the bytes; the file name and part type are only labels."""
     boundary = "edgedbench%016x" % int.from_bytes(os.urandom(8), "big")
     head = ('--%s\r\nContent-Disposition: form-data; name="params"\r\n\r\n%s\r\n'
-            '--%s\r\nContent-Disposition: form-data; name="image"; filename="photo.png"\r\n'
-            'Content-Type: image/png\r\n\r\n' % (boundary, json.dumps(params), boundary)).encode()
-    return head + png + ("\r\n--%s--\r\n" % boundary).encode(), "multipart/form-data; boundary=" + boundary
+            '--%s\r\nContent-Disposition: form-data; name="image"; filename="photo"\r\n'
+            'Content-Type: application/octet-stream\r\n\r\n' % (boundary, json.dumps(params), boundary)).encode()
+    return head + image + ("\r\n--%s--\r\n" % boundary).encode(), "multipart/form-data; boundary=" + boundary
 
 
 def check_once(server, body, ctype):
@@ -276,16 +283,19 @@ def header(args, servers):
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
     lines = ["# edged service benchmark (wrk)", "",
              "%s UTC; host %s, %d cores; backend %s (%s); wrk -d %s, -t min(conns, cores/2); inputs: synthetic "
-             "photographs, libpng level 6" % (now, platform.node(), os.cpu_count() or 0, v.get("backend"),
-                                              v.get("device"), args.duration)]
+             "photographs, %s%s" % (now, platform.node(), os.cpu_count() or 0, v.get("backend"), v.get("device"),
+                                    args.duration, "libpng level 6" if args.input_format == "png"
+                                    else args.input_format + " quality 90",
+                                    "; params " + args.params if args.params else "")]
     return lines + ["- %s: `%s` (%s)" % (s.label, s.path, identity(s.path)) for s in servers]
 
 
-def input_png(args, size):
-    """The PNG of one size, written once into OUT/inputs."""
-    path = os.path.join(args.inputs, "photo_%d.png" % size)
+def input_image(args, size):
+    """The input photograph of one size in --input-format, written once into OUT/inputs."""
+    ext = {"jpeg": "jpg"}.get(args.input_format, args.input_format)
+    path = os.path.join(args.inputs, "photo_%d.%s" % (size, ext))
     if not os.path.exists(path):
-        photos.write_photo(path, size)
+        photos.write_photo(path, size, fmt=args.input_format)
     with open(path, "rb") as f:
         return f.read()
 
@@ -293,8 +303,8 @@ def input_png(args, size):
 def run_size_filter(args, servers, size, flt, conns, first):
     """Warm-up, then every connection count on every server (who goes first alternates, starting
     with servers[first]); returns [((size, filter, conns), [row per server])]."""
-    png = input_png(args, size)
-    body, ctype = multipart(png, filter_params(flt))
+    png = input_image(args, size)
+    body, ctype = multipart(png, filter_params(flt, args.params))
     tag = "%d_%s" % (size, flt.replace(":", ""))
     body_path = os.path.join(args.inputs, "body_%s.bin" % tag)
     with open(body_path, "wb") as f:

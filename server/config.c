@@ -75,6 +75,15 @@ static const struct opt opts[] = {
     {"log-format", "EDGED_LOG_FORMAT", OPT_LOG_FORMAT, O(log_format), 0, 0, "auto",
      "log lines on stderr: json (one object per line), text (readable, one line per event) or auto "
      "(text when stderr is a terminal, else json)"},
+    {"max-memory-mb", "EDGED_MAX_MEMORY_MB", OPT_INT, O(max_memory_mb), 0, 16777216, "0",
+     "memory budget of requests in MiB: bodies as they arrive, decoded images, float planes and output are "
+     "reserved before they are allocated; past it 503 memory_budget with Retry-After (0 = half of the "
+     "cgroup memory limit, else of the machine's memory)"},
+    {"max-job-cpu-s", "EDGED_MAX_JOB_CPU_S", OPT_INT, O(max_job_cpu_s), 1, 86400, "10",
+     "a CPU job estimated (pixels x taps x variant) over this many CPU seconds is refused: 422 job_too_costly "
+     "naming a cheaper variant"},
+    {"job-timeout-s", "EDGED_JOB_TIMEOUT_S", OPT_INT, O(job_timeout_s), 1, 3600, "30",
+     "a job running longer is cancelled (CPU loops stop, a GPU result is dropped): 504 deadline_exceeded"},
 };
 #undef O
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))

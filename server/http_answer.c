@@ -29,7 +29,7 @@ static void add_common_headers(struct http_req *r, struct MHD_Response *resp)
         MHD_add_response_header(resp, "Access-Control-Expose-Headers", HTTP_CORS_EXPOSE);
         MHD_add_response_header(resp, "Vary", "Origin");
     }
-    if (atomic_load(&r->s->closing))
+    if (atomic_load(&r->s->closing) || r->close)
         MHD_add_response_header(resp, "Connection", "close");
 }
 

@@ -271,10 +271,10 @@ static void conn_mark_over(struct http_server *s, struct http_conn *c)
         total += !it->over;
         same += !it->over && c->ip && it->ip == c->ip;
     }
-    if (total > s->c.max_connections)
+    if (s->c.max_conn_per_ip > 0 && same > s->c.max_conn_per_ip)
+        c->over = EDGED_E_QUEUE_FULL; /* the address's own cap first: it is that client's to fix */
+    else if (total > s->c.max_connections)
         c->over = EDGED_E_UNAVAILABLE;
-    else if (s->c.max_conn_per_ip > 0 && same > s->c.max_conn_per_ip)
-        c->over = EDGED_E_QUEUE_FULL;
 }
 
 /* libmicrohttpd calls this on accept and right before it closes the socket (in the connection's

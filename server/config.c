@@ -51,7 +51,8 @@ static const struct opt opts[] = {
     {"cpu-workers", "EDGED_CPU_WORKERS", OPT_INT, O(cpu_workers), 1, 64, "2",
      "CPU-backend jobs run at once (each uses --threads threads)"},
     {"max-connections", "EDGED_MAX_CONNECTIONS", OPT_INT, O(max_connections), 1, 65536, "256",
-     "concurrent connections (one thread each); further ones are refused"},
+     "concurrent connections (one thread each); 32 more are accepted for health, readiness and metrics, "
+     "anything else on them is 503"},
     {"conn-timeout-s", "EDGED_CONN_TIMEOUT_S", OPT_INT, O(conn_timeout_s), 1, 3600, "30",
      "idle connection timeout (slow clients are cut)"},
     {"request-timeout-s", "EDGED_REQUEST_TIMEOUT_S", OPT_INT, O(request_timeout_s), 1, 3600, "60",
@@ -66,7 +67,8 @@ static const struct opt opts[] = {
     {"openapi", "EDGED_OPENAPI", OPT_STR, O(openapi), 0, 0, "",
      "path of openapi.yaml (default: api/openapi.yaml beside the binary's build dir, then ./api/)"},
     {"max-conn-per-ip", "EDGED_MAX_CONN_PER_IP", OPT_INT, O(max_conn_per_ip), 0, 65536, "64",
-     "connections from one IP address at once (0 = no cap); more are refused"},
+     "connections from one IP address at once (0 = no cap); past it only health, readiness and metrics "
+     "are served, anything else is 429"},
     {"cors-origin", "EDGED_CORS_ORIGIN", OPT_STR, O(cors_origin), 0, 0, "",
      "CORS: the origin allowed (Access-Control-Allow-Origin, OPTIONS preflight); empty = CORS off"},
     {"api-keys", "EDGED_API_KEYS", OPT_SECRET, O(api_keys), 0, 0, "",

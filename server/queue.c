@@ -285,6 +285,8 @@ static struct job *take_locked(struct queue *q, enum job_lane lane)
         it->t.queue = it->t_start - it->t_push;
         it->next = q->running;
         q->running = it;
+        if (it->timeout_ms > 0)
+            pthread_cond_broadcast(&it->done); /* its waiter now times the run */
         return it;
     }
     return NULL;

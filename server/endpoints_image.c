@@ -87,18 +87,34 @@ static int decode_image(struct service *s, const uint8_t *d, size_t n, struct im
     return rc == EDGED_E_NOT_PNG ? edged_fail(err, EDGED_E_BAD_PNG, "corrupt PNG") : rc;
 }
 
-/* Reserves in the memory budget what `copies` images of the size the header announces will hold
- * (service_image_bytes), before anything is decoded; *bytes is what to give back. An image whose
- * header cannot be read reserves nothing: decode_image refuses it. */
-static int image_reserve(struct service *s, const uint8_t *d, size_t n, int copies, size_t *bytes, char *err)
+/* /v1/compare always runs cpu_serial (its reference), so no cheaper variant can be offered. */
+static int compare_cost(struct service *s, const struct filter_plan *plan, int w, int h, char *err)
 {
+    double est = backend_cpu_seconds(s->backend, plan, w, h, VARIANT_CPU_SERIAL);
+
+    if (est <= s->cfg->max_job_cpu_s)
+        return 0;
+    return edged_fail(err, EDGED_E_TOO_COSTLY, "/v1/compare runs cpu_serial as its reference: on %dx%d it is "
+                      "estimated at %.0f CPU seconds, over --max-job-cpu-s %d; use a smaller image or kernel", w, h,
+                      est, s->cfg->max_job_cpu_s);
+}
+
+/* From the image header, before anything is decoded: refuses a job over --max-job-cpu-s (the cost
+ * of the variant asked for; compare: cpu_serial), then reserves in the memory budget what `copies`
+ * images of that size will hold (service_image_bytes); *bytes is what to give back. An image whose
+ * header cannot be read reserves nothing: decode_image refuses it. */
+static int image_reserve(struct service *s, const struct upload *u, int copies, size_t *bytes, char *err)
+{
+    struct filter_plan plan;
     int w, h, ch, rc;
     size_t need;
 
     *bytes = 0;
-    if (!pngio_is_png(d, n) || pngio_peek(d, n, &w, &h, &ch, err) < 0 ||
-        pngio_check_size(&s->lim, (uint32_t)w, (uint32_t)h, err) < 0)
+    if (!pngio_is_png(u->image, u->image_len) || pngio_peek(u->image, u->image_len, &w, &h, &ch, err) < 0 ||
+        pngio_check_size(&s->lim, (uint32_t)w, (uint32_t)h, err) < 0 || params_plan(&u->p, ch, &plan, err) < 0)
         return 0;
+    if ((rc = copies > 1 ? compare_cost(s, &plan, w, h, err) : service_check_cost(s, &plan, w, h, u->p.variant, err)) < 0)
+        return rc;
     need = service_image_bytes(w, h, ch) * (size_t)copies;
     if ((rc = budget_take(s->budget, need, SERVICE_BUDGET_WAIT_MS, err)) < 0)
         return rc;
@@ -227,7 +243,7 @@ void endpoint_filter(struct http_req *r, void *app)
     int rc;
 
     if ((rc = read_upload(r, PARAMS_FILTER, &u, err)) < 0 ||
-        (rc = image_reserve(s, u.image, u.image_len, 1, &reserved, err)) < 0)
+        (rc = image_reserve(s, &u, 1, &reserved, err)) < 0)
         goto fail;
     http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), 0, 0);
     if (!(job = job_new())) {
@@ -350,7 +366,7 @@ void endpoint_compare(struct http_req *r, void *app)
     if (!c)
         rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");
     else if ((rc = read_upload(r, PARAMS_COMPARE, &u, err)) == 0 &&
-             (rc = image_reserve(s, u.image, u.image_len, 2, &reserved, err)) == 0 &&
+             (rc = image_reserve(s, &u, 2, &reserved, err)) == 0 &&
              (rc = decode_image(s, u.image, u.image_len, &in, &http_req_times(r)->decode, err)) == 0)
         rc = compare_all(s, r, &u.p, &in, c, err);
     if (rc < 0) {

@@ -114,17 +114,23 @@ def test_memory_budget_refuses_with_retry_after_and_is_given_back(make_server, p
     m = metrics(s.url)
     assert total(m, "edged_memory_budget_bytes") == 0, m
     assert total(m, "edged_rejections_total", reason="memory_budget") == len(refused)
-    # a new refusal turns readiness off at once; it comes back on its own
-    big = png_bytes(random_image(1700, 1700, 1, seed=7))  # about 61 MB: over what is left while one runs
-    with cf.ThreadPoolExecutor(2) as ex:
-        a = ex.submit(upload, s.url, png1000, slow)
-        time.sleep(0.3)
-        b = upload(s.url, big, '{"filter":"edge"}')
-        mid = requests.get(s.url + "/readyz", timeout=5)
-        a.result()
-    assert b.status_code == 503 and mid.status_code == 503, (b.status_code, mid.text)
-    assert "memory budget" in json_error(mid.content)["message"]
+    # a body mid-upload holds its part of the budget (about 40 MiB here) until it ends; an image
+    # that needs more than is left is refused, readiness turns 503, and both recover on their own
+    c = connect(s.port)
+    c.sendall(post_head("/v1/filter", "image/png", 40 << 20) + b"\x89PNG" + b"\0" * (33 << 20))
+    until = time.time() + 10 * K
+    while total(metrics(s.url), "edged_memory_budget_bytes") < (33 << 20) and time.time() < until:
+        time.sleep(0.05)
+    big = png_bytes(random_image(1700, 1700, 1, seed=7))  # about 61 MB: over what is left
+    b = upload(s.url, big, '{"filter":"edge"}')
+    mid = requests.get(s.url + "/readyz", timeout=5)
+    c.close()
+    assert b.status_code == 503 and error_of(b)["code"] == "memory_budget", b.text
+    assert mid.status_code == 503 and "memory budget" in json_error(mid.content)["message"], mid.text
     s.wait("/readyz", timeout=5 * K)
+    until = time.time() + 5 * K
+    while total(metrics(s.url), "edged_memory_budget_bytes") and time.time() < until:
+        time.sleep(0.05)
     assert total(metrics(s.url), "edged_memory_budget_bytes") == 0
 
 

@@ -284,6 +284,7 @@ int http_start(struct http_server **out, const struct http_config *c, const stru
     struct sockaddr_in sa = {0};
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
                      MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    int conn_limit;
 
     *out = NULL;
     if (!s)
@@ -304,13 +305,15 @@ int http_start(struct http_server **out, const struct http_config *c, const stru
     snprintf(s->cors, sizeof(s->cors), "%s", c->cors_origin ? c->cors_origin : "");
     pthread_mutex_init(&s->conns_mu, NULL);
     pthread_mutex_init(&s->log_mu, NULL);
-    s->c.max_connections = http_guard_fit_connections(c->max_connections + HTTP_CONN_RESERVE) - HTTP_CONN_RESERVE;
-    if (s->c.max_connections < 1)
-        s->c.max_connections = 1;
+    /* the reserve comes out of what the descriptors allow; when they allow no more, there is none */
+    conn_limit = http_guard_fit_connections(c->max_connections + HTTP_CONN_RESERVE);
+    s->c.max_connections = conn_limit > HTTP_CONN_RESERVE ? conn_limit - HTTP_CONN_RESERVE : conn_limit;
+    if (s->c.max_connections > c->max_connections)
+        s->c.max_connections = c->max_connections;
     s->id_seed = ((unsigned long long)getpid() << 32) ^ (unsigned long long)(clock_ms() * 1e3);
     s->d = MHD_start_daemon(flags, (uint16_t)c->port, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
                             http_guard_mhd_log, s, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_CONNECTION_LIMIT,
-                            (unsigned)(s->c.max_connections + HTTP_CONN_RESERVE),
+                            (unsigned)conn_limit,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)c->conn_timeout_s,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,

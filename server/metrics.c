@@ -52,7 +52,7 @@ struct metrics {
     uint64_t accepted, succeeded, failed, in_flight;
     uint64_t by_status[MAX_STATUS];
     uint64_t rejections[NREASONS];
-    double last_rejection[NREASONS]; /* clock_ms() */
+    double last_busy; /* clock_ms() of the last metrics_busy */
     struct histogram queue_wait, stage[RESULT_STAGE_COUNT]; /* EDGED_STAGES order */
     struct histogram duration[NFILTER_LABELS][RB_COUNT];
     struct filter_code by_code[MAX_FILTER_CODES];
@@ -108,23 +108,26 @@ void metrics_reject(struct metrics *m, int code)
 {
     pthread_mutex_lock(&m->mu);
     for (int i = 0; i < NREASONS; i++)
-        if (reason_codes[i] == code) {
+        if (reason_codes[i] == code)
             m->rejections[i]++;
-            m->last_rejection[i] = clock_ms();
-        }
     pthread_mutex_unlock(&m->mu);
 }
 
-double metrics_last_reject(struct metrics *m, int code)
+void metrics_busy(struct metrics *m)
 {
-    double t = 0.0;
+    pthread_mutex_lock(&m->mu);
+    m->last_busy = clock_ms();
+    pthread_mutex_unlock(&m->mu);
+}
+
+double metrics_last_busy(struct metrics *m)
+{
+    double t;
 
     if (!m)
         return 0.0;
     pthread_mutex_lock(&m->mu);
-    for (int i = 0; i < NREASONS; i++)
-        if (reason_codes[i] == code)
-            t = m->last_rejection[i];
+    t = m->last_busy;
     pthread_mutex_unlock(&m->mu);
     return t;
 }

@@ -127,7 +127,7 @@ int service_ready(struct service *s, char *reason)
                    budget_used(s->budget) >> 20, budget_limit(s->budget) >> 20);
         return 0;
     }
-    if ((last = metrics_last_reject(s->m, EDGED_E_QUEUE_FULL)) > 0.0 && now - last < SERVICE_BUSY_WINDOW_MS) {
+    if ((last = metrics_last_busy(s->m)) > 0.0 && now - last < SERVICE_BUSY_WINDOW_MS) {
         edged_fail(reason, EDGED_E_UNAVAILABLE, "busy: image requests refused (429) in the last %d ms",
                    SERVICE_BUSY_WINDOW_MS);
         return 0;

@@ -42,8 +42,8 @@ void service_destroy(struct service *s);
 int service_admit(void *app, char *err);
 
 /* 1 when /readyz answers 200; else 0 with the reason in reason (EDGED_ERR_LEN bytes). Not ready
- * either while work is being refused for capacity: a queue_full or memory_budget refusal in the
- * last SERVICE_BUSY_WINDOW_MS, or the queue at its bound. */
+ * either while work is being refused for capacity: an admission or queue-full 429 (metrics_busy)
+ * or a memory_budget refusal in the last SERVICE_BUSY_WINDOW_MS, or the queue at its bound. */
 #define SERVICE_BUSY_WINDOW_MS 1000
 #define SERVICE_BUDGET_WAIT_MS 500 /* an image waits this long for the memory budget, then 503 */
 int service_ready(struct service *s, char *reason);

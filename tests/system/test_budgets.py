@@ -154,6 +154,11 @@ def test_health_under_256_idle_connections(make_server):
         c.close()
         assert st == 429 and json_error(body)["code"] == "queue_full", (st, body)
         assert "max-conn-per-ip" in json_error(body)["message"] and hdrs.get("connection") == "close"
+        # one client over its own cap says nothing of the server: still ready
+        c = connect(s.port, source="127.0.0.9")
+        c.sendall(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_response(c, 5)[0] == 200
+        c.close()
         # past the global cap: JSON 503
         c = connect(s.port, source="127.0.0.10")
         c.sendall(post_head("/v1/filter", "image/png", 0))

@@ -33,7 +33,11 @@ extern "C" {
     X(EDGED_E_IO, -18, 500, "io_error", "I/O error")                                              \
     X(EDGED_E_INTERNAL, -19, 500, "internal", "internal error")                                   \
     X(EDGED_E_UNAUTHORIZED, -20, 401, "unauthorized", "missing or invalid API key")               \
-    X(EDGED_E_URI_TOO_LONG, -21, 414, "uri_too_long", "query string too long")
+    X(EDGED_E_URI_TOO_LONG, -21, 414, "uri_too_long", "query string too long")                   \
+    X(EDGED_E_CLIENT_GONE, -22, 499, "client_closed", "client closed the connection")          \
+    X(EDGED_E_TOO_COSTLY, -23, 422, "job_too_costly", "job over the per-request CPU limit")      \
+    X(EDGED_E_MEMORY_BUDGET, -24, 503, "memory_budget", "memory budget spent, retry later")      \
+    X(EDGED_E_CANCELLED, -25, 503, "cancelled", "job cancelled")
 
 #define EDGED_ERR_ENUM(sym, val, status, name, msg) sym = val,
 enum edged_err { EDGED_ERRORS(EDGED_ERR_ENUM) };

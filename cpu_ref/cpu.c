@@ -143,7 +143,14 @@ struct cpu_team {
     void *ctx;
     int h, rows, chunks;
     atomic_int next;
+    const atomic_int *cancel; /* may be NULL: no chunk is started once it is non-zero */
 };
+
+/* The cancel flag, read relaxed: it only has to be seen within a row or a chunk. */
+static inline int cpu_cancelled(const atomic_int *cancel)
+{
+    return cancel && atomic_load_explicit(cancel, memory_order_relaxed);
+}
 
 struct cpu_worker {
     pthread_t tid;
@@ -157,7 +164,7 @@ static void *cpu_worker_main(void *arg)
     struct cpu_team *tm = wk->team;
     int c;
 
-    while ((c = atomic_fetch_add(&tm->next, 1)) < tm->chunks) {
+    while (!cpu_cancelled(tm->cancel) && (c = atomic_fetch_add(&tm->next, 1)) < tm->chunks) {
         int y0 = c * tm->rows, y1 = y0 + tm->rows < tm->h ? y0 + tm->rows : tm->h;
         tm->fn(tm->ctx, wk->t, y0, y1);
     }
@@ -181,10 +188,11 @@ static int cpu_threads(int threads, int h)
 /* Runs fn over rows [0, h) on n threads (the calling one included), in about 8 chunks per thread
  * of at least `grain` rows each (fewer where the rows run out). fn(ctx, t, y0, y1) may be called
  * several times per thread t, never concurrently for one t. When a thread cannot be started the
- * ones running finish, and EDGED_E_INTERNAL is returned: the result is incomplete. */
-static int cpu_parallel(int n, int h, int grain, cpu_band_fn fn, void *ctx, char *err)
+ * ones running finish, and EDGED_E_INTERNAL is returned: the result is incomplete. Once *cancel
+ * (may be NULL) is set no chunk starts and EDGED_E_CANCELLED is returned. */
+static int cpu_parallel(int n, int h, int grain, cpu_band_fn fn, void *ctx, const atomic_int *cancel, char *err)
 {
-    struct cpu_team tm = {.fn = fn, .ctx = ctx, .h = h};
+    struct cpu_team tm = {.fn = fn, .ctx = ctx, .h = h, .cancel = cancel};
     struct cpu_worker wk[CPU_MAX_THREADS];
     int started = 0, rc = 0, want = 8 * n;
 
@@ -207,6 +215,8 @@ static int cpu_parallel(int n, int h, int grain, cpu_band_fn fn, void *ctx, char
     if (rc != 0)
         return edged_fail(err, EDGED_E_INTERNAL, "cannot start CPU thread %d of %d (error %d%s)", started + 2, n,
                           rc, rc == EAGAIN ? ": thread or memory limit" : "");
+    if (cpu_cancelled(cancel))
+        return edged_fail(err, EDGED_E_CANCELLED, "job cancelled");
     return 0;
 }
 
@@ -221,6 +231,7 @@ struct cpu_conv_job {
     enum border b;
     int sep;
     cpu_mac_fn mac;
+    const atomic_int *cancel;       /* read once per output row; may be NULL */
     char *scratch;                  /* per thread `stride` bytes: lines, src pointers, coefs */
     size_t stride, src_off, coef_off; /* offsets of the pointer and coefficient arrays */
 };
@@ -287,7 +298,7 @@ static void cpu_sep_band(void *ctx, int t, int y0, int y1)
 
     for (int i = 0; i < kh; i++)
         held[i] = INT_MIN;
-    for (int y = y0; y < y1; y++) {
+    for (int y = y0; y < y1 && !cpu_cancelled(j->cancel); y++) {
         int n = 0;
         for (int i = 0; i < kh; i++) {
             int v = y + i - ry, sy = border_index(v, j->h, j->b), slot = ((v % kh) + kh) % kh;
@@ -318,7 +329,7 @@ static void cpu_direct_band(void *ctx, int t, int y0, int y1)
 
     for (int i = 0; i < kh; i++)
         held[i] = INT_MIN;
-    for (int y = y0; y < y1; y++) {
+    for (int y = y0; y < y1 && !cpu_cancelled(j->cancel); y++) {
         int n = 0;
         for (int i = 0; i < kh; i++) {
             int v = y + i - ry, sy = border_index(v, j->h, j->b), slot = ((v % kh) + kh) % kh;
@@ -340,9 +351,9 @@ static void cpu_direct_band(void *ctx, int t, int y0, int y1)
 
 /* cpu_conv on nt threads, arguments checked. */
 static int cpu_conv_run(const float *in, float *out, int w, int h, size_t pitch, const struct kernel2d *k,
-                        enum border b, int nt, char *err)
+                        enum border b, int nt, const atomic_int *cancel, char *err)
 {
-    struct cpu_conv_job j = {.in = in, .out = out, .w = w, .h = h, .pitch = pitch, .k = k, .b = b};
+    struct cpu_conv_job j = {.in = in, .out = out, .w = w, .h = h, .pitch = pitch, .k = k, .b = b, .cancel = cancel};
     size_t bytes;
     int rc;
 
@@ -352,7 +363,7 @@ static int cpu_conv_run(const float *in, float *out, int w, int h, size_t pitch,
         return edged_fail(err, EDGED_E_IMAGE_TOO_LARGE, "scratch for a %d-wide image overflows", w);
     if (!(j.scratch = aligned_alloc(CPU_ALIGN, bytes)))
         return edged_fail(err, EDGED_E_NOMEM, "cannot allocate %zu bytes of convolution scratch", bytes);
-    rc = cpu_parallel(nt, h, CPU_CONV_GRAIN_K * k->rows, j.sep ? cpu_sep_band : cpu_direct_band, &j, err);
+    rc = cpu_parallel(nt, h, CPU_CONV_GRAIN_K * k->rows, j.sep ? cpu_sep_band : cpu_direct_band, &j, cancel, err);
     free(j.scratch);
     return rc;
 }
@@ -368,7 +379,7 @@ int cpu_conv(const float *in, float *out, int w, int h, size_t pitch, const stru
                           w, h, pitch, threads, (int)b);
     if ((rc = filter_kernel_check(k, err)) < 0)
         return rc;
-    return cpu_conv_run(in, out, w, h, pitch, k, b, cpu_threads(threads, h), err);
+    return cpu_conv_run(in, out, w, h, pitch, k, b, cpu_threads(threads, h), NULL, err);
 }
 
 /* ---- the plan ------------------------------------------------------------------------------------ */
@@ -412,7 +423,7 @@ static void cpu_store_band(void *ctx, int t, int y0, int y1)
 /* One plane: src holds the input plane; dst receives the combined result; tmp is the second buffer
  * MAGNITUDE and CHAIN need. */
 static int cpu_plane(const struct img *in, const struct filter_plan *plan, const float *src, float *dst, float *tmp,
-                     int nt, char *err)
+                     int nt, const atomic_int *cancel, char *err)
 {
     int w = in->w, h = in->h, rc;
     const struct kernel2d *k0 = &plan->conv[0], *k1 = &plan->conv[1];
@@ -420,20 +431,21 @@ static int cpu_plane(const struct img *in, const struct filter_plan *plan, const
 
     switch (plan->combine) {
     case COMBINE_MAGNITUDE:
-        if ((rc = cpu_conv_run(src, dst, w, h, (size_t)w, k0, plan->border, nt, err)) < 0 ||
-            (rc = cpu_conv_run(src, tmp, w, h, (size_t)w, k1, plan->border, nt, err)) < 0)
+        if ((rc = cpu_conv_run(src, dst, w, h, (size_t)w, k0, plan->border, nt, cancel, err)) < 0 ||
+            (rc = cpu_conv_run(src, tmp, w, h, (size_t)w, k1, plan->border, nt, cancel, err)) < 0)
             return rc;
-        return cpu_parallel(nt, h, CPU_GRAIN, cpu_magnitude_band, &mag, err);
+        return cpu_parallel(nt, h, CPU_GRAIN, cpu_magnitude_band, &mag, cancel, err);
     case COMBINE_CHAIN:
-        if ((rc = cpu_conv_run(src, tmp, w, h, (size_t)w, k0, plan->border, nt, err)) < 0)
+        if ((rc = cpu_conv_run(src, tmp, w, h, (size_t)w, k0, plan->border, nt, cancel, err)) < 0)
             return rc;
-        return cpu_conv_run(tmp, dst, w, h, (size_t)w, k1, plan->border, nt, err);
+        return cpu_conv_run(tmp, dst, w, h, (size_t)w, k1, plan->border, nt, cancel, err);
     default:
-        return cpu_conv_run(src, dst, w, h, (size_t)w, k0, plan->border, nt, err);
+        return cpu_conv_run(src, dst, w, h, (size_t)w, k0, plan->border, nt, cancel, err);
     }
 }
 
-int cpu_compute(const struct img *in, const struct filter_plan *plan, float *planes, int threads, char *err)
+static int cpu_compute_cancel(const struct img *in, const struct filter_plan *plan, float *planes, int threads,
+                              const atomic_int *cancel, char *err)
 {
     struct cpu_stage load = {.in = in, .plan = plan};
     float *src = NULL, *tmp = NULL;
@@ -455,8 +467,8 @@ int cpu_compute(const struct img *in, const struct filter_plan *plan, float *pla
     load.a = src;
     for (int p = 0; p < plan->planes; p++) {
         load.p = p;
-        if ((rc = cpu_parallel(nt, in->h, CPU_GRAIN, cpu_load_band, &load, err)) < 0 ||
-            (rc = cpu_plane(in, plan, src, planes + (size_t)p * n, tmp, nt, err)) < 0)
+        if ((rc = cpu_parallel(nt, in->h, CPU_GRAIN, cpu_load_band, &load, cancel, err)) < 0 ||
+            (rc = cpu_plane(in, plan, src, planes + (size_t)p * n, tmp, nt, cancel, err)) < 0)
             goto out;
     }
     rc = 0;
@@ -466,7 +478,18 @@ out:
     return rc;
 }
 
+int cpu_compute(const struct img *in, const struct filter_plan *plan, float *planes, int threads, char *err)
+{
+    return cpu_compute_cancel(in, plan, planes, threads, NULL, err);
+}
+
 int cpu_run(const struct img *in, const struct filter_plan *plan, struct img *out, int threads, char *err)
+{
+    return cpu_run_cancel(in, plan, out, threads, NULL, err);
+}
+
+int cpu_run_cancel(const struct img *in, const struct filter_plan *plan, struct img *out, int threads,
+                   const atomic_int *cancel, char *err)
 {
     struct cpu_stage store = {.in = in, .plan = plan, .out = out};
     float *planes = NULL;
@@ -482,11 +505,11 @@ int cpu_run(const struct img *in, const struct filter_plan *plan, struct img *ou
         rc = edged_fail(err, EDGED_E_NOMEM, "cannot allocate float planes for a %dx%d image", in->w, in->h);
         goto out;
     }
-    if ((rc = cpu_compute(in, plan, planes, threads, err)) < 0 ||
+    if ((rc = cpu_compute_cancel(in, plan, planes, threads, cancel, err)) < 0 ||
         (rc = img_alloc(out, in->w, in->h, plan->out_ch, err)) < 0)
         goto out;
     store.planes = planes;
-    rc = cpu_parallel(cpu_threads(threads, in->h), in->h, CPU_GRAIN, cpu_store_band, &store, err);
+    rc = cpu_parallel(cpu_threads(threads, in->h), in->h, CPU_GRAIN, cpu_store_band, &store, NULL, err);
 out:
     free(planes);
     if (rc < 0)

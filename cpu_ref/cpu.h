@@ -2,6 +2,7 @@
 #ifndef EDGED_CPU_H
 #define EDGED_CPU_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "filter.h"
@@ -19,6 +20,10 @@ int cpu_conv(const float *in, float *out, int w, int h, size_t pitch, const stru
 /* As cpu_serial_compute / cpu_serial_run, threaded. */
 int cpu_compute(const struct img *in, const struct filter_plan *plan, float *planes, int threads, char *err);
 int cpu_run(const struct img *in, const struct filter_plan *plan, struct img *out, int threads, char *err);
+/* As cpu_run, stopping within a row per thread once *cancel (may be NULL) turns non-zero: then
+ * EDGED_E_CANCELLED, out left empty. */
+int cpu_run_cancel(const struct img *in, const struct filter_plan *plan, struct img *out, int threads,
+                   const atomic_int *cancel, char *err);
 
 #ifdef __cplusplus
 }

@@ -8,13 +8,16 @@
 #include "planes.h"
 
 /* Algorithm 1 of the Trento report: every output pixel is the sum over the taps in row-major order
- * of tap * sample, the sample's row and column each resolved by border_index (-1: zero, skipped). */
-void cpu_serial_conv(const float *in, float *out, int w, int h, size_t pitch, const struct kernel2d *k,
-                     enum border b)
+ * of tap * sample, the sample's row and column each resolved by border_index (-1: zero, skipped).
+ * *cancel (may be NULL) is read once a row: -1 when it stopped the loop, else 0. */
+static int serial_conv(const float *in, float *out, int w, int h, size_t pitch, const struct kernel2d *k,
+                       enum border b, const atomic_int *cancel)
 {
     int ry = k->rows / 2, rx = k->cols / 2;
 
-    for (int y = 0; y < h; y++)
+    for (int y = 0; y < h; y++) {
+        if (cancel && atomic_load_explicit(cancel, memory_order_relaxed))
+            return -1;
         for (int x = 0; x < w; x++) {
             float acc = 0.0f;
             for (int i = 0; i < k->rows; i++) {
@@ -29,30 +32,41 @@ void cpu_serial_conv(const float *in, float *out, int w, int h, size_t pitch, co
             }
             out[(size_t)y * pitch + (size_t)x] = acc;
         }
+    }
+    return 0;
+}
+
+void cpu_serial_conv(const float *in, float *out, int w, int h, size_t pitch, const struct kernel2d *k,
+                     enum border b)
+{
+    serial_conv(in, out, w, h, pitch, k, b, NULL);
 }
 
 /* One plane: src holds the input plane; dst receives the combined result; tmp is the second buffer
- * MAGNITUDE and CHAIN need. */
-static void serial_plane(const float *src, float *dst, float *tmp, int w, int h, const struct filter_plan *plan)
+ * MAGNITUDE and CHAIN need. -1 when cancelled. */
+static int serial_plane(const float *src, float *dst, float *tmp, int w, int h, const struct filter_plan *plan,
+                        const atomic_int *cancel)
 {
     const struct kernel2d *k0 = &plan->conv[0], *k1 = &plan->conv[1];
 
     switch (plan->combine) {
     case COMBINE_MAGNITUDE:
-        cpu_serial_conv(src, dst, w, h, (size_t)w, k0, plan->border);
-        cpu_serial_conv(src, tmp, w, h, (size_t)w, k1, plan->border);
+        if (serial_conv(src, dst, w, h, (size_t)w, k0, plan->border, cancel) < 0 ||
+            serial_conv(src, tmp, w, h, (size_t)w, k1, plan->border, cancel) < 0)
+            return -1;
         planes_magnitude(dst, tmp, (size_t)w * (size_t)h);
-        break;
+        return 0;
     case COMBINE_CHAIN:
-        cpu_serial_conv(src, tmp, w, h, (size_t)w, k0, plan->border);
-        cpu_serial_conv(tmp, dst, w, h, (size_t)w, k1, plan->border);
-        break;
+        if (serial_conv(src, tmp, w, h, (size_t)w, k0, plan->border, cancel) < 0)
+            return -1;
+        return serial_conv(tmp, dst, w, h, (size_t)w, k1, plan->border, cancel);
     default:
-        cpu_serial_conv(src, dst, w, h, (size_t)w, k0, plan->border);
+        return serial_conv(src, dst, w, h, (size_t)w, k0, plan->border, cancel);
     }
 }
 
-int cpu_serial_compute(const struct img *in, const struct filter_plan *plan, float *planes, char *err)
+static int serial_compute(const struct img *in, const struct filter_plan *plan, float *planes,
+                          const atomic_int *cancel, char *err)
 {
     float *src = NULL, *tmp = NULL;
     size_t n;
@@ -71,7 +85,10 @@ int cpu_serial_compute(const struct img *in, const struct filter_plan *plan, flo
     }
     for (int p = 0; p < plan->planes; p++) {
         planes_load(in, plan, p, src, 0, in->h);
-        serial_plane(src, planes + (size_t)p * n, tmp, in->w, in->h, plan);
+        if (serial_plane(src, planes + (size_t)p * n, tmp, in->w, in->h, plan, cancel) < 0) {
+            rc = edged_fail(err, EDGED_E_CANCELLED, "job cancelled");
+            goto out;
+        }
     }
     rc = 0;
 out:
@@ -80,7 +97,18 @@ out:
     return rc;
 }
 
+int cpu_serial_compute(const struct img *in, const struct filter_plan *plan, float *planes, char *err)
+{
+    return serial_compute(in, plan, planes, NULL, err);
+}
+
 int cpu_serial_run(const struct img *in, const struct filter_plan *plan, struct img *out, char *err)
+{
+    return cpu_serial_run_cancel(in, plan, out, NULL, err);
+}
+
+int cpu_serial_run_cancel(const struct img *in, const struct filter_plan *plan, struct img *out,
+                          const atomic_int *cancel, char *err)
 {
     float *planes = NULL;
     size_t n;
@@ -94,7 +122,7 @@ int cpu_serial_run(const struct img *in, const struct filter_plan *plan, struct 
         rc = edged_fail(err, EDGED_E_NOMEM, "cannot allocate float planes for a %dx%d image", in->w, in->h);
         goto out;
     }
-    if ((rc = cpu_serial_compute(in, plan, planes, err)) < 0 ||
+    if ((rc = serial_compute(in, plan, planes, cancel, err)) < 0 ||
         (rc = img_alloc(out, in->w, in->h, plan->out_ch, err)) < 0)
         goto out;
     planes_store(planes, plan, in, out, 0, in->h);

@@ -2,6 +2,7 @@
 #ifndef EDGED_CPU_SERIAL_H
 #define EDGED_CPU_SERIAL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "filter.h"
@@ -24,6 +25,10 @@ int cpu_serial_compute(const struct img *in, const struct filter_plan *plan, flo
 /* Full run: allocates out (in->w x in->h, plan->out_ch channels; free with img_free), post-processes
  * the planes and copies alpha. Returns 0 or a negative EDGED_E_* code. */
 int cpu_serial_run(const struct img *in, const struct filter_plan *plan, struct img *out, char *err);
+/* As cpu_serial_run, stopping within a few rows once *cancel (may be NULL) turns non-zero:
+ * then EDGED_E_CANCELLED, out left empty. */
+int cpu_serial_run_cancel(const struct img *in, const struct filter_plan *plan, struct img *out,
+                          const atomic_int *cancel, char *err);
 
 #ifdef __cplusplus
 }

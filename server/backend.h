@@ -32,6 +32,10 @@ int backend_threads(const struct backend *b);
 /* The variant `auto` resolves to for this plan and size. */
 enum variant backend_pick(const struct backend *b, const struct filter_plan *plan, int w, int h);
 
+/* CPU seconds (thread-seconds) a job of plan on a w x h image would take with variant v, estimated
+ * from pixels x taps x the variant's measured rate; 0 for a GPU variant. */
+double backend_cpu_seconds(const struct backend *b, const struct filter_plan *plan, int w, int h, enum variant v);
+
 /* ---- one job (struct job, queue.h) ---------------------------------------------------------- */
 
 /* Routes a job whose input, plan, variant and block are set: refuses a GPU variant without a GPU

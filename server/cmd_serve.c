@@ -188,7 +188,8 @@ static int serve_run(const struct serve_config *cfg, const sigset_t *set)
                              0,
                              cfg->queue_depth,
                              cfg->api_keys,
-                             cfg->cors_origin};
+                             cfg->cors_origin,
+                             NULL};
     struct http_server *h = NULL;
     const struct http_route *routes;
     char err[EDGED_ERR_LEN];
@@ -208,6 +209,9 @@ static int serve_run(const struct serve_config *cfg, const sigset_t *set)
     log_start(cfg, &s);
     /* image requests in the server at once: the queue's bound plus what can be decoding or
      * encoding (codec slots) and running (GPU streams or CPU workers) */
+    hc.budget = s.budget;
+    log_event("info", "budget", "memory budget %zu MiB (--max-memory-mb), jobs over %d CPU seconds refused, "
+              "cancelled after %d s", budget_limit(s.budget) >> 20, cfg->max_job_cpu_s, cfg->job_timeout_s);
     hc.max_active = cfg->queue_depth + 2 * cfg->threads +
                     (s.backend && backend_has_gpu(s.backend) ? cfg->streams : cfg->cpu_workers);
     routes = routes_table(&nroutes);

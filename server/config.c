@@ -51,7 +51,8 @@ static const struct opt opts[] = {
     {"cpu-workers", "EDGED_CPU_WORKERS", OPT_INT, O(cpu_workers), 1, 64, "2",
      "CPU-backend jobs run at once (each uses --threads threads)"},
     {"max-connections", "EDGED_MAX_CONNECTIONS", OPT_INT, O(max_connections), 1, 65536, "256",
-     "concurrent connections (one thread each); further ones are refused"},
+     "concurrent connections (one thread each); 32 more are accepted for health, readiness and metrics, "
+     "anything else on them is 503"},
     {"conn-timeout-s", "EDGED_CONN_TIMEOUT_S", OPT_INT, O(conn_timeout_s), 1, 3600, "30",
      "idle connection timeout (slow clients are cut)"},
     {"request-timeout-s", "EDGED_REQUEST_TIMEOUT_S", OPT_INT, O(request_timeout_s), 1, 3600, "60",
@@ -66,7 +67,8 @@ static const struct opt opts[] = {
     {"openapi", "EDGED_OPENAPI", OPT_STR, O(openapi), 0, 0, "",
      "path of openapi.yaml (default: api/openapi.yaml beside the binary's build dir, then ./api/)"},
     {"max-conn-per-ip", "EDGED_MAX_CONN_PER_IP", OPT_INT, O(max_conn_per_ip), 0, 65536, "64",
-     "connections from one IP address at once (0 = no cap); more are refused"},
+     "connections from one IP address at once (0 = no cap); past it only health, readiness and metrics "
+     "are served, anything else is 429"},
     {"cors-origin", "EDGED_CORS_ORIGIN", OPT_STR, O(cors_origin), 0, 0, "",
      "CORS: the origin allowed (Access-Control-Allow-Origin, OPTIONS preflight); empty = CORS off"},
     {"api-keys", "EDGED_API_KEYS", OPT_SECRET, O(api_keys), 0, 0, "",
@@ -75,6 +77,15 @@ static const struct opt opts[] = {
     {"log-format", "EDGED_LOG_FORMAT", OPT_LOG_FORMAT, O(log_format), 0, 0, "auto",
      "log lines on stderr: json (one object per line), text (readable, one line per event) or auto "
      "(text when stderr is a terminal, else json)"},
+    {"max-memory-mb", "EDGED_MAX_MEMORY_MB", OPT_INT, O(max_memory_mb), 0, 16777216, "0",
+     "memory budget of requests in MiB: bodies as they arrive, decoded images, float planes and output are "
+     "reserved before they are allocated; past it 503 memory_budget with Retry-After (0 = half of the "
+     "cgroup memory limit, else of the machine's memory)"},
+    {"max-job-cpu-s", "EDGED_MAX_JOB_CPU_S", OPT_INT, O(max_job_cpu_s), 1, 86400, "10",
+     "a CPU job estimated (pixels x taps x variant) over this many CPU seconds is refused: 422 job_too_costly "
+     "naming a cheaper variant"},
+    {"job-timeout-s", "EDGED_JOB_TIMEOUT_S", OPT_INT, O(job_timeout_s), 1, 3600, "30",
+     "a job running longer is cancelled (CPU loops stop, a GPU result is dropped): 504 deadline_exceeded"},
 };
 #undef O
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))

@@ -87,29 +87,70 @@ static int decode_image(struct service *s, const uint8_t *d, size_t n, struct im
     return rc == EDGED_E_NOT_PNG ? edged_fail(err, EDGED_E_BAD_PNG, "corrupt PNG") : rc;
 }
 
+/* /v1/compare always runs cpu_serial (its reference), so no cheaper variant can be offered. */
+static int compare_cost(struct service *s, const struct filter_plan *plan, int w, int h, char *err)
+{
+    double est = backend_cpu_seconds(s->backend, plan, w, h, VARIANT_CPU_SERIAL);
+
+    if (est <= s->cfg->max_job_cpu_s)
+        return 0;
+    return edged_fail(err, EDGED_E_TOO_COSTLY, "/v1/compare runs cpu_serial as its reference: on %dx%d it is "
+                      "estimated at %.0f CPU seconds, over --max-job-cpu-s %d; use a smaller image or kernel", w, h,
+                      est, s->cfg->max_job_cpu_s);
+}
+
+/* From the image header, before anything is decoded: refuses a job over --max-job-cpu-s (the cost
+ * of the variant asked for; compare: cpu_serial), then reserves in the memory budget what `copies`
+ * images of that size will hold (service_image_bytes); *bytes is what to give back. An image whose
+ * header cannot be read reserves nothing: decode_image refuses it. */
+static int image_reserve(struct service *s, const struct upload *u, int copies, size_t *bytes, char *err)
+{
+    struct filter_plan plan;
+    int w, h, ch, rc;
+    size_t need;
+
+    *bytes = 0;
+    if (!pngio_is_png(u->image, u->image_len) || pngio_peek(u->image, u->image_len, &w, &h, &ch, err) < 0 ||
+        pngio_check_size(&s->lim, (uint32_t)w, (uint32_t)h, err) < 0 || params_plan(&u->p, ch, &plan, err) < 0)
+        return 0;
+    if ((rc = copies > 1 ? compare_cost(s, &plan, w, h, err) : service_check_cost(s, &plan, w, h, u->p.variant, err)) < 0)
+        return rc;
+    need = service_image_bytes(w, h, ch) * (size_t)copies;
+    if ((rc = budget_take(s->budget, need, SERVICE_BUDGET_WAIT_MS, err)) < 0)
+        return rc;
+    *bytes = need;
+    return 0;
+}
+
 /* ---- jobs --------------------------------------------------------------------------------- */
 
-/* Fills the job's plan and routing from the request; the job's input is already decoded. */
+/* Fills the job's plan and routing from the request; the job's input is already decoded. A CPU job
+ * over --max-job-cpu-s is refused here, before it is queued. */
 static int job_prepare(struct service *s, const struct params *p, struct job *job, char *err)
 {
     int rc;
 
-    if ((rc = params_plan(p, job->in.ch, &job->plan, err)) < 0)
+    if ((rc = params_plan(p, job->in.ch, &job->plan, err)) < 0 ||
+        (rc = service_check_cost(s, &job->plan, job->in.w, job->in.h, p->variant, err)) < 0)
         return rc;
+    job->timeout_ms = s->cfg->job_timeout_s * 1000.0;
     job->variant = p->variant;
     job->block = p->block;
     job->large = service_is_large(s, (long long)job->in.w * job->in.h);
     return backend_route(s->backend, job, err);
 }
 
-/* Queues the job and waits for it. */
-static int job_run(struct service *s, struct job *job, char *err)
+/* Queues the job and waits for it; a client that leaves meanwhile cancels it. */
+static int job_run(struct service *s, struct http_req *r, struct job *job, char *err)
 {
     int rc;
 
-    if ((rc = queue_push(s->q, job, err)) < 0)
+    if ((rc = queue_push(s->q, job, err)) < 0) {
+        if (rc == EDGED_E_QUEUE_FULL)
+            metrics_busy(s->m); /* readiness: work refused for capacity */
         return rc;
-    if ((rc = queue_wait(s->q, job, err)) == 0)
+    }
+    if ((rc = queue_wait_watch(s->q, job, http_req_alive, r, err)) == 0)
         metrics_queue_wait(s->m, job->t.queue);
     return rc;
 }
@@ -201,9 +242,11 @@ void endpoint_filter(struct http_req *r, void *app)
     struct upload u;
     struct job *job = NULL;
     char err[EDGED_ERR_LEN];
+    size_t reserved = 0;
     int rc;
 
-    if ((rc = read_upload(r, PARAMS_FILTER, &u, err)) < 0)
+    if ((rc = read_upload(r, PARAMS_FILTER, &u, err)) < 0 ||
+        (rc = image_reserve(s, &u, 1, &reserved, err)) < 0)
         goto fail;
     http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), 0, 0);
     if (!(job = job_new())) {
@@ -213,17 +256,19 @@ void endpoint_filter(struct http_req *r, void *app)
     if ((rc = decode_image(s, u.image, u.image_len, &job->in, &http_req_times(r)->decode, err)) < 0)
         goto fail;
     http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), job->in.w, job->in.h);
-    if ((rc = job_prepare(s, &u.p, job, err)) < 0 || (rc = job_run(s, job, err)) < 0)
+    if ((rc = job_prepare(s, &u.p, job, err)) < 0 || (rc = job_run(s, r, job, err)) < 0)
         goto fail;
     stage_times(http_req_times(r), job);
     http_req_note(r, filter_name(job->plan.filter), variant_name(job->used), job->out.w, job->out.h);
     answer(r, s, &u, job);
     job_release(s->q, job);
+    budget_give(s->budget, reserved);
     return;
 fail:
     http_respond_error(r, rc, err);
     if (job)
         job_release(s->q, job);
+    budget_give(s->budget, reserved);
 }
 
 /* ---- POST /v1/compare --------------------------------------------------------------------- */
@@ -251,8 +296,8 @@ static int max_abs_diff(const struct img *a, const struct img *b)
 
 /* Runs variant v on a copy of in. A variant that cannot serve the case becomes a skipped row;
  * any other failure (queue full, deadline, GPU fatal) fails the whole request. */
-static int compare_one(struct service *s, const struct params *p, const struct img *in, enum variant v,
-                       struct compare *c, char *err)
+static int compare_one(struct service *s, struct http_req *r, const struct params *p, const struct img *in,
+                       enum variant v, struct compare *c, char *err)
 {
     struct result_compare_row *row = &c->rows[c->nrows];
     struct params pv = *p;
@@ -268,7 +313,7 @@ static int compare_one(struct service *s, const struct params *p, const struct i
     memcpy(job->in.px, in->px, in->stride * (size_t)in->h);
     if ((rc = job_prepare(s, &pv, job, c->msgs[c->nrows])) == 0) {
         job->plan.accept_packed = 0; /* max_abs_diff reads the maps byte for byte; nothing is encoded */
-        rc = job_run(s, job, c->msgs[c->nrows]);
+        rc = job_run(s, r, job, c->msgs[c->nrows]);
     }
     if (rc == EDGED_E_VARIANT_LIMIT || rc == EDGED_E_NO_CUDA || rc == EDGED_E_PARAM) {
         row->code = rc;
@@ -291,8 +336,8 @@ static int compare_one(struct service *s, const struct params *p, const struct i
 }
 
 /* cpu_serial first (the reference), then the listed variants or every one this server has. */
-static int compare_all(struct service *s, const struct params *p, const struct img *in, struct compare *c,
-                       char *err)
+static int compare_all(struct service *s, struct http_req *r, const struct params *p, const struct img *in,
+                       struct compare *c, char *err)
 {
     unsigned want = p->variants;
     int rc;
@@ -303,7 +348,7 @@ static int compare_all(struct service *s, const struct params *p, const struct i
                 want |= 1u << v;
     want |= 1u << VARIANT_CPU_SERIAL;
     for (int v = VARIANT_CPU_SERIAL; v < VARIANT_COUNT; v++)
-        if ((want & (1u << v)) && (rc = compare_one(s, p, in, (enum variant)v, c, err)) < 0)
+        if ((want & (1u << v)) && (rc = compare_one(s, r, p, in, (enum variant)v, c, err)) < 0)
             return rc;
     return 0;
 }
@@ -317,13 +362,16 @@ void endpoint_compare(struct http_req *r, void *app)
     struct result_compare res = {0};
     char err[EDGED_ERR_LEN], dev[64];
     char *text;
+    size_t reserved = 0;
     int rc;
 
+    /* the input, the reference and the row running: two images' worth */
     if (!c)
         rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");
     else if ((rc = read_upload(r, PARAMS_COMPARE, &u, err)) == 0 &&
+             (rc = image_reserve(s, &u, 2, &reserved, err)) == 0 &&
              (rc = decode_image(s, u.image, u.image_len, &in, &http_req_times(r)->decode, err)) == 0)
-        rc = compare_all(s, &u.p, &in, c, err);
+        rc = compare_all(s, r, &u.p, &in, c, err);
     if (rc < 0) {
         http_respond_error(r, rc, err);
         goto out;
@@ -341,4 +389,5 @@ out:
         img_free(&c->ref);
     free(c);
     img_free(&in);
+    budget_give(s->budget, reserved);
 }

@@ -56,7 +56,8 @@ void endpoint_metrics(struct http_req *r, void *app)
     struct service *s = app;
     char reason[EDGED_ERR_LEN];
     struct metrics_gauges g = {queue_depth(s->q), queue_capacity(s->q), service_ready(s, reason),
-                               worker_gpu_memory(s->w), worker_gpu_busy_seconds(s->w)};
+                               worker_gpu_memory(s->w), worker_gpu_busy_seconds(s->w), budget_used(s->budget),
+                               budget_limit(s->budget)};
     size_t len = 0;
     char *text = metrics_render(s->m, &g, &len);
 

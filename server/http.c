@@ -10,12 +10,15 @@
  * separately by the codec slots (--threads, service.c), so they still scale with the cores
  * without oversubscribing them. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "clock.h"
 #include "http_internal.h"
 #include "log.h"
@@ -92,6 +95,7 @@ static int query_check(struct MHD_Connection *conn, char *err)
 static enum MHD_Result receive(struct http_req *r, const char *data, size_t *size)
 {
     char msg[EDGED_ERR_LEN];
+    size_t need;
     int rc;
 
     if (clock_ms() - r->t0 > r->s->c.request_timeout_s * 1000.0) {
@@ -99,6 +103,14 @@ static enum MHD_Result receive(struct http_req *r, const char *data, size_t *siz
                   r->s->c.request_timeout_s);
         r->error = "request_timeout";
         return MHD_NO;
+    }
+    need = upload_body_next_cap(&r->body, *size);
+    if (need > r->reserved) { /* the buffer grows with what arrives, each growth reserved first */
+        if ((rc = budget_take(r->s->c.budget, need - r->reserved, HTTP_BUDGET_WAIT_MS, msg)) < 0) {
+            http_guard_raw_error(r, rc == EDGED_E_IMAGE_TOO_LARGE ? EDGED_E_MEMORY_BUDGET : rc, msg, NULL, NULL);
+            return MHD_NO;
+        }
+        r->reserved = need;
     }
     if ((rc = upload_body_append(&r->body, data, *size, msg)) < 0) {
         if (rc == EDGED_E_BODY_TOO_LARGE)
@@ -139,7 +151,7 @@ static enum MHD_Result begin(struct http_server *s, struct MHD_Connection *conn,
         snprintf(err, sizeof(err), "no resource at %.100s", url);
         return http_guard_refuse(r, EDGED_E_NOT_FOUND, err, NULL, NULL);
     }
-    if ((rc = query_check(conn, err)) < 0)
+    if ((rc = query_check(conn, err)) < 0 || (rc = http_guard_conn_over(r, err)) < 0)
         return http_guard_refuse(r, rc, err, NULL, NULL);
     if (s->cors[0] && method_is(method, "OPTIONS")) { /* preflight: browsers send no credentials */
         r->preflight = 1;
@@ -156,7 +168,7 @@ static enum MHD_Result begin(struct http_server *s, struct MHD_Connection *conn,
         return http_guard_refuse(r, EDGED_E_METHOD, err, "Allow", allow);
     }
     if (r->route->post &&
-        ((s->admit && (rc = s->admit(s->app, err)) < 0) || (rc = http_guard_admit_active(r, err)) < 0 ||
+        ((s->admit && (rc = s->admit(s->app, err)) < 0) || (rc = http_guard_admit_active(r, 0, err)) < 0 ||
          (rc = http_guard_media_type(http_req_header(r, "Content-Type"), r->route->types, err)) < 0 ||
          (rc = http_guard_body_headers(r, err)) < 0))
         return http_guard_refuse(r, rc, err, NULL, NULL);
@@ -167,6 +179,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
     struct http_req *r = *con_cls;
+    int rc;
 
     (void)version;
     if (!r)
@@ -188,6 +201,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     http_guard_conn_phase(r->s, conn, 0);
     if (r->route && r->route->post)
         r->t.receive = clock_ms() - r->t0;
+    if (!r->pending && !r->preflight && r->route->post && (rc = http_guard_admit_active(r, 1, r->pending_msg)) < 0)
+        r->pending = rc; /* counted once the body is here: a stalled upload holds no place */
     if (r->pending)
         http_respond_error_with(r, r->pending, r->pending_msg, r->pending_xh, r->pending_xv);
     else if (r->preflight)
@@ -210,6 +225,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     if (!r->answered && !r->error)
         r->error = toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ? "connection_timeout" : "connection_lost";
+    if (r->answered && !r->raw && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) { /* never delivered */
+        if (r->status != edged_err_status(EDGED_E_CLIENT_GONE))
+            metrics_reject(s->m, EDGED_E_CLIENT_GONE);
+        r->status = edged_err_status(EDGED_E_CLIENT_GONE);
+        r->error = edged_err_name(EDGED_E_CLIENT_GONE);
+    }
     if (r->t.total <= 0.0)
         r->t.total = clock_ms() - r->t0;
     lr = (struct log_request){r->id, r->method, r->path, r->filter, r->variant, r->error, r->answered ? r->status : 0,
@@ -222,6 +243,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         atomic_fetch_sub(&s->active, 1);
     atomic_fetch_sub(&s->in_flight, 1);
     upload_body_free(&r->body);
+    budget_give(s->c.budget, r->reserved);
     free(r);
     *con_cls = NULL;
 }
@@ -262,6 +284,7 @@ int http_start(struct http_server **out, const struct http_config *c, const stru
     struct sockaddr_in sa = {0};
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
                      MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    int conn_limit;
 
     *out = NULL;
     if (!s)
@@ -282,12 +305,15 @@ int http_start(struct http_server **out, const struct http_config *c, const stru
     snprintf(s->cors, sizeof(s->cors), "%s", c->cors_origin ? c->cors_origin : "");
     pthread_mutex_init(&s->conns_mu, NULL);
     pthread_mutex_init(&s->log_mu, NULL);
-    s->c.max_connections = http_guard_fit_connections(c->max_connections);
+    /* the reserve comes out of what the descriptors allow; when they allow no more, there is none */
+    conn_limit = http_guard_fit_connections(c->max_connections + HTTP_CONN_RESERVE);
+    s->c.max_connections = conn_limit > HTTP_CONN_RESERVE ? conn_limit - HTTP_CONN_RESERVE : conn_limit;
+    if (s->c.max_connections > c->max_connections)
+        s->c.max_connections = c->max_connections;
     s->id_seed = ((unsigned long long)getpid() << 32) ^ (unsigned long long)(clock_ms() * 1e3);
     s->d = MHD_start_daemon(flags, (uint16_t)c->port, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
                             http_guard_mhd_log, s, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_CONNECTION_LIMIT,
-                            (unsigned)s->c.max_connections,
-                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)c->max_conn_per_ip,
+                            (unsigned)conn_limit,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)c->conn_timeout_s,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_MEMORY,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
@@ -340,6 +366,22 @@ const uint8_t *http_req_body(const struct http_req *r, size_t *len)
 }
 
 double http_req_start(const struct http_req *r) { return r->t0; }
+
+/* The connection thread is blocked in the handler, so nothing else reads the socket: a peek that
+ * sees end of input or an error means the client closed (or half-closed) its side. Bytes waiting
+ * (a pipelined request) mean it is still there. */
+int http_req_alive(void *cls)
+{
+    struct http_req *r = cls;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    char c;
+    ssize_t k;
+
+    if (!ci)
+        return 1;
+    k = recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return k > 0 || (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
+}
 
 struct query_walk {
     int (*cb)(void *cls, const char *key, const char *value);

@@ -13,6 +13,14 @@
 #define HTTP_ID_MAX 64 /* longest request id echoed; longer or odder ones are replaced */
 #define HTTP_QUERY_MAX_ARGS 64    /* query arguments a request may carry (else 414 uri_too_long) */
 #define HTTP_QUERY_MAX_BYTES 8192 /* decoded query keys and values with separators (else 414) */
+/* Connections past --max-connections (or an address's --max-conn-per-ip) that are still accepted:
+ * they are answered /healthz, /readyz and /metrics, every other request 503 (429 past the
+ * per-address cap) in JSON, and cut after HTTP_OVER_IDLE_MS without a request. */
+#define HTTP_CONN_RESERVE 32
+#define HTTP_OVER_IDLE_MS 1000
+#define HTTP_BUDGET_WAIT_MS 500 /* a body chunk waits this long for the memory budget, then 503 */
+
+struct budget;
 
 struct http_server;
 struct http_req;
@@ -43,6 +51,7 @@ struct http_config {
     int queue_depth;          /* the job queue's bound, named in that 429's message */
     const char *api_keys;     /* comma-separated (auth.h); NULL or "" = no authentication */
     const char *cors_origin;  /* Access-Control-Allow-Origin value; NULL or "" = CORS off */
+    struct budget *budget;    /* body buffers reserve here as they grow; NULL = not counted */
 };
 
 /* Called on the first callback of a POST to a known route, before its body is read: 0 to go on,
@@ -60,8 +69,9 @@ int http_in_flight(struct http_server *s);
 /* From now on every answer carries `Connection: close` (draining). */
 void http_set_closing(struct http_server *s);
 /* Cuts connections whose request (headers and body) has not fully arrived request_timeout_s
- * after the connection opened or its previous answer (slowloris, slow bodies). Called
- * periodically by the main loop. Returns how many were cut. */
+ * after the connection opened or its previous answer (slowloris, slow bodies), and connections
+ * over a cap idle for HTTP_OVER_IDLE_MS. Called periodically by the main loop. Returns how many
+ * were cut. */
 int http_reap(struct http_server *s);
 /* Stops the daemon (joins the connection threads) and frees s; accepts NULL. */
 void http_stop(struct http_server *s);
@@ -72,6 +82,9 @@ const char *http_req_path(const struct http_req *r); /* the URL path, without th
 const char *http_req_header(struct http_req *r, const char *name); /* NULL when absent */
 const uint8_t *http_req_body(const struct http_req *r, size_t *len);
 double http_req_start(const struct http_req *r); /* clock_ms() at the first callback */
+/* 1 while the client can still read the answer; 0 once it has closed or reset the connection.
+ * Takes a void * so that it serves as a queue_alive_fn. */
+int http_req_alive(void *r);
 /* Calls cb for each query-string argument (decoded); stops at and returns the first non-zero. */
 int http_req_query(struct http_req *r, int (*cb)(void *cls, const char *key, const char *value), void *cls);
 /* The stage times of this request, filled by the handler; sent as Server-Timing and logged. */

@@ -29,7 +29,7 @@ static void add_common_headers(struct http_req *r, struct MHD_Response *resp)
         MHD_add_response_header(resp, "Access-Control-Expose-Headers", HTTP_CORS_EXPOSE);
         MHD_add_response_header(resp, "Vary", "Origin");
     }
-    if (atomic_load(&r->s->closing))
+    if (atomic_load(&r->s->closing) || r->close)
         MHD_add_response_header(resp, "Connection", "close");
 }
 
@@ -75,7 +75,7 @@ void http_respond_static(struct http_req *r, int status, const char *content_typ
 
 const char *http_retry_after(int code)
 {
-    if (code == EDGED_E_QUEUE_FULL || code == EDGED_E_NOMEM || code == EDGED_E_GPU_OOM)
+    if (code == EDGED_E_QUEUE_FULL || code == EDGED_E_NOMEM || code == EDGED_E_GPU_OOM || code == EDGED_E_MEMORY_BUDGET)
         return "1";
     return edged_err_status(code) == 503 ? "5" : NULL;
 }

@@ -9,6 +9,7 @@
  * caller returns MHD_NO, which closes the connection. */
 #include <errno.h>
 #include <poll.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,13 @@
 #define HTTP_LOG_BURST 20          /* libmicrohttpd messages logged per second at most */
 #define HTTP_ACCEPT_BACKOFF_MS 20  /* accept failed for lack of descriptors: wait before retrying */
 #define HTTP_FD_RESERVE 64         /* descriptors kept for everything but connections */
+
+static struct http_conn *conn_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+    return ci ? ci->socket_context : NULL;
+}
 
 /* ---- the raw writer ------------------------------------------------------------------------ */
 
@@ -103,6 +111,7 @@ void http_guard_raw_error(struct http_req *r, int code, const char *msg, const c
     shutdown(ci->connect_fd, SHUT_WR);
     linger_drain(ci->connect_fd);
     r->answered = 1;
+    r->raw = 1;
     r->status = status;
     r->bytes_out = blen;
 }
@@ -113,19 +122,38 @@ void http_guard_raw_error(struct http_req *r, int code, const char *msg, const c
  * (receiving, waiting for a codec slot, queued, running, encoding). The job queue alone bounds
  * only the jobs waiting for a worker; without this, requests beyond it would pile up in front of
  * the decode slots with ever longer latency instead of being told to retry (429). */
-int http_guard_admit_active(struct http_req *r, char *err)
+int http_guard_admit_active(struct http_req *r, int count, char *err)
 {
     struct http_server *s = r->s;
 
     if (s->c.max_active <= 0)
         return 0;
-    if (atomic_fetch_add(&s->active, 1) >= s->c.max_active) {
-        atomic_fetch_sub(&s->active, 1);
+    if (count ? atomic_fetch_add(&s->active, 1) >= s->c.max_active : atomic_load(&s->active) >= s->c.max_active) {
+        if (count)
+            atomic_fetch_sub(&s->active, 1);
+        metrics_busy(s->m);
         return edged_fail(err, EDGED_E_QUEUE_FULL, "server busy: %d image requests in progress (--queue-depth %d "
                           "plus the processing slots)", s->c.max_active, s->c.queue_depth);
     }
-    r->active = 1;
+    r->active = count;
     return 0;
+}
+
+int http_guard_conn_over(struct http_req *r, char *err)
+{
+    struct http_conn *c = conn_of(r->conn);
+    int over;
+
+    pthread_mutex_lock(&r->s->conns_mu);
+    over = c ? c->over : 0;
+    pthread_mutex_unlock(&r->s->conns_mu);
+    if (!over || r->route->open)
+        return 0;
+    r->close = 1;
+    if (over == EDGED_E_QUEUE_FULL)
+        return edged_fail(err, over, "too many connections from your address (--max-conn-per-ip %d)",
+                          r->s->c.max_conn_per_ip);
+    return edged_fail(err, over, "too many connections (--max-connections %d)", r->s->c.max_connections);
 }
 
 static enum MHD_Result count_content_length(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
@@ -161,7 +189,8 @@ int http_guard_body_headers(struct http_req *r, char *err)
     if (n > r->s->c.max_body)
         return edged_fail(err, EDGED_E_BODY_TOO_LARGE, "body of %llu bytes exceeds --max-body-mb %zu MiB", n,
                           r->s->c.max_body >> 20);
-    return upload_body_reserve(&r->body, (size_t)n, err);
+    r->body.max = (size_t)n; /* the buffer grows to it as bytes arrive, never reserved up front */
+    return 0;
 }
 
 /* The media type is Content-Type up to any ';' or blank; parameters (charset, boundary) are not
@@ -209,14 +238,6 @@ enum MHD_Result http_guard_refuse(struct http_req *r, int code, const char *msg,
     return MHD_YES;
 }
 
-/* ---- connection accounting ---------------------------------------------------------------- */
-
-static struct http_conn *conn_of(struct MHD_Connection *conn)
-{
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-
-    return ci ? ci->socket_context : NULL;
-}
 
 void http_guard_conn_phase(struct http_server *s, struct MHD_Connection *conn, int receiving)
 {
@@ -228,6 +249,33 @@ void http_guard_conn_phase(struct http_server *s, struct MHD_Connection *conn, i
     c->receiving = receiving;
     c->t_phase = clock_ms();
     pthread_mutex_unlock(&s->conns_mu);
+}
+
+/* IPv4 peer address of conn in network order, 0 when unknown. */
+static uint32_t conn_ip(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
+    if (!ci || !ci->client_addr || ci->client_addr->sa_family != AF_INET)
+        return 0;
+    return ((const struct sockaddr_in *)(const void *)ci->client_addr)->sin_addr.s_addr;
+}
+
+/* Marks a new connection over a cap: libmicrohttpd accepts HTTP_CONN_RESERVE more than
+ * --max-connections and has no per-address cap of its own, so that a connection past either cap
+ * gets a JSON answer (or health served) instead of a reset. Called with conns_mu held. */
+static void conn_mark_over(struct http_server *s, struct http_conn *c)
+{
+    int total = 0, same = 0;
+
+    for (struct http_conn *it = s->conns; it; it = it->next) {
+        total += !it->over;
+        same += !it->over && c->ip && it->ip == c->ip;
+    }
+    if (s->c.max_conn_per_ip > 0 && same > s->c.max_conn_per_ip)
+        c->over = EDGED_E_QUEUE_FULL; /* the address's own cap first: it is that client's to fix */
+    else if (total > s->c.max_connections)
+        c->over = EDGED_E_UNAVAILABLE;
 }
 
 /* libmicrohttpd calls this on accept and right before it closes the socket (in the connection's
@@ -243,12 +291,13 @@ void http_guard_on_connection(void *cls, struct MHD_Connection *conn, void **soc
         ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
         if (!ci || !(c = calloc(1, sizeof(*c))))
             return;
-        *c = (struct http_conn){ci->connect_fd, 1, clock_ms(), NULL, NULL};
+        *c = (struct http_conn){ci->connect_fd, 1, clock_ms(), conn_ip(conn), 0, NULL, NULL};
         pthread_mutex_lock(&s->conns_mu);
         c->next = s->conns;
         if (s->conns)
             s->conns->prev = c;
         s->conns = c;
+        conn_mark_over(s, c);
         pthread_mutex_unlock(&s->conns_mu);
         *socket_context = c;
         return;
@@ -275,7 +324,7 @@ int http_reap(struct http_server *s)
 
     pthread_mutex_lock(&s->conns_mu);
     for (struct http_conn *c = s->conns; c; c = c->next)
-        if (c->receiving && now - c->t_phase > limit) {
+        if (c->receiving && now - c->t_phase > (c->over ? HTTP_OVER_IDLE_MS : limit)) {
             shutdown(c->fd, SHUT_RDWR);
             c->receiving = 0;
             cut++;

@@ -28,6 +28,9 @@ struct http_conn {
     int fd;
     int receiving;
     double t_phase;
+    uint32_t ip;   /* IPv4 peer address, network order (0: unknown) */
+    int over;      /* 0, or the refusal for its requests: EDGED_E_QUEUE_FULL (address cap) or
+                    * EDGED_E_UNAVAILABLE (connection cap) */
     struct http_conn *prev, *next;
 };
 
@@ -62,6 +65,9 @@ struct http_req {
     int answered, status;
     int active;                 /* counted in s->active */
     int pending;                /* an error decided on the first callback, answered on the last */
+    int raw;                    /* answered by http_guard_raw_error */
+    int close;                  /* this answer carries Connection: close */
+    size_t reserved;            /* memory budget held for the body buffer */
     int preflight;              /* a CORS preflight (OPTIONS), answered on the last callback */
     size_t drained;             /* body bytes read and dropped for a pending answer */
     const char *pending_xh, *pending_xv;
@@ -89,9 +95,13 @@ void http_respond_preflight(struct http_req *r);
 
 /* ---- http_guard.c: refusals before the body, connection accounting, fd cap, log limiter ---- */
 
-/* POST admission: at most c.max_active image requests in the server. 0, or EDGED_E_QUEUE_FULL
- * with a message; on 0 the request counts in s->active until it completes. */
-int http_guard_admit_active(struct http_req *r, char *err);
+/* POST admission: at most c.max_active image requests in the server. With count 0 (first
+ * callback) it only looks; with count 1 (body complete) the request counts in s->active until it
+ * completes. 0, or EDGED_E_QUEUE_FULL with a message. */
+int http_guard_admit_active(struct http_req *r, int count, char *err);
+/* A request on a connection over a cap (http_conn.over): 0 for an open route (health, readiness,
+ * metrics), else the refusal code with a message; the answer then closes the connection. */
+int http_guard_conn_over(struct http_req *r, char *err);
 /* Content-Type's media type against the route's comma-separated list: 0 or EDGED_E_NOT_PNG. */
 int http_guard_media_type(const char *ctype, const char *types, char *err);
 /* Framing and size of the announced body (Content-Length, Transfer-Encoding): 0 (and the body

@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "errors.h"
 #include "filter.h"
 #include "variant.h"
@@ -20,10 +21,11 @@ static const double bucket_le[NBUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.002
                                            0.1,    0.25,    0.5,    1.0,   2.5,    5.0,   10.0, 30.0};
 
 #define MAX_STATUS 600
-#define NREASONS 9
+#define NREASONS 12
 static const int reason_codes[NREASONS] = {EDGED_E_BODY_TOO_LARGE, EDGED_E_IMAGE_TOO_LARGE, EDGED_E_QUEUE_FULL,
                                            EDGED_E_DEADLINE,       EDGED_E_UNAVAILABLE,     EDGED_E_NOMEM,
-                                           EDGED_E_GPU_OOM,        EDGED_E_GPU_FATAL,       EDGED_E_UNAUTHORIZED};
+                                           EDGED_E_GPU_OOM,        EDGED_E_GPU_FATAL,       EDGED_E_UNAUTHORIZED,
+                                           EDGED_E_CLIENT_GONE,    EDGED_E_TOO_COSTLY,      EDGED_E_MEMORY_BUDGET};
 
 struct histogram {
     uint64_t bucket[NBUCKETS]; /* non-cumulative; summed when rendered */
@@ -50,6 +52,7 @@ struct metrics {
     uint64_t accepted, succeeded, failed, in_flight;
     uint64_t by_status[MAX_STATUS];
     uint64_t rejections[NREASONS];
+    double last_busy; /* clock_ms() of the last metrics_busy */
     struct histogram queue_wait, stage[RESULT_STAGE_COUNT]; /* EDGED_STAGES order */
     struct histogram duration[NFILTER_LABELS][RB_COUNT];
     struct filter_code by_code[MAX_FILTER_CODES];
@@ -108,6 +111,25 @@ void metrics_reject(struct metrics *m, int code)
         if (reason_codes[i] == code)
             m->rejections[i]++;
     pthread_mutex_unlock(&m->mu);
+}
+
+void metrics_busy(struct metrics *m)
+{
+    pthread_mutex_lock(&m->mu);
+    m->last_busy = clock_ms();
+    pthread_mutex_unlock(&m->mu);
+}
+
+double metrics_last_busy(struct metrics *m)
+{
+    double t;
+
+    if (!m)
+        return 0.0;
+    pthread_mutex_lock(&m->mu);
+    t = m->last_busy;
+    pthread_mutex_unlock(&m->mu);
+    return t;
 }
 
 static void observe(struct histogram *h, double seconds)
@@ -379,6 +401,11 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *
              "(rate() of it: the share of time the GPU was busy; 0 on the CPU backend).\n"
              "# TYPE edged_gpu_busy_seconds_total counter\nedged_gpu_busy_seconds_total %.6f\n",
          g->queue_depth, g->queue_capacity, g->ready, g->gpu_memory_used, g->gpu_busy_seconds);
+    emit(&t, "# HELP edged_memory_budget_bytes Bytes reserved by requests (bodies, images, planes, output).\n"
+             "# TYPE edged_memory_budget_bytes gauge\nedged_memory_budget_bytes %zu\n"
+             "# HELP edged_memory_budget_limit_bytes The memory budget (--max-memory-mb).\n"
+             "# TYPE edged_memory_budget_limit_bytes gauge\nedged_memory_budget_limit_bytes %zu\n",
+         g->budget_used, g->budget_limit);
     dev[0] = '\0'; /* from config and the device name: escaped as the label format wants */
     result_escape(dev, sizeof(dev), 0, m->build.device, 0, RESULT_ESCAPE_LABEL);
     emit(&t, "# HELP edged_build_info Build and runtime identity.\n# TYPE edged_build_info gauge\n"

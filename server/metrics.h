@@ -13,6 +13,7 @@ struct metrics_gauges {
     int queue_depth, queue_capacity, ready;
     size_t gpu_memory_used;
     double gpu_busy_seconds; /* time the GPU worker had a job on the device, since start */
+    size_t budget_used, budget_limit; /* the memory budget (budget.h): bytes reserved, and its size */
 };
 
 /* Labels of edged_build_info. */
@@ -37,8 +38,14 @@ void metrics_request_end(struct metrics *m, int status);
 void metrics_filter_request(struct metrics *m, const char *filter, const char *variant, int status,
                             double seconds);
 /* A limit refused work: edged_rejections_total{reason=<error name>} += 1 (body_too_large,
- * image_too_large, queue_full, deadline_exceeded, unavailable, ...). */
+ * image_too_large, queue_full, deadline_exceeded, unavailable, client_closed, job_too_costly,
+ * memory_budget, ...). */
 void metrics_reject(struct metrics *m, int code);
+/* The server refused work for capacity (admission bound or queue full: 429), for readiness;
+ * metrics_last_busy is clock_ms() of the last time (0: never). A client over its own connection
+ * cap does not count: it says nothing of the server. */
+void metrics_busy(struct metrics *m);
+double metrics_last_busy(struct metrics *m);
 /* Stage times of a served request (ms); zero stages are not observed. */
 void metrics_stages(struct metrics *m, const struct result_times *t);
 /* Time a job waited in the queue (ms). */

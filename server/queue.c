@@ -165,24 +165,68 @@ static void deadline_msg(const struct queue *q, const struct job *job, char *msg
                clock_ms() - job->t_push, q->deadline_ms);
 }
 
-int queue_wait(struct queue *q, struct job *job, char *err)
+int queue_wait(struct queue *q, struct job *job, char *err) { return queue_wait_watch(q, job, NULL, NULL, err); }
+
+/* Why a job not yet done must stop being waited for: 0 (wait on), or the code with its message.
+ * Called with q->mu held; alive is asked without it. */
+static int stop_reason_locked(struct queue *q, struct job *job, queue_alive_fn alive, void *cls, char *msg)
+{
+    int gone;
+
+    if (job->state == JOB_QUEUED && clock_ms() >= job->t_push + q->deadline_ms) {
+        deadline_msg(q, job, msg);
+        return EDGED_E_DEADLINE;
+    }
+    if (job->state == JOB_RUNNING && q->fail_code)
+        return edged_fail(msg, q->fail_code, "%s", q->fail_msg);
+    if (job->state == JOB_RUNNING && job->timeout_ms > 0 && clock_ms() - job->t_start >= job->timeout_ms)
+        return edged_fail(msg, EDGED_E_DEADLINE, "job ran %.0f ms and was cancelled at its limit of %.0f ms "
+                          "(--job-timeout-s)", clock_ms() - job->t_start, job->timeout_ms);
+    if (!alive)
+        return 0;
+    pthread_mutex_unlock(&q->mu);
+    gone = !alive(cls);
+    pthread_mutex_lock(&q->mu);
+    if (gone && job->state != JOB_DONE)
+        return edged_fail(msg, EDGED_E_CLIENT_GONE, "client closed the connection; job cancelled");
+    return 0;
+}
+
+/* The next time to look again: the queue deadline, the run limit or the next alive check. */
+static double next_look(const struct queue *q, const struct job *job, int watching)
+{
+    double t = job->state == JOB_QUEUED ? job->t_push + q->deadline_ms : 0.0;
+
+    if (job->state == JOB_RUNNING && job->timeout_ms > 0)
+        t = job->t_start + job->timeout_ms;
+    if (watching && (t == 0.0 || t > clock_ms() + QUEUE_WATCH_MS))
+        t = clock_ms() + QUEUE_WATCH_MS;
+    return t;
+}
+
+int queue_wait_watch(struct queue *q, struct job *job, queue_alive_fn alive, void *cls, char *err)
 {
     struct job *dead = NULL;
     char msg[EDGED_ERR_LEN];
-    int rc;
+    int rc = 0;
 
     pthread_mutex_lock(&q->mu);
     while (job->state != JOB_DONE) {
-        double deadline = job->t_push + q->deadline_ms;
-        if (job->state == JOB_QUEUED && clock_ms() >= deadline) {
+        double until;
+        if ((rc = stop_reason_locked(q, job, alive, cls, msg)) < 0 && job->state == JOB_QUEUED) {
             list_remove(&q->head, &q->tail, job);
             q->count--;
-            deadline_msg(q, job, msg);
-            dead = finish_locked(job, EDGED_E_DEADLINE, msg);
-        } else if (job->state == JOB_RUNNING && q->fail_code) {
-            break; /* abandoned: the worker completes and releases it if it ever returns */
-        } else if (job->state == JOB_QUEUED) {
-            struct timespec ts = clock_abs(deadline);
+            dead = finish_locked(job, rc, msg);
+            break;
+        }
+        if (rc < 0 && job->state == JOB_RUNNING) {
+            atomic_store(&job->cancel, 1); /* abandoned: the worker completes and releases it */
+            break;
+        }
+        if (job->state == JOB_DONE)
+            break;
+        if ((until = next_look(q, job, alive != NULL)) > 0.0) {
+            struct timespec ts = clock_abs(until);
             pthread_cond_timedwait(&job->done, &q->mu, &ts);
         } else {
             pthread_cond_wait(&job->done, &q->mu);
@@ -192,7 +236,7 @@ int queue_wait(struct queue *q, struct job *job, char *err)
         rc = job->rc;
         edged_fail(err, rc, "%s", job->err);
     } else {
-        rc = edged_fail(err, q->fail_code, "%s", q->fail_msg);
+        edged_fail(err, rc, "%s", msg);
     }
     pthread_mutex_unlock(&q->mu);
     if (dead)
@@ -241,6 +285,8 @@ static struct job *take_locked(struct queue *q, enum job_lane lane)
         it->t.queue = it->t_start - it->t_push;
         it->next = q->running;
         q->running = it;
+        if (it->timeout_ms > 0)
+            pthread_cond_broadcast(&it->done); /* its waiter now times the run */
         return it;
     }
     return NULL;
@@ -331,8 +377,10 @@ void queue_fail(struct queue *q, int code, const char *msg)
             dead = d;
         }
     }
-    for (it = q->running; it; it = it->next)
+    for (it = q->running; it; it = it->next) {
+        atomic_store(&it->cancel, 1);
         pthread_cond_broadcast(&it->done);
+    }
     pthread_cond_broadcast(&q->work);
     pthread_mutex_unlock(&q->mu);
     free_chain(dead);

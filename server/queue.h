@@ -3,6 +3,7 @@
 #define EDGED_QUEUE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "errors.h"
 #include "filter.h"
@@ -30,12 +31,16 @@ struct job {
     int block;
     enum job_lane lane;
     int large; /* over --large-pixels: the CPU lane runs a bounded number of these at once */
+    double timeout_ms; /* longest run once started (0: none); past it the job is cancelled */
     /* output */
     struct img out; /* GPU lane: allocated by the submitter; CPU lane: by the worker */
     enum variant used;
     struct job_times t;
     int rc;
     char err[EDGED_ERR_LEN];
+    /* set (never cleared) when nobody waits for the result any more: the CPU loops stop at the
+     * next row, a GPU job's result is dropped when its stream finishes */
+    atomic_int cancel;
     /* bookkeeping (queue.c) */
     enum job_state state;
     int refs;
@@ -67,6 +72,16 @@ int queue_push(struct queue *q, struct job *job, char *err);
  * abandoned with that code: then its output must not be read, only released. */
 int queue_wait(struct queue *q, struct job *job, char *err);
 
+/* Tells queue_wait_watch whether the client that waits for a job is still there (1) or gone (0). */
+typedef int (*queue_alive_fn)(void *cls);
+
+/* As queue_wait, and while the job waits or runs: alive(cls) is asked every QUEUE_WATCH_MS (alive
+ * may be NULL); a gone client takes a queued job out, or cancels a running one, with
+ * EDGED_E_CLIENT_GONE; a job running past job->timeout_ms is cancelled with EDGED_E_DEADLINE.
+ * A cancelled job is abandoned: its worker completes and releases it later. */
+int queue_wait_watch(struct queue *q, struct job *job, queue_alive_fn alive, void *cls, char *err);
+#define QUEUE_WATCH_MS 100
+
 /* Worker side. Takes the oldest job of lane, waiting up to wait_ms (< 0: until one comes or the
  * queue is closed and empty); a large job is passed over while the lane's cap of large jobs is
  * running. Jobs past their deadline are completed with EDGED_E_DEADLINE on the way. NULL on
@@ -77,8 +92,9 @@ void queue_complete(struct queue *q, struct job *job, int rc);
 
 /* Refuses new jobs (EDGED_E_UNAVAILABLE, "draining"); queued ones still run. Wakes the workers. */
 void queue_close(struct queue *q);
-/* Fails every queued job and every later push with code (EDGED_E_GPU_FATAL) and message, and
- * releases waiters of running jobs. */
+/* Fails every queued job and every later push with code (EDGED_E_GPU_FATAL, or
+ * EDGED_E_UNAVAILABLE past the drain timeout) and message, cancels running jobs and releases
+ * their waiters. */
 void queue_fail(struct queue *q, int code, const char *msg);
 /* 1 once closed (or failed) and no job of lane is queued. */
 int queue_closed_empty(struct queue *q, enum job_lane lane);

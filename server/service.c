@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "file_io.h"
 #include "log.h"
 
@@ -32,7 +33,12 @@ static void load_openapi(struct service *s)
 
 int service_init(struct service *s, const struct serve_config *cfg, char *err)
 {
+    size_t limit = cfg->max_memory_mb ? (size_t)cfg->max_memory_mb << 20 : budget_default_bytes();
+    int rc;
+
     s->cfg = cfg;
+    if ((rc = budget_new(&s->budget, limit, err)) < 0)
+        return rc;
     pngio_default_limits(&s->lim);
     s->lim.max_side = (uint32_t)cfg->max_side;
     s->lim.max_pixels = (uint64_t)cfg->max_pixels;
@@ -56,6 +62,8 @@ void service_destroy(struct service *s)
     s->codec_ready = 0;
     free(s->openapi);
     s->openapi = NULL;
+    budget_free(s->budget);
+    s->budget = NULL;
 }
 
 static void sem_wait_intr(sem_t *sem)
@@ -109,13 +117,50 @@ int service_admit(void *app, char *err)
 
 int service_ready(struct service *s, char *reason)
 {
+    double now = clock_ms(), last;
     int depth;
 
     if (service_admit(s, reason) < 0)
         return 0;
+    if ((last = budget_last_refusal(s->budget)) > 0.0 && now - last < SERVICE_BUSY_WINDOW_MS) {
+        edged_fail(reason, EDGED_E_UNAVAILABLE, "memory budget spent (%zu of %zu MiB reserved)",
+                   budget_used(s->budget) >> 20, budget_limit(s->budget) >> 20);
+        return 0;
+    }
+    if ((last = metrics_last_busy(s->m)) > 0.0 && now - last < SERVICE_BUSY_WINDOW_MS) {
+        edged_fail(reason, EDGED_E_UNAVAILABLE, "busy: image requests refused (429) in the last %d ms",
+                   SERVICE_BUSY_WINDOW_MS);
+        return 0;
+    }
     if ((depth = queue_depth(s->q)) >= queue_capacity(s->q)) {
         edged_fail(reason, EDGED_E_UNAVAILABLE, "queue full (%d of %d jobs)", depth, queue_capacity(s->q));
         return 0;
     }
     return 1;
+}
+
+/* Peak of one image request: the decoded image (ch bytes a pixel), the float planes (up to ch of
+ * them, 4 bytes each) with the source and second buffers (8 more), the output (up to 4 channels)
+ * and its PNG (no larger than the raw output plus a little). */
+size_t service_image_bytes(int w, int h, int ch)
+{
+    size_t px = (size_t)w * (size_t)h, per = (size_t)ch + 4 * (size_t)ch + 8 + 2 * 4;
+
+    return px * per + (64u << 10);
+}
+
+int service_check_cost(struct service *s, const struct filter_plan *plan, int w, int h, enum variant v, char *err)
+{
+    double est = backend_cpu_seconds(s->backend, plan, w, h, v), cheaper;
+
+    if (est <= s->cfg->max_job_cpu_s)
+        return 0;
+    cheaper = backend_cpu_seconds(s->backend, plan, w, h, VARIANT_CPU);
+    if (v == VARIANT_CPU_SERIAL && cheaper <= s->cfg->max_job_cpu_s)
+        return edged_fail(err, EDGED_E_TOO_COSTLY, "%s on %dx%d is estimated at %.0f CPU seconds, over "
+                          "--max-job-cpu-s %d: ask for variant=cpu (about %.1f s)%s", variant_name(v), w, h, est,
+                          s->cfg->max_job_cpu_s, cheaper, backend_has_gpu(s->backend) ? " or a GPU variant" : "");
+    return edged_fail(err, EDGED_E_TOO_COSTLY, "%s on %dx%d is estimated at %.0f CPU seconds, over --max-job-cpu-s "
+                      "%d: use a smaller image or kernel%s", variant_name(v == VARIANT_AUTO ? VARIANT_CPU : v), w, h,
+                      est, s->cfg->max_job_cpu_s, backend_has_gpu(s->backend) ? ", or a GPU variant" : "");
 }

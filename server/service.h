@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "backend.h"
+#include "budget.h"
 #include "errors.h"
 #include "metrics.h"
 #include "png_io.h"
@@ -29,6 +30,7 @@ struct service {
     char *openapi;                      /* the bytes of --openapi's file; NULL without --openapi or */
     size_t openapi_len;                 /* when it could not be read (then /openapi.yaml is 404) */
     atomic_int draining;
+    struct budget *budget;              /* --max-memory-mb */
 };
 
 /* Sets limits and codec slots and reads the file --openapi names, if any (a failure is logged,
@@ -39,7 +41,11 @@ void service_destroy(struct service *s);
 /* http_admit: refuses new POSTs while draining, without a backend or after a fatal GPU error. */
 int service_admit(void *app, char *err);
 
-/* 1 when /readyz answers 200; else 0 with the reason in reason (EDGED_ERR_LEN bytes). */
+/* 1 when /readyz answers 200; else 0 with the reason in reason (EDGED_ERR_LEN bytes). Not ready
+ * either while work is being refused for capacity: an admission or queue-full 429 (metrics_busy)
+ * or a memory_budget refusal in the last SERVICE_BUSY_WINDOW_MS, or the queue at its bound. */
+#define SERVICE_BUSY_WINDOW_MS 1000
+#define SERVICE_BUDGET_WAIT_MS 500 /* an image waits this long for the memory budget, then 503 */
 int service_ready(struct service *s, char *reason);
 
 /* "gpu", "cpu" or "unavailable". */
@@ -56,5 +62,12 @@ int service_is_large(const struct service *s, long long pixels);
 /* Of `slots` codec slots or CPU workers, how many large images may hold at once: all but one, so
  * one is always left to small ones (at least 1). The one share for both. */
 int service_large_slots(int slots);
+
+/* Bytes an image request of w x h x ch holds at its peak: the decoded image, the float planes and
+ * their scratch, the output and its PNG (an upper bound; the body is reserved by http.c). */
+size_t service_image_bytes(int w, int h, int ch);
+/* Refuses a job over --max-job-cpu-s: EDGED_E_TOO_COSTLY naming the estimate, the limit and the
+ * cheaper variant to ask for; else 0. */
+int service_check_cost(struct service *s, const struct filter_plan *plan, int w, int h, enum variant v, char *err);
 
 #endif

@@ -8,7 +8,7 @@
 #include "errors.h"
 #include "multipart.h"
 
-#define UPLOAD_FIRST_CHUNK (256 * 1024) /* first buffer when the length is not announced */
+#define UPLOAD_FIRST_CHUNK (256 * 1024) /* first buffer; max is the Content-Length when announced */
 
 void upload_body_init(struct upload_body *b, size_t max) { *b = (struct upload_body){NULL, 0, 0, max}; }
 
@@ -36,21 +36,26 @@ int upload_body_reserve(struct upload_body *b, size_t n, char *err)
 
 /* Growth doubles (O(n) copies in all) and never passes max; a body that would is refused whole,
  * before anything of the piece is kept. */
-int upload_body_append(struct upload_body *b, const void *data, size_t n, char *err)
+size_t upload_body_next_cap(const struct upload_body *b, size_t n)
 {
     size_t cap;
+
+    if (n <= b->cap - b->len || n > b->max - b->len)
+        return b->cap;
+    cap = b->cap ? b->cap : UPLOAD_FIRST_CHUNK;
+    while (cap < b->len + n && cap <= b->max / 2)
+        cap *= 2;
+    return cap < b->len + n ? b->len + n : cap > b->max ? b->max : cap;
+}
+
+int upload_body_append(struct upload_body *b, const void *data, size_t n, char *err)
+{
     int rc;
 
     if (n > b->max - b->len)
         return edged_fail(err, EDGED_E_BODY_TOO_LARGE, "body exceeds the %zu-byte cap", b->max);
-    if (n > b->cap - b->len) {
-        cap = b->cap ? b->cap : UPLOAD_FIRST_CHUNK;
-        while (cap < b->len + n && cap <= b->max / 2)
-            cap *= 2;
-        cap = cap < b->len + n ? b->len + n : cap > b->max ? b->max : cap;
-        if ((rc = upload_body_reserve(b, cap, err)) < 0)
-            return rc;
-    }
+    if (n > b->cap - b->len && (rc = upload_body_reserve(b, upload_body_next_cap(b, n), err)) < 0)
+        return rc;
     if (n)
         memcpy(b->p + b->len, data, n);
     b->len += n;

@@ -21,7 +21,10 @@ void upload_body_init(struct upload_body *b, size_t max);
 /* Allocates room for a body announced as n bytes (Content-Length) in one piece. Returns 0,
  * EDGED_E_BODY_TOO_LARGE (n > max) or EDGED_E_NOMEM, with a message. */
 int upload_body_reserve(struct upload_body *b, size_t n, char *err);
-/* Appends n bytes, growing the buffer (doubling, capped at max). Returns 0,
+/* The capacity the buffer will have after appending n bytes (its capacity now when they fit):
+ * the first piece takes 256 KiB (or max, when smaller), then it doubles, never past max. */
+size_t upload_body_next_cap(const struct upload_body *b, size_t n);
+/* Appends n bytes, growing the buffer to upload_body_next_cap. Returns 0,
  * EDGED_E_BODY_TOO_LARGE (the body would pass max; nothing is appended) or EDGED_E_NOMEM. */
 int upload_body_append(struct upload_body *b, const void *data, size_t n, char *err);
 /* Frees the buffer; the struct may be initialised again. */

@@ -19,6 +19,15 @@ and a JSON summary (also to --json). Exit status 1 when a phase's condition fail
 
   python3 tests/bench/soak.py --bin build/edged              # the full run (~15 minutes)
   python3 tests/bench/soak.py --bin build/edged --quick      # ~1 minute smoke of the same phases
+
+Steady mode (--rate R --minutes M): no ramp and no overload, only the hold phase at R req/s for
+M minutes, with the same checks (non-2xx, RSS after warm-up vs end, fds, p50/p99). --abuse adds,
+for the whole hold, the cheap requests the budgets are there for, from other loopback addresses:
+idle connections past the per-address cap, stalled uploads, CPU jobs over --max-job-cpu-s and
+slow jobs whose client leaves. Their answers are counted apart ("abuse"); the paying traffic must
+still see only 2xx, and the memory budget must be back to 0 at the end.
+
+  python3 tests/bench/soak.py --bin build/edged --rate 20 --minutes 30 --abuse
 """
 import argparse
 import http.client
@@ -268,6 +277,100 @@ def start_server(args):
     raise SystemExit("edged did not start: see " + args.log)
 
 
+class Abuse:
+    """Background abuse during the hold (--abuse): each kind in its own thread, from 127.0.0.2..5."""
+
+    COSTLY = '{"filter":"gaussian","size":63,"color":"gray","variant":"cpu_serial"}'
+    SLOW = '{"filter":"gaussian","size":31,"color":"gray","variant":"cpu_serial"}'
+
+    def __init__(self, port, png, big):
+        self.port, self.png, self.big, self.stop = port, png, big, threading.Event()
+        self.counts, self.lock, self.threads = {}, threading.Lock(), []
+
+    def count(self, key):
+        with self.lock:
+            self.counts[key] = self.counts.get(key, 0) + 1
+
+    def conn(self, source):
+        s = socket.socket()
+        s.settimeout(10)
+        s.bind((source, 0))
+        s.connect(("127.0.0.1", self.port))
+        return s
+
+    def idle(self):  # 80 idle connections from one address: 16 past the default cap of 64
+        held = []
+        while not self.stop.is_set():
+            while len(held) < 80:
+                try:
+                    held.append(self.conn("127.0.0.2"))
+                except OSError:
+                    self.count("idle_connect_error")
+                    break
+            self.stop.wait(1.0)
+            alive = []
+            for s in held:
+                s.setblocking(False)
+                try:
+                    got = s.recv(1)
+                    s.close()
+                    self.count("idle_cut" if got == b"" else "idle_data")
+                except BlockingIOError:
+                    alive.append(s)
+                except OSError:
+                    s.close()
+                    self.count("idle_reset")
+            held = alive
+        for s in held:
+            s.close()
+
+    def post(self, source, params, leave_after=None, stall=False, png=None):
+        body, ctype = multipart(png or self.png, params)
+        try:
+            s = self.conn(source)
+            head = ("POST /v1/filter HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n" %
+                    (ctype, (8 << 20) if stall else len(body))).encode()
+            s.sendall(head + (body[:1024] if stall else body))
+            if stall:
+                self.stop.wait(5)
+                s.close()
+                self.count("stalled")
+                return
+            if leave_after is not None:
+                time.sleep(leave_after)
+                s.close()
+                self.count("left")
+                return
+            got = s.recv(64)
+            s.close()
+            m = re.match(rb"HTTP/1\.1 (\d+)", got)
+            self.count("costly_" + (m.group(1).decode() if m else "none"))
+        except OSError:
+            self.count(("stall" if stall else "post") + "_socket_error")
+
+    def every(self, period, fn):
+        def run():
+            while not self.stop.wait(period):
+                fn()
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        self.threads.append(t)
+
+    def start(self):
+        t = threading.Thread(target=self.idle, daemon=True)
+        t.start()
+        self.threads.append(t)
+        self.every(2.0, lambda: self.post("127.0.0.3", "{}", stall=True))
+        self.every(3.0, lambda: self.post("127.0.0.4", self.COSTLY, png=self.big))
+        self.every(3.0, lambda: self.post("127.0.0.5", self.SLOW, leave_after=0.2))
+
+    def finish(self):
+        self.stop.set()
+        for t in self.threads:
+            t.join(10)
+        return dict(self.counts)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default="build/edged")
@@ -295,6 +398,10 @@ def main():
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--max-requests", type=int, default=400000)
     ap.add_argument("--quick", action="store_true", help="short phases: ramp 1,2,4 x 4 s, hold 20 s, overload 10 s")
+    ap.add_argument("--rate", type=float, default=0, help="steady mode: hold at this many req/s (no ramp, no overload)")
+    ap.add_argument("--minutes", type=float, default=10, help="steady mode: hold this long")
+    ap.add_argument("--abuse", action="store_true", help="during the hold: idle connections, stalled uploads, "
+                    "costly and abandoned jobs from other loopback addresses (counted apart)")
     ap.add_argument("--json", default="")
     ap.add_argument("--log", default="/tmp/edged-soak.log")
     ap.add_argument("--trace", default="", help="CSV of every open-loop request: end time, seconds, status, "
@@ -322,9 +429,12 @@ def main():
         out["failures"].append(msg)
         print("FAIL: " + msg, flush=True)
 
+    abuse = None
     try:
         closed_loop(args, 1, min(3, args.step_s), budget)  # warm-up
-        for n in [int(x) for x in args.ramp.split(",")]:
+        if args.rate > 0:
+            args.ramp, args.hold_s, args.hold_frac = "", args.minutes * 60, 1.0
+        for n in [int(x) for x in args.ramp.split(",") if x]:
             r = closed_loop(args, n, args.step_s, budget)
             r["clients"] = n
             out["ramp"].append(r)
@@ -333,8 +443,11 @@ def main():
             if r["errors"]:
                 fail("ramp at %d clients: %d errors %s" % (n, r["errors"], r["codes"]))
         clean = [r for r in out["ramp"] if not r["errors"]]
-        best = max(r["rps"] for r in clean)
-        knee = min((r for r in clean if r["rps"] >= args.knee_frac * best), key=lambda r: r["clients"])
+        if args.rate > 0:
+            knee = {"clients": 0, "rps": args.rate, "p50_ms": closed_loop(args, 1, 3, budget)["p50_ms"]}
+        else:
+            best = max(r["rps"] for r in clean)
+            knee = min((r for r in clean if r["rps"] >= args.knee_frac * best), key=lambda r: r["clients"])
         out["knee"] = {"clients": knee["clients"], "rps": knee["rps"], "p50_ms": knee["p50_ms"]}
         print("knee: %d clients, %.1f req/s" % (knee["clients"], knee["rps"]), flush=True)
 
@@ -345,11 +458,22 @@ def main():
                             "hwm_kb": proc_kb(pid, "VmHWM"), "fds": fds(pid),
                             "gpu_mb": gpu_mb(pid) if args.backend == "gpu" else None})
 
+        if args.abuse:
+            abuse = Abuse(args.port, synthetic_photo(1000), synthetic_photo(2000))
+            abuse.start()
+        if args.rate > 0:  # warm-up at the rate (and under the abuse): RSS is compared from after it
+            open_loop(args, args.rate, min(60, args.hold_s / 10), budget, args.workers)
         t_hold = time.time()
         sample()
         hold = open_loop(args, args.hold_frac * knee["rps"], args.hold_s, budget, args.workers, sample)
         sample()
         hold["samples"] = samples
+        if abuse:
+            out["abuse"] = abuse.finish()
+            abuse = None
+            print("abuse %s" % out["abuse"], flush=True)
+            time.sleep(2)  # the abusers' connections close; descriptors are compared after
+            samples.append(dict(samples[-1], fds=fds(pid)))
         # RSS: the quarter medians, and the peak (VmHWM) from the first tenth to the end.
         settled = samples[len(samples) // 10:] or samples
         first, last = quarter_medians([x["rss_kb"] for x in samples])
@@ -381,8 +505,19 @@ def main():
         if hold["fds_end"] > hold["fds_start"] + 4:
             fail("hold: fds grew %d -> %d" % (hold["fds_start"], hold["fds_end"]))
         hold["p99_over_p50"] = round(hold["p99_ms"] / max(hold["p50_ms"], 1e-3), 2)
-        if hold["p99_over_p50"] > 3:
+        if hold["p99_over_p50"] > 3 and not args.abuse:  # the abuse's slow jobs share the cores
             fail("hold: p99 %.1f ms is %.1f x p50 (at most 3)" % (hold["p99_ms"], hold["p99_over_p50"]))
+
+        if args.rate > 0:
+            for _ in range(100):  # the abusers' reservations end with their requests
+                used = metric(args.port, "edged_memory_budget_bytes")
+                if not used:
+                    break
+                time.sleep(0.1)
+            out["memory_budget_end"] = used
+            if used:
+                fail("memory budget not back to 0 after the hold: %s bytes" % used)
+            return finish(args, proc, out)
 
         depth = []
 
@@ -418,11 +553,24 @@ def main():
         out["rss_end_kb"] = proc_kb(pid, "VmRSS")
         out["fds_end"] = fds(pid)
     finally:
-        if proc:
+        if abuse:
+            abuse.finish()
+        if proc and proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             out["exit_status"] = proc.wait(60)
             if out["exit_status"] != 0:
                 fail("edged exited %d" % out["exit_status"])
+    return finish(args, None, out)  # after the finally: a return inside it would override the steady one
+
+
+def finish(args, proc, out):
+    """Stops the server (when proc), prints and writes the summary; the exit status."""
+    if proc:
+        proc.send_signal(signal.SIGTERM)
+        out["exit_status"] = proc.wait(60)
+        if out["exit_status"] != 0:
+            out["ok"] = False
+            out["failures"].append("edged exited %d" % out["exit_status"])
     print(json.dumps({k: v for k, v in out.items() if k != "hold"} | {"hold": {k: v for k, v in out["hold"].items()
                                                                                 if k != "samples"}}))
     if args.json:

@@ -127,10 +127,14 @@ def test_cors_origin(make_server, small):
 def test_per_ip_connection_cap(make_server):
     s = make_server("--max-conn-per-ip", "3")
     held = [connect(s.port) for _ in range(3)]
+    # a 4th connection from one address is answered, not reset: probes served, work refused 429
     extra = connect(s.port)
     extra.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
     status, _, _ = read_response(extra, timeout=3)
-    assert status == 0, "a 4th connection from one address was served"
+    assert status == 200, "health not answered on a connection past the address's cap"
+    extra.sendall(b"POST /v1/filter HTTP/1.1\r\nHost: x\r\nContent-Type: image/png\r\nContent-Length: 0\r\n\r\n")
+    status, hdrs, body = read_response(extra, timeout=3)
+    assert status == 429 and b"max-conn-per-ip" in body and hdrs.get("connection") == "close", (status, body)
     extra.close()
     other = connect(s.port, source="127.0.0.2")  # another address still gets in
     other.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")

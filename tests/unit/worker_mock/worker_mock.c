@@ -1,7 +1,8 @@
 /* worker_mock.c — worker.c's GPU loop against mock_gpu.c: 4 streams overlap (max 4 in flight,
  * 32 x 20 ms jobs in ~160 ms), 1 stream serialises, one job's OOM fails only that job, a sticky
  * error fails every queued job and the queue, the watchdog catches a hung job, the busy time
- * (edged_gpu_busy_seconds_total) counts the time the device had work and no more. */
+ * (edged_gpu_busy_seconds_total) counts the time the device had work and no more, and a job past
+ * its run limit is abandoned at the limit and freed when its stream finishes (ASan: no leak). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include "worker.h"
 
 extern int mock_streams;
+extern double mock_dur_ms;
 extern atomic_int mock_busy, mock_max_busy, mock_dead, mock_fatal_at, mock_oom_at, mock_submits, mock_hang;
 struct backend *mock_backend(void);
 void mock_reset(void);
@@ -163,10 +165,43 @@ static void test_one_stream(void)
     stop(q, w);
 }
 
+static void test_abandoned_at_run_limit(void)
+{
+    struct queue *q;
+    struct worker *w;
+    struct job *j = job_new();
+    int codes[64], ok;
+    double t0;
+
+    mock_reset();
+    mock_hang = mock_dead = mock_busy = mock_max_busy = 0;
+    mock_streams = 4;
+    mock_dur_ms = 300;
+    start(&q, &w);
+    j->lane = LANE_GPU;
+    j->variant = VARIANT_AUTO;
+    j->plan.in_ch = 3;
+    j->plan.out_ch = 1;
+    j->timeout_ms = 50;
+    img_alloc(&j->in, 8, 8, 3, NULL);
+    img_alloc(&j->out, 8, 8, 1, NULL);
+    t0 = clock_ms();
+    CHECK(queue_push(q, j, err) == 0 && queue_wait_watch(q, j, NULL, NULL, err) == EDGED_E_DEADLINE,
+          "run limit: %s", err);
+    CHECK(clock_ms() - t0 < 250 && atomic_load(&j->cancel), "answered after %.0f ms, not at the limit",
+          clock_ms() - t0);
+    job_release(q, j); /* the GPU worker still holds it: freed when the stream finishes */
+    mock_dur_ms = 20;
+    ok = burst(q, 8, codes);
+    CHECK(ok == 8 && !worker_fatal(w, NULL), "after an abandoned job: %d ok", ok);
+    stop(q, w);
+}
+
 int main(void)
 {
     test_streams_oom_fatal();
     test_watchdog();
     test_one_stream();
+    test_abandoned_at_run_limit();
     return check_summary();
 }

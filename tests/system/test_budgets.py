@@ -1,0 +1,220 @@
+"""test_budgets.py — docs/reliability.md "Budgets": a CPU job over --max-job-cpu-s is refused
+(422 job_too_costly) before it is queued, a running job is cancelled at --job-timeout-s (504) or
+when its client leaves (499, counted), drain keeps its timeout with a long job running, the memory
+budget refuses with 503 memory_budget and Retry-After and is back to 0 afterwards, /healthz and
+/readyz answer under 256 idle connections, a connection past a cap gets JSON instead of a reset,
+stalled uploads do not starve other clients, and /readyz turns 503 while work is refused and back."""
+import concurrent.futures as cf
+import signal
+import socket
+import time
+
+import pytest
+import requests
+
+from conftest import png_bytes, random_image
+from helpers import connect, error_of, json_error, metrics, post_head, read_response, slowdown, total
+
+K = slowdown()
+BIG = '{"filter":"gaussian","size":63,"color":"gray","variant":"cpu_serial"}'
+
+
+def upload(url, png, params, timeout=60, path="/v1/filter"):
+    return requests.post(url + path, files={"image": ("x.png", png, "image/png"), "params": (None, params)},
+                         timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def png2000():
+    return png_bytes(random_image(2000, 2000, 1, seed=5))
+
+
+@pytest.fixture(scope="module")
+def png1000():
+    return png_bytes(random_image(1000, 1000, 1, seed=6))
+
+
+def wait_metric(url, name, want, timeout=10.0, **labels):
+    until = time.time() + timeout
+    while True:
+        v = total(metrics(url), name, **labels)
+        if v >= want or time.time() > until:
+            return v
+        time.sleep(0.05)
+
+
+def test_costly_cpu_job_refused_before_queueing(server, png2000):
+    t0 = time.time()
+    r = upload(server.url, png2000, BIG)
+    e = error_of(r)
+    assert r.status_code == 422 and e["code"] == "job_too_costly", r.text
+    assert "--max-job-cpu-s" in e["message"] and "variant=cpu" in e["message"], e
+    assert time.time() - t0 < 5 * K
+    r = upload(server.url, png2000, '{"filter":"gaussian","size":63,"color":"gray"}', path="/v1/compare")
+    assert r.status_code == 422 and error_of(r)["code"] == "job_too_costly", r.text
+    r = upload(server.url, png2000, '{"filter":"gaussian","size":63,"color":"gray","variant":"cpu"}')
+    assert r.status_code == 200, r.text
+
+
+def test_running_job_cancelled_at_its_limit(make_server, png1000, png2000):
+    s = make_server("--job-timeout-s", "1", "--max-job-cpu-s", "86400", "--cpu-workers", "1")
+    t0 = time.time()
+    r = upload(s.url, png2000, BIG)
+    took = time.time() - t0
+    assert r.status_code == 504 and error_of(r)["code"] == "deadline_exceeded", r.text
+    assert "job-timeout-s" in error_of(r)["message"]
+    assert took < 3 * K, took
+    t0 = time.time()  # the worker is free again at once: the cancelled job stopped
+    r = upload(s.url, png1000, '{"filter":"edge"}')
+    assert r.status_code == 200 and time.time() - t0 < 2 * K, (r.status_code, time.time() - t0)
+
+
+def test_client_gone_cancels_and_counts(make_server, png1000, png2000):
+    s = make_server("--max-job-cpu-s", "86400", "--cpu-workers", "1")
+    body = (b"--B\r\nContent-Disposition: form-data; name=\"image\"\r\nContent-Type: image/png\r\n\r\n" +
+            png2000 + b"\r\n--B\r\nContent-Disposition: form-data; name=\"params\"\r\n\r\n" + BIG.encode() +
+            b"\r\n--B--\r\n")
+    c = connect(s.port)
+    c.sendall(post_head("/v1/filter", "multipart/form-data; boundary=B", len(body)) + body)
+    time.sleep(1.0)
+    c.close()
+    assert wait_metric(s.url, "edged_rejections_total", 1, 5 * K, reason="client_closed") == 1
+    t0 = time.time()
+    r = upload(s.url, png1000, '{"filter":"edge"}')
+    assert r.status_code == 200 and time.time() - t0 < 2 * K, (r.status_code, time.time() - t0)
+    gone = [x for x in s.log_lines() if x.get("status") == 499]
+    assert gone and gone[0].get("error") == "client_closed", s.log_text()[-3000:]
+
+
+def test_drain_keeps_its_timeout_with_a_long_job(make_server, png2000):
+    s = make_server("--max-job-cpu-s", "86400", "--drain-timeout-s", "1")
+    with cf.ThreadPoolExecutor(1) as ex:
+        fut = ex.submit(upload, s.url, png2000, BIG)
+        time.sleep(1.0)
+        t0 = time.time()
+        s.signal(signal.SIGTERM)
+        s.proc.wait(10 * K)
+        took = time.time() - t0
+        r = fut.result()
+    assert took < 1 + 3 * K, took
+    assert r.status_code == 503 and "Retry-After" in r.headers, r.text
+
+
+def test_memory_budget_refuses_with_retry_after_and_is_given_back(make_server, png1000):
+    # 1000x1000 gray reserves about 21 MB: three fit in 64 MiB, the fourth waits briefly, then 503
+    s = make_server("--max-memory-mb", "64", "--max-job-cpu-s", "86400", "--cpu-workers", "1")
+    slow = '{"filter":"gaussian","size":31,"color":"gray","variant":"cpu_serial"}'
+    with cf.ThreadPoolExecutor(6) as ex:
+        futs = [ex.submit(upload, s.url, png1000, slow) for _ in range(6)]
+        codes = [f.result() for f in futs]
+    refused = [r for r in codes if r.status_code == 503]
+    assert refused and all(r.status_code in (200, 503) for r in codes), [r.status_code for r in codes]
+    r = refused[0]
+    assert error_of(r)["code"] == "memory_budget" and r.headers.get("Retry-After"), r.text
+    m = metrics(s.url)
+    assert total(m, "edged_memory_budget_bytes") == 0, m
+    assert total(m, "edged_rejections_total", reason="memory_budget") == len(refused)
+    # a body mid-upload holds its part of the budget (about 40 MiB here) until it ends; an image
+    # that needs more than is left is refused, readiness turns 503, and both recover on their own
+    c = connect(s.port)
+    c.sendall(post_head("/v1/filter", "image/png", 40 << 20) + b"\x89PNG" + b"\0" * (33 << 20))
+    until = time.time() + 10 * K
+    while total(metrics(s.url), "edged_memory_budget_bytes") < (33 << 20) and time.time() < until:
+        time.sleep(0.05)
+    big = png_bytes(random_image(1700, 1700, 1, seed=7))  # about 61 MB: over what is left
+    b = upload(s.url, big, '{"filter":"edge"}')
+    mid = requests.get(s.url + "/readyz", timeout=5)
+    c.close()
+    assert b.status_code == 503 and error_of(b)["code"] == "memory_budget", b.text
+    assert mid.status_code == 503 and "memory budget" in json_error(mid.content)["message"], mid.text
+    s.wait("/readyz", timeout=5 * K)
+    until = time.time() + 5 * K
+    while total(metrics(s.url), "edged_memory_budget_bytes") and time.time() < until:
+        time.sleep(0.05)
+    assert total(metrics(s.url), "edged_memory_budget_bytes") == 0
+
+
+def test_health_under_256_idle_connections(make_server):
+    s = make_server()  # --max-connections 256, --max-conn-per-ip 64
+    idle = []
+    try:
+        for i in range(256):
+            idle.append(connect(s.port, source="127.0.0.%d" % (1 + i % 4)))
+        time.sleep(0.3)
+        for path in ("/healthz", "/readyz"):
+            c = connect(s.port, source="127.0.0.9")
+            c.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path).encode())
+            st, _, body = read_response(c, 5)
+            c.close()
+            assert st == 200, (path, st, body)
+        # past the per-address cap: JSON 429, not a reset
+        c = connect(s.port, source="127.0.0.1")
+        c.sendall(post_head("/v1/filter", "image/png", 0))
+        st, hdrs, body = read_response(c, 5)
+        c.close()
+        assert st == 429 and json_error(body)["code"] == "queue_full", (st, body)
+        assert "max-conn-per-ip" in json_error(body)["message"] and hdrs.get("connection") == "close"
+        # one client over its own cap says nothing of the server: still ready
+        c = connect(s.port, source="127.0.0.9")
+        c.sendall(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_response(c, 5)[0] == 200
+        c.close()
+        # past the global cap: JSON 503
+        c = connect(s.port, source="127.0.0.10")
+        c.sendall(post_head("/v1/filter", "image/png", 0))
+        st, hdrs, body = read_response(c, 5)
+        c.close()
+        assert st == 503 and "max-connections" in json_error(body)["message"], (st, body)
+    finally:
+        for c in idle:
+            c.close()
+
+
+def test_over_cap_idle_connection_is_cut_quickly(make_server):
+    s = make_server("--max-conn-per-ip", "2")
+    held = [connect(s.port) for _ in range(2)]
+    extra = connect(s.port)
+    t0 = time.time()
+    extra.settimeout(10)
+    try:
+        got = extra.recv(100)
+    except (ConnectionResetError, socket.timeout):
+        got = b"x"
+    assert got == b"" and time.time() - t0 < 4 * K, (got, time.time() - t0)
+    for c in held + [extra]:
+        c.close()
+
+
+def test_stalled_uploads_do_not_starve_others(make_server, png1000):
+    # max_active = queue depth 2 + 2 codec threads x 2 + 1 worker = 7 places; 12 stalled uploads
+    s = make_server("--queue-depth", "2", "--threads", "2", "--cpu-workers", "1")
+    stalled = []
+    try:
+        for _ in range(12):
+            c = connect(s.port)
+            c.sendall(post_head("/v1/filter", "image/png", 1 << 20) + b"\x89PNG" + b"\0" * 1000)
+            stalled.append(c)
+        time.sleep(0.3)
+        r = requests.post(s.url + "/v1/filter", data=png1000, headers={"Content-Type": "image/png"}, timeout=30)
+        assert r.status_code == 200, r.text
+        assert requests.get(s.url + "/readyz", timeout=5).status_code == 200
+    finally:
+        for c in stalled:
+            c.close()
+
+
+def test_readiness_503_while_busy_and_back(make_server, png1000):
+    s = make_server("--queue-depth", "1", "--threads", "1", "--cpu-workers", "1", "--max-job-cpu-s", "86400")
+    slow = '{"filter":"gaussian","size":31,"color":"gray","variant":"cpu_serial"}'
+    with cf.ThreadPoolExecutor(8) as ex:
+        futs = [ex.submit(upload, s.url, png1000, slow) for _ in range(8)]
+        time.sleep(0.5)
+        codes = []
+        for _ in range(3):
+            r = upload(s.url, png1000, slow)
+            codes.append(r.status_code)
+        mid = requests.get(s.url + "/readyz", timeout=5)
+        results = [f.result().status_code for f in futs]
+    assert 429 in codes + results, (codes, results)
+    assert mid.status_code == 503, mid.text
+    s.wait("/readyz", timeout=5 * K)

@@ -1,0 +1,162 @@
+/* test_cancel.c — cooperative cancellation: cpu_serial and cpu stop within rows of the flag
+ * (EDGED_E_CANCELLED, no output) and give the same result as before without it; the queue cancels
+ * a running job past its run limit (504) or when its client is gone (499), and queue_fail cancels
+ * running jobs. */
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "clock.h"
+#include "cpu.h"
+#include "cpu_serial.h"
+#include "errors.h"
+#include "filter.h"
+#include "queue.h"
+
+static char err[EDGED_ERR_LEN];
+
+static struct filter_plan big_plan(void)
+{
+    struct filter_spec spec;
+    struct filter_plan plan;
+
+    filter_spec_init(&spec, FILTER_GAUSSIAN);
+    spec.size = 63;
+    filter_plan_make(&spec, 1, &plan, err);
+    return plan;
+}
+
+struct setter {
+    atomic_int *flag;
+    int after_ms;
+};
+
+static void *set_later(void *arg)
+{
+    struct setter *s = arg;
+    struct timespec ts = {0, s->after_ms * 1000000L};
+
+    nanosleep(&ts, NULL);
+    atomic_store(s->flag, 1);
+    return NULL;
+}
+
+/* A job of seconds (63x63 taps, direct, on 1500x1500 serial or 3000x3000 threaded) stops within
+ * a bound once the flag is set. */
+static void test_cpu_cancel(int serial)
+{
+    struct filter_plan plan = big_plan();
+    int side = serial ? 1500 : 3000;
+    struct img in = {0}, out = {0};
+    atomic_int flag = 0;
+    struct setter st = {&flag, 100};
+    pthread_t t;
+    double t0;
+    int rc;
+
+    plan.conv[0].separable = 0; /* the direct loop: cpu's two passes would be done at once */
+    img_alloc(&in, side, side, 1, err);
+    memset(in.px, 77, in.stride * (size_t)in.h);
+    pthread_create(&t, NULL, set_later, &st);
+    t0 = clock_ms();
+    rc = serial ? cpu_serial_run_cancel(&in, &plan, &out, &flag, err) : cpu_run_cancel(&in, &plan, &out, 2, &flag, err);
+    pthread_join(t, NULL);
+    CHECK(rc == EDGED_E_CANCELLED && out.px == NULL, "%s: rc %d, output %p", serial ? "serial" : "cpu", rc,
+          (void *)out.px);
+    CHECK(clock_ms() - t0 < 2000, "%s: stopped after %.0f ms", serial ? "serial" : "cpu",
+          clock_ms() - t0);
+    atomic_store(&flag, 1); /* set before: nothing runs */
+    rc = serial ? cpu_serial_run_cancel(&in, &plan, &out, &flag, err) : cpu_run_cancel(&in, &plan, &out, 2, &flag, err);
+    CHECK(rc == EDGED_E_CANCELLED, "preset flag: rc %d", rc);
+    img_free(&in);
+}
+
+/* With the flag clear the result is the uncancellable call's, byte for byte. */
+static void test_same_result(void)
+{
+    struct filter_spec spec;
+    struct filter_plan plan;
+    struct img in = {0}, a = {0}, b = {0};
+    atomic_int flag = 0;
+
+    filter_spec_init(&spec, FILTER_EDGE);
+    filter_plan_make(&spec, 3, &plan, err);
+    img_alloc(&in, 97, 61, 3, err);
+    for (size_t i = 0; i < in.stride * (size_t)in.h; i++)
+        in.px[i] = (uint8_t)(i * 31 + 7);
+    CHECK(cpu_serial_run(&in, &plan, &a, err) == 0 && cpu_serial_run_cancel(&in, &plan, &b, &flag, err) == 0 &&
+              memcmp(a.px, b.px, a.stride * (size_t)a.h) == 0, "serial output differs with a clear flag");
+    img_free(&a);
+    img_free(&b);
+    CHECK(cpu_run(&in, &plan, &a, 2, err) == 0 && cpu_run_cancel(&in, &plan, &b, 2, &flag, err) == 0 &&
+              memcmp(a.px, b.px, a.stride * (size_t)a.h) == 0, "cpu output differs with a clear flag");
+    img_free(&a);
+    img_free(&b);
+    img_free(&in);
+}
+
+static int alive_flag = 1;
+static int alive(void *cls)
+{
+    (void)cls;
+    return alive_flag;
+}
+
+/* The queue: run limit, gone client, queue_fail; the worker side completes later and frees. */
+static void test_queue_cancel(void)
+{
+    struct queue *q;
+    struct job *j;
+    double t0;
+
+    queue_new(&q, 4, 60000, 0, err);
+    j = job_new();
+    j->lane = LANE_CPU;
+    j->timeout_ms = 100;
+    queue_push(q, j, err);
+    CHECK(queue_pop(q, LANE_CPU, 0) == j, "pop");
+    t0 = clock_ms();
+    CHECK(queue_wait_watch(q, j, NULL, NULL, err) == EDGED_E_DEADLINE && strstr(err, "job-timeout-s"), "limit: %s",
+          err);
+    CHECK(clock_ms() - t0 < 1000 && atomic_load(&j->cancel), "not cancelled at its limit (%.0f ms)", clock_ms() - t0);
+    queue_complete(q, j, EDGED_E_CANCELLED); /* the worker notices later */
+    job_release(q, j);
+
+    j = job_new();
+    j->lane = LANE_CPU;
+    queue_push(q, j, err);
+    alive_flag = 0; /* gone while queued: taken out of the queue */
+    CHECK(queue_wait_watch(q, j, alive, NULL, err) == EDGED_E_CLIENT_GONE && queue_depth(q) == 0, "queued: %s", err);
+    job_release(q, j);
+
+    j = job_new();
+    j->lane = LANE_CPU;
+    queue_push(q, j, err);
+    queue_pop(q, LANE_CPU, 0);
+    CHECK(queue_wait_watch(q, j, alive, NULL, err) == EDGED_E_CLIENT_GONE && atomic_load(&j->cancel),
+          "running: %s", err);
+    job_release(q, j); /* the submitter lets go first: the worker's completion frees it */
+    queue_complete(q, j, EDGED_E_CANCELLED);
+    alive_flag = 1;
+
+    j = job_new();
+    j->lane = LANE_CPU;
+    queue_push(q, j, err);
+    queue_pop(q, LANE_CPU, 0);
+    queue_fail(q, EDGED_E_UNAVAILABLE, "shut down");
+    CHECK(atomic_load(&j->cancel) && queue_wait_watch(q, j, alive, NULL, err) == EDGED_E_UNAVAILABLE,
+          "queue_fail: %s", err);
+    queue_complete(q, j, EDGED_E_CANCELLED);
+    job_release(q, j);
+    queue_free(q);
+}
+
+int main(void)
+{
+    test_cpu_cancel(1);
+    test_cpu_cancel(0);
+    test_same_result();
+    test_queue_cancel();
+    return check_summary();
+}

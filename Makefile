@@ -41,9 +41,9 @@ else
   NPP := 0
 endif
 
-PKGS := libpng libmicrohttpd libcjson zlib libdeflate
+PKGS := libpng libmicrohttpd libcjson zlib libdeflate libturbojpeg libwebp
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(or $(shell pkg-config --libs $(PKGS) 2>/dev/null),-lpng16 -lmicrohttpd -lcjson -lz -ldeflate)
+PKG_LIBS := $(or $(shell pkg-config --libs $(PKGS) 2>/dev/null),-lpng16 -lmicrohttpd -lcjson -lz -ldeflate -lturbojpeg -lwebp)
 
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes

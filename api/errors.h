@@ -19,7 +19,7 @@ extern "C" {
     X(EDGED_E_NOT_FOUND, -4, 404, "not_found", "no such resource")                                \
     X(EDGED_E_METHOD, -5, 405, "method_not_allowed", "method not allowed")                        \
     X(EDGED_E_BODY_TOO_LARGE, -6, 413, "body_too_large", "request body too large")                \
-    X(EDGED_E_NOT_PNG, -7, 415, "unsupported_media_type", "image is not a PNG")                   \
+    X(EDGED_E_NOT_PNG, -7, 415, "unsupported_media_type", "image is not a PNG, JPEG or WebP")      \
     X(EDGED_E_BAD_PNG, -8, 422, "bad_png", "corrupt or unsupported PNG")                          \
     X(EDGED_E_IMAGE_TOO_LARGE, -9, 422, "image_too_large", "image exceeds the size limits")       \
     X(EDGED_E_VARIANT_LIMIT, -10, 422, "variant_cannot_serve", "variant cannot serve this case")  \
@@ -33,7 +33,8 @@ extern "C" {
     X(EDGED_E_IO, -18, 500, "io_error", "I/O error")                                              \
     X(EDGED_E_INTERNAL, -19, 500, "internal", "internal error")                                   \
     X(EDGED_E_UNAUTHORIZED, -20, 401, "unauthorized", "missing or invalid API key")               \
-    X(EDGED_E_URI_TOO_LONG, -21, 414, "uri_too_long", "query string too long")
+    X(EDGED_E_URI_TOO_LONG, -21, 414, "uri_too_long", "query string too long")                    \
+    X(EDGED_E_BAD_IMAGE, -22, 422, "bad_image", "corrupt or unsupported JPEG or WebP")
 
 #define EDGED_ERR_ENUM(sym, val, status, name, msg) sym = val,
 enum edged_err { EDGED_ERRORS(EDGED_ERR_ENUM) };

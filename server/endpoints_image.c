@@ -8,15 +8,11 @@
 #include "clock.h"
 #include "gconv.h"
 #include "params.h"
-#include "png_io.h"
+#include "image_io.h"
 #include "result.h"
 #include "routes.h"
 #include "service.h"
 #include "upload.h"
-
-/* The first bytes of a PNG with a damaged signature still carry the IHDR tag of the first chunk
- * (at offset 12, give or take a byte the damage added or removed); no other format has it there. */
-#define SNIFF_IHDR_WINDOW 24
 
 /* ---- upload and parameters ------------------------------------------------------------------ */
 
@@ -55,36 +51,36 @@ static int wants_json(struct http_req *r, const struct params *p)
     return http_req_prefers(r, "application/json", "image/png");
 }
 
-/* ---- decode ------------------------------------------------------------------------------- */
-
-static int sniff(const uint8_t *d, size_t n, char *err)
+/* The output encoding: `format`, else JPEG only when Accept prefers image/jpeg to image/png. */
+static struct imageio_enc output_encoding(struct http_req *r, const struct params *p)
 {
-    size_t win = n < SNIFF_IHDR_WINDOW ? n : SNIFF_IHDR_WINDOW;
+    int jpeg = p->format == PARAMS_FORMAT_JPEG ||
+               (p->format == PARAMS_FORMAT_AUTO && http_req_prefers(r, "image/jpeg", "image/png"));
 
-    if (pngio_is_png(d, n))
-        return 0;
-    for (size_t i = 8; i + 4 <= win; i++)
-        if (memcmp(d + i, "IHDR", 4) == 0)
-            return edged_fail(err, EDGED_E_BAD_PNG, "corrupt PNG: damaged signature");
-    return edged_fail(err, EDGED_E_NOT_PNG, "image is not a PNG (%zu bytes without the PNG signature)", n);
+    return (struct imageio_enc){jpeg ? IMAGEIO_OUT_JPEG : IMAGEIO_OUT_PNG, p->png_level, p->bit_depth, p->quality};
 }
 
-/* Sniff, then the IHDR against the limits before any pixel memory and before waiting for a codec
- * slot (a refused image never queues), then decode in a codec slot. */
-static int decode_image(struct service *s, const uint8_t *d, size_t n, struct img *in, double *ms, char *err)
-{
-    int w, h, ch, rc;
-    double t0;
+/* ---- decode ------------------------------------------------------------------------------- */
 
-    if ((rc = sniff(d, n, err)) < 0 || (rc = pngio_peek(d, n, &w, &h, &ch, err)) < 0 ||
-        (rc = pngio_check_size(&s->lim, (uint32_t)w, (uint32_t)h, err)) < 0)
+/* Sniff and header (PNG, JPEG, WebP) against the limits before any pixel memory and before
+ * waiting for a codec slot (a refused image never queues), then decode in a codec slot. */
+static int decode_image(struct service *s, const struct params *p, const uint8_t *d, size_t n, struct img *in,
+                        double *ms, char *err)
+{
+    struct imageio_head head;
+    long long px;
+    double t0;
+    int rc;
+
+    if ((rc = imageio_peek(d, n, &s->lim, &head, err)) < 0)
         return rc;
-    service_codec_enter(s, (long long)w * h);
+    px = (long long)head.w * head.h;
+    service_codec_enter(s, px);
     t0 = clock_ms();
-    rc = pngio_decode(d, n, &s->lim, in, err);
+    rc = imageio_decode(d, n, &s->lim, &head, p->orientation == PARAMS_ORIENT_EXIF, in, err);
     *ms = clock_ms() - t0;
-    service_codec_leave(s, (long long)w * h);
-    return rc == EDGED_E_NOT_PNG ? edged_fail(err, EDGED_E_BAD_PNG, "corrupt PNG") : rc;
+    service_codec_leave(s, px);
+    return rc;
 }
 
 /* ---- jobs --------------------------------------------------------------------------------- */
@@ -165,11 +161,12 @@ static void answer_json(struct http_req *r, struct service *s, const struct para
     http_respond(r, 200, "application/json", text, strlen(text), "X-Edged-Variant", res.variant);
 }
 
-/* Encodes the finished job and answers; the PNG is kept even for JSON, whose output.bytes and
- * encode time then describe what the PNG answer would have been. */
+/* Encodes the finished job (PNG or JPEG) and answers; the image is encoded even for JSON, whose
+ * output.bytes and encode time then describe what the image answer would have been. */
 static void answer(struct http_req *r, struct service *s, const struct upload *u, const struct job *job)
 {
     struct result_times *t = http_req_times(r);
+    struct imageio_enc enc = output_encoding(r, &u->p);
     uint8_t *png = NULL;
     size_t png_len = 0;
     char err[EDGED_ERR_LEN];
@@ -178,7 +175,7 @@ static void answer(struct http_req *r, struct service *s, const struct upload *u
 
     service_codec_enter(s, (long long)job->out.w * job->out.h);
     t0 = clock_ms();
-    rc = pngio_encode(&job->out, u->p.png_level, u->p.bit_depth, &png, &png_len, err);
+    rc = imageio_encode(&job->out, &enc, &png, &png_len, err);
     t->encode = clock_ms() - t0;
     service_codec_leave(s, (long long)job->out.w * job->out.h);
     if (rc < 0) {
@@ -192,7 +189,7 @@ static void answer(struct http_req *r, struct service *s, const struct upload *u
         answer_json(r, s, &u->p, job, png_len);
         return;
     }
-    http_respond(r, 200, "image/png", png, png_len, "X-Edged-Variant", variant_name(job->used));
+    http_respond(r, 200, imageio_out_mime(enc.fmt), png, png_len, "X-Edged-Variant", variant_name(job->used));
 }
 
 void endpoint_filter(struct http_req *r, void *app)
@@ -210,7 +207,7 @@ void endpoint_filter(struct http_req *r, void *app)
         rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");
         goto fail;
     }
-    if ((rc = decode_image(s, u.image, u.image_len, &job->in, &http_req_times(r)->decode, err)) < 0)
+    if ((rc = decode_image(s, &u.p, u.image, u.image_len, &job->in, &http_req_times(r)->decode, err)) < 0)
         goto fail;
     http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), job->in.w, job->in.h);
     if ((rc = job_prepare(s, &u.p, job, err)) < 0 || (rc = job_run(s, job, err)) < 0)
@@ -322,7 +319,7 @@ void endpoint_compare(struct http_req *r, void *app)
     if (!c)
         rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");
     else if ((rc = read_upload(r, PARAMS_COMPARE, &u, err)) == 0 &&
-             (rc = decode_image(s, u.image, u.image_len, &in, &http_req_times(r)->decode, err)) == 0)
+             (rc = decode_image(s, &u.p, u.image, u.image_len, &in, &http_req_times(r)->decode, err)) == 0)
         rc = compare_all(s, &u.p, &in, c, err);
     if (rc < 0) {
         http_respond_error(r, rc, err);

@@ -128,6 +128,56 @@ static const char *job_device(struct service *s, const struct job *job, char *bu
     return buf;
 }
 
+/* ---- JPEG left to the GPU (nvJPEG) --------------------------------------------------------- */
+
+/* When the GPU lane has nvJPEG, a JPEG that the header peek and the limits accept goes to the job
+ * undecoded: the GPU worker decodes it in device memory (batched with other JPEG jobs), and a JPEG
+ * result is encoded there too. Kinds nvJPEG never takes (4 components, arithmetic coding) stay on
+ * the CPU path. Returns 1 when the job took the bytes (plan and route set), 0 when the input goes
+ * through decode_image, or the peek's error. */
+static int job_take_jpeg(struct service *s, struct http_req *r, const struct params *p, const uint8_t *d,
+                         size_t n, struct job *job, char *err)
+{
+    struct imageio_head head;
+    int o, swap, rc;
+
+    if (!backend_gpu_jpeg(s->backend) || (p->variant != VARIANT_AUTO && !variant_is_gpu(p->variant)))
+        return 0;
+    if ((rc = imageio_peek(d, n, &s->lim, &head, err)) < 0)
+        return rc;
+    if (head.fmt != IMAGEIO_JPEG || head.jpeg.components == 4 || head.jpeg.arithmetic)
+        return 0;
+    o = p->orientation == PARAMS_ORIENT_EXIF ? head.orientation : 1;
+    swap = o >= 5 && o <= 8;
+    job->in = (struct img){.w = swap ? head.h : head.w, .h = swap ? head.w : head.h, .ch = head.ch};
+    if ((rc = job_prepare(s, p, job, err)) < 0)
+        return rc;
+    if (job->lane != LANE_GPU || !(job->src = malloc(n))) { /* no memory: the CPU path says so */
+        img_free(&job->out);
+        job->in = (struct img){0};
+        return 0;
+    }
+    memcpy(job->src, d, n);
+    job->src_len = n;
+    job->orientation = o;
+    if (output_encoding(r, p).fmt == IMAGEIO_OUT_JPEG)
+        job->jpeg_quality = p->quality;
+    return 1;
+}
+
+/* The output bytes: the device's JPEG when the worker made one, else the CPU encoder's. */
+static int encode_output(const struct job *job, const struct imageio_enc *enc, uint8_t **out, size_t *len,
+                         char *err)
+{
+    if (enc->fmt != IMAGEIO_OUT_JPEG || !job->out_jpeg)
+        return imageio_encode(&job->out, enc, out, len, err);
+    if (!(*out = malloc(job->out_jpeg_len)))
+        return edged_fail(err, EDGED_E_NOMEM, "out of memory");
+    memcpy(*out, job->out_jpeg, job->out_jpeg_len);
+    *len = job->out_jpeg_len;
+    return 0;
+}
+
 /* ---- POST /v1/filter ---------------------------------------------------------------------- */
 
 static void answer_json(struct http_req *r, struct service *s, const struct params *p, const struct job *job,
@@ -175,7 +225,7 @@ static void answer(struct http_req *r, struct service *s, const struct upload *u
 
     service_codec_enter(s, (long long)job->out.w * job->out.h);
     t0 = clock_ms();
-    rc = imageio_encode(&job->out, &enc, &png, &png_len, err);
+    rc = encode_output(job, &enc, &png, &png_len, err);
     t->encode = clock_ms() - t0;
     service_codec_leave(s, (long long)job->out.w * job->out.h);
     if (rc < 0) {
@@ -207,10 +257,11 @@ void endpoint_filter(struct http_req *r, void *app)
         rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");
         goto fail;
     }
-    if ((rc = decode_image(s, &u.p, u.image, u.image_len, &job->in, &http_req_times(r)->decode, err)) < 0)
+    if ((rc = job_take_jpeg(s, r, &u.p, u.image, u.image_len, job, err)) < 0 ||
+        (rc == 0 && (rc = decode_image(s, &u.p, u.image, u.image_len, &job->in, &http_req_times(r)->decode, err)) < 0))
         goto fail;
     http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), job->in.w, job->in.h);
-    if ((rc = job_prepare(s, &u.p, job, err)) < 0 || (rc = job_run(s, job, err)) < 0)
+    if ((!job->src && (rc = job_prepare(s, &u.p, job, err)) < 0) || (rc = job_run(s, job, err)) < 0)
         goto fail;
     stage_times(http_req_times(r), job);
     http_req_note(r, filter_name(job->plan.filter), variant_name(job->used), job->out.w, job->out.h);

@@ -1,4 +1,5 @@
-/* bench_codec.c — `edged bench --codec`: times edged's PNG codec and libpng's on the same files. */
+/* bench_codec.c — `edged bench --codec`: times the codecs of each file's format on the same files:
+ * PNG (edged's, libpng), JPEG (libjpeg-turbo), WebP (libwebp). */
 #include "bench_codec.h"
 
 #include <cjson/cJSON.h>
@@ -6,33 +7,74 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <webp/encode.h>
 
 #include "clock.h"
 #include "commands.h"
 #include "errors.h"
 #include "file_io.h"
 #include "image.h"
+#include "image_io.h"
 #include "opts.h"
-#include "png_io.h"
 
 #define BENCH_CODEC_REPS 5
 #define BENCH_CODEC_MAX_REPS 1000
 #define BENCH_CODEC_MAX_FILE ((size_t)1 << 30)
 
 struct bench_codec_opts {
-    int json, reps, level;
+    int json, reps, level, quality;
 };
 
-/* One codec: its decoder and encoder, both with pngio's contract. */
+/* One codec of one input format: its decoder (pngio_decode's contract) and an encoder of the
+ * decoded image (into *out, freed by the caller with free(); NULL when the encoder freed it). */
 struct bench_codec {
     const char *name;
+    enum imageio_format fmt;
     int (*decode)(const uint8_t *, size_t, const struct png_limits *, struct img *, char *);
-    int (*encode)(const struct img *, int, int, uint8_t **, size_t *, char *);
+    int (*encode)(const struct img *, const struct bench_codec_opts *, uint8_t **, size_t *, char *);
 };
 
+static int enc_edged_png(const struct img *im, const struct bench_codec_opts *o, uint8_t **out, size_t *len, char *err)
+{
+    return pngio_encode(im, o->level, 8, out, len, err);
+}
+
+static int enc_libpng(const struct img *im, const struct bench_codec_opts *o, uint8_t **out, size_t *len, char *err)
+{
+    return pngio_encode_libpng(im, o->level, 8, out, len, err);
+}
+
+static int enc_jpeg(const struct img *im, const struct bench_codec_opts *o, uint8_t **out, size_t *len, char *err)
+{
+    return jpegio_encode(im, o->quality, out, len, err);
+}
+
+/* libwebp's lossy encoder at --quality (edged does not write WebP; the row shows the library's
+ * round trip). 1-channel images are not WebP's: none come from a WebP decode. */
+static int enc_webp(const struct img *im, const struct bench_codec_opts *o, uint8_t **out, size_t *len, char *err)
+{
+    uint8_t *w = NULL;
+
+    *out = NULL;
+    *len = im->ch == 4 ? WebPEncodeRGBA(im->px, im->w, im->h, (int)im->stride, (float)o->quality, &w)
+                       : WebPEncodeRGB(im->px, im->w, im->h, (int)im->stride, (float)o->quality, &w);
+    WebPFree(w);
+    return *len ? 0 : edged_fail(err, EDGED_E_INTERNAL, "libwebp encode failed");
+}
+
+/* The CPU decode of JPEG and WebP as the service runs it (header, limits, decode), orientation
+ * not applied. */
+static int dec_image(const uint8_t *d, size_t n, const struct png_limits *lim, struct img *im, char *err)
+{
+    return imageio_load(d, n, lim, 0, im, err);
+}
+
+/* Rows per format, in print order; GPU decoders (nvJPEG) add their rows here under EDGED_GPU. */
 static const struct bench_codec bench_codecs[] = {
-    {"edged", pngio_decode, pngio_encode},
-    {"libpng", pngio_decode_libpng, pngio_encode_libpng},
+    {"edged", IMAGEIO_PNG, pngio_decode, enc_edged_png},
+    {"libpng", IMAGEIO_PNG, pngio_decode_libpng, enc_libpng},
+    {"libjpeg-turbo", IMAGEIO_JPEG, dec_image, enc_jpeg},
+    {"libwebp", IMAGEIO_WEBP, dec_image, enc_webp},
 };
 
 struct bench_codec_result {
@@ -69,7 +111,7 @@ static int bench_codec_one(const struct bench_codec *c, const uint8_t *data, siz
         rc = c->decode(data, len, &lim, &im, err);
         t1 = clock_ms();
         if (rc == 0)
-            rc = c->encode(&im, o->level, 8, &png, &r->bytes, err);
+            rc = c->encode(&im, o, &png, &r->bytes, err);
         t2 = clock_ms();
         if (i > 0)
             dec[i - 1] = t1 - t0, enc[i - 1] = t2 - t1;
@@ -99,7 +141,7 @@ static void bench_codec_print(const char *file, const char *codec, const struct 
         cJSON_free(s);
         cJSON_Delete(o);
     } else {
-        printf("%-40s %-7s %10.2f %10.2f %12zu\n", file, codec, r->decode_ms, r->encode_ms, r->bytes);
+        printf("%-40s %-13s %10.2f %10.2f %12zu\n", file, codec, r->decode_ms, r->encode_ms, r->bytes);
     }
 }
 
@@ -108,15 +150,21 @@ static int bench_codec_file(const char *path, const struct bench_codec_opts *o)
     char err[EDGED_ERR_LEN];
     size_t len = 0;
     uint8_t *data = NULL;
-    int rc = 0;
+    int rc = 0, fmt = 0;
 
     if (fileio_read(path, BENCH_CODEC_MAX_FILE, &data, &len, err) < 0) {
         fprintf(stderr, "edged bench --codec: %s\n", err);
         rc = EXIT_BAD_INPUT;
     }
+    if (rc == 0 && (fmt = imageio_sniff(data, len, err)) < 0) {
+        fprintf(stderr, "edged bench --codec: %s: %s\n", path, err);
+        rc = EXIT_BAD_INPUT;
+    }
     for (size_t i = 0; rc == 0 && i < sizeof(bench_codecs) / sizeof(bench_codecs[0]); i++) {
         struct bench_codec_result r = {0};
 
+        if (bench_codecs[i].fmt != (enum imageio_format)fmt)
+            continue;
         if (bench_codec_one(&bench_codecs[i], data, len, o, &r, err)) {
             fprintf(stderr, "edged bench --codec: %s (%s): %s\n", path, bench_codecs[i].name, err);
             rc = EXIT_BAD_INPUT;
@@ -129,18 +177,20 @@ static int bench_codec_file(const char *path, const struct bench_codec_opts *o)
 }
 
 static const struct opts_spec bench_codec_specs[] = {
-    {"codec", NULL, "time the PNG codec on the FILEs (this mode)"},
+    {"codec", NULL, "time the codecs of each FILE's format: PNG, JPEG, WebP (this mode)"},
     {"json", NULL, "one JSON object per line: file, codec, decode_ms, encode_ms, bytes"},
     {"reps", "N", "timed repetitions after a warm-up, median reported (default 5, at most 1000)"},
     {"level", "L", "PNG level of the encodes, 0..9 (default 1)"},
+    {"quality", "Q", "JPEG and WebP quality of the encodes, 1..100 (default 90)"},
 };
 #define BENCH_CODEC_NSPECS ((int)(sizeof(bench_codec_specs) / sizeof(bench_codec_specs[0])))
 
 static void bench_codec_usage(FILE *f)
 {
-    fprintf(f, "usage: edged bench --codec [--json] [--reps N] [--level L] FILE.png...\n"
-               "  per file: median decode and encode ms of edged's PNG codec and of libpng, measured in\n"
-               "  the same run, and the bytes each encodes the decoded image to\n");
+    fprintf(f, "usage: edged bench --codec [--json] [--reps N] [--level L] [--quality Q] FILE...\n"
+               "  per file: median decode and encode ms of the codecs of its format (PNG: edged's and\n"
+               "  libpng; JPEG: libjpeg-turbo; WebP: libwebp), measured in the same run, and the bytes\n"
+               "  each encodes the decoded image to\n");
     opts_print(f, bench_codec_specs, BENCH_CODEC_NSPECS);
 }
 
@@ -159,23 +209,25 @@ static int bench_codec_opt(void *app, int i, const char *val, char *err)
         return edged_fail(err, EDGED_E_USAGE, "--reps '%s': expected 1..%d", val, BENCH_CODEC_MAX_REPS);
     if (i == 3 && (*end || end == val || v < 0 || v > 9))
         return edged_fail(err, EDGED_E_USAGE, "--level '%s': expected 0..9", val);
-    *(i == 2 ? &o->reps : &o->level) = (int)v;
+    if (i == 4 && (*end || end == val || v < 1 || v > 100))
+        return edged_fail(err, EDGED_E_USAGE, "--quality '%s': expected 1..100", val);
+    *(i == 2 ? &o->reps : i == 3 ? &o->level : &o->quality) = (int)v;
     return 0;
 }
 
 int bench_codec_main(int argc, char **argv)
 {
-    struct bench_codec_opts o = {0, BENCH_CODEC_REPS, PNGIO_DEFAULT_LEVEL};
+    struct bench_codec_opts o = {0, BENCH_CODEC_REPS, PNGIO_DEFAULT_LEVEL, JPEGIO_DEFAULT_QUALITY};
     char err[EDGED_ERR_LEN] = "";
     int first = argc, rc = opts_parse(argc, argv, bench_codec_specs, BENCH_CODEC_NSPECS, bench_codec_opt, &o,
                                       &first, err);
 
     if (rc == 0 && first >= argc)
-        rc = edged_fail(err, EDGED_E_USAGE, "no PNG file given");
+        rc = edged_fail(err, EDGED_E_USAGE, "no image file given");
     if (rc != 0)
         return opts_usage_exit(rc, "bench --codec", err, bench_codec_usage);
     if (!o.json)
-        printf("%-40s %-7s %10s %10s %12s\n", "file", "codec", "decode_ms", "encode_ms", "bytes");
+        printf("%-40s %-13s %10s %10s %12s\n", "file", "codec", "decode_ms", "encode_ms", "bytes");
     rc = EXIT_OK;
     for (int i = first; i < argc; i++)
         if (bench_codec_file(argv[i], &o) != EXIT_OK)

@@ -6,6 +6,7 @@ CMYK one. Decoded pixels must equal cv2.imdecode's exactly: both decode with the
 libjpeg-turbo and libwebp, islow IDCT and fancy upsampling. The identity filter (custom taps [[1]])
 returns the decoded image as a PNG."""
 import io
+import json
 import os
 import struct
 import subprocess
@@ -287,3 +288,15 @@ def test_cli_jpeg_webp(tmp_path):
     p = run_cli(str(trunc), str(tmp_path / "t.png"))
     assert p.returncode == 3 and "bad_image" in p.stderr and "JPEG" in p.stderr, p.stderr
     assert not (tmp_path / "t.png").exists()
+
+
+def test_bench_codec_rows(tmp_path):
+    jpg, webp = tmp_path / "a.jpg", tmp_path / "a.webp"
+    jpg.write_bytes(cv_jpeg(BGR))
+    webp.write_bytes(cv_webp(BGR, 80))
+    p = subprocess.run([BIN, "bench", "--codec", "--json", "--reps", "1", "--quality", "80", str(jpg), str(webp)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    rows = [json.loads(line) for line in p.stdout.splitlines()]
+    assert [r["codec"] for r in rows] == ["libjpeg-turbo", "libwebp"]
+    assert all(r["decode_ms"] >= 0 and r["encode_ms"] >= 0 and r["bytes"] > 0 for r in rows)

@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "errors.h"
 #include "file_io.h"
+#include "gconv.h"
 #include "image.h"
 #include "image_io.h"
 #include "opts.h"
@@ -145,6 +146,84 @@ static void bench_codec_print(const char *file, const char *codec, const struct 
     }
 }
 
+/* ---- nvJPEG rows (GPU builds with nvJPEG) ---- */
+
+/* Copies of one JPEG per call in the batched nvJPEG row. */
+#define BENCH_CODEC_BATCH 32
+
+static struct gconv_ctx *bench_gpu; /* opened by the first JPEG file; NULL: no nvJPEG rows */
+static int bench_gpu_tried;
+
+/* One nvJPEG row of a JPEG: `batch` copies decoded per call (1: one at a time), the decode time
+ * being the device's up to the last image, download excluded, divided by batch; the encode is
+ * nvJPEG's of the decoded image, upload included. Medians of reps after a warm-up. */
+static int bench_codec_nvjpeg(int batch, const uint8_t *data, size_t len, const struct bench_codec_opts *o,
+                              struct bench_codec_result *r, char *err)
+{
+    const uint8_t *datas[BENCH_CODEC_BATCH];
+    size_t lens[BENCH_CODEC_BATCH];
+    struct img out[BENCH_CODEC_BATCH];
+    int rcs[BENCH_CODEC_BATCH], rc = 0;
+    double dec[BENCH_CODEC_MAX_REPS], enc[BENCH_CODEC_MAX_REPS];
+
+    for (int k = 0; k < batch; k++)
+        datas[k] = data, lens[k] = len;
+    for (int i = 0; i <= o->reps && rc == 0; i++) {
+        uint8_t *jpeg = NULL;
+        double ms = 0, t0;
+
+        rc = gconv_jpeg_decode_host(bench_gpu, batch, datas, lens, NULL, 1, out, rcs, &ms, err);
+        for (int k = 0; rc == 0 && k < batch; k++)
+            if (rcs[k] < 0)
+                rc = edged_fail(err, rcs[k], "nvJPEG did not decode it (the CPU decoder serves it)");
+        t0 = clock_ms();
+        if (rc == 0)
+            rc = gconv_jpeg_encode_host(bench_gpu, &out[0], o->quality, &jpeg, &r->bytes, err);
+        if (i > 0)
+            dec[i - 1] = ms / batch, enc[i - 1] = clock_ms() - t0;
+        for (int k = 0; k < batch; k++)
+            img_free(&out[k]);
+        free(jpeg);
+    }
+    if (rc)
+        return rc;
+    r->decode_ms = bench_codec_median(dec, o->reps);
+    r->encode_ms = bench_codec_median(enc, o->reps);
+    return 0;
+}
+
+/* The nvJPEG rows of a JPEG file, when the build and the device have nvJPEG. */
+static int bench_codec_gpu_rows(const char *path, const uint8_t *data, size_t len, const struct bench_codec_opts *o)
+{
+    static const int batches[] = {1, BENCH_CODEC_BATCH};
+    char err[EDGED_ERR_LEN], name[32];
+    int rc = EXIT_OK;
+
+    if (!bench_gpu_tried) {
+        bench_gpu_tried = 1;
+        if (gconv_open(&bench_gpu, 0, 1, err) < 0 || !gconv_jpeg_available(bench_gpu)) {
+            gconv_close(bench_gpu);
+            bench_gpu = NULL;
+        }
+    }
+    for (size_t i = 0; bench_gpu && i < sizeof(batches) / sizeof(batches[0]); i++) {
+        struct bench_codec_result r = {0};
+
+        int e = bench_codec_nvjpeg(batches[i], data, len, o, &r, err);
+        if (e < 0) { /* a JPEG nvJPEG refuses has no row; any other failure is one */
+            fprintf(stderr, "edged bench --codec: %s (nvjpeg): %s\n", path, err);
+            rc = e == GCONV_E_JPEG_REFUSED ? EXIT_OK : EXIT_BAD_INPUT;
+            break;
+        }
+        if (batches[i] == 1)
+            snprintf(name, sizeof(name), "nvjpeg");
+        else
+            snprintf(name, sizeof(name), "nvjpeg-batch%d", batches[i]);
+        bench_codec_print(path, name, &r, o->json);
+    }
+    return rc;
+}
+
 static int bench_codec_file(const char *path, const struct bench_codec_opts *o)
 {
     char err[EDGED_ERR_LEN];
@@ -172,6 +251,8 @@ static int bench_codec_file(const char *path, const struct bench_codec_opts *o)
             bench_codec_print(path, bench_codecs[i].name, &r, o->json);
         }
     }
+    if (rc == 0 && fmt == IMAGEIO_JPEG)
+        rc = bench_codec_gpu_rows(path, data, len, o);
     free(data);
     return rc;
 }
@@ -189,8 +270,9 @@ static void bench_codec_usage(FILE *f)
 {
     fprintf(f, "usage: edged bench --codec [--json] [--reps N] [--level L] [--quality Q] FILE...\n"
                "  per file: median decode and encode ms of the codecs of its format (PNG: edged's and\n"
-               "  libpng; JPEG: libjpeg-turbo; WebP: libwebp), measured in the same run, and the bytes\n"
-               "  each encodes the decoded image to\n");
+               "  libpng; JPEG: libjpeg-turbo, and nvJPEG one at a time and %d per batch when the GPU\n"
+               "  has it; WebP: libwebp), measured in the same run, and the bytes each encodes the\n"
+               "  decoded image to\n", BENCH_CODEC_BATCH);
     opts_print(f, bench_codec_specs, BENCH_CODEC_NSPECS);
 }
 
@@ -232,5 +314,6 @@ int bench_codec_main(int argc, char **argv)
     for (int i = first; i < argc; i++)
         if (bench_codec_file(argv[i], &o) != EXIT_OK)
             rc = EXIT_BAD_INPUT;
+    gconv_close(bench_gpu);
     return rc;
 }

@@ -30,12 +30,12 @@ struct jdec {
     const uint8_t *data;
     size_t len;
     int orient;
-    int w, h, ch;    /* as decoded */
-    int ow, oh;      /* after orientation */
-    int hw;          /* the hardware engine takes it */
-    uint8_t *d_raw;  /* decode target: d_dst for orientation 1 */
-    uint8_t *d_dst;  /* the oriented image, ow x oh x ch, rows dense */
-    cudaStream_t s;  /* the stream that reads d_dst (orientation kernel) */
+    int w, h, ch;   /* as decoded */
+    int ow, oh;     /* after orientation */
+    int hw;         /* the hardware engine takes it */
+    uint8_t *d_raw; /* decode target: d_dst for orientation 1 */
+    uint8_t *d_dst; /* the oriented image, ow x oh x ch, rows dense */
+    cudaStream_t s; /* the stream that reads d_dst (orientation kernel) */
     int rc;
     char *err;
 };
@@ -43,18 +43,30 @@ struct jdec {
 static const char *nvj_name(nvjpegStatus_t st)
 {
     switch (st) {
-    case NVJPEG_STATUS_SUCCESS: return "success";
-    case NVJPEG_STATUS_NOT_INITIALIZED: return "not initialized";
-    case NVJPEG_STATUS_INVALID_PARAMETER: return "invalid parameter";
-    case NVJPEG_STATUS_BAD_JPEG: return "bad JPEG";
-    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED: return "JPEG not supported";
-    case NVJPEG_STATUS_ALLOCATOR_FAILURE: return "allocator failure";
-    case NVJPEG_STATUS_EXECUTION_FAILED: return "execution failed";
-    case NVJPEG_STATUS_ARCH_MISMATCH: return "architecture mismatch";
-    case NVJPEG_STATUS_INTERNAL_ERROR: return "internal error";
-    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED: return "implementation not supported";
-    case NVJPEG_STATUS_INCOMPLETE_BITSTREAM: return "incomplete bitstream";
-    default: return "unknown status";
+    case NVJPEG_STATUS_SUCCESS:
+        return "success";
+    case NVJPEG_STATUS_NOT_INITIALIZED:
+        return "not initialized";
+    case NVJPEG_STATUS_INVALID_PARAMETER:
+        return "invalid parameter";
+    case NVJPEG_STATUS_BAD_JPEG:
+        return "bad JPEG";
+    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED:
+        return "JPEG not supported";
+    case NVJPEG_STATUS_ALLOCATOR_FAILURE:
+        return "allocator failure";
+    case NVJPEG_STATUS_EXECUTION_FAILED:
+        return "execution failed";
+    case NVJPEG_STATUS_ARCH_MISMATCH:
+        return "architecture mismatch";
+    case NVJPEG_STATUS_INTERNAL_ERROR:
+        return "internal error";
+    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED:
+        return "implementation not supported";
+    case NVJPEG_STATUS_INCOMPLETE_BITSTREAM:
+        return "incomplete bitstream";
+    default:
+        return "unknown status";
     }
 }
 
@@ -206,14 +218,30 @@ __global__ void orient_kernel(const uint8_t *__restrict__ d_src, uint8_t *__rest
     if (x >= ow || y >= oh)
         return;
     switch (o) {
-    case 2: sx = w - 1 - x, sy = y; break;
-    case 3: sx = w - 1 - x, sy = h - 1 - y; break;
-    case 4: sx = x, sy = h - 1 - y; break;
-    case 5: sx = y, sy = x; break;
-    case 6: sx = y, sy = h - 1 - x; break;
-    case 7: sx = w - 1 - y, sy = h - 1 - x; break;
-    case 8: sx = w - 1 - y, sy = x; break;
-    default: sx = x, sy = y; break;
+    case 2:
+        sx = w - 1 - x, sy = y;
+        break;
+    case 3:
+        sx = w - 1 - x, sy = h - 1 - y;
+        break;
+    case 4:
+        sx = x, sy = h - 1 - y;
+        break;
+    case 5:
+        sx = y, sy = x;
+        break;
+    case 6:
+        sx = y, sy = h - 1 - x;
+        break;
+    case 7:
+        sx = w - 1 - y, sy = h - 1 - x;
+        break;
+    case 8:
+        sx = w - 1 - y, sy = x;
+        break;
+    default:
+        sx = x, sy = y;
+        break;
     }
     const uint8_t *p = d_src + ((size_t)sy * w + sx) * ch;
     uint8_t *q = d_dst + ((size_t)y * ow + x) * ch;
@@ -245,7 +273,8 @@ static int jdec_info(struct gconv_ctx *ctx, struct gjpeg *g, struct jdec *j)
     if (st != NVJPEG_STATUS_SUCCESS)
         return j->rc = nvj_fail(ctx, st, "nvjpegGetImageInfo", j->err);
     if (!(ncomp == 1 || (ncomp == 3 && css != NVJPEG_CSS_UNKNOWN)) || ws[0] < 1 || hs[0] < 1)
-        return j->rc = edged_fail(j->err, GCONV_E_JPEG_REFUSED, "nvJPEG takes 1 or 3 components, not %d", ncomp);
+        return j->rc =
+                   edged_fail(j->err, GCONV_E_JPEG_REFUSED, "nvJPEG takes 1 or 3 components, not %d", ncomp);
     j->w = ws[0], j->h = hs[0], j->ch = ncomp == 1 || css == NVJPEG_CSS_GRAY ? 1 : 3;
     swap = j->orient >= 5 && j->orient <= 8;
     j->ow = swap ? j->h : j->w, j->oh = swap ? j->w : j->h;
@@ -351,8 +380,8 @@ static int job_prepare(struct gconv_ctx *ctx, struct gjpeg *g, struct gconv_jpeg
         return j->rc;
     jb->w = j->ow, jb->h = j->oh;
     if (j->ch != jb->plan->in_ch) /* the header peek saw another kind: let the CPU decoder judge */
-        return j->rc = edged_fail(jb->err, GCONV_E_JPEG_REFUSED, "nvJPEG decodes %d channels, the plan takes %d",
-                                  j->ch, jb->plan->in_ch);
+        return j->rc = edged_fail(jb->err, GCONV_E_JPEG_REFUSED,
+                                  "nvJPEG decodes %d channels, the plan takes %d", j->ch, jb->plan->in_ch);
     if ((j->rc = gconv_check(ctx, jb->plan, j->ow, j->oh, jb->v, jb->block, jb->err)) < 0)
         return j->rc;
     st = &ctx->st[jb->s];
@@ -362,7 +391,8 @@ static int job_prepare(struct gconv_ctx *ctx, struct gjpeg *g, struct gconv_jpeg
     j->d_dst = j->d_raw = st->d_in8;
     raw = (size_t)j->w * j->h * j->ch;
     if (j->orient > 1 && j->orient <= 8) {
-        if ((e = gctx_grow_device(ctx, st, (void **)&g->d_raw[jb->s], &g->raw_cap[jb->s], raw)) != cudaSuccess)
+        if ((e = gctx_grow_device(ctx, st, (void **)&g->d_raw[jb->s], &g->raw_cap[jb->s], raw)) !=
+            cudaSuccess)
             return j->rc = gctx_fail(ctx, e, "nvJPEG scratch", jb->err);
         j->d_raw = g->d_raw[jb->s];
     }
@@ -383,9 +413,11 @@ int gconv_submit_jpeg(struct gconv_ctx *ctx, struct gconv_jpeg_job *jobs, int n)
     if (!ctx || n < 1 || n > GCONV_JPEG_MAX_BATCH)
         return EDGED_E_PARAM;
     if ((rc = gjpeg_get(ctx, &g, jobs[0].err)) < 0) {
+        if (rc != EDGED_E_GPU_FATAL && !gconv_is_dead(ctx)) /* no nvJPEG state: the CPU decodes */
+            rc = GCONV_E_JPEG_REFUSED;
         for (int i = 0; i < n; i++)
             jobs[i].rc = rc, memcpy(jobs[i].err, jobs[0].err, EDGED_ERR_LEN);
-        return rc;
+        return rc == GCONV_E_JPEG_REFUSED ? 0 : rc;
     }
     for (int i = 0; i < n; i++)
         jobs[i].rc = job_prepare(ctx, g, &jobs[i], &js[i]);
@@ -464,7 +496,8 @@ out:
 }
 
 int gconv_jpeg_decode_host(struct gconv_ctx *ctx, int n, const uint8_t *const *data, const size_t *len,
-                           const int *orient, int batched, struct img *out, int *rc_each, double *ms, char *err)
+                           const int *orient, int batched, struct img *out, int *rc_each, double *ms,
+                           char *err)
 {
     struct jdec js[GCONV_JPEG_MAX_BATCH];
     char errs[GCONV_JPEG_MAX_BATCH][EDGED_ERR_LEN];

@@ -34,8 +34,9 @@ int backend_decode_src(struct job *job)
     }
     if (im.w != job->in.w || im.h != job->in.h || im.ch != job->in.ch) {
         img_free(&im);
-        return edged_fail(job->err, EDGED_E_BAD_IMAGE, "the JPEG decodes to %d x %d x %d, its header said %d x %d x %d",
-                          im.w, im.h, im.ch, job->in.w, job->in.h, job->in.ch);
+        return edged_fail(job->err, EDGED_E_BAD_IMAGE,
+                          "the JPEG decodes to %d x %d x %d, its header said %d x %d x %d", im.w, im.h, im.ch,
+                          job->in.w, job->in.h, job->in.ch);
     }
     job->in = im;
     return 0;
@@ -64,8 +65,12 @@ void backend_submit_jpeg(struct backend *b, struct job *const *jobs, const int *
         if (job->variant == VARIANT_AUTO)
             job->variant = backend_pick(b, &job->plan, job->in.w, job->in.h);
         job->used = job->variant;
-        gj[i] = (struct gconv_jpeg_job){.s = streams[i], .data = job->src, .len = job->src_len,
-                                        .orientation = job->orientation, .plan = &job->plan, .v = job->used,
+        gj[i] = (struct gconv_jpeg_job){.s = streams[i],
+                                        .data = job->src,
+                                        .len = job->src_len,
+                                        .orientation = job->orientation,
+                                        .plan = &job->plan,
+                                        .v = job->used,
                                         .block = job->block ? job->block : VARIANT_DEFAULT_BLOCK};
     }
     rc = gconv_submit_jpeg(backend_gpu(b), gj, n);
@@ -87,7 +92,8 @@ int backend_finish_jpeg(struct backend *b, int s, struct job *job)
 
     if (job->jpeg_quality <= 0)
         return 0;
-    rc = gconv_jpeg_encode_result(backend_gpu(b), s, job->jpeg_quality, &job->out_jpeg, &job->out_jpeg_len, err);
+    rc = gconv_jpeg_encode_result(backend_gpu(b), s, job->jpeg_quality, &job->out_jpeg, &job->out_jpeg_len,
+                                  err);
     if (rc == 0) {
         atomic_fetch_add(&n_gpu_encoded, 1);
         return 0;

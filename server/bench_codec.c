@@ -193,7 +193,8 @@ static int bench_codec_nvjpeg(int batch, const uint8_t *data, size_t len, const 
 }
 
 /* The nvJPEG rows of a JPEG file, when the build and the device have nvJPEG. */
-static int bench_codec_gpu_rows(const char *path, const uint8_t *data, size_t len, const struct bench_codec_opts *o)
+static int bench_codec_gpu_rows(const char *path, const uint8_t *data, size_t len,
+                                const struct bench_codec_opts *o)
 {
     static const int batches[] = {1, BENCH_CODEC_BATCH};
     char err[EDGED_ERR_LEN], name[32];

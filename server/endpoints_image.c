@@ -132,9 +132,9 @@ static const char *job_device(struct service *s, const struct job *job, char *bu
 
 /* When the GPU lane has nvJPEG, a JPEG that the header peek and the limits accept goes to the job
  * undecoded: the GPU worker decodes it in device memory (batched with other JPEG jobs), and a JPEG
- * result is encoded there too. Kinds nvJPEG never takes (4 components, arithmetic coding) stay on
- * the CPU path. Returns 1 when the job took the bytes (plan and route set), 0 when the input goes
- * through decode_image, or the peek's error. */
+ * result is encoded there too. Kinds nvJPEG never takes (CMYK, YCCK, RGB-coded, arithmetic coding)
+ * stay on the CPU path. Returns 1 when the job took the bytes (plan and route set), 0 when the
+ * input goes through decode_image, or the peek's error. */
 static int job_take_jpeg(struct service *s, struct http_req *r, const struct params *p, const uint8_t *d,
                          size_t n, struct job *job, char *err)
 {
@@ -145,7 +145,8 @@ static int job_take_jpeg(struct service *s, struct http_req *r, const struct par
         return 0;
     if ((rc = imageio_peek(d, n, &s->lim, &head, err)) < 0)
         return rc;
-    if (head.fmt != IMAGEIO_JPEG || head.jpeg.components == 4 || head.jpeg.arithmetic)
+    if (head.fmt != IMAGEIO_JPEG || head.jpeg.arithmetic ||
+        (head.jpeg.cs != JPEGIO_CS_YCBCR && head.jpeg.cs != JPEGIO_CS_GRAY))
         return 0;
     o = p->orientation == PARAMS_ORIENT_EXIF ? head.orientation : 1;
     swap = o >= 5 && o <= 8;
@@ -258,7 +259,8 @@ void endpoint_filter(struct http_req *r, void *app)
         goto fail;
     }
     if ((rc = job_take_jpeg(s, r, &u.p, u.image, u.image_len, job, err)) < 0 ||
-        (rc == 0 && (rc = decode_image(s, &u.p, u.image, u.image_len, &job->in, &http_req_times(r)->decode, err)) < 0))
+        (rc == 0 &&
+         (rc = decode_image(s, &u.p, u.image, u.image_len, &job->in, &http_req_times(r)->decode, err)) < 0))
         goto fail;
     http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), job->in.w, job->in.h);
     if ((!job->src && (rc = job_prepare(s, &u.p, job, err)) < 0) || (rc = job_run(s, job, err)) < 0)

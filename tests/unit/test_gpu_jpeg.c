@@ -36,10 +36,16 @@ struct kind {
 };
 
 static const struct kind kinds[] = {
-    {"4:4:4", TJSAMP_444, 0}, {"4:2:2", TJSAMP_422, 0}, {"4:2:0", TJSAMP_420, 0}, {"gray", TJSAMP_GRAY, 0},
-    {"4:4:4 progressive", TJSAMP_444, 1}, {"4:2:0 progressive", TJSAMP_420, 1}, {"gray progressive", TJSAMP_GRAY, 1},
+    {"4:4:4", TJSAMP_444, 0},
+    {"4:2:2", TJSAMP_422, 0},
+    {"4:2:0", TJSAMP_420, 0},
+    {"gray", TJSAMP_GRAY, 0},
+    {"4:4:4 progressive", TJSAMP_444, 1},
+    {"4:2:0 progressive", TJSAMP_420, 1},
+    {"gray progressive", TJSAMP_GRAY, 1},
 };
-static const int sizes[][2] = {{1, 1}, {7, 5}, {16, 16}, {33, 17}, {64, 48}, {333, 257}, {1001, 3}, {640, 480}};
+static const int sizes[][2] = {{1, 1},   {7, 5},     {16, 16},  {33, 17},
+                               {64, 48}, {333, 257}, {1001, 3}, {640, 480}};
 #define NKINDS ((int)(sizeof(kinds) / sizeof(kinds[0])))
 #define NSIZES ((int)(sizeof(sizes) / sizeof(sizes[0])))
 
@@ -71,8 +77,9 @@ static int make_jpeg(const struct img *im, int subsamp, int progressive, int qua
     *out = NULL;
     if (!tj)
         return -1;
-    rc = tjCompress2(tj, im->px, im->w, (int)im->stride, im->h, pf, out, len, im->ch == 1 ? TJSAMP_GRAY : subsamp,
-                     quality, TJFLAG_ACCURATEDCT | (progressive ? TJFLAG_PROGRESSIVE : 0));
+    rc = tjCompress2(tj, im->px, im->w, (int)im->stride, im->h, pf, out, len,
+                     im->ch == 1 ? TJSAMP_GRAY : subsamp, quality,
+                     TJFLAG_ACCURATEDCT | (progressive ? TJFLAG_PROGRESSIVE : 0));
     tjDestroy(tj);
     return rc;
 }
@@ -116,7 +123,8 @@ static double psnr(const struct img *a, const struct img *b)
 }
 
 /* One JPEG of kind k at size (w, h); 0 or -1. */
-static int kind_jpeg(const struct kind *k, int w, int h, unsigned seed, unsigned char **jpg, unsigned long *len)
+static int kind_jpeg(const struct kind *k, int w, int h, unsigned seed, unsigned char **jpg,
+                     unsigned long *len)
 {
     struct img im = {0};
     int rc;
@@ -135,9 +143,9 @@ static void test_decode_vs_cpu(struct gconv_ctx *ctx)
     char err[EDGED_ERR_LEN];
 
     for (int k = 0; k < NKINDS; k++) {
-        int worst = 0, refused = 0, tol = kinds[k].subsamp == TJSAMP_444 || kinds[k].subsamp == TJSAMP_GRAY
-                                              ? JPEG_TOL_FULL
-                                              : JPEG_TOL_SUB;
+        int worst = 0, refused = 0,
+            tol = kinds[k].subsamp == TJSAMP_444 || kinds[k].subsamp == TJSAMP_GRAY ? JPEG_TOL_FULL
+                                                                                    : JPEG_TOL_SUB;
         for (int s = 0; s < NSIZES; s++) {
             unsigned char *jpg = NULL;
             unsigned long len = 0;
@@ -185,7 +193,8 @@ static void test_batch(struct gconv_ctx *ctx)
 
     for (int k = 0; k < NKINDS && cnt < GCONV_JPEG_MAX_BATCH; k++)
         for (int s = 0; s < NSIZES && cnt < GCONV_JPEG_MAX_BATCH; s++) {
-            if (kinds[k].progressive || kind_jpeg(&kinds[k], sizes[s][0], sizes[s][1], (unsigned)(s + 7), &jpg[cnt], &jl[cnt]) < 0)
+            if (kinds[k].progressive ||
+                kind_jpeg(&kinds[k], sizes[s][0], sizes[s][1], (unsigned)(s + 7), &jpg[cnt], &jl[cnt]) < 0)
                 continue;
             d[cnt] = jpg[cnt], n[cnt] = jl[cnt], orient[cnt] = 1 + cnt % 8, cnt++;
         }
@@ -204,7 +213,8 @@ static void test_batch(struct gconv_ctx *ctx)
         img_free(&single[i]);
         tjFree(jpg[i]);
     }
-    printf("batch of %d (orientations 1..8 mixed) equals one at a time: %d of %d; %.3f ms batched, %.3f ms single\n",
+    printf("batch of %d (orientations 1..8 mixed) equals one at a time: %d of %d; %.3f ms batched, %.3f ms "
+           "single\n",
            cnt, same, cnt, ms_b, ms_s);
 }
 
@@ -238,8 +248,8 @@ static void test_orientations(struct gconv_ctx *ctx)
             CHECK(imageio_orient(&ref, o, err) == 0, "imageio_orient %d: %s", o, err);
             CHECK(gconv_jpeg_decode_host(ctx, 1, &d, &n, &o, 0, &gpu, &rc2, NULL, err) == 0 && rc2 == 0,
                   "orientation %d: %s", o, err);
-            CHECK(max_diff(&gpu, &ref) == 0, "%s orientation %d: %dx%d vs %dx%d, differs", ks[k]->name, o, gpu.w,
-                  gpu.h, ref.w, ref.h);
+            CHECK(max_diff(&gpu, &ref) == 0, "%s orientation %d: %dx%d vs %dx%d, differs", ks[k]->name, o,
+                  gpu.w, gpu.h, ref.w, ref.h);
             ok += max_diff(&gpu, &ref) == 0;
             img_free(&gpu);
             img_free(&ref);
@@ -269,8 +279,8 @@ static void test_encode(struct gconv_ctx *ctx)
             CHECK(jpg && cpu_decode(jpg, len, &back, err) == 0, "decode back: %s", err);
             p = psnr(&im, &back);
             CHECK(p >= JPEG_MIN_PSNR, "%d ch %dx%d: PSNR %.1f dB < %.1f", ch, im.w, im.h, p, JPEG_MIN_PSNR);
-            printf("encode %d ch %dx%d quality 90: %zu bytes, PSNR %.1f dB (bound %.0f)\n", ch, im.w, im.h, len, p,
-                   JPEG_MIN_PSNR);
+            printf("encode %d ch %dx%d quality 90: %zu bytes, PSNR %.1f dB (bound %.0f)\n", ch, im.w, im.h,
+                   len, p, JPEG_MIN_PSNR);
             free(jpg);
             img_free(&im);
             img_free(&back);
@@ -284,7 +294,8 @@ static void test_encode(struct gconv_ctx *ctx)
               "4 channels must be refused");
         img_free(&im4);
         smooth_image(&im4, 8, 8, 3, 1);
-        CHECK(gconv_jpeg_encode_host(ctx, &im4, 0, &jpg, &len, err) == EDGED_E_PARAM, "quality 0 must be refused");
+        CHECK(gconv_jpeg_encode_host(ctx, &im4, 0, &jpg, &len, err) == EDGED_E_PARAM,
+              "quality 0 must be refused");
         img_free(&im4);
     }
 }
@@ -322,8 +333,13 @@ static void test_jobs(struct gconv_ctx *ctx, enum variant v)
     memset(jobs, 0, sizeof(jobs));
     for (int i = 0; i < NSTREAMS; i++) {
         CHECK(kind_jpeg(&kinds[2], 301 + 16 * i, 203, (unsigned)i, &jpg[i], &jl[i]) == 0, "tjCompress2");
-        jobs[i] = (struct gconv_jpeg_job){.s = i, .data = jpg[i], .len = jl[i], .orientation = orient[i],
-                                          .plan = &plan, .v = v, .block = VARIANT_DEFAULT_BLOCK};
+        jobs[i] = (struct gconv_jpeg_job){.s = i,
+                                          .data = jpg[i],
+                                          .len = jl[i],
+                                          .orientation = orient[i],
+                                          .plan = &plan,
+                                          .v = v,
+                                          .block = VARIANT_DEFAULT_BLOCK};
     }
     submitted = gconv_submit_jpeg(ctx, jobs, NSTREAMS);
     CHECK(submitted == NSTREAMS, "gconv_submit_jpeg: %d of %d (%s)", submitted, NSTREAMS, jobs[0].err);
@@ -335,13 +351,14 @@ static void test_jobs(struct gconv_ctx *ctx, enum variant v)
             continue;
         CHECK(img_alloc(&out_gpu, jobs[i].w, jobs[i].h, plan.out_ch, err) == 0, "%s", err);
         CHECK(finish(ctx, i, &out_gpu, err) == 0, "finish %d: %s", i, err);
-        CHECK(cpu_decode(jpg[i], jl[i], &cpu, err) == 0 && imageio_orient(&cpu, orient[i], err) == 0, "%s", err);
+        CHECK(cpu_decode(jpg[i], jl[i], &cpu, err) == 0 && imageio_orient(&cpu, orient[i], err) == 0, "%s",
+              err);
         CHECK(img_alloc(&out_cpu, cpu.w, cpu.h, plan.out_ch, err) == 0, "%s", err);
         CHECK(gconv_submit(ctx, i, &cpu, &plan, v, VARIANT_DEFAULT_BLOCK, err) == 0, "submit: %s", err);
         CHECK(finish(ctx, i, &out_cpu, err) == 0, "finish: %s", err);
         m = max_diff(&out_gpu, &out_cpu);
-        CHECK(m <= JPEG_TOL_SUB + 1, "job %d (orientation %d, %s): max diff %d > %d", i, orient[i], variant_name(v),
-              m, JPEG_TOL_SUB + 1);
+        CHECK(m <= JPEG_TOL_SUB + 1, "job %d (orientation %d, %s): max diff %d > %d", i, orient[i],
+              variant_name(v), m, JPEG_TOL_SUB + 1);
         printf("job %d %s 4:2:0 %dx%d orientation %d: JPEG bytes vs CPU pixels max diff %d (bound %d)\n", i,
                variant_name(v), out_gpu.w, out_gpu.h, orient[i], m, JPEG_TOL_SUB + 1);
         if (i == NSTREAMS - 1) { /* the device encode of the result just finished on stream i */
@@ -381,8 +398,13 @@ static void test_refused(struct gconv_ctx *ctx)
         return;
     }
     memset(&job, 0, sizeof(job));
-    job = (struct gconv_jpeg_job){.s = 0, .data = jpg, .len = jl, .orientation = 1, .plan = &plan,
-                                  .v = VARIANT_FAST, .block = VARIANT_DEFAULT_BLOCK};
+    job = (struct gconv_jpeg_job){.s = 0,
+                                  .data = jpg,
+                                  .len = jl,
+                                  .orientation = 1,
+                                  .plan = &plan,
+                                  .v = VARIANT_FAST,
+                                  .block = VARIANT_DEFAULT_BLOCK};
     CHECK(gconv_submit_jpeg(ctx, &job, 1) == 0, "nothing submitted");
     CHECK(job.rc == GCONV_E_JPEG_REFUSED, "CMYK: rc %d (%s), expected GCONV_E_JPEG_REFUSED", job.rc, job.err);
     CHECK(gconv_poll(ctx, 0) == EDGED_E_PARAM, "stream 0 must have no job");

@@ -141,7 +141,8 @@ static int job_take_jpeg(struct service *s, struct http_req *r, const struct par
     struct imageio_head head;
     int o, swap, rc;
 
-    if (!backend_gpu_jpeg(s->backend) || (p->variant != VARIANT_AUTO && !variant_is_gpu(p->variant)))
+    if (!s->cfg->gpu_jpeg || !backend_gpu_jpeg(s->backend) ||
+        (p->variant != VARIANT_AUTO && !variant_is_gpu(p->variant)))
         return 0;
     if ((rc = imageio_peek(d, n, &s->lim, &head, err)) < 0)
         return rc;

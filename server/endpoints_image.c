@@ -183,7 +183,7 @@ static int encode_output(const struct job *job, const struct imageio_enc *enc, u
 /* ---- POST /v1/filter ---------------------------------------------------------------------- */
 
 static void answer_json(struct http_req *r, struct service *s, const struct params *p, const struct job *job,
-                        size_t png_len)
+                        size_t png_len, int jpeg)
 {
     struct result_filter res = {0};
     char dev[64];
@@ -204,6 +204,7 @@ static void answer_json(struct http_req *r, struct service *s, const struct para
     res.bandwidth_fraction = copy_gbps > 0.0 ? res.effective_gbps / copy_gbps : -1.0;
     res.block = gpu ? (job->block ? job->block : VARIANT_DEFAULT_BLOCK) : 0;
     res.output_bytes = png_len;
+    res.output_jpeg = jpeg;
     res.params = p;
     res.plan = &job->plan;
     if (!(text = result_filter_json(&res))) {
@@ -238,7 +239,7 @@ static void answer(struct http_req *r, struct service *s, const struct upload *u
     metrics_stages(s->m, t);
     if (wants_json(r, &u->p)) {
         free(png);
-        answer_json(r, s, &u->p, job, png_len);
+        answer_json(r, s, &u->p, job, png_len, enc.fmt == IMAGEIO_OUT_JPEG);
         return;
     }
     http_respond(r, 200, imageio_out_mime(enc.fmt), png, png_len, "X-Edged-Variant", variant_name(job->used));

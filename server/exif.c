@@ -7,7 +7,10 @@
 #define EXIF_TYPE_SHORT 3
 #define EXIF_ENTRY_BYTES 12
 
-static unsigned rd16(const uint8_t *p, int le) { return le ? p[0] | p[1] << 8 : p[0] << 8 | p[1]; }
+static unsigned rd16(const uint8_t *p, int le)
+{
+    return le ? p[0] | p[1] << 8 : p[0] << 8 | p[1];
+}
 
 static uint32_t rd32(const uint8_t *p, int le)
 {

@@ -1,4 +1,4 @@
-/* image_io.c — sniff, peek and limits for PNG/JPEG/WebP input, decode dispatch, orientation, output encode. */
+/* image_io.c — PNG/JPEG/WebP input (sniff, peek, limits, decode, orientation) and output encode. */
 #include "image_io.h"
 
 #include <stdlib.h>
@@ -23,8 +23,9 @@ int imageio_sniff(const uint8_t *d, size_t n, char *err)
     for (size_t i = 8; i + 4 <= win; i++)
         if (memcmp(d + i, "IHDR", 4) == 0)
             return edged_fail(err, EDGED_E_BAD_PNG, "corrupt PNG: damaged signature");
-    return edged_fail(err, EDGED_E_NOT_PNG,
-                      "unsupported image format (%zu bytes): PNG, JPEG and WebP are accepted, sniffed from the bytes", n);
+    return edged_fail(
+        err, EDGED_E_NOT_PNG,
+        "unsupported image format (%zu bytes): PNG, JPEG and WebP are accepted, sniffed from the bytes", n);
 }
 
 const char *imageio_format_name(enum imageio_format fmt)
@@ -32,7 +33,8 @@ const char *imageio_format_name(enum imageio_format fmt)
     return fmt == IMAGEIO_JPEG ? "JPEG" : fmt == IMAGEIO_WEBP ? "WebP" : "PNG";
 }
 
-int imageio_peek(const uint8_t *d, size_t n, const struct png_limits *lim, struct imageio_head *head, char *err)
+int imageio_peek(const uint8_t *d, size_t n, const struct png_limits *lim, struct imageio_head *head,
+                 char *err)
 {
     struct png_limits def;
     int rc;
@@ -77,7 +79,8 @@ int imageio_decode(const uint8_t *d, size_t n, const struct png_limits *lim, con
     return rc;
 }
 
-int imageio_load(const uint8_t *d, size_t n, const struct png_limits *lim, int orient, struct img *out, char *err)
+int imageio_load(const uint8_t *d, size_t n, const struct png_limits *lim, int orient, struct img *out,
+                 char *err)
 {
     struct imageio_head head;
     int rc;
@@ -88,27 +91,20 @@ int imageio_load(const uint8_t *d, size_t n, const struct png_limits *lim, int o
     return imageio_decode(d, n, lim, &head, orient, out, err);
 }
 
-/* Source column/row of output pixel (x, y) for EXIF orientation o on a w x h source (the
- * transform cv2 applies: 2 mirror, 3 rotate 180, 4 flip, 5 transpose, 6 rotate 90 clockwise,
- * 7 transverse, 8 rotate 90 counter-clockwise). */
-static void orient_source(int o, int w, int h, int x, int y, int *sx, int *sy)
-{
-    switch (o) {
-    case 2: *sx = w - 1 - x, *sy = y; break;
-    case 3: *sx = w - 1 - x, *sy = h - 1 - y; break;
-    case 4: *sx = x, *sy = h - 1 - y; break;
-    case 5: *sx = y, *sy = x; break;
-    case 6: *sx = y, *sy = h - 1 - x; break;
-    case 7: *sx = w - 1 - y, *sy = h - 1 - x; break;
-    case 8: *sx = w - 1 - y, *sy = x; break;
-    default: *sx = x, *sy = y; break;
-    }
-}
+/* Where output pixel (x, y) comes from for EXIF orientation o on a w x h source, as coefficients:
+ * sx = xx*x + xy*y + xc*(w-1), sy = yx*x + yy*y + yc*(h-1). The transforms are cv2's: 2 mirror,
+ * 3 rotate 180, 4 flip, 5 transpose, 6 rotate 90 clockwise, 7 transverse, 8 rotate 90
+ * counter-clockwise. */
+static const signed char orient_coef[9][6] = {
+    {1, 0, 0, 0, 1, 0}, {1, 0, 0, 0, 1, 0},  {-1, 0, 1, 0, 1, 0},  {-1, 0, 1, 0, -1, 1}, {1, 0, 0, 0, -1, 1},
+    {0, 1, 0, 1, 0, 0}, {0, 1, 0, -1, 0, 1}, {0, -1, 1, -1, 0, 1}, {0, -1, 1, 1, 0, 0},
+};
 
 int imageio_orient(struct img *im, int o, char *err)
 {
     struct img t;
-    int swap = o >= 5 && o <= 8, rc, sx, sy;
+    int swap = o >= 5 && o <= 8, rc;
+    const signed char *k = orient_coef[o < 0 || o > 8 ? 0 : o];
 
     if (o < 2 || o > 8)
         return 0;
@@ -116,20 +112,24 @@ int imageio_orient(struct img *im, int o, char *err)
         return rc;
     for (int y = 0; y < t.h; y++)
         for (int x = 0; x < t.w; x++) {
-            orient_source(o, im->w, im->h, x, y, &sx, &sy);
-            memcpy(t.px + (size_t)y * t.stride + (size_t)x * t.ch, im->px + (size_t)sy * im->stride + (size_t)sx * im->ch,
-                   (size_t)im->ch);
+            int sx = k[0] * x + k[1] * y + k[2] * (im->w - 1), sy = k[3] * x + k[4] * y + k[5] * (im->h - 1);
+            memcpy(t.px + (size_t)y * t.stride + (size_t)x * t.ch,
+                   im->px + (size_t)sy * im->stride + (size_t)sx * im->ch, (size_t)im->ch);
         }
     img_free(im);
     *im = t;
     return 0;
 }
 
-int imageio_encode(const struct img *im, const struct imageio_enc *enc, uint8_t **out, size_t *out_len, char *err)
+int imageio_encode(const struct img *im, const struct imageio_enc *enc, uint8_t **out, size_t *out_len,
+                   char *err)
 {
     if (enc->fmt == IMAGEIO_OUT_JPEG)
         return jpegio_encode(im, enc->quality, out, out_len, err);
     return pngio_encode(im, enc->png_level, enc->bit_depth, out, out_len, err);
 }
 
-const char *imageio_out_mime(enum imageio_out fmt) { return fmt == IMAGEIO_OUT_JPEG ? "image/jpeg" : "image/png"; }
+const char *imageio_out_mime(enum imageio_out fmt)
+{
+    return fmt == IMAGEIO_OUT_JPEG ? "image/jpeg" : "image/png";
+}

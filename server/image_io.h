@@ -16,8 +16,8 @@ enum imageio_format { IMAGEIO_PNG, IMAGEIO_JPEG, IMAGEIO_WEBP };
 /* What the header says, before any pixel memory. */
 struct imageio_head {
     enum imageio_format fmt;
-    int w, h, ch;        /* as decoded, before orientation */
-    int orientation;     /* EXIF 1..8 (JPEG, WebP); 1 for PNG */
+    int w, h, ch;            /* as decoded, before orientation */
+    int orientation;         /* EXIF 1..8 (JPEG, WebP); 1 for PNG */
     struct jpegio_info jpeg; /* fmt JPEG: the frame (progressive, colour model, subsampling) */
     struct webpio_info webp; /* fmt WEBP */
 };
@@ -35,8 +35,8 @@ int imageio_peek(const uint8_t *data, size_t len, const struct png_limits *lim, 
 /* Decodes data on the CPU after imageio_peek accepted head; with orient nonzero the EXIF
  * orientation is applied (imageio_orient). out allocated here (img_free). 0, EDGED_E_BAD_PNG /
  * EDGED_E_BAD_IMAGE (corrupt, truncated), EDGED_E_IMAGE_TOO_LARGE or EDGED_E_NOMEM. */
-int imageio_decode(const uint8_t *data, size_t len, const struct png_limits *lim, const struct imageio_head *head,
-                   int orient, struct img *out, char *err);
+int imageio_decode(const uint8_t *data, size_t len, const struct png_limits *lim,
+                   const struct imageio_head *head, int orient, struct img *out, char *err);
 
 /* Peek, limits and decode in one call (the CLI and batch); orientation applied when orient. */
 int imageio_load(const uint8_t *data, size_t len, const struct png_limits *lim, int orient, struct img *out,
@@ -59,7 +59,8 @@ struct imageio_enc {
 };
 
 /* Encodes im into a malloc'd buffer (*out, *out_len; caller frees). 0 or a negative EDGED_E_*. */
-int imageio_encode(const struct img *im, const struct imageio_enc *enc, uint8_t **out, size_t *out_len, char *err);
+int imageio_encode(const struct img *im, const struct imageio_enc *enc, uint8_t **out, size_t *out_len,
+                   char *err);
 
 /* The media type of an output format: "image/png", "image/jpeg". */
 const char *imageio_out_mime(enum imageio_out fmt);

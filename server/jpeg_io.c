@@ -23,9 +23,15 @@ struct walk {
     int hs[4], vs[4];
 };
 
-int jpegio_is_jpeg(const uint8_t *d, size_t n) { return d && n >= 3 && d[0] == 0xFF && d[1] == JPEG_M_SOI && d[2] == 0xFF; }
+int jpegio_is_jpeg(const uint8_t *d, size_t n)
+{
+    return d && n >= 3 && d[0] == 0xFF && d[1] == JPEG_M_SOI && d[2] == 0xFF;
+}
 
-static int is_sof(int m) { return m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC; }
+static int is_sof(int m)
+{
+    return m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC;
+}
 
 /* SOF0/1 baseline and extended, SOF2 progressive, SOF9/10 their arithmetic twins; SOF3/11
  * lossless and SOF5-7/13-15 hierarchical are not served by libjpeg-turbo. */
@@ -36,7 +42,8 @@ static int parse_sof(int m, const uint8_t *s, size_t sl, struct jpegio_info *inf
     if (sl < 6)
         return edged_fail(err, EDGED_E_BAD_IMAGE, "corrupt JPEG: frame header of %zu bytes", sl);
     if ((m & 3) == 3 || (m & 7) >= 5)
-        return edged_fail(err, EDGED_E_NOT_PNG, "unsupported JPEG: %s (SOF%d); baseline and progressive are accepted",
+        return edged_fail(err, EDGED_E_NOT_PNG,
+                          "unsupported JPEG: %s (SOF%d); baseline and progressive are accepted",
                           (m & 3) == 3 ? "lossless" : "hierarchical", m - 0xC0);
     if (s[0] != 8)
         return edged_fail(err, EDGED_E_NOT_PNG, "unsupported JPEG: %d-bit samples; 8-bit is accepted", s[0]);
@@ -48,7 +55,8 @@ static int parse_sof(int m, const uint8_t *s, size_t sl, struct jpegio_info *inf
     if (info->h == 0)
         return edged_fail(err, EDGED_E_NOT_PNG, "unsupported JPEG: height 0 in the frame header (DNL)");
     if (nf != 1 && nf != 3 && nf != 4)
-        return edged_fail(err, EDGED_E_NOT_PNG, "unsupported JPEG: %d components; 1, 3 or 4 are accepted", nf);
+        return edged_fail(err, EDGED_E_NOT_PNG, "unsupported JPEG: %d components; 1, 3 or 4 are accepted",
+                          nf);
     if (sl < 6 + 3 * (size_t)nf)
         return edged_fail(err, EDGED_E_BAD_IMAGE, "corrupt JPEG: frame header short for %d components", nf);
     for (int i = 0; i < nf; i++) {
@@ -56,8 +64,8 @@ static int parse_sof(int m, const uint8_t *s, size_t sl, struct jpegio_info *inf
         wk->hs[i] = s[7 + 3 * i] >> 4;
         wk->vs[i] = s[7 + 3 * i] & 15;
         if (wk->hs[i] < 1 || wk->hs[i] > 4 || wk->vs[i] < 1 || wk->vs[i] > 4)
-            return edged_fail(err, EDGED_E_BAD_IMAGE, "corrupt JPEG: component %d sampling %dx%d", i, wk->hs[i],
-                              wk->vs[i]);
+            return edged_fail(err, EDGED_E_BAD_IMAGE, "corrupt JPEG: component %d sampling %dx%d", i,
+                              wk->hs[i], wk->vs[i]);
     }
     info->components = nf;
     info->progressive = (m & 3) == 2;
@@ -67,7 +75,8 @@ static int parse_sof(int m, const uint8_t *s, size_t sl, struct jpegio_info *inf
 }
 
 /* The segment of marker m at s (sl bytes after the length). */
-static int take_segment(int m, const uint8_t *s, size_t sl, struct jpegio_info *info, struct walk *wk, char *err)
+static int take_segment(int m, const uint8_t *s, size_t sl, struct jpegio_info *info, struct walk *wk,
+                        char *err)
 {
     if (is_sof(m)) {
         if (wk->have_sof)
@@ -91,24 +100,29 @@ static int walk_markers(const uint8_t *d, size_t n, struct jpegio_info *info, st
 
     for (;;) {
         if (at >= n)
-            return edged_fail(err, EDGED_E_BAD_IMAGE, "corrupt JPEG: truncated before the first scan (%zu bytes)", n);
+            return edged_fail(err, EDGED_E_BAD_IMAGE,
+                              "corrupt JPEG: truncated before the first scan (%zu bytes)", n);
         if (d[at] != 0xFF)
             return edged_fail(err, EDGED_E_BAD_IMAGE, "corrupt JPEG: no marker at byte %zu", at);
         while (at < n && d[at] == 0xFF)
             at++;
         if (at >= n)
-            return edged_fail(err, EDGED_E_BAD_IMAGE, "corrupt JPEG: truncated before the first scan (%zu bytes)", n);
+            return edged_fail(err, EDGED_E_BAD_IMAGE,
+                              "corrupt JPEG: truncated before the first scan (%zu bytes)", n);
         m = d[at++];
         if ((m >= 0xD0 && m <= 0xD7) || m == 0x01)
             continue;
         if (m == 0x00 || m == JPEG_M_SOI || m == JPEG_M_EOI)
             return edged_fail(err, EDGED_E_BAD_IMAGE, "corrupt JPEG: marker 0x%02X before the first scan", m);
         if (at + 2 > n || at + (len = (size_t)d[at] << 8 | d[at + 1]) > n)
-            return edged_fail(err, EDGED_E_BAD_IMAGE, "corrupt JPEG: truncated in marker 0x%02X (%zu bytes)", m, n);
+            return edged_fail(err, EDGED_E_BAD_IMAGE, "corrupt JPEG: truncated in marker 0x%02X (%zu bytes)",
+                              m, n);
         if (len < 2)
             return edged_fail(err, EDGED_E_BAD_IMAGE, "corrupt JPEG: marker 0x%02X length %zu", m, len);
         if (m == JPEG_M_SOS)
-            return wk->have_sof ? 0 : edged_fail(err, EDGED_E_BAD_IMAGE, "corrupt JPEG: scan before the frame header");
+            return wk->have_sof
+                       ? 0
+                       : edged_fail(err, EDGED_E_BAD_IMAGE, "corrupt JPEG: scan before the frame header");
         if ((rc = take_segment(m, d + at + 2, len - 2, info, wk, err)) < 0)
             return rc;
         at += len;
@@ -126,7 +140,7 @@ static void classify(struct jpegio_info *info, const struct walk *wk)
     if (nf == 1)
         info->cs = JPEGIO_CS_GRAY;
     else if (nf == 3)
-        info->cs = wk->jfif ? JPEGIO_CS_YCBCR
+        info->cs = wk->jfif         ? JPEGIO_CS_YCBCR
                    : wk->adobe >= 0 ? (wk->adobe ? JPEGIO_CS_YCBCR : JPEGIO_CS_RGB)
                    : (wk->ids[0] == 'R' && wk->ids[1] == 'G' && wk->ids[2] == 'B') ? JPEGIO_CS_RGB
                                                                                    : JPEGIO_CS_YCBCR;
@@ -237,7 +251,10 @@ int jpegio_decode(const uint8_t *d, size_t n, const struct jpegio_info *info, st
         goto out;
     }
     if (tjDecompress2(tj, d, (unsigned long)n, cmykin ? cmyk : out->px, w, 0, h,
-                      cmykin ? TJPF_CMYK : info->ch == 1 ? TJPF_GRAY : TJPF_RGB, JPEGIO_DECODE_FLAGS) < 0) {
+                      cmykin          ? TJPF_CMYK
+                      : info->ch == 1 ? TJPF_GRAY
+                                      : TJPF_RGB,
+                      JPEGIO_DECODE_FLAGS) < 0) {
         rc = tj_fail(tj, err, "decode");
         goto out;
     }
@@ -254,7 +271,8 @@ out:
 
 /* Rows in the layout TurboJPEG takes: 1 and 3 channels as they are, 4 as RGBX (alpha ignored);
  * gray+alpha and packed maps are copied to plain gray first (*tmp, caller frees). */
-static int encode_source(const struct img *im, const uint8_t **src, size_t *pitch, int *pf, uint8_t **tmp, char *err)
+static int encode_source(const struct img *im, const uint8_t **src, size_t *pitch, int *pf, uint8_t **tmp,
+                         char *err)
 {
     *src = im->px;
     *pitch = im->stride;
@@ -296,8 +314,8 @@ int jpegio_encode(const struct img *im, int quality, uint8_t **out, size_t *out_
         rc = edged_fail(err, EDGED_E_NOMEM, "out of memory starting the JPEG encoder");
         goto out;
     }
-    if (tjCompress2(tj, src, im->w, (int)pitch, im->h, pf, &jpg, &jlen, pf == TJPF_GRAY ? TJSAMP_GRAY : TJSAMP_420,
-                    quality, 0) < 0) {
+    if (tjCompress2(tj, src, im->w, (int)pitch, im->h, pf, &jpg, &jlen,
+                    pf == TJPF_GRAY ? TJSAMP_GRAY : TJSAMP_420, quality, 0) < 0) {
         rc = edged_fail(err, EDGED_E_INTERNAL, "jpeg encode: %s", tjGetErrorStr2(tj));
         goto out;
     }

@@ -58,7 +58,8 @@ const char *jpegio_colorspace_name(enum jpegio_colorspace cs);
  * here, free with img_free): gray 1 channel, colour 3 (RGB), CMYK/YCCK converted to RGB as
  * OpenCV does. The orientation is not applied. Any libjpeg warning (truncated data, a corrupt
  * scan) is an error: EDGED_E_BAD_IMAGE naming it; EDGED_E_NOMEM. Never a partial image. */
-int jpegio_decode(const uint8_t *data, size_t len, const struct jpegio_info *info, struct img *out, char *err);
+int jpegio_decode(const uint8_t *data, size_t len, const struct jpegio_info *info, struct img *out,
+                  char *err);
 
 #define JPEGIO_DEFAULT_QUALITY 90
 

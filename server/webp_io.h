@@ -25,6 +25,7 @@ int webpio_peek(const uint8_t *data, size_t len, struct webpio_info *info, char 
 /* Decodes a still WebP that passed webpio_peek and the size limits into out (allocated here,
  * free with img_free) with info->ch channels; orientation not applied. EDGED_E_BAD_IMAGE for
  * corrupt or truncated data (never a partial image), EDGED_E_NOMEM. */
-int webpio_decode(const uint8_t *data, size_t len, const struct webpio_info *info, struct img *out, char *err);
+int webpio_decode(const uint8_t *data, size_t len, const struct webpio_info *info, struct img *out,
+                  char *err);
 
 #endif

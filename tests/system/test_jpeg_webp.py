@@ -300,3 +300,12 @@ def test_bench_codec_rows(tmp_path):
     rows = [json.loads(line) for line in p.stdout.splitlines()]
     assert [r["codec"] for r in rows] == ["libjpeg-turbo", "libwebp"]
     assert all(r["decode_ms"] >= 0 and r["encode_ms"] >= 0 and r["bytes"] > 0 for r in rows)
+
+
+def test_json_report_names_the_output_format(server):
+    data = cv_jpeg(BGR)
+    j = post(server.url, data, {"format": "jpeg", "quality": 70, "output": "json", "orientation": "ignore"}).json()
+    assert j["output"]["format"] == "jpeg"
+    assert (j["params"]["format"], j["params"]["quality"], j["params"]["orientation"]) == ("jpeg", 70, "ignore")
+    j = post(server.url, data, {"output": "json"}).json()
+    assert j["output"]["format"] == "png" and "quality" not in j["params"] and j["params"]["orientation"] == "exif"

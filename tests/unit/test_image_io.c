@@ -34,8 +34,10 @@ static void test_peek_kinds(void)
     static const int s444[] = {0x11, 0x11, 0x11}, s422[] = {0x21, 0x11, 0x11}, s420[] = {0x22, 0x11, 0x11},
                      s440[] = {0x12, 0x11, 0x11}, s411[] = {0x41, 0x11, 0x11}, sodd[] = {0x22, 0x21, 0x11},
                      g[] = {0x11}, k4[] = {0x11, 0x11, 0x11, 0x11};
-    static const uint8_t adobe0[] = "\xFF\xEE\x00\x0E" "Adobe\x00\x64\x00\x00\x00\x00\x00";
-    static const uint8_t adobe2[] = "\xFF\xEE\x00\x0E" "Adobe\x00\x64\x00\x00\x00\x00\x02";
+    static const uint8_t adobe0[] = "\xFF\xEE\x00\x0E"
+                                    "Adobe\x00\x64\x00\x00\x00\x00\x00";
+    static const uint8_t adobe2[] = "\xFF\xEE\x00\x0E"
+                                    "Adobe\x00\x64\x00\x00\x00\x00\x02";
     struct {
         int m, nf;
         const int *hv;
@@ -61,7 +63,8 @@ static void test_peek_kinds(void)
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct jpegio_info info;
-        size_t n = make_header(b, cases[i].m, 8, 300, 200, cases[i].nf, cases[i].hv, cases[i].extra, cases[i].extra_len);
+        size_t n = make_header(b, cases[i].m, 8, 300, 200, cases[i].nf, cases[i].hv, cases[i].extra,
+                               cases[i].extra_len);
         int rc = jpegio_peek(b, n, &info, err);
         CHECK(rc == 0, "case %zu: %s", i, err);
         CHECK(info.w == 300 && info.h == 200 && info.ch == cases[i].ch && info.components == cases[i].nf,
@@ -97,7 +100,8 @@ static void test_peek_refusals(void)
     CHECK(jpegio_peek(b, n, &info, err) == EDGED_E_BAD_IMAGE, "sampling 0: %s", err);
     n = make_header(b, 0xC0, 8, 65535, 65535, 3, s444, NULL, 0);
     CHECK(jpegio_peek(b, n, &info, err) == 0 && info.w == 65535, "bomb header peeks: %s", err);
-    CHECK(imageio_peek(b, n, NULL, &(struct imageio_head){0}, err) == EDGED_E_IMAGE_TOO_LARGE, "bomb: %s", err);
+    CHECK(imageio_peek(b, n, NULL, &(struct imageio_head){0}, err) == EDGED_E_IMAGE_TOO_LARGE, "bomb: %s",
+          err);
     /* every prefix that cuts the header (before the SOS is whole) is refused by the peek */
     n = make_header(b, 0xC0, 8, 8, 8, 3, s444, NULL, 0);
     for (size_t cut = 0; cut < n - 16; cut++) {
@@ -112,8 +116,10 @@ static size_t make_app1(uint8_t *b, int le, unsigned tag, unsigned type, unsigne
 {
     uint8_t t[64];
     size_t n = 0;
-#define P16(v) (le ? (t[n++] = (uint8_t)(v), t[n++] = (uint8_t)((v) >> 8)) : (t[n++] = (uint8_t)((v) >> 8), t[n++] = (uint8_t)(v)))
-#define P32(v) (le ? (P16((v) & 0xFFFF), P16((v) >> 16)) : (P16((v) >> 16), P16((v) & 0xFFFF)))
+#define P16(v)                                                                                               \
+    (le ? (t[n++] = (uint8_t)(v), t[n++] = (uint8_t)((v) >> 8))                                              \
+        : (t[n++] = (uint8_t)((v) >> 8), t[n++] = (uint8_t)(v)))
+#define P32(v) (le ? (P16((v)&0xFFFF), P16((v) >> 16)) : (P16((v) >> 16), P16((v)&0xFFFF)))
     memcpy(t, "Exif\0\0", 6);
     n = 6;
     memcpy(t + n, le ? "II*\0" : "MM\0*", 4);
@@ -206,7 +212,8 @@ static void test_jpeg_round_trip(void)
         CHECK(img_alloc(&im, 37, 29, ch, err) == 0, "alloc");
         fill(&im, (unsigned)ch);
         CHECK(jpegio_encode(&im, 100, &jpg, &len, err) == 0, "encode ch %d: %s", ch, err);
-        CHECK(imageio_peek(jpg, len, NULL, &head, err) == 0 && head.fmt == IMAGEIO_JPEG, "peek ch %d: %s", ch, err);
+        CHECK(imageio_peek(jpg, len, NULL, &head, err) == 0 && head.fmt == IMAGEIO_JPEG, "peek ch %d: %s", ch,
+              err);
         CHECK(head.ch == (ch <= 2 ? 1 : 3) && head.jpeg.sub == (ch <= 2 ? JPEGIO_SUB_GRAY : JPEGIO_SUB_420),
               "ch %d: head ch %d sub %s", ch, head.ch, jpegio_subsamp_name(head.jpeg.sub));
         CHECK(imageio_decode(jpg, len, NULL, &head, 1, &out, err) == 0, "decode ch %d: %s", ch, err);
@@ -243,7 +250,8 @@ static void test_webp(void)
     CHECK(imageio_peek(wp, len, NULL, &head, err) == 0 && head.fmt == IMAGEIO_WEBP && head.ch == 4 &&
               head.webp.lossless,
           "webp peek: %s", err);
-    CHECK(imageio_decode(wp, len, NULL, &head, 1, &out, err) == 0 && img_same(&im, &out), "webp lossless exact: %s", err);
+    CHECK(imageio_decode(wp, len, NULL, &head, 1, &out, err) == 0 && img_same(&im, &out),
+          "webp lossless exact: %s", err);
     img_free(&out);
     for (size_t cut = 0; cut < len; cut++) {
         int rc = imageio_load(wp, cut, NULL, 1, &out, err);
@@ -260,22 +268,30 @@ static void test_sniff_and_orient(void)
     static const uint8_t damaged[] = "\x89PNX\r\n\x1a\n\0\0\0\rIHDR";
     struct img im = {0};
 
-    CHECK(imageio_sniff((const uint8_t *)"GIF89a......", 12, err) == EDGED_E_NOT_PNG && strstr(err, "WebP"), "gif");
+    CHECK(imageio_sniff((const uint8_t *)"GIF89a......", 12, err) == EDGED_E_NOT_PNG && strstr(err, "WebP"),
+          "gif");
     CHECK(imageio_sniff(damaged, sizeof(damaged) - 1, err) == EDGED_E_BAD_PNG, "damaged PNG signature");
     CHECK(imageio_sniff((const uint8_t *)"RIFF\0\0\0\0WEBPVP8 ", 16, err) == IMAGEIO_WEBP, "webp");
     CHECK(imageio_sniff((const uint8_t *)"\xFF\xD8\xFF", 3, err) == IMAGEIO_JPEG, "jpeg");
     /* 3x2, samples 0..5 row-major: orientation 6 (rotate clockwise) gives 2x3 [3 0; 4 1; 5 2],
      * 8 gives [2 5; 1 4; 0 3], 5 (transpose) [0 3; 1 4; 2 5], 7 [5 2; 4 1; 3 0] */
-    static const uint8_t want[9][6] = {{0}, {0, 1, 2, 3, 4, 5}, {2, 1, 0, 5, 4, 3}, {5, 4, 3, 2, 1, 0},
-                                       {3, 4, 5, 0, 1, 2}, {0, 3, 1, 4, 2, 5}, {3, 0, 4, 1, 5, 2},
-                                       {5, 2, 4, 1, 3, 0}, {2, 5, 1, 4, 0, 3}};
+    static const uint8_t want[9][6] = {{0},
+                                       {0, 1, 2, 3, 4, 5},
+                                       {2, 1, 0, 5, 4, 3},
+                                       {5, 4, 3, 2, 1, 0},
+                                       {3, 4, 5, 0, 1, 2},
+                                       {0, 3, 1, 4, 2, 5},
+                                       {3, 0, 4, 1, 5, 2},
+                                       {5, 2, 4, 1, 3, 0},
+                                       {2, 5, 1, 4, 0, 3}};
     for (int o = 1; o <= 8; o++) {
         CHECK(img_alloc(&im, 3, 2, 1, err) == 0, "alloc");
         for (int i = 0; i < 6; i++)
             im.px[i] = (uint8_t)i;
         CHECK(imageio_orient(&im, o, err) == 0, "orient %d", o);
         CHECK((o >= 5 ? im.w == 2 && im.h == 3 : im.w == 3 && im.h == 2) && memcmp(im.px, want[o], 6) == 0,
-              "orientation %d: %d %d %d %d %d %d", o, im.px[0], im.px[1], im.px[2], im.px[3], im.px[4], im.px[5]);
+              "orientation %d: %d %d %d %d %d %d", o, im.px[0], im.px[1], im.px[2], im.px[3], im.px[4],
+              im.px[5]);
         img_free(&im);
     }
 }

@@ -140,7 +140,8 @@ struct gconv_jpeg_job {
     const struct filter_plan *plan; /* in_ch must be the JPEG's channels: 1 gray, 3 colour */
     enum variant v;
     int block;
-    int w, h;            /* out: the image size after orientation (0 when not known) */
+    int w, h; /* the size after orientation: in, what the caller expects (0: any; another size is
+               * refused); out, the JPEG's */
     int rc;              /* out: 0 submitted, GCONV_E_JPEG_REFUSED, or another EDGED_E_* */
     char err[EDGED_ERR_LEN];
 };

@@ -151,7 +151,7 @@ cudaError_t gjob_buffers(struct gconv_ctx *ctx, struct gstream *st, int w, int h
 int gjob_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
                  enum variant v, int block, int want_planes, char *err);
 
-/* Frees the nvJPEG state of ctx (gconv_close); accepts a ctx without one. */
+/* Frees the nvJPEG state of ctx (gconv_close; NVJPEG=1 builds); accepts a ctx without one. */
 void gjpeg_close(struct gconv_ctx *ctx);
 
 /* ---- gconv_plan.cu: a filter plan on the device ---- */

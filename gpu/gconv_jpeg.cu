@@ -1,12 +1,12 @@
 /* gconv_jpeg.cu — JPEG on the device with nvJPEG: decode (one image or a batch) into the streams'
- * input buffers, EXIF orientation on the device, jobs whose input is JPEG bytes, and encode. */
+ * input buffers, EXIF orientation on the device, jobs whose input is JPEG bytes, and encode. Built
+ * with NVJPEG=1 only; gconv_jpeg_stub.c stands in otherwise. */
 #include <string.h>
 #include <time.h>
 
-#include "gconv_internal.h"
-
-#if EDGED_NVJPEG
 #include <nvjpeg.h>
+
+#include "gconv_internal.h"
 
 #define ORIENT_BLOCK 16
 
@@ -70,27 +70,20 @@ static const char *nvj_name(nvjpegStatus_t st)
     }
 }
 
-/* Turns a failed nvJPEG call into a code: what the codec refuses in the data goes to the CPU
- * decoder (GCONV_E_JPEG_REFUSED); allocation is EDGED_E_GPU_OOM; an execution failure with a CUDA
- * error pending is classified by gctx_fail (sticky errors kill the context). */
+/* Turns a failed nvJPEG call into a code. Allocation is EDGED_E_GPU_OOM; a failure with a CUDA
+ * error pending is classified by gctx_fail (sticky errors kill the context); anything else is
+ * about the data or what the library supports, GCONV_E_JPEG_REFUSED: the CPU codec serves that
+ * image, or names its fault. */
 static int nvj_fail(struct gconv_ctx *ctx, nvjpegStatus_t st, const char *what, char *err)
 {
     cudaError_t e;
 
-    switch (st) {
-    case NVJPEG_STATUS_BAD_JPEG:
-    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED:
-    case NVJPEG_STATUS_INCOMPLETE_BITSTREAM:
-    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED:
-    case NVJPEG_STATUS_ARCH_MISMATCH:
-        return edged_fail(err, GCONV_E_JPEG_REFUSED, "%s: %s", what, nvj_name(st));
-    case NVJPEG_STATUS_ALLOCATOR_FAILURE:
+    if (st == NVJPEG_STATUS_ALLOCATOR_FAILURE)
         return edged_fail(err, EDGED_E_GPU_OOM, "%s: %s", what, nvj_name(st));
-    default:
-        if ((e = cudaGetLastError()) != cudaSuccess)
-            return gctx_fail(ctx, e, what, err);
-        return edged_fail(err, EDGED_E_INTERNAL, "%s: %s", what, nvj_name(st));
-    }
+    if ((st == NVJPEG_STATUS_EXECUTION_FAILED || st == NVJPEG_STATUS_INTERNAL_ERROR) &&
+        (e = cudaGetLastError()) != cudaSuccess)
+        return gctx_fail(ctx, e, what, err);
+    return edged_fail(err, GCONV_E_JPEG_REFUSED, "%s: %s", what, nvj_name(st));
 }
 
 #define NVJ(call)                                                                                            \
@@ -378,10 +371,11 @@ static int job_prepare(struct gconv_ctx *ctx, struct gjpeg *g, struct gconv_jpeg
         return j->rc = edged_fail(jb->err, EDGED_E_PARAM, "JPEG job without data or with a bad plan");
     if (jdec_info(ctx, g, j) < 0)
         return j->rc;
-    jb->w = j->ow, jb->h = j->oh;
-    if (j->ch != jb->plan->in_ch) /* the header peek saw another kind: let the CPU decoder judge */
+    if (j->ch != jb->plan->in_ch || (jb->w && (jb->w != j->ow || jb->h != j->oh))) /* the CPU judges */
         return j->rc = edged_fail(jb->err, GCONV_E_JPEG_REFUSED,
-                                  "nvJPEG decodes %d channels, the plan takes %d", j->ch, jb->plan->in_ch);
+                                  "nvJPEG sees %d x %d x %d, the job expects %d x %d x %d", j->ow, j->oh,
+                                  j->ch, jb->w, jb->h, jb->plan->in_ch);
+    jb->w = j->ow, jb->h = j->oh;
     if ((j->rc = gconv_check(ctx, jb->plan, j->ow, j->oh, jb->v, jb->block, jb->err)) < 0)
         return j->rc;
     st = &ctx->st[jb->s];
@@ -621,57 +615,3 @@ out:
     }
     return rc;
 }
-
-#else /* built without nvJPEG */
-
-#define NO_NVJPEG(err) edged_fail(err, EDGED_E_NO_CUDA, "built without nvJPEG")
-
-void gjpeg_close(struct gconv_ctx *ctx)
-{
-    (void)ctx;
-}
-
-int gconv_jpeg_available(const struct gconv_ctx *ctx)
-{
-    (void)ctx;
-    return 0;
-}
-
-const char *gconv_jpeg_backend(const struct gconv_ctx *ctx)
-{
-    (void)ctx;
-    return "none";
-}
-
-int gconv_submit_jpeg(struct gconv_ctx *ctx, struct gconv_jpeg_job *jobs, int n)
-{
-    (void)ctx;
-    for (int i = 0; i < n; i++)
-        jobs[i].rc = NO_NVJPEG(jobs[i].err);
-    return EDGED_E_NO_CUDA;
-}
-
-int gconv_jpeg_decode_host(struct gconv_ctx *ctx, int n, const uint8_t *const *data, const size_t *len,
-                           const int *orient, int batched, struct img *out, int *rc, double *ms, char *err)
-{
-    (void)ctx, (void)n, (void)data, (void)len, (void)orient, (void)batched, (void)out, (void)rc, (void)ms;
-    return NO_NVJPEG(err);
-}
-
-int gconv_jpeg_encode_result(struct gconv_ctx *ctx, int s, int quality, uint8_t **out, size_t *out_len,
-                             char *err)
-{
-    (void)ctx, (void)s, (void)quality;
-    *out = NULL, *out_len = 0;
-    return NO_NVJPEG(err);
-}
-
-int gconv_jpeg_encode_host(struct gconv_ctx *ctx, const struct img *im, int quality, uint8_t **out,
-                           size_t *out_len, char *err)
-{
-    (void)ctx, (void)im, (void)quality;
-    *out = NULL, *out_len = 0;
-    return NO_NVJPEG(err);
-}
-
-#endif

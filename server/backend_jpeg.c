@@ -71,6 +71,8 @@ void backend_submit_jpeg(struct backend *b, struct job *const *jobs, const int *
                                         .orientation = job->orientation,
                                         .plan = &job->plan,
                                         .v = job->used,
+                                        .w = job->in.w,
+                                        .h = job->in.h,
                                         .block = job->block ? job->block : VARIANT_DEFAULT_BLOCK};
     }
     rc = gconv_submit_jpeg(backend_gpu(b), gj, n);

@@ -9,21 +9,8 @@
 #include "check.h"
 #include "filter.h"
 #include "image_io.h"
+#include "imgdiff.h"
 #include "queue.h"
-
-static int max_diff(const struct img *a, const struct img *b)
-{
-    int m = 0;
-
-    if (a->w != b->w || a->h != b->h || a->ch != b->ch)
-        return 256;
-    for (int y = 0; y < a->h; y++)
-        for (size_t x = 0; x < (size_t)a->w * a->ch; x++) {
-            int d = abs((int)a->px[y * a->stride + x] - (int)b->px[y * b->stride + x]);
-            m = d > m ? d : m;
-        }
-    return m;
-}
 
 /* A job with a copy of the JPEG jpg as its input, sized w x h x ch after orientation o. */
 static struct job *jpeg_job(const uint8_t *jpg, size_t len, int w, int h, int ch, int o)
@@ -65,9 +52,9 @@ static void test_orientations(const uint8_t *jpg, size_t len, const struct img *
         ref->plan = job->plan;
         job->variant = ref->variant = VARIANT_CPU;
         CHECK(backend_run_cpu(b, job, 1) == 0, "orientation %d: %s", o, job->err);
-        CHECK(job->in.px && max_diff(&job->in, &ref->in) == 0, "orientation %d: decode differs", o);
+        CHECK(job->in.px && imgdiff_max(&job->in, &ref->in) == 0, "orientation %d: decode differs", o);
         CHECK(backend_run_cpu(b, ref, 1) == 0, "reference: %s", ref->err);
-        CHECK(max_diff(&job->out, &ref->out) == 0, "orientation %d: output differs", o);
+        CHECK(imgdiff_max(&job->out, &ref->out) == 0, "orientation %d: output differs", o);
         job_release(NULL, job);
         job_release(NULL, ref);
     }

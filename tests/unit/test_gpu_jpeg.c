@@ -18,6 +18,7 @@
 #include "gconv.h"
 #include "image.h"
 #include "image_io.h"
+#include "imgdiff.h"
 #include "jpeg_io.h"
 
 /* Largest per-sample difference from libjpeg-turbo's decode: full-resolution chroma and gray
@@ -93,20 +94,6 @@ static int cpu_decode(const uint8_t *d, size_t n, struct img *out, char *err)
     return rc < 0 ? rc : jpegio_decode(d, n, &info, out, err);
 }
 
-static int max_diff(const struct img *a, const struct img *b)
-{
-    int m = 0;
-
-    if (a->w != b->w || a->h != b->h || a->ch != b->ch)
-        return 256;
-    for (int y = 0; y < a->h; y++)
-        for (size_t x = 0; x < (size_t)a->w * a->ch; x++) {
-            int d = abs((int)a->px[y * a->stride + x] - (int)b->px[y * b->stride + x]);
-            m = d > m ? d : m;
-        }
-    return m;
-}
-
 static double psnr(const struct img *a, const struct img *b)
 {
     double se = 0;
@@ -165,7 +152,7 @@ static void test_decode_vs_cpu(struct gconv_ctx *ctx)
             if (rc == 0 && rc1 == GCONV_E_JPEG_REFUSED && kinds[k].progressive) {
                 refused++;
             } else if (rc == 0) {
-                int m = max_diff(&cpu, &gpu);
+                int m = imgdiff_max(&cpu, &gpu);
                 CHECK(rc1 == 0, "nvJPEG decode %s %dx%d: rc %d", kinds[k].name, w, h, rc1);
                 CHECK(rc1 != 0 || m <= tol, "%s %dx%d: max diff %d > %d", kinds[k].name, w, h, m, tol);
                 worst = rc1 == 0 && m > worst ? m : worst;
@@ -205,7 +192,7 @@ static void test_batch(struct gconv_ctx *ctx)
         ms_s += ms;
         CHECK(rcb[i] == 0 && rcs[i] == 0, "image %d: batched rc %d, single rc %d", i, rcb[i], rcs[i]);
         if (rcb[i] == 0 && rcs[i] == 0) {
-            int m = max_diff(&batch[i], &single[i]);
+            int m = imgdiff_max(&batch[i], &single[i]);
             CHECK(m == 0, "image %d (orientation %d): batched differs from single by %d", i, orient[i], m);
             same += m == 0;
         }
@@ -248,9 +235,9 @@ static void test_orientations(struct gconv_ctx *ctx)
             CHECK(imageio_orient(&ref, o, err) == 0, "imageio_orient %d: %s", o, err);
             CHECK(gconv_jpeg_decode_host(ctx, 1, &d, &n, &o, 0, &gpu, &rc2, NULL, err) == 0 && rc2 == 0,
                   "orientation %d: %s", o, err);
-            CHECK(max_diff(&gpu, &ref) == 0, "%s orientation %d: %dx%d vs %dx%d, differs", ks[k]->name, o,
+            CHECK(imgdiff_max(&gpu, &ref) == 0, "%s orientation %d: %dx%d vs %dx%d, differs", ks[k]->name, o,
                   gpu.w, gpu.h, ref.w, ref.h);
-            ok += max_diff(&gpu, &ref) == 0;
+            ok += imgdiff_max(&gpu, &ref) == 0;
             img_free(&gpu);
             img_free(&ref);
         }
@@ -356,7 +343,7 @@ static void test_jobs(struct gconv_ctx *ctx, enum variant v)
         CHECK(img_alloc(&out_cpu, cpu.w, cpu.h, plan.out_ch, err) == 0, "%s", err);
         CHECK(gconv_submit(ctx, i, &cpu, &plan, v, VARIANT_DEFAULT_BLOCK, err) == 0, "submit: %s", err);
         CHECK(finish(ctx, i, &out_cpu, err) == 0, "finish: %s", err);
-        m = max_diff(&out_gpu, &out_cpu);
+        m = imgdiff_max(&out_gpu, &out_cpu);
         CHECK(m <= JPEG_TOL_SUB + 1, "job %d (orientation %d, %s): max diff %d > %d", i, orient[i],
               variant_name(v), m, JPEG_TOL_SUB + 1);
         printf("job %d %s 4:2:0 %dx%d orientation %d: JPEG bytes vs CPU pixels max diff %d (bound %d)\n", i,

@@ -178,7 +178,7 @@ static int gpu_submit_jpeg_batch(struct worker *w, struct gconv_ctx *ctx, struct
     do {
         s = free_slot(slots, ns);
         slots[s].job = job; /* reserved while the batch is gathered */
-        if (job->src) {
+        if (job->src && !job->in.px) {
             jobs[n] = job, streams[n++] = s;
         } else if ((rc = gpu_submit(w, s, job)) < 0) {
             slots[s].job = NULL;

@@ -78,9 +78,10 @@ CASES = {
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_device_decode_matches_cpu(server, name):
+def test_device_decode_matches_cpu(make_server, name):
     if not has_nvjpeg():
         pytest.skip("needs a GPU backend of a build with nvJPEG (EDGED_TEST_BACKEND=gpu)")
+    server = make_server("--gpu-jpeg", "1")  # the flag wins over an EDGED_GPU_JPEG=0 environment
     data = CASES[name]()
     before = metrics(server.url)
     g = post(server.url, data, GAUSS)
@@ -96,9 +97,10 @@ def test_device_decode_matches_cpu(server, name):
     assert moved == 1  # decoded on the device, or refused and counted
 
 
-def test_many_at_once_batched(server):
+def test_many_at_once_batched(make_server):
     if not has_nvjpeg():
         pytest.skip("needs a GPU backend of a build with nvJPEG (EDGED_TEST_BACKEND=gpu)")
+    server = make_server("--gpu-jpeg", "1")
     datas = [jpeg(smooth(65 + i, 97, 3, 10 + i)) for i in range(24)]
     refs = [png_decode(post(server.url, d, dict(GAUSS, variant="cpu")).content) for d in datas]
     with concurrent.futures.ThreadPoolExecutor(24) as ex:
@@ -108,9 +110,10 @@ def test_many_at_once_batched(server):
         assert int(np.abs(png_decode(r.content).astype(int) - ref.astype(int)).max()) <= JPEG_TOL
 
 
-def test_jpeg_output_encoded_on_device(server):
+def test_jpeg_output_encoded_on_device(make_server):
     if not has_nvjpeg():
         pytest.skip("needs a GPU backend of a build with nvJPEG (EDGED_TEST_BACKEND=gpu)")
+    server = make_server("--gpu-jpeg", "1")
     data = jpeg(smooth(240, 320, 3, 6))
     before = metrics(server.url)
     g = post(server.url, data, dict(GAUSS, format="jpeg", quality="90"))

@@ -1,11 +1,13 @@
-# Makefile — builds build/edged and its tests. Knobs: CC NVCC GPU=auto|0|1 NPP=auto|0|1 CFLAGS
-# CPPFLAGS LDFLAGS CUDA_HOME CUDA_ARCHS PYTHON PREFIX DESTDIR V=1 (full command lines). Targets:
+# Makefile — builds build/edged and its tests. Knobs: CC NVCC GPU=auto|0|1 NPP=auto|0|1
+# NVJPEG=auto|0|1 (NVJPEG_INC NVJPEG_LIBS) CFLAGS CPPFLAGS LDFLAGS CUDA_HOME CUDA_ARCHS PYTHON PREFIX
+# DESTDIR V=1 (full command lines). Targets:
 # all deps run test test-gpu bench bench-service plots install uninstall clean asan.
 
 CC ?= cc
 BUILD ?= build
 GPU ?= auto
 NPP ?= auto
+NVJPEG ?= auto
 CUDA_HOME ?= $(firstword $(wildcard /usr/local/cuda) /usr/local/cuda)
 NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard $(CUDA_HOME)/bin/nvcc))
 # sm_80 and sm_90 machine code plus compute_90 PTX for GPUs newer than the build.
@@ -40,16 +42,28 @@ ifeq ($(GPU),1)
 else
   NPP := 0
 endif
+# nvJPEG, linked statically so the runtime image needs nothing more: auto is 1 when the toolkit has
+# the header and libnvjpeg_static.a. NVJPEG_INC and NVJPEG_LIBS override where they come from (a
+# compile check against an unpacked header and the shared library).
+NVJPEG_INC ?= $(CUDA_HOME)/include
+NVJPEG_LIBS ?= -L$(CUDA_HOME)/lib64 -lnvjpeg_static -lculibos
+ifeq ($(GPU),1)
+  ifeq ($(NVJPEG),auto)
+    NVJPEG := $(if $(and $(wildcard $(NVJPEG_INC)/nvjpeg.h),$(wildcard $(CUDA_HOME)/lib64/libnvjpeg_static.a)),1,0)
+  endif
+else
+  NVJPEG := 0
+endif
 
-PKGS := libpng libmicrohttpd libcjson zlib libdeflate
+PKGS := libpng libmicrohttpd libcjson zlib libdeflate libturbojpeg libwebp
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(or $(shell pkg-config --libs $(PKGS) 2>/dev/null),-lpng16 -lmicrohttpd -lcjson -lz -ldeflate)
+PKG_LIBS := $(or $(shell pkg-config --libs $(PKGS) 2>/dev/null),-lpng16 -lmicrohttpd -lcjson -lz -ldeflate -lturbojpeg -lwebp)
 
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes
 override CFLAGS += -std=c11 $(WARN) -pthread
 override CPPFLAGS += -D_DEFAULT_SOURCE -Iapi -Icpu_ref -Igpu -Iserver -DEDGED_GPU=$(GPU) \
-                     -DEDGED_NPP=$(NPP) $(PKG_CFLAGS) -MMD -MP
+                     -DEDGED_NPP=$(NPP) -DEDGED_NVJPEG=$(NVJPEG) $(PKG_CFLAGS) -MMD -MP
 override CPPFLAGS += $(if $(filter 1,$(DEBUG)),-DEDGED_DEBUG=1)
 LDLIBS += $(PKG_LIBS) -lm -pthread
 
@@ -62,6 +76,13 @@ C_SRCS := $(wildcard api/*.c cpu_ref/*.c server/*.c)
 ifeq ($(GPU),1)
   CU_SRCS := $(wildcard gpu/*.cu)
   GPU_C_SRCS := $(filter-out %_stub.c,$(wildcard gpu/*.c))
+  ifeq ($(NVJPEG),1)
+    LDLIBS += $(NVJPEG_LIBS)
+    override CPPFLAGS += -I$(NVJPEG_INC)
+  else
+    CU_SRCS := $(filter-out gpu/gconv_jpeg.cu,$(CU_SRCS))
+    GPU_C_SRCS += gpu/gconv_jpeg_stub.c
+  endif
   LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
   ifeq ($(NPP),1)
     LDLIBS += -lnppif -lnppc -Wl,-rpath,$(CUDA_HOME)/lib64
@@ -76,6 +97,10 @@ LIB_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(filter-out server/main.c,$(C_SRCS)) $(
             $(patsubst %.cu,$(BUILD)/%.o,$(CU_SRCS))
 MAIN_OBJ := $(BUILD)/server/main.o
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
+# The nvJPEG test needs the GPU build with nvJPEG.
+ifneq ($(NVJPEG),1)
+  TEST_SRCS := $(filter-out tests/unit/test_gpu_jpeg.c,$(TEST_SRCS))
+endif
 TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # The worker's GPU loop against a fake gconv, under ASan/UBSan: linked on its own because the
 # fake replaces the gconv symbols every other program links for real.
@@ -147,6 +172,7 @@ test: deps
 # GPU tests only; fails when no CUDA device is present.
 test-gpu: all
 	EDGED_REQUIRE_GPU=1 $(BUILD)/tests/test_gpu
+	$(if $(filter 1,$(NVJPEG)),EDGED_REQUIRE_GPU=1 $(BUILD)/tests/test_gpu_jpeg)
 
 bench: all
 	$(BUILD)/edged bench

@@ -19,7 +19,7 @@ extern "C" {
     X(EDGED_E_NOT_FOUND, -4, 404, "not_found", "no such resource")                                \
     X(EDGED_E_METHOD, -5, 405, "method_not_allowed", "method not allowed")                        \
     X(EDGED_E_BODY_TOO_LARGE, -6, 413, "body_too_large", "request body too large")                \
-    X(EDGED_E_NOT_PNG, -7, 415, "unsupported_media_type", "image is not a PNG")                   \
+    X(EDGED_E_NOT_PNG, -7, 415, "unsupported_media_type", "image is not a PNG, JPEG or WebP")      \
     X(EDGED_E_BAD_PNG, -8, 422, "bad_png", "corrupt or unsupported PNG")                          \
     X(EDGED_E_IMAGE_TOO_LARGE, -9, 422, "image_too_large", "image exceeds the size limits")       \
     X(EDGED_E_VARIANT_LIMIT, -10, 422, "variant_cannot_serve", "variant cannot serve this case")  \
@@ -37,7 +37,8 @@ extern "C" {
     X(EDGED_E_CLIENT_GONE, -22, 499, "client_closed", "client closed the connection")          \
     X(EDGED_E_TOO_COSTLY, -23, 422, "job_too_costly", "job over the per-request CPU limit")      \
     X(EDGED_E_MEMORY_BUDGET, -24, 503, "memory_budget", "memory budget spent, retry later")      \
-    X(EDGED_E_CANCELLED, -25, 503, "cancelled", "job cancelled")
+    X(EDGED_E_CANCELLED, -25, 503, "cancelled", "job cancelled")                                      \
+    X(EDGED_E_BAD_IMAGE, -26, 422, "bad_image", "corrupt or unsupported JPEG or WebP")
 
 #define EDGED_ERR_ENUM(sym, val, status, name, msg) sym = val,
 enum edged_err { EDGED_ERRORS(EDGED_ERR_ENUM) };

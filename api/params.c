@@ -411,6 +411,39 @@ static int set_bit_depth(struct params *p, const cJSON *v, char *err)
     return rc;
 }
 
+static int format_from_name(const char *name)
+{
+    return strcmp(name, "png") == 0 ? PARAMS_FORMAT_PNG : strcmp(name, "jpeg") == 0 ? PARAMS_FORMAT_JPEG : -1;
+}
+
+static int set_format(struct params *p, const cJSON *v, char *err)
+{
+    int id = 0, rc = get_enum(v, "format", format_from_name, "png, jpeg", &id, err);
+
+    if (rc == 0)
+        p->format = (enum params_format)id;
+    return rc;
+}
+
+static int set_quality(struct params *p, const cJSON *v, char *err)
+{
+    return get_int(v, "quality", 1, 100, &p->quality, err);
+}
+
+static int orientation_from_name(const char *name)
+{
+    return strcmp(name, "exif") == 0 ? PARAMS_ORIENT_EXIF : strcmp(name, "ignore") == 0 ? PARAMS_ORIENT_IGNORE : -1;
+}
+
+static int set_orientation(struct params *p, const cJSON *v, char *err)
+{
+    int id = 0, rc = get_enum(v, "orientation", orientation_from_name, "exif, ignore", &id, err);
+
+    if (rc == 0)
+        p->orientation = (enum params_orientation)id;
+    return rc;
+}
+
 static const struct field fields[] = {
     {"filter", PARAMS_F_FILTER, TEXT_STRING, set_filter, COMMON},
     {"variant", PARAMS_F_VARIANT, TEXT_STRING, set_variant, COMMON},
@@ -427,6 +460,9 @@ static const struct field fields[] = {
     {"output", PARAMS_F_OUTPUT, TEXT_STRING, set_output, COMMON},
     {"png_level", PARAMS_F_PNG_LEVEL, TEXT_JSON, set_png_level, COMMON},
     {"bit_depth", PARAMS_F_BIT_DEPTH, TEXT_JSON, set_bit_depth, FILTER_KNOB_BIT_DEPTH},
+    {"format", PARAMS_F_FORMAT, TEXT_STRING, set_format, COMMON},
+    {"quality", PARAMS_F_QUALITY, TEXT_JSON, set_quality, COMMON},
+    {"orientation", PARAMS_F_ORIENTATION, TEXT_STRING, set_orientation, COMMON},
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
@@ -469,6 +505,9 @@ void params_init(struct params *p, enum params_mode mode)
     p->output = PARAMS_OUTPUT_AUTO;
     p->png_level = PARAMS_DEFAULT_PNG_LEVEL;
     p->bit_depth = 8;
+    p->format = PARAMS_FORMAT_AUTO;
+    p->quality = PARAMS_DEFAULT_QUALITY;
+    p->orientation = PARAMS_ORIENT_EXIF;
     p->mode = mode;
 }
 
@@ -661,6 +700,8 @@ static int check_applies(const struct params *p, char *err)
     if ((p->given & PARAMS_F_BLOCK) && p->mode == PARAMS_FILTER && p->variant != VARIANT_AUTO &&
         !variant_is_gpu(p->variant))
         return edged_fail(err, EDGED_E_PARAM, "block: applies to GPU variants, not %s", variant_name(p->variant));
+    if ((p->given & PARAMS_F_QUALITY) && p->format == PARAMS_FORMAT_PNG)
+        return edged_fail(err, EDGED_E_PARAM, "quality: applies to JPEG output, not format png");
     return 0;
 }
 

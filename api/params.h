@@ -20,6 +20,14 @@ extern "C" {
 
 enum params_output { PARAMS_OUTPUT_AUTO, PARAMS_OUTPUT_PNG, PARAMS_OUTPUT_JSON };
 
+/* The image format of the answer: AUTO lets the Accept header pick JPEG (when it prefers
+ * image/jpeg to image/png), PNG otherwise. */
+enum params_format { PARAMS_FORMAT_AUTO, PARAMS_FORMAT_PNG, PARAMS_FORMAT_JPEG };
+#define PARAMS_DEFAULT_QUALITY 90 /* JPEG output quality */
+
+/* EXIF orientation of JPEG/WebP input: applied (default) or ignored. */
+enum params_orientation { PARAMS_ORIENT_EXIF, PARAMS_ORIENT_IGNORE };
+
 /* Which endpoint the parameters are for: compare takes `variants` (a list) instead of `variant`. */
 enum params_mode { PARAMS_FILTER, PARAMS_COMPARE };
 
@@ -33,6 +41,9 @@ struct params {
     int png_level;             /* 0..9 */
     int bit_depth;             /* 8, or 1 for single-channel binary outputs (edge) */
     unsigned variants;         /* compare: bit (1u << v) per listed variant; 0 = every one that serves */
+    enum params_format format; /* output image format */
+    int quality;               /* JPEG output 1..100 */
+    enum params_orientation orientation;
     unsigned given;
     unsigned source_seen; /* fields the current text source (query string or form) has set */
     enum params_mode mode;
@@ -54,9 +65,13 @@ enum params_field_bit {
     PARAMS_F_PNG_LEVEL = 1u << 12,
     PARAMS_F_BIT_DEPTH = 1u << 13,
     PARAMS_F_VARIANTS = 1u << 14,
+    PARAMS_F_FORMAT = 1u << 15,
+    PARAMS_F_QUALITY = 1u << 16,
+    PARAMS_F_ORIENTATION = 1u << 17,
 };
 
-/* Defaults: filter edge (threshold 5, zero border), variant auto, png_level 1, bit_depth 8. */
+/* Defaults: filter edge (threshold 5, zero border), variant auto, png_level 1, bit_depth 8,
+ * format auto, quality 90, orientation exif. */
 void params_init(struct params *p, enum params_mode mode);
 
 /* Sets one field from a text value (query string or form field). Numbers must be JSON numbers,

@@ -243,6 +243,19 @@ static void add_image(cJSON *o, const char *id, const char *filter, const char *
     cJSON_AddNumberToObject(o, "channels", ch);
 }
 
+/* The applied parameters, then the image format as resolved (format or Accept), the JPEG quality
+ * when that is JPEG, and the orientation rule. */
+static cJSON *params_with_format(const struct result_filter *r)
+{
+    cJSON *o = result_params_json(r->params, r->plan, r->variant, r->block, PARAMS_OUTPUT_JSON);
+
+    cJSON_AddStringToObject(o, "format", r->output_jpeg ? "jpeg" : "png");
+    if (r->output_jpeg)
+        cJSON_AddNumberToObject(o, "quality", r->params->quality);
+    cJSON_AddStringToObject(o, "orientation", r->params->orientation == PARAMS_ORIENT_IGNORE ? "ignore" : "exif");
+    return o;
+}
+
 char *result_filter_json(const struct result_filter *r)
 {
     cJSON *root = cJSON_CreateObject(), *k = cJSON_CreateObject(), *out = cJSON_CreateObject();
@@ -262,10 +275,10 @@ char *result_filter_json(const struct result_filter *r)
         cJSON_AddNullToObject(k, "block");
     cJSON_AddItemToObject(root, "kernel", k);
     cJSON_AddNumberToObject(out, "bytes", (double)r->output_bytes);
+    cJSON_AddStringToObject(out, "format", r->output_jpeg ? "jpeg" : "png");
     cJSON_AddItemToObject(root, "output", out);
     if (r->params && r->plan)
-        cJSON_AddItemToObject(root, "params",
-                              result_params_json(r->params, r->plan, r->variant, r->block, PARAMS_OUTPUT_JSON));
+        cJSON_AddItemToObject(root, "params", params_with_format(r));
     return print_free(root);
 }
 

@@ -70,6 +70,7 @@ struct result_filter {
     double gflops, effective_gbps, bandwidth_fraction;
     int block;
     size_t output_bytes;
+    int output_jpeg; /* the image answer is a JPEG (format=jpeg or Accept), else a PNG */
     const struct params *params;
     const struct filter_plan *plan;
 };

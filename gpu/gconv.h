@@ -5,7 +5,9 @@
 #define EDGED_GCONV_H
 
 #include <stddef.h>
+#include <stdint.h>
 
+#include "errors.h"
 #include "filter.h"
 #include "image.h"
 #include "variant.h"
@@ -111,6 +113,62 @@ int gconv_bench_canny(struct gconv_ctx *ctx, int w, int h, const struct canny_pa
                       double *median_ms, char *err);
 int gconv_bench_canny_npp(struct gconv_ctx *ctx, int w, int h, const struct canny_params *p, int warmup,
                           int reps, double *median_ms, char *err);
+
+/* ---- JPEG on the device with nvJPEG (gconv_jpeg.cu) ---- */
+
+/* A gconv JPEG call's answer for a JPEG that nvJPEG cannot decode (CMYK or YCCK, a kind the
+ * backend refuses, a stream it finds corrupt) or an image its encoder cannot take (alpha, a
+ * packed map): the caller does that image on the CPU instead. Never an HTTP answer, so it is not
+ * in api/errors.h. */
+#define GCONV_E_JPEG_REFUSED (-1001)
+/* Images one batched decode takes at most. */
+#define GCONV_JPEG_MAX_BATCH 32
+
+/* 1 when built with nvJPEG (EDGED_NVJPEG=1) and ctx is open, else 0. */
+int gconv_jpeg_available(const struct gconv_ctx *ctx);
+/* The decode backend in use: "hardware" (the JPEG engines of A100/H100-class GPUs), "default"
+ * (nvJPEG's CPU/GPU hybrid) or "none" before the first JPEG call or without nvJPEG. */
+const char *gconv_jpeg_backend(const struct gconv_ctx *ctx);
+
+/* One job whose input is JPEG bytes (gconv_submit_jpeg). The caller fills the first half; data
+ * stays the caller's and must live until the job is finished. */
+struct gconv_jpeg_job {
+    int s; /* the stream, free as for gconv_submit */
+    const uint8_t *data;
+    size_t len;
+    int orientation; /* EXIF 1..8, applied on the device */
+    const struct filter_plan *plan; /* in_ch must be the JPEG's channels: 1 gray, 3 colour */
+    enum variant v;
+    int block;
+    int w, h; /* the size after orientation: in, what the caller expects (0: any; another size is
+               * refused); out, the JPEG's */
+    int rc;              /* out: 0 submitted, GCONV_E_JPEG_REFUSED, or another EDGED_E_* */
+    char err[EDGED_ERR_LEN];
+};
+
+/* Submits n (1..GCONV_JPEG_MAX_BATCH) jobs whose input is JPEG bytes: decodes them on the device
+ * (one batched call for the images that share a backend and a channel count) straight into each
+ * stream's input buffer as interleaved u8 (gray or RGB), applies the orientation there, then
+ * enqueues the plan as gconv_submit does; gconv_poll and gconv_finish complete each job. Each
+ * job's rc says how it went (a GCONV_E_JPEG_REFUSED job: decode on the CPU, then gconv_submit).
+ * Returns the number submitted, or EDGED_E_GPU_FATAL / EDGED_E_NO_CUDA for the whole call. */
+int gconv_submit_jpeg(struct gconv_ctx *ctx, struct gconv_jpeg_job *jobs, int n);
+
+/* Decodes n JPEGs (tests, bench) on the device, orientation orient[i] applied (NULL: none), and
+ * downloads each into out[i] (allocated here, img_free). batched: 1 one batched decode, 0 one
+ * call per image. rc[i]: 0, GCONV_E_JPEG_REFUSED or another code. *ms (may be NULL) receives the
+ * wall time of the decodes, download excluded. Returns 0 when the call ran, else its error. */
+int gconv_jpeg_decode_host(struct gconv_ctx *ctx, int n, const uint8_t *const *data, const size_t *len,
+                           const int *orient, int batched, struct img *out, int *rc, double *ms, char *err);
+
+/* Encodes the u8 result of the job last finished on stream s (after gconv_finish, before the next
+ * submit on s) with nvJPEG: quality 1..100, 4:2:0 for RGB, gray for 1 channel. *out is malloc'd
+ * (caller frees). GCONV_E_JPEG_REFUSED for a packed map or 2 or 4 channels. */
+int gconv_jpeg_encode_result(struct gconv_ctx *ctx, int s, int quality, uint8_t **out, size_t *out_len,
+                             char *err);
+/* The same for a host image of 1 or 3 channels (tests, bench): uploads it, then encodes. */
+int gconv_jpeg_encode_host(struct gconv_ctx *ctx, const struct img *im, int quality, uint8_t **out,
+                           size_t *out_len, char *err);
 
 #ifdef __cplusplus
 }

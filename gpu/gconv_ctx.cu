@@ -451,6 +451,9 @@ void gconv_close(struct gconv_ctx *ctx)
     if (!ctx)
         return;
     cudaSetDevice(ctx->device);
+#if EDGED_NVJPEG
+    gjpeg_close(ctx);
+#endif
     for (int i = 0; i < ctx->nstreams; i++)
         close_stream(ctx, &ctx->st[i]);
     for (int k = 0; k < GCONV_CSLOTS; k++) {

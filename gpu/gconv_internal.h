@@ -85,6 +85,7 @@ struct gconv_ctx {
     int slot_mu_ok;
     cudaEvent_t slot_ev[GCONV_CSLOTS];
     struct gstream st[GCONV_MAX_STREAMS];
+    struct gjpeg *jpeg; /* nvJPEG state, made on the first JPEG call (gconv_jpeg.cu) */
 };
 
 /* Arguments of one single-plane correlation, filled by the caller of a family launcher. */
@@ -138,6 +139,20 @@ int fast_edge_can(const struct filter_plan *p);
 int fast_edge_packs(int in_ch, int w);
 int fast_edge_launch(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, int lpitch, int w, int h, int in_ch,
                      float threshold, int pack, cudaStream_t s);
+
+/* ---- gconv_job.cu: the parts of a job that gconv_jpeg.cu shares ---- */
+
+/* Grows stream st's pinned staging and device buffers for a w x h job with plan p; 0 or the CUDA
+ * error with *what_out naming the call. */
+cudaError_t gjob_buffers(struct gconv_ctx *ctx, struct gstream *st, int w, int h, const struct filter_plan *p,
+                         const char **what_out);
+/* Enqueues a checked job on free stream s and marks it busy. in->px NULL: the input is already in
+ * st->d_in8 (a device decode) and the caller recorded st->ev_start before producing it. */
+int gjob_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
+                 enum variant v, int block, int want_planes, char *err);
+
+/* Frees the nvJPEG state of ctx (gconv_close; NVJPEG=1 builds); accepts a ctx without one. */
+void gjpeg_close(struct gconv_ctx *ctx);
 
 /* ---- gconv_plan.cu: a filter plan on the device ---- */
 

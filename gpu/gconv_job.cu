@@ -20,7 +20,7 @@ static size_t job_out_bytes(const struct filter_plan *plan, enum variant v, int 
 }
 
 /* Pinned staging and device buffers of stream st for a w x h job with plan p. */
-static cudaError_t job_buffers(struct gconv_ctx *ctx, struct gstream *st, int w, int h,
+cudaError_t gjob_buffers(struct gconv_ctx *ctx, struct gstream *st, int w, int h,
                                const struct filter_plan *p, const char **what_out)
 {
     size_t px = (size_t)w * h, stride = gctx_plane_stride(ctx, w, h);
@@ -38,12 +38,13 @@ out:
     return e;
 }
 
-/* Copies the input rows and the taps into the stream's pinned staging. */
+/* Copies the input rows (none when the input is on the device already: in->px NULL) and the taps
+ * into the stream's pinned staging. */
 static void job_stage(struct gstream *st, const struct img *in, const struct filter_plan *plan)
 {
     size_t row = (size_t)in->w * in->ch;
 
-    for (int y = 0; y < in->h; y++)
+    for (int y = 0; in->px && y < in->h; y++)
         memcpy(st->h_in + y * row, in->px + y * in->stride, row);
     for (int i = 0; i < plan->nconv; i++)
         memcpy(st->h_taps + i * FILTER_MAX_TAPS, plan->conv[i].taps,
@@ -52,7 +53,7 @@ static void job_stage(struct gstream *st, const struct img *in, const struct fil
 
 /* Enqueues the whole job on stream s (limits were checked by the caller). want_planes: the float
  * planes must be left in the arena's dst planes for download_planes (the fused edge kernel then
- * also writes its float L there). */
+ * also writes its float L there). in->px NULL: the input is in st->d_in8 already (gjob_enqueue). */
 static int job_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
                        enum variant v, int block, int want_planes, char *err)
 {
@@ -63,15 +64,17 @@ static int job_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const
     cudaError_t e = cudaSuccess;
     struct gplan_dev d;
 
-    if ((e = job_buffers(ctx, st, w, h, plan, &what)) != cudaSuccess)
+    if ((e = gjob_buffers(ctx, st, w, h, plan, &what)) != cudaSuccess)
         goto out;
     job_stage(st, in, plan);
     if (variant_uses_cslot(v) && (slot = gctx_slot_lock(ctx, s, &e)) < 0) {
         what = "cudaStreamWaitEvent (constant slot)";
         goto out;
     }
-    CK(cudaEventRecord(st->ev_start, st->s));
-    CK(cudaMemcpyAsync(st->d_in8, st->h_in, px * in->ch, cudaMemcpyHostToDevice, st->s));
+    if (in->px) {
+        CK(cudaEventRecord(st->ev_start, st->s));
+        CK(cudaMemcpyAsync(st->d_in8, st->h_in, px * in->ch, cudaMemcpyHostToDevice, st->s));
+    }
     if (!fused)
         CK(cudaMemcpyAsync(st->d_taps, st->h_taps, sizeof(float) * FILTER_MAX_TAPS * plan->nconv,
                            cudaMemcpyHostToDevice, st->s));
@@ -132,6 +135,15 @@ static int job_submit(struct gconv_ctx *ctx, int s, const struct img *in, const 
     st = &ctx->st[s];
     if (st->busy)
         return edged_fail(err, EDGED_E_PARAM, "stream %d already has a job in flight", s);
+    return gjob_enqueue(ctx, s, in, plan, v, block, want_planes, err);
+}
+
+int gjob_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
+                 enum variant v, int block, int want_planes, char *err)
+{
+    struct gstream *st = &ctx->st[s];
+    int rc;
+
     if ((rc = job_enqueue(ctx, s, in, plan, v, block, want_planes, err)) < 0) {
         cudaStreamSynchronize(st->s); /* drain what was enqueued before the failure */
         return rc;

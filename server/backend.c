@@ -114,6 +114,8 @@ int backend_run_cpu(const struct backend *b, struct job *job, int threads)
     int rc;
 
     (void)b;
+    if ((rc = backend_decode_src(job)) < 0)
+        return rc;
     job->used = job->variant == VARIANT_AUTO ? VARIANT_CPU : job->variant;
     if (job->used == VARIANT_CPU_SERIAL)
         rc = cpu_serial_run_cancel(&job->in, &job->plan, &job->out, &job->cancel, job->err);
@@ -157,8 +159,10 @@ double backend_cpu_seconds(const struct backend *b, const struct filter_plan *pl
 /* gconv_submit checks the variant's limits against the plan and size. */
 int backend_submit(struct backend *b, int s, struct job *job)
 {
-    int block = job->block ? job->block : VARIANT_DEFAULT_BLOCK;
+    int block = job->block ? job->block : VARIANT_DEFAULT_BLOCK, rc;
 
+    if ((rc = backend_decode_src(job)) < 0) /* JPEG bytes submitted one at a time: CPU decode */
+        return rc;
     if (job->variant == VARIANT_AUTO)
         job->variant = backend_pick(b, &job->plan, job->in.w, job->in.h);
     job->used = job->variant;
@@ -173,7 +177,7 @@ int backend_finish(struct backend *b, int s, struct job *job)
     job->t.upload = gt.upload_ms;
     job->t.kernel = gt.kernel_ms;
     job->t.download = gt.download_ms;
-    return rc;
+    return rc < 0 ? rc : backend_finish_jpeg(b, s, job);
 }
 
 int backend_run(struct backend *b, struct job *job)

@@ -55,4 +55,26 @@ int backend_finish(struct backend *b, int s, struct job *job);
  * with the backend's threads, or the GPU on stream 0). Returns 0 or an EDGED_E_* code. */
 int backend_run(struct backend *b, struct job *job);
 
+/* ---- jobs whose input is JPEG bytes (backend_jpeg.c) ---------------------------------------- */
+
+/* 1 when the GPU lane decodes JPEG input on the device (a GPU backend built with nvJPEG). */
+int backend_gpu_jpeg(const struct backend *b);
+/* Decodes job->src on the CPU into job->in (orientation applied); 0 at once for a job without
+ * src or already decoded. EDGED_E_BAD_IMAGE, EDGED_E_NOMEM with the message in job->err. */
+int backend_decode_src(struct job *job);
+/* GPU lane: submits n (1..GCONV_JPEG_MAX_BATCH) jobs with JPEG input, jobs[i] on free stream
+ * streams[i], as one batched device decode; a job nvJPEG refuses is decoded on the CPU and
+ * submitted with its pixels (counted). rcs[i]: each job's result, as backend_submit's. */
+void backend_submit_jpeg(struct backend *b, struct job *const *jobs, const int *streams, int n, int *rcs);
+/* After backend_finish of a job with jpeg_quality: encodes its result on the device into
+ * job->out_jpeg. What nvJPEG refuses (alpha, a packed map) is left to the CPU encoder (counted).
+ * Returns 0, or EDGED_E_GPU_FATAL when the context died. */
+int backend_finish_jpeg(struct backend *b, int s, struct job *job);
+
+/* Counts of the nvJPEG path since start, for /metrics. */
+struct backend_jpeg_counts {
+    unsigned long long gpu_decoded, gpu_encoded, cpu_fallback_decode, cpu_fallback_encode;
+};
+void backend_jpeg_counts(struct backend_jpeg_counts *c);
+
 #endif

@@ -21,7 +21,7 @@
 #include "errors.h"
 #include "file_io.h"
 #include "progress.h"
-#include "png_io.h"
+#include "image_io.h"
 #include "queue.h"
 #include "result.h"
 #include "worker.h"
@@ -304,7 +304,7 @@ static int job_from_input(const struct params *p, const uint8_t *file, size_t le
     int rc;
 
     pngio_default_limits(&lim);
-    if ((rc = pngio_decode(file, len, &lim, &job->in, err)) < 0)
+    if ((rc = imageio_load(file, len, &lim, p->orientation == PARAMS_ORIENT_EXIF, &job->in, err)) < 0)
         return rc;
     job->variant = p->variant;
     job->block = p->block;
@@ -360,6 +360,8 @@ out:
 static void image_finish(struct batch *bt, struct image *im)
 {
     const struct params *p = bt->c->p;
+    const struct imageio_enc enc = {bt->items[im->idx].jpeg ? IMAGEIO_OUT_JPEG : IMAGEIO_OUT_PNG, p->png_level,
+                                    p->bit_depth, p->quality};
     struct job *job = im->job;
     struct result_times rt = {.decode = im->decode};
     uint8_t *png = NULL;
@@ -371,7 +373,7 @@ static void image_finish(struct batch *bt, struct image *im)
     if ((rc = queue_wait(bt->q, job, err)) < 0)
         goto out;
     t1 = clock_ms();
-    if ((rc = pngio_encode(&job->out, p->png_level, p->bit_depth, &png, &png_len, err)) < 0 ||
+    if ((rc = imageio_encode(&job->out, &enc, &png, &png_len, err)) < 0 ||
         (rc = write_output(bt->items[im->idx].out, png, png_len, bt->umask, err)) < 0)
         goto out;
     rt.encode = clock_ms() - t1;

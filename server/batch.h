@@ -5,9 +5,11 @@
 
 #include "params.h"
 
-/* One image: the input file and the output file ("-": standard input / output). */
+/* One image: the input file and the output file ("-": standard input / output); jpeg: the
+ * output is a JPEG (of the request's quality), else a PNG. */
 struct batch_item {
     const char *in, *out;
+    int jpeg;
 };
 
 struct batch_config {

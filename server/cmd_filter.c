@@ -49,22 +49,31 @@ static const struct opts_spec filter_opts[] = {
     {"block", "N", "GPU block side 8, 16 (default), 24, 32"},
     {"png-level", "L", "zlib level of the output 0..9 (default 1)"},
     {"bit-depth", "D", "8 (default) or 1 (1-bit PNG; single-channel results only)"},
+    {"format", "F", "png or jpeg: the output format (default: from the OUTPUT name, .jpg/.jpeg\n"
+                    "JPEG, else PNG)"},
+    {"quality", "Q", "JPEG output quality 1..100 (default 90)"},
+    {"orientation", "O", "exif (default: apply a JPEG/WebP input's EXIF orientation) or ignore"},
 };
 #define FILTER_NOPTS ((int)(sizeof(filter_opts) / sizeof(filter_opts[0])))
 
+/* Extensions of JPEG files: such an OUTPUT name is written as JPEG. */
+static const char *const jpeg_exts[] = {"jpg", "jpeg", "jpe", "jfif"};
+
 /* Extensions of image formats edged does not write: such an OUTPUT name is refused rather than
  * given PNG bytes. Any other name (.png, none, -) is written as PNG. */
-static const char *const foreign_exts[] = {"jpg", "jpeg", "jpe", "jfif", "webp", "gif", "bmp", "tif", "tiff",
+static const char *const foreign_exts[] = {"webp", "gif", "bmp", "tif", "tiff",
                                            "avif", "heic", "heif", "jxl", "jp2", "ppm", "pgm", "pbm", "pnm",
                                            "tga", "ico", "qoi", "exr", "hdr", "svg", "pdf"};
 
 static void filter_usage(FILE *f)
 {
-    fputs("usage: edged filter INPUT.png OUTPUT.png [INPUT.png OUTPUT.png]... [options]\n"
-          "       edged filter --out-dir DIR INPUT.png... [options]\n"
-          "  INPUT - reads standard input and OUTPUT - writes standard output (one pair only). The\n"
-          "  output is a PNG: a name with another image format's extension (.jpg, .webp, ...) is\n"
-          "  refused. Images are filtered in one process; a bad one is reported and the others go on.\n",
+    fputs("usage: edged filter INPUT OUTPUT [INPUT OUTPUT]... [options]\n"
+          "       edged filter --out-dir DIR INPUT... [options]\n"
+          "  INPUT is a PNG, JPEG or WebP (told from its bytes). INPUT - reads standard input and\n"
+          "  OUTPUT - writes standard output (one pair only). The output is a JPEG when --format jpeg\n"
+          "  or its name ends in .jpg/.jpeg, else a PNG; a name with another image format's extension\n"
+          "  (.webp, .gif, ...) is refused. Images are filtered in one process; a bad one is reported\n"
+          "  and the others go on.\n",
           f);
     opts_print(f, filter_opts, FILTER_NOPTS);
     fputs("exit status: 0 ok, 2 usage error, 3 bad input, 1 other failure (several images: the worst)\n", f);
@@ -142,49 +151,64 @@ static int filter_opt(void *app, int i, const char *val, char *err)
     return params_set_text(&o->p, key, val, err);
 }
 
-/* The dot of path's extension when it is that of an image format edged does not write, else NULL. */
-static const char *foreign_ext(const char *path)
+/* The dot of path's extension when it is one of exts (n names), else NULL. */
+static const char *ext_in(const char *path, const char *const *exts, size_t n)
 {
     const char *base = strrchr(path, '/'), *dot;
 
     base = base ? base + 1 : path;
     if (!(dot = strrchr(base, '.')) || dot == base)
         return NULL;
-    for (size_t i = 0; i < sizeof(foreign_exts) / sizeof(foreign_exts[0]); i++)
-        if (strcasecmp(dot + 1, foreign_exts[i]) == 0)
+    for (size_t i = 0; i < n; i++)
+        if (strcasecmp(dot + 1, exts[i]) == 0)
             return dot;
     return NULL;
 }
 
-/* 0, or EDGED_E_USAGE when path names an image format edged does not write. */
-static int check_output_name(const char *path, char *err)
+#define NEXTS(a) (sizeof(a) / sizeof(a[0]))
+
+/* The dot of path's extension when it is that of an image format edged does not write, else NULL. */
+static const char *foreign_ext(const char *path) { return ext_in(path, foreign_exts, NEXTS(foreign_exts)); }
+
+/* Decides it->jpeg: --format, else the OUTPUT name. EDGED_E_USAGE when the name is that of a
+ * format edged does not write, or contradicts --format. */
+static int choose_output(struct batch_item *it, const struct params *p, char *err)
 {
-    if (!foreign_ext(path))
-        return 0;
-    return edged_fail(err, EDGED_E_USAGE,
-                      "cannot write '%s': edged writes PNG only (an OUTPUT name ending in .png or "
-                      "without extension, or - for standard output)",
-                      path);
+    int jpeg_name = ext_in(it->out, jpeg_exts, NEXTS(jpeg_exts)) != NULL;
+
+    if (foreign_ext(it->out))
+        return edged_fail(err, EDGED_E_USAGE,
+                          "cannot write '%s': edged writes PNG and JPEG (an OUTPUT name ending in .png, .jpg or "
+                          ".jpeg or without extension, or - for standard output)",
+                          it->out);
+    if (p->format == PARAMS_FORMAT_PNG && jpeg_name)
+        return edged_fail(err, EDGED_E_USAGE, "OUTPUT '%s' names a JPEG but --format is png", it->out);
+    it->jpeg = p->format == PARAMS_FORMAT_JPEG || (p->format == PARAMS_FORMAT_AUTO && jpeg_name);
+    return 0;
 }
 
 /* ---- the images: INPUT OUTPUT pairs, or --out-dir ------------------------------------------- */
 
 /* DIR/NAME for the input's last component NAME, another image format's extension turned into
- * .png (x.jpg -> DIR/x.png), into *out (malloc'd). EDGED_E_USAGE when the input names no file. */
-static int out_dir_name(const char *dir, const char *in, char **out, char *err)
+ * .png (x.jpg -> DIR/x.png), or with --format jpeg any image extension into .jpg, into *out
+ * (malloc'd). EDGED_E_USAGE when the input names no file. */
+static int out_dir_name(const char *dir, const char *in, int jpeg, char **out, char *err)
 {
-    const char *base = strrchr(in, '/'), *ext;
+    static const char *const png_ext[] = {"png"};
+    const char *base = strrchr(in, '/'), *ext, *newext = jpeg ? ".jpg" : ".png";
     size_t dl = strlen(dir), keep, cap;
 
     base = base ? base + 1 : in;
     if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || strcmp(in, "-") == 0)
         return edged_fail(err, EDGED_E_USAGE, "--out-dir: INPUT '%s' names no file to name the output after", in);
-    ext = foreign_ext(base);
+    if (!(ext = foreign_ext(base)) && !(ext = ext_in(base, jpeg_exts, NEXTS(jpeg_exts))) && jpeg)
+        ext = ext_in(base, png_ext, 1);
     keep = ext ? (size_t)(ext - base) : strlen(base);
     cap = dl + keep + sizeof("/.png");
     if (!(*out = malloc(cap)))
         return edged_fail(err, EDGED_E_NOMEM, "cannot allocate an output name");
-    snprintf(*out, cap, "%s%s%.*s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/", (int)keep, base, ext ? ".png" : "");
+    snprintf(*out, cap, "%s%s%.*s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/", (int)keep, base,
+             ext || jpeg ? newext : "");
     return 0;
 }
 
@@ -206,7 +230,7 @@ static int build_items(struct cli_opts *o, char **paths, int n, char *err)
         char *name = NULL;
         o->items[i].in = o->out_dir ? paths[i] : paths[2 * i];
         if (o->out_dir)
-            rc = out_dir_name(o->out_dir, paths[i], &name, err);
+            rc = out_dir_name(o->out_dir, paths[i], o->p.format == PARAMS_FORMAT_JPEG, &name, err);
         o->items[i].out = o->out_dir ? name : paths[2 * i + 1];
     }
     return rc;
@@ -323,12 +347,12 @@ static int parse_args(int argc, char **argv, struct cli_opts *o, char *err)
     if (o->p.output == PARAMS_OUTPUT_JSON)
         return edged_fail(err, EDGED_E_USAGE, "use --json for the timing metadata");
     for (int i = 0; i < o->n; i++) {
-        const struct batch_item *it = &o->items[i];
+        struct batch_item *it = &o->items[i];
         if (several && (strcmp(it->in, "-") == 0 || strcmp(it->out, "-") == 0))
             return edged_fail(err, EDGED_E_USAGE, "- (standard input or output) takes a single INPUT OUTPUT pair");
         if (o->json && strcmp(it->out, "-") == 0)
             return edged_fail(err, EDGED_E_USAGE, "--json and OUTPUT - would both write standard output");
-        if ((rc = check_output_name(it->out, err)) < 0)
+        if ((rc = choose_output(it, &o->p, err)) < 0)
             return rc;
     }
     if ((rc = params_validate(&o->p, err)) < 0 || (several && (rc = check_clashes(o->items, o->n, err)) < 0))

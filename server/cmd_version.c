@@ -6,10 +6,14 @@
 #include "opts.h"
 #include "version.h"
 
+#ifndef EDGED_NVJPEG
+#define EDGED_NVJPEG 0
+#endif
+
 static void version_usage(FILE *f)
 {
     fputs("usage: edged version (or edged --version)\n  prints the version and whether this build has CUDA "
-          "and NPP\n",
+          "and NPP, and its JPEG codecs\n",
           f);
 }
 
@@ -23,5 +27,6 @@ int version_main(int argc, char **argv)
     printf("edged %s\n", EDGED_VERSION);
     printf("gpu: %s\n", EDGED_GPU ? (EDGED_NPP ? "built with CUDA and NPP" : "built with CUDA, without NPP")
                                   : "built without CUDA (CPU variants only)");
+    printf("jpeg: %s\n", EDGED_NVJPEG ? "nvJPEG on the GPU backend, libjpeg-turbo on the CPU" : "libjpeg-turbo");
     return EXIT_OK;
 }

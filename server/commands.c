@@ -15,6 +15,7 @@ int exit_status_for(int code)
         return EXIT_USAGE;
     case EDGED_E_NOT_PNG:
     case EDGED_E_BAD_PNG:
+    case EDGED_E_BAD_IMAGE:
     case EDGED_E_IMAGE_TOO_LARGE:
     case EDGED_E_IO:
         return EXIT_BAD_INPUT;

@@ -64,6 +64,9 @@ static const struct opt opts[] = {
      "at shutdown, longest wait for requests in flight"},
     {"gpu-watchdog-ms", "EDGED_GPU_WATCHDOG_MS", OPT_INT, O(gpu_watchdog_ms), 100, 3600000, "60000",
      "a GPU job running longer means a stuck device: not ready, exit non-zero"},
+    {"gpu-jpeg", "EDGED_GPU_JPEG", OPT_INT, O(gpu_jpeg), 0, 1, "1",
+     "1: the GPU lane decodes JPEG input and encodes JPEG output with nvJPEG when built with it; 0: the "
+     "CPU codec (libjpeg-turbo, bit-exact with it)"},
     {"openapi", "EDGED_OPENAPI", OPT_STR, O(openapi), 0, 0, "",
      "path of openapi.yaml (default: api/openapi.yaml beside the binary's build dir, then ./api/)"},
     {"max-conn-per-ip", "EDGED_MAX_CONN_PER_IP", OPT_INT, O(max_conn_per_ip), 0, 65536, "64",

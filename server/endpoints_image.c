@@ -8,15 +8,11 @@
 #include "clock.h"
 #include "gconv.h"
 #include "params.h"
-#include "png_io.h"
+#include "image_io.h"
 #include "result.h"
 #include "routes.h"
 #include "service.h"
 #include "upload.h"
-
-/* The first bytes of a PNG with a damaged signature still carry the IHDR tag of the first chunk
- * (at offset 12, give or take a byte the damage added or removed); no other format has it there. */
-#define SNIFF_IHDR_WINDOW 24
 
 /* ---- upload and parameters ------------------------------------------------------------------ */
 
@@ -55,36 +51,36 @@ static int wants_json(struct http_req *r, const struct params *p)
     return http_req_prefers(r, "application/json", "image/png");
 }
 
-/* ---- decode ------------------------------------------------------------------------------- */
-
-static int sniff(const uint8_t *d, size_t n, char *err)
+/* The output encoding: `format`, else JPEG only when Accept prefers image/jpeg to image/png. */
+static struct imageio_enc output_encoding(struct http_req *r, const struct params *p)
 {
-    size_t win = n < SNIFF_IHDR_WINDOW ? n : SNIFF_IHDR_WINDOW;
+    int jpeg = p->format == PARAMS_FORMAT_JPEG ||
+               (p->format == PARAMS_FORMAT_AUTO && http_req_prefers(r, "image/jpeg", "image/png"));
 
-    if (pngio_is_png(d, n))
-        return 0;
-    for (size_t i = 8; i + 4 <= win; i++)
-        if (memcmp(d + i, "IHDR", 4) == 0)
-            return edged_fail(err, EDGED_E_BAD_PNG, "corrupt PNG: damaged signature");
-    return edged_fail(err, EDGED_E_NOT_PNG, "image is not a PNG (%zu bytes without the PNG signature)", n);
+    return (struct imageio_enc){jpeg ? IMAGEIO_OUT_JPEG : IMAGEIO_OUT_PNG, p->png_level, p->bit_depth, p->quality};
 }
 
-/* Sniff, then the IHDR against the limits before any pixel memory and before waiting for a codec
- * slot (a refused image never queues), then decode in a codec slot. */
-static int decode_image(struct service *s, const uint8_t *d, size_t n, struct img *in, double *ms, char *err)
-{
-    int w, h, ch, rc;
-    double t0;
+/* ---- decode ------------------------------------------------------------------------------- */
 
-    if ((rc = sniff(d, n, err)) < 0 || (rc = pngio_peek(d, n, &w, &h, &ch, err)) < 0 ||
-        (rc = pngio_check_size(&s->lim, (uint32_t)w, (uint32_t)h, err)) < 0)
+/* Sniff and header (PNG, JPEG, WebP) against the limits before any pixel memory and before
+ * waiting for a codec slot (a refused image never queues), then decode in a codec slot. */
+static int decode_image(struct service *s, const struct params *p, const uint8_t *d, size_t n, struct img *in,
+                        double *ms, char *err)
+{
+    struct imageio_head head;
+    long long px;
+    double t0;
+    int rc;
+
+    if ((rc = imageio_peek(d, n, &s->lim, &head, err)) < 0)
         return rc;
-    service_codec_enter(s, (long long)w * h);
+    px = (long long)head.w * head.h;
+    service_codec_enter(s, px);
     t0 = clock_ms();
-    rc = pngio_decode(d, n, &s->lim, in, err);
+    rc = imageio_decode(d, n, &s->lim, &head, p->orientation == PARAMS_ORIENT_EXIF, in, err);
     *ms = clock_ms() - t0;
-    service_codec_leave(s, (long long)w * h);
-    return rc == EDGED_E_NOT_PNG ? edged_fail(err, EDGED_E_BAD_PNG, "corrupt PNG") : rc;
+    service_codec_leave(s, px);
+    return rc;
 }
 
 /* /v1/compare always runs cpu_serial (its reference), so no cheaper variant can be offered. */
@@ -106,13 +102,14 @@ static int compare_cost(struct service *s, const struct filter_plan *plan, int w
 static int image_reserve(struct service *s, const struct upload *u, int copies, size_t *bytes, char *err)
 {
     struct filter_plan plan;
+    struct imageio_head head;
     int w, h, ch, rc;
     size_t need;
 
     *bytes = 0;
-    if (!pngio_is_png(u->image, u->image_len) || pngio_peek(u->image, u->image_len, &w, &h, &ch, err) < 0 ||
-        pngio_check_size(&s->lim, (uint32_t)w, (uint32_t)h, err) < 0 || params_plan(&u->p, ch, &plan, err) < 0)
+    if (imageio_peek(u->image, u->image_len, &s->lim, &head, err) < 0 || params_plan(&u->p, head.ch, &plan, err) < 0)
         return 0;
+    w = head.w, h = head.h, ch = head.ch;
     if ((rc = copies > 1 ? compare_cost(s, &plan, w, h, err) : service_check_cost(s, &plan, w, h, u->p.variant, err)) < 0)
         return rc;
     need = service_image_bytes(w, h, ch) * (size_t)copies;
@@ -173,10 +170,62 @@ static const char *job_device(struct service *s, const struct job *job, char *bu
     return buf;
 }
 
+/* ---- JPEG left to the GPU (nvJPEG) --------------------------------------------------------- */
+
+/* When the GPU lane has nvJPEG, a JPEG that the header peek and the limits accept goes to the job
+ * undecoded: the GPU worker decodes it in device memory (batched with other JPEG jobs), and a JPEG
+ * result is encoded there too. Kinds nvJPEG never takes (CMYK, YCCK, RGB-coded, arithmetic coding)
+ * stay on the CPU path. Returns 1 when the job took the bytes (plan and route set), 0 when the
+ * input goes through decode_image, or the peek's error. */
+static int job_take_jpeg(struct service *s, struct http_req *r, const struct params *p, const uint8_t *d,
+                         size_t n, struct job *job, char *err)
+{
+    struct imageio_head head;
+    int o, swap, rc;
+
+    if (!s->cfg->gpu_jpeg || !backend_gpu_jpeg(s->backend) ||
+        (p->variant != VARIANT_AUTO && !variant_is_gpu(p->variant)))
+        return 0;
+    if ((rc = imageio_peek(d, n, &s->lim, &head, err)) < 0)
+        return rc;
+    if (head.fmt != IMAGEIO_JPEG || head.jpeg.arithmetic ||
+        (head.jpeg.cs != JPEGIO_CS_YCBCR && head.jpeg.cs != JPEGIO_CS_GRAY))
+        return 0;
+    o = p->orientation == PARAMS_ORIENT_EXIF ? head.orientation : 1;
+    swap = o >= 5 && o <= 8;
+    job->in = (struct img){.w = swap ? head.h : head.w, .h = swap ? head.w : head.h, .ch = head.ch};
+    if ((rc = job_prepare(s, p, job, err)) < 0)
+        return rc;
+    if (job->lane != LANE_GPU || !(job->src = malloc(n))) { /* no memory: the CPU path says so */
+        img_free(&job->out);
+        job->in = (struct img){0};
+        return 0;
+    }
+    memcpy(job->src, d, n);
+    job->src_len = n;
+    job->orientation = o;
+    if (output_encoding(r, p).fmt == IMAGEIO_OUT_JPEG)
+        job->jpeg_quality = p->quality;
+    return 1;
+}
+
+/* The output bytes: the device's JPEG when the worker made one, else the CPU encoder's. */
+static int encode_output(const struct job *job, const struct imageio_enc *enc, uint8_t **out, size_t *len,
+                         char *err)
+{
+    if (enc->fmt != IMAGEIO_OUT_JPEG || !job->out_jpeg)
+        return imageio_encode(&job->out, enc, out, len, err);
+    if (!(*out = malloc(job->out_jpeg_len)))
+        return edged_fail(err, EDGED_E_NOMEM, "out of memory");
+    memcpy(*out, job->out_jpeg, job->out_jpeg_len);
+    *len = job->out_jpeg_len;
+    return 0;
+}
+
 /* ---- POST /v1/filter ---------------------------------------------------------------------- */
 
 static void answer_json(struct http_req *r, struct service *s, const struct params *p, const struct job *job,
-                        size_t png_len)
+                        size_t png_len, int jpeg)
 {
     struct result_filter res = {0};
     char dev[64];
@@ -197,6 +246,7 @@ static void answer_json(struct http_req *r, struct service *s, const struct para
     res.bandwidth_fraction = copy_gbps > 0.0 ? res.effective_gbps / copy_gbps : -1.0;
     res.block = gpu ? (job->block ? job->block : VARIANT_DEFAULT_BLOCK) : 0;
     res.output_bytes = png_len;
+    res.output_jpeg = jpeg;
     res.params = p;
     res.plan = &job->plan;
     if (!(text = result_filter_json(&res))) {
@@ -206,11 +256,12 @@ static void answer_json(struct http_req *r, struct service *s, const struct para
     http_respond(r, 200, "application/json", text, strlen(text), "X-Edged-Variant", res.variant);
 }
 
-/* Encodes the finished job and answers; the PNG is kept even for JSON, whose output.bytes and
- * encode time then describe what the PNG answer would have been. */
+/* Encodes the finished job (PNG or JPEG) and answers; the image is encoded even for JSON, whose
+ * output.bytes and encode time then describe what the image answer would have been. */
 static void answer(struct http_req *r, struct service *s, const struct upload *u, const struct job *job)
 {
     struct result_times *t = http_req_times(r);
+    struct imageio_enc enc = output_encoding(r, &u->p);
     uint8_t *png = NULL;
     size_t png_len = 0;
     char err[EDGED_ERR_LEN];
@@ -219,7 +270,7 @@ static void answer(struct http_req *r, struct service *s, const struct upload *u
 
     service_codec_enter(s, (long long)job->out.w * job->out.h);
     t0 = clock_ms();
-    rc = pngio_encode(&job->out, u->p.png_level, u->p.bit_depth, &png, &png_len, err);
+    rc = encode_output(job, &enc, &png, &png_len, err);
     t->encode = clock_ms() - t0;
     service_codec_leave(s, (long long)job->out.w * job->out.h);
     if (rc < 0) {
@@ -230,10 +281,10 @@ static void answer(struct http_req *r, struct service *s, const struct upload *u
     metrics_stages(s->m, t);
     if (wants_json(r, &u->p)) {
         free(png);
-        answer_json(r, s, &u->p, job, png_len);
+        answer_json(r, s, &u->p, job, png_len, enc.fmt == IMAGEIO_OUT_JPEG);
         return;
     }
-    http_respond(r, 200, "image/png", png, png_len, "X-Edged-Variant", variant_name(job->used));
+    http_respond(r, 200, imageio_out_mime(enc.fmt), png, png_len, "X-Edged-Variant", variant_name(job->used));
 }
 
 void endpoint_filter(struct http_req *r, void *app)
@@ -253,10 +304,12 @@ void endpoint_filter(struct http_req *r, void *app)
         rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");
         goto fail;
     }
-    if ((rc = decode_image(s, u.image, u.image_len, &job->in, &http_req_times(r)->decode, err)) < 0)
+    if ((rc = job_take_jpeg(s, r, &u.p, u.image, u.image_len, job, err)) < 0 ||
+        (rc == 0 &&
+         (rc = decode_image(s, &u.p, u.image, u.image_len, &job->in, &http_req_times(r)->decode, err)) < 0))
         goto fail;
     http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), job->in.w, job->in.h);
-    if ((rc = job_prepare(s, &u.p, job, err)) < 0 || (rc = job_run(s, r, job, err)) < 0)
+    if ((!job->src && (rc = job_prepare(s, &u.p, job, err)) < 0) || (rc = job_run(s, r, job, err)) < 0)
         goto fail;
     stage_times(http_req_times(r), job);
     http_req_note(r, filter_name(job->plan.filter), variant_name(job->used), job->out.w, job->out.h);
@@ -370,7 +423,7 @@ void endpoint_compare(struct http_req *r, void *app)
         rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");
     else if ((rc = read_upload(r, PARAMS_COMPARE, &u, err)) == 0 &&
              (rc = image_reserve(s, &u, 2, &reserved, err)) == 0 &&
-             (rc = decode_image(s, u.image, u.image_len, &in, &http_req_times(r)->decode, err)) == 0)
+             (rc = decode_image(s, &u.p, u.image, u.image_len, &in, &http_req_times(r)->decode, err)) == 0)
         rc = compare_all(s, r, &u.p, &in, c, err);
     if (rc < 0) {
         http_respond_error(r, rc, err);

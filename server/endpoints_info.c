@@ -57,9 +57,15 @@ void endpoint_metrics(struct http_req *r, void *app)
     char reason[EDGED_ERR_LEN];
     struct metrics_gauges g = {queue_depth(s->q), queue_capacity(s->q), service_ready(s, reason),
                                worker_gpu_memory(s->w), worker_gpu_busy_seconds(s->w), budget_used(s->budget),
-                               budget_limit(s->budget)};
+                               budget_limit(s->budget), 0, 0, 0, 0};
+    struct backend_jpeg_counts jc;
     size_t len = 0;
-    char *text = metrics_render(s->m, &g, &len);
+    char *text;
+
+    backend_jpeg_counts(&jc);
+    g.jpeg_gpu_decoded = jc.gpu_decoded, g.jpeg_gpu_encoded = jc.gpu_encoded;
+    g.jpeg_fallback_decode = jc.cpu_fallback_decode, g.jpeg_fallback_encode = jc.cpu_fallback_encode;
+    text = metrics_render(s->m, &g, &len);
 
     if (!text) {
         http_respond_error(r, EDGED_E_NOMEM, "out of memory rendering metrics");

@@ -406,6 +406,14 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *
              "# HELP edged_memory_budget_limit_bytes The memory budget (--max-memory-mb).\n"
              "# TYPE edged_memory_budget_limit_bytes gauge\nedged_memory_budget_limit_bytes %zu\n",
          g->budget_used, g->budget_limit);
+    emit(&t, "# HELP edged_jpeg_gpu_total JPEGs decoded or encoded on the device with nvJPEG.\n"
+             "# TYPE edged_jpeg_gpu_total counter\nedged_jpeg_gpu_total{op=\"decode\"} %llu\n"
+             "edged_jpeg_gpu_total{op=\"encode\"} %llu\n"
+             "# HELP edged_jpeg_cpu_fallback_total JPEGs of the GPU lane that nvJPEG refused, done on the CPU.\n"
+             "# TYPE edged_jpeg_cpu_fallback_total counter\n"
+             "edged_jpeg_cpu_fallback_total{reason=\"decode_refused\"} %llu\n"
+             "edged_jpeg_cpu_fallback_total{reason=\"encode_refused\"} %llu\n",
+         g->jpeg_gpu_decoded, g->jpeg_gpu_encoded, g->jpeg_fallback_decode, g->jpeg_fallback_encode);
     dev[0] = '\0'; /* from config and the device name: escaped as the label format wants */
     result_escape(dev, sizeof(dev), 0, m->build.device, 0, RESULT_ESCAPE_LABEL);
     emit(&t, "# HELP edged_build_info Build and runtime identity.\n# TYPE edged_build_info gauge\n"

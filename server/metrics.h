@@ -14,6 +14,9 @@ struct metrics_gauges {
     size_t gpu_memory_used;
     double gpu_busy_seconds; /* time the GPU worker had a job on the device, since start */
     size_t budget_used, budget_limit; /* the memory budget (budget.h): bytes reserved, and its size */
+    /* the nvJPEG path (backend_jpeg_counts): JPEGs decoded and encoded on the device, and those
+     * nvJPEG refused, done on the CPU instead */
+    unsigned long long jpeg_gpu_decoded, jpeg_gpu_encoded, jpeg_fallback_decode, jpeg_fallback_encode;
 };
 
 /* Labels of edged_build_info. */

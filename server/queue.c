@@ -74,6 +74,8 @@ static void job_free(struct job *job)
 {
     img_free(&job->in);
     img_free(&job->out);
+    free(job->src);
+    free(job->out_jpeg);
     pthread_cond_destroy(&job->done);
     free(job);
 }

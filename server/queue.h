@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include "errors.h"
 #include "filter.h"
@@ -32,8 +33,16 @@ struct job {
     enum job_lane lane;
     int large; /* over --large-pixels: the CPU lane runs a bounded number of these at once */
     double timeout_ms; /* longest run once started (0: none); past it the job is cancelled */
+    /* JPEG input left compressed for the GPU lane (backend_jpeg.c): while src is set and in.px is
+     * NULL, in holds only the size after orientation and the channels; src is owned by the job. */
+    uint8_t *src;
+    size_t src_len;
+    int orientation;  /* EXIF 1..8 to apply to src */
+    int jpeg_quality; /* > 0: the GPU lane also encodes out as JPEG on the device, into out_jpeg */
     /* output */
     struct img out; /* GPU lane: allocated by the submitter; CPU lane: by the worker */
+    uint8_t *out_jpeg; /* with jpeg_quality: out encoded on the device (owned), or NULL */
+    size_t out_jpeg_len;
     enum variant used;
     struct job_times t;
     int rc;

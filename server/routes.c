@@ -1,7 +1,7 @@
 /* routes.c — the route table: one row per path, read by http.c's dispatch. */
 #include "routes.h"
 
-#define POST_TYPES "multipart/form-data,image/png"
+#define POST_TYPES "multipart/form-data,image/png,image/jpeg,image/webp"
 
 static const struct http_route routes[] = {
     {"/v1/filter", 1, POST_TYPES, endpoint_filter, 0},

@@ -126,7 +126,7 @@ int upload_parse(const char *content_type, const uint8_t *body, size_t len, stru
 
     u->image = NULL;
     u->image_len = 0;
-    if (content_type && strncasecmp(content_type, "image/png", 9) == 0) {
+    if (content_type && strncasecmp(content_type, "image/", 6) == 0) {
         u->image = body;
         u->image_len = len;
     } else if ((rc = parse_multipart(content_type, body, len, u, err)) < 0) {

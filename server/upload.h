@@ -39,7 +39,8 @@ struct upload {
 
 /* Parses body (len bytes, content_type as sent, may be NULL) into u. u->p must have been set up
  * by params_init (and hold the query-string parameters, which form fields and then JSON override).
- * A Content-Type of image/png takes the body as the image; anything else is parsed as multipart:
+ * A Content-Type image/png, image/jpeg or image/webp takes the body as the image (its format is
+ * sniffed from the bytes; the route admits only these image types); anything else is multipart:
  * exactly one image part (named `image` or `file`), at most one `params` part (JSON, applied
  * last), every other part a parameter by name. Ends with params_validate. Returns 0, EDGED_E_MULTIPART, EDGED_E_PARAM or
  * EDGED_E_NOMEM, with a message naming the part or field. */

@@ -166,6 +166,43 @@ static int free_slot(const struct gpu_slot *slots, int ns)
     return -1;
 }
 
+/* A job with JPEG input and the jobs queued behind it, one per free stream, go to the device
+ * together: the JPEG ones as one batched decode, any other by itself. Returns the jobs started. */
+static int gpu_submit_jpeg_batch(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot *slots, int ns,
+                                 struct job *first)
+{
+    struct job *jobs[GCONV_JPEG_MAX_BATCH];
+    int streams[GCONV_JPEG_MAX_BATCH], rcs[GCONV_JPEG_MAX_BATCH], n = 0, started = 0, s, rc;
+    struct job *job = first;
+
+    do {
+        s = free_slot(slots, ns);
+        slots[s].job = job; /* reserved while the batch is gathered */
+        if (job->src && !job->in.px) {
+            jobs[n] = job, streams[n++] = s;
+        } else if ((rc = gpu_submit(w, s, job)) < 0) {
+            slots[s].job = NULL;
+            if (gpu_is_fatal(ctx, rc))
+                set_fatal(w, job->err);
+            queue_complete(w->q, job, rc);
+        } else {
+            slots[s].t_submit = clock_ms(), started++;
+        }
+    } while (n < GCONV_JPEG_MAX_BATCH && free_slot(slots, ns) >= 0 && (job = queue_pop(w->q, LANE_GPU, 0)));
+    backend_submit_jpeg(w->b, jobs, streams, n, rcs);
+    for (int i = 0; i < n; i++) {
+        if (rcs[i] < 0) {
+            slots[streams[i]].job = NULL;
+            if (gpu_is_fatal(ctx, rcs[i]))
+                set_fatal(w, jobs[i]->err);
+            queue_complete(w->q, jobs[i], rcs[i]);
+        } else {
+            slots[streams[i]].t_submit = clock_ms(), started++;
+        }
+    }
+    return started;
+}
+
 /* Fills free streams from the queue (blocking only when none is busy), then reaps finished ones.
  * Ends when the queue is closed and drained, or on a fatal error. */
 static void *gpu_main(void *arg)
@@ -186,6 +223,11 @@ static void *gpu_main(void *arg)
                 break; /* closed and drained */
             if (!job && queue_closed_empty(w->q, LANE_GPU))
                 nanosleep(&nap, NULL); /* draining: pop no longer waits, do not spin */
+            if (job && job->src && !job->in.px) { /* JPEG input: decoded on the device, batched */
+                busy += gpu_submit_jpeg_batch(w, ctx, slots, ns, job);
+                publish_oldest(w, slots, ns);
+                continue;
+            }
             if (job && (rc = gpu_submit(w, s, job)) < 0) {
                 if (gpu_is_fatal(ctx, rc))
                     set_fatal(w, job->err);

@@ -261,6 +261,10 @@
     if (knobs.has('bit_depth') && $('bit_depth').checked) p.bit_depth = 1;
     p.border = $('border').value;
     p.color = $('color').value;
+    if (!forCompare && $('format').value === 'jpeg') {
+      p.format = 'jpeg';
+      p.quality = numberField('quality');
+    }
     if (!forCompare) {
       const v = currentVariant();
       p.variant = v.name;
@@ -421,7 +425,8 @@
     showBeforeAfter();
   }
 
-  const resultName = (params) => (state.file.name || 'image').replace(/\.png$/i, '') + '-' + params.filter + '.png';
+  const resultName = (params) => (state.file.name || 'image').replace(/\.(png|jpe?g|webp)$/i, '') + '-' +
+    params.filter + (params.format === 'jpeg' ? '.jpg' : '.png');
 
   /* ---- before / after ------------------------------------------------------------------------ */
 
@@ -464,7 +469,8 @@
 
   function remember(path, params, accept) {
     state.lastRequest = { url: new URL(path, document.baseURI).href, params, accept, keyed: apiKey() !== '',
-      file: state.file.name || 'image.png', out: accept === 'image/png' ? resultName(params) : '' };
+      file: state.file.name || 'image.png', type: state.file.type || 'image/png',
+      out: accept === 'image/png' ? resultName(params) : '' };
     $('curl').hidden = false;
     $('curl-text').hidden = true;
     $('curl-status').textContent = '';
@@ -477,7 +483,7 @@
     const file = /[;,"\\]/.test(q.file) ? '"' + q.file.replace(/["\\]/g, '\\$&') + '"' : q.file;
     const lines = ['curl -sS ' + shq(q.url)];
     if (q.keyed) lines.push('-H "Authorization: Bearer $EDGED_API_KEY"');
-    lines.push('-H ' + shq('Accept: ' + q.accept), '-F ' + shq('image=@' + file + ';type=image/png'),
+    lines.push('-H ' + shq('Accept: ' + q.accept), '-F ' + shq('image=@' + file + ';type=' + q.type),
       '--form-string ' + shq('params=' + JSON.stringify(q.params)));
     if (q.out) lines.push('-o ' + shq(q.out));
     return lines.join(' \\\n  ');
@@ -615,6 +621,7 @@
     });
     $('filter').addEventListener('change', filterChanged);
     $('variant').addEventListener('change', variantChanged);
+    $('format').addEventListener('change', () => { $('quality-field').hidden = $('format').value !== 'jpeg'; });
     $('controls').addEventListener('submit', (e) => {
       e.preventDefault();
       if (!$('run').disabled) busy('Filtering…', runFilter);

@@ -1,11 +1,11 @@
 #!/bin/sh
 # build.sh — builds the libFuzzer targets (clang, -fsanitize=fuzzer,address,undefined) into
-# $OUT (default build-fuzz): fuzz_png, fuzz_png_diff, fuzz_request, fuzz_params. Usage: sh tests/fuzz/build.sh [OUT]
+# $OUT (default build-fuzz): fuzz_png, fuzz_png_diff, fuzz_image, fuzz_request, fuzz_params. Usage: sh tests/fuzz/build.sh [OUT]
 set -eu
 cd "$(dirname "$0")/../.."
 OUT=${1:-${OUT:-build-fuzz}}
 CLANG=${CLANG:-clang}
-PKGS="libpng libcjson zlib libdeflate"
+PKGS="libpng libcjson zlib libdeflate libturbojpeg libwebp"
 CFLAGS="-std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
  -Wall -Wextra -Wshadow -Wstrict-prototypes -D_DEFAULT_SOURCE -DEDGED_GPU=0 -Iapi -Iserver -Icpu_ref -Igpu \
  $(pkg-config --cflags $PKGS)"
@@ -24,5 +24,7 @@ PNG="server/png_io.c server/png_decode.c server/png_encode.c api/errors.c api/im
 build fuzz_png $PNG
 # shellcheck disable=SC2086
 build fuzz_png_diff $PNG
+# shellcheck disable=SC2086
+build fuzz_image server/image_io.c server/jpeg_io.c server/webp_io.c server/exif.c $PNG
 build fuzz_params $API
 build fuzz_request server/upload.c server/multipart.c $API

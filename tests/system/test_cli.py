@@ -165,8 +165,7 @@ def test_stdin_stdout(photo, tmp_path):
 
 # ---- output names ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["out.jpg", "out.jpeg", "out.JPG", "out.webp", "out.gif", "out.bmp", "out.tif",
-                                  "out.tiff"])
+@pytest.mark.parametrize("name", ["out.webp", "out.gif", "out.bmp", "out.tif", "out.tiff"])
 def test_foreign_extension_refused(photo, tmp_path, name):
     p = edged_text("filter", photo, tmp_path / name)
     assert p.returncode == 2, p.stderr
@@ -180,6 +179,13 @@ def test_png_names_accepted(photo, tmp_path, name):
     p = edged("filter", photo, tmp_path / name)
     assert p.returncode == 0, p.stderr
     assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("name", ["out.jpg", "out.jpeg", "out.JPG"])
+def test_jpeg_names_written_as_jpeg(photo, tmp_path, name):
+    p = edged("filter", photo, tmp_path / name)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / name).read_bytes()[:3] == b"\xff\xd8\xff"
 
 
 # ---- --json timings -------------------------------------------------------------------------------
@@ -261,7 +267,7 @@ def test_usage_errors_before_any_work(tmp_path):
     for argv in ([srcs[0], tmp_path / "o0.png", srcs[1]],               # odd number of paths
                  [srcs[0], tmp_path / "o0.png", "-", tmp_path / "o1.png"],  # - with several images
                  ["--out-dir", tmp_path / "d", "-"],
-                 [srcs[0], tmp_path / "o0.png", srcs[1], tmp_path / "o1.jpg"],
+                 [srcs[0], tmp_path / "o0.png", srcs[1], tmp_path / "o1.webp"],
                  [srcs[0], tmp_path / "o0.png", "--threads", "0"],
                  ["--out-dir", tmp_path / "d"]):
         p = edged_text("filter", *argv)

@@ -103,8 +103,7 @@ def test_split_delivery_identical(server, small):
 
 
 def test_image_sniffed_not_trusted(server, small):
-    jpeg = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + b"\0" * 64
-    for data in (jpeg, b"GIF89a" + b"\0" * 64, b"", SIG[:7], b"BM" + b"\0" * 64, b"<svg/>"):
+    for data in (b"GIF89a" + b"\0" * 64, b"", SIG[:7], b"BM" + b"\0" * 64, b"<svg/>"):
         r = upload(server.url, data)
         assert r.status_code == 415 and error_of(r)["code"] == "unsupported_media_type", data[:8]
         r = send(server.url, data, "image/png")

@@ -651,3 +651,30 @@ def test_copy_as_curl(keyed_srv, browser, images, tmp_path):
     assert json.loads(stdout)["filter"] == "gaussian" and len(json.loads(stdout)["rows"]) >= 2
     assert page_errors(d) == []
     d.execute_script("sessionStorage.clear()")
+
+
+def test_jpeg_input_and_jpeg_output(srv, browser, images, tmp_path):
+    """A JPEG from the picker, filtered to a JPEG at the chosen quality: the page shows what the API
+    returns (both decoded by libjpeg-turbo builds; within 2 levels for IDCT/upsampling differences)."""
+    import cv2
+    d = browser
+    jpg = str(tmp_path / "photo.jpg")
+    cv2.imwrite(jpg, cv2.imread(images["png"]), [cv2.IMWRITE_JPEG_QUALITY, 90])
+    open_page(d, srv)
+    upload(d, jpg)
+    wait(d, "document.getElementById('input-img').naturalWidth > 0", "the JPEG input preview")
+    fill_form(d, {"filter": "box", "size": "3", "color": "rgb", "format": "jpeg"})
+    assert visible(d, "quality")
+    type_into(d, "quality", "80")
+    assert click_and_settle(d, "run") == ""
+    with open(jpg, "rb") as f:
+        r = requests.post(srv.url + "/v1/filter", files={"image": ("photo.jpg", f.read(), "image/jpeg")},
+                          data={"params": json.dumps({"filter": "box", "size": 3, "color": "rgb", "format": "jpeg",
+                                                      "quality": 80, "border": "zero", "variant": "auto"})},
+                          timeout=60)
+    assert r.status_code == 200 and r.headers["Content-Type"] == "image/jpeg", r.text
+    want = cv2.cvtColor(cv2.imdecode(np.frombuffer(r.content, np.uint8), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+    shown = shown_pixels(d)[..., :3]
+    assert shown.shape == want.shape and np.abs(shown.astype(int) - want).max() <= 2
+    assert d.execute_script("return document.getElementById('download').download").endswith("-box.jpg")
+    assert page_errors(d) == []

@@ -365,6 +365,32 @@ static void test_damaged(void)
         printf("  %d damaged streams were deflate faults libdeflate reads and zlib refuses\n", lenient_seen);
 }
 
+/* IDAT chunks longer than the pieces the fast decoder checks and copies at a time (16 KiB), one
+ * and several; and a large image (huge-page buffer) with a CRC fault in one IDAT chunk of many. */
+static void test_damaged_large(void)
+{
+    const struct kind rgb = {2, 8, 0};
+    struct buf b = write_kind(&rgb, 300, 200, 40000), one = write_kind(&rgb, 300, 200, 1 << 20);
+    struct buf big = write_kind(&rgb, 1024, 1536, 8192);
+    size_t ends[4096], n = chunk_ends(big.p, big.len, ends, 4096);
+    int fast;
+
+    damage_one("color 2 depth 8 300x200, 40000-byte IDAT", &b);
+    damage_one("color 2 depth 8 300x200, one IDAT", &one);
+    CHECK(compare("1024x1536 RGB", big.p, big.len, NULL, &fast) == 0 && fast, "1024x1536 RGB: not served");
+    for (size_t i = 1; i + 1 < n; i += n / 3) {
+        char what[96];
+
+        big.p[ends[i] - 1] ^= 0x01;
+        snprintf(what, sizeof(what), "1024x1536 RGB, CRC of chunk %zu of %zu", i, n);
+        CHECK(compare(what, big.p, big.len, NULL, NULL) < 0, "%s: decoded", what);
+        big.p[ends[i] - 1] ^= 0x01;
+    }
+    free(b.p);
+    free(one.p);
+    free(big.p);
+}
+
 /* IHDR over the limits: both give IMAGE_TOO_LARGE with the same message, before any allocation. */
 static void test_limits(void)
 {
@@ -580,6 +606,7 @@ int main(void)
     test_big_rgb();
     pngdec_set_baseline(0);
     test_damaged();
+    test_damaged_large();
     test_limits();
     test_encode_roundtrip();
     test_encode_1bit();

@@ -43,8 +43,8 @@ static const struct opts_spec filter_opts[] = {
     {"border", "B", "zero (default), replicate, reflect (reflect-101)"},
     {"color", "C", "auto (default), gray, rgb"},
     {"post", "P", "clamp, abs, offset (default depends on the filter)"},
-    {"size", "N", "gaussian, box: odd kernel side 3..63; canny: the pre-blur's side"},
-    {"sigma", "S", "gaussian: sigma (default from size, as OpenCV); canny: the pre-blur's sigma"},
+    {"size", "N", "gaussian, box, canny: odd kernel side 3..63 (canny: of its gaussian pre-blur)"},
+    {"sigma", "S", "gaussian, canny: sigma (default from size, as OpenCV; canny: of its pre-blur)"},
     {"low", "T", "canny: the low threshold (default 50)"},
     {"high", "T", "canny: the high threshold (default 150)"},
     {"aperture", "N", "canny: Sobel aperture 3 (default), 5 or 7"},
@@ -53,7 +53,7 @@ static const struct opts_spec filter_opts[] = {
     {"variant", "NAME", "auto (default), cpu_serial, cpu or a GPU variant (edged variants)"},
     {"block", "N", "GPU block side 8, 16 (default), 24, 32"},
     {"png-level", "L", "zlib level of the output 0..9 (default 1)"},
-    {"bit-depth", "D", "8 (default) or 1 (1-bit PNG; single-channel results only)"},
+    {"bit-depth", "D", "edge, canny: 8 (default) or 1 (1-bit PNG; single-channel results only)"},
 };
 #define FILTER_NOPTS ((int)(sizeof(filter_opts) / sizeof(filter_opts[0])))
 

@@ -216,7 +216,8 @@ out:
  * on either side), the column sums of one row, and the stack of its bands' flood. */
 struct canny_scratch {
     int *dx[3], *dy[3], *mag[3];
-    int *cs, *cd;          /* column sums: smoothing (for dx) and derivative (for dy), padded by r */
+    int16_t *cs, *cd;      /* column sums (|.| <= 64 * 255): smoothing (for dx) and derivative (for
+                            * dy), padded by r; 16 bits halve what the row pass reads */
     uint8_t **stack;
     size_t cap;
 };
@@ -244,7 +245,7 @@ static inline __attribute__((always_inline)) void row_grad_n(const struct canny_
     const int *sm = canny_smooth[ap / 2 - 1], *de = canny_deriv[ap / 2 - 1];
     const uint8_t *rows[7];
     const int r = ap / 2, w = g->w, l2 = j->p->l2gradient;
-    int *cs = s->cs + r, *cd = s->cd + r;
+    int16_t *cs = s->cs + r, *cd = s->cd + r;
 
     for (int i = 0; i < ap; i++)
         rows[i] = g->px + (size_t)clampi(y + i - r, 0, g->h - 1) * g->stride;
@@ -254,8 +255,8 @@ static inline __attribute__((always_inline)) void row_grad_n(const struct canny_
             a += sm[i] * rows[i][x];
             b += de[i] * rows[i][x];
         }
-        cs[x] = a;
-        cd[x] = b;
+        cs[x] = (int16_t)a;
+        cd[x] = (int16_t)b;
     }
     for (int q = 1; q <= r; q++) {
         cs[-q] = cs[0];
@@ -455,8 +456,8 @@ static int scratch_alloc(struct canny_job *j, int nt)
             j->s[t].dy[k] = b + (size_t)(3 + k) * row;
             j->s[t].mag[k] = b + (size_t)(6 + k) * row;
         }
-        j->s[t].cs = b + 9 * row;
-        j->s[t].cd = b + 10 * row;
+        j->s[t].cs = (int16_t *)(b + 9 * row);
+        j->s[t].cd = (int16_t *)(b + 10 * row);
     }
     return 0;
 }

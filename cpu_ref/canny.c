@@ -2,7 +2,6 @@
  * threaded form, and a plan of filter canny (gray conversion and the optional pre-blur). */
 #include "canny.h"
 
-#include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -16,7 +15,9 @@
 
 /* The hot loops (Sobel rows, magnitudes) are plain integer loops the vectoriser turns into SIMD at
  * -O3; -O2's cost model leaves most of them scalar. */
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")
+#endif
 
 /* tan(22.5 deg) in Q15, rounded: cv::Canny's sector test. */
 #define CANNY_TG22 13573

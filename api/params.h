@@ -68,6 +68,10 @@ enum params_field_bit {
     PARAMS_F_FORMAT = 1u << 15,
     PARAMS_F_QUALITY = 1u << 16,
     PARAMS_F_ORIENTATION = 1u << 17,
+    PARAMS_F_LOW = 1u << 18,
+    PARAMS_F_HIGH = 1u << 19,
+    PARAMS_F_APERTURE = 1u << 20,
+    PARAMS_F_L2GRADIENT = 1u << 21,
 };
 
 /* Defaults: filter edge (threshold 5, zero border), variant auto, png_level 1, bit_depth 8,

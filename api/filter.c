@@ -110,6 +110,7 @@ void filter_spec_init(struct filter_spec *spec, enum filter_id id)
 {
     memset(spec, 0, sizeof(*spec));
     spec->filter = id;
+    spec->border = BORDER_REFLECT; /* zero drew a frame around every derivative filter's result */
     spec->threshold = FILTER_DEFAULT_THRESHOLD;
 }
 

@@ -56,7 +56,7 @@ enum params_field_bit {
     PARAMS_F_VARIANTS = 1u << 14,
 };
 
-/* Defaults: filter edge (threshold 5, zero border), variant auto, png_level 1, bit_depth 8. */
+/* Defaults: filter edge (threshold 5, reflect border), variant auto, png_level 1, bit_depth 8. */
 void params_init(struct params *p, enum params_mode mode);
 
 /* Sets one field from a text value (query string or form field). Numbers must be JSON numbers,

@@ -155,6 +155,7 @@ void filter_spec_init(struct filter_spec *spec, enum filter_id id)
 {
     memset(spec, 0, sizeof(*spec));
     spec->filter = id;
+    spec->border = BORDER_REFLECT; /* zero drew a frame around every derivative filter's result */
     spec->threshold = FILTER_DEFAULT_THRESHOLD;
     spec->canny = (struct canny_params){FILTER_CANNY_LOW, FILTER_CANNY_HIGH, FILTER_CANNY_APERTURE, 0};
 }

@@ -75,7 +75,7 @@ struct canny_params {
 /* A request: which filter and its knobs. Zero-initialise, then set what the caller gave. */
 struct filter_spec {
     enum filter_id filter;
-    enum border border;   /* default BORDER_ZERO */
+    enum border border;   /* default BORDER_REFLECT */
     enum color_mode color; /* default COLOR_AUTO */
     enum post_mode post;   /* default POST_AUTO (per filter) */
     int size;              /* gaussian, box: odd 3..63; 0 = default (5 gaussian, 3 box) */
@@ -122,7 +122,7 @@ struct filter_plan {
     struct canny_params canny; /* filter canny only */
 };
 
-/* Sets defaults: edge, zero border, auto colour and post, threshold 5. */
+/* Sets defaults: filter id, reflect border, auto colour and post, threshold 5. */
 void filter_spec_init(struct filter_spec *spec, enum filter_id id);
 
 /* Builds the taps of a single-kernel filter (not edge or sobel, which are plans of two). */

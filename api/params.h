@@ -74,7 +74,7 @@ enum params_field_bit {
     PARAMS_F_L2GRADIENT = 1u << 21,
 };
 
-/* Defaults: filter edge (threshold 5, zero border), variant auto, png_level 1, bit_depth 8,
+/* Defaults: filter edge (threshold 5, reflect border), variant auto, png_level 1, bit_depth 8,
  * format auto, quality 90, orientation exif. */
 void params_init(struct params *p, enum params_mode mode);
 

@@ -42,10 +42,22 @@
  * |N| > 289 T: again ~1e-5 relative from the reference. The map byte of a pixel is the sign of
  * thr - |N| spread over the byte: negative exactly when |N| > thr.
  *
- * Borders. Zero only, and for both stages as the plan defines it: the gaussian sees zeros outside
- * the image, and the laplacian sees ZEROS outside the image (the intermediate's own border), not
- * the gaussian of the zero-padded input; G is forced to 0 at every position outside the image.
- * Replicate and reflect run as the two-stage fast path (gconv_plan.cu). */
+ * Borders, for both stages as the plan defines them (each stage applies the border to its own
+ * input). Only the frame warps (those whose strip, with its halo, is not entirely inside the image)
+ * ever see one; the interior warps run the same code for every border. The kernels come in two
+ * builds, EXT false (zero) and EXT true (replicate, reflect: g.border at run time), so that the zero
+ * build is exactly the kernel that served zero alone. zero: the gaussian sees zeros outside the
+ * image, and the laplacian sees ZEROS outside the image (the intermediate's own border), not the
+ * gaussian of the zero-padded input; G is forced to 0 at every position outside the image. EXT: a
+ * frame warp reads every row and column through border_index, so the gaussian sees the border's
+ * samples and G is right at every position inside the image. For the laplacian, reflect-101 needs
+ * nothing more: the extended input is symmetric about rows and columns 0 and n-1, the gaussian is
+ * symmetric, and every sum of its passes here, mirrored, is the same sum with the operands of its
+ * additions swapped (float addition commutes; gray sums are exact integers), so G at -1 equals G at
+ * 1 bit for bit, as the intermediate's own reflect border asks (n = 1: every row or column is the
+ * same). replicate: G at -1 must be G at 0,
+ * which the gaussian of the extended input is not, so the laplacian of a pixel on the image's edge
+ * takes its own G for the neighbour outside (edge_out). */
 #define EDGE_P 8                        /* row steps per loop iteration: the period of the windows */
 #define EDGE_WARM 6                     /* input rows a strip reads before its first output row */
 #define EDGE_FULL 0xffffffffu
@@ -80,6 +92,7 @@ struct edge_geom {
     int gx;    /* warps across the image */
     int n1;    /* warps of the sy strips: gx * h1 / sy; warp b >= n1 is a tail strip */
     float thr; /* gray: floor(289 T) 2^-141; luma: 289 T */
+    int border; /* EXT kernels: BORDER_REPLICATE or BORDER_REFLECT */
 };
 
 /* The raw bytes of a lane's PX pixels in one row, as loaded. */
@@ -298,11 +311,51 @@ struct edge_win {
  * be inside: in the frame they run outside the image. */
 template <int PX>
 struct edge_lane {
+    uintptr_t in; /* the image (EXT frame warps read rows through border_index) */
     uintptr_t istride, ostride;
     int x0;
     bool store; /* a writer lane, its group inside the image when ALIGNED */
     bool col_in[PX];
 };
+
+/* An EXT frame warp's row y (any y): the pixels x0..x0+PX-1 of source row border_index(y), each
+ * pixel from its border_index column; an ALIGNED group inside the image as one vector load. */
+template <int CH, int PX, bool ALIGNED>
+static __device__ __forceinline__ edge_raw<CH, PX> edge_fetch_ext(const edge_lane<PX> &ln, const edge_geom &g,
+                                                                  int y)
+{
+    const uintptr_t row = ln.in + (uintptr_t)border_index(y, g.h, g.border) * ln.istride;
+    edge_raw<CH, PX> r;
+
+    if constexpr (ALIGNED)
+        if (ln.col_in[0])
+            return edge_fetch<CH, PX, true, false>(row + (uintptr_t)ln.x0 * CH, true, ln.col_in);
+#pragma unroll
+    for (int i = 0; i < CH * PX / 4; i++)
+        r.v[i] = 0;
+#pragma unroll
+    for (int c = 0; c < PX; c++) {
+        const uintptr_t a = row + (uintptr_t)border_index(ln.x0 + c, g.w, g.border) * CH;
+#pragma unroll
+        for (int ch = 0; ch < CH; ch++) {
+            const int n = c * CH + ch;
+            r.v[n / 4] |= (unsigned)__ldg(reinterpret_cast<const uint8_t *>(a + ch)) << (8 * (n % 4));
+        }
+    }
+    return r;
+}
+
+/* Row y of the lane's pixels, a: the address of pixel x0 of row y: zero bytes outside the image,
+ * or for EXT frame warps the border's samples (edge_fetch_ext). */
+template <int CH, int PX, bool ALIGNED, bool FRAME, bool EXT>
+static __device__ __forceinline__ edge_raw<CH, PX> edge_load(uintptr_t a, int y, const edge_lane<PX> &ln,
+                                                             const edge_geom &g)
+{
+    if constexpr (FRAME && EXT)
+        return edge_fetch_ext<CH, PX, ALIGNED>(ln, g, y);
+    else
+        return edge_fetch<CH, PX, ALIGNED, FRAME>(a, (unsigned)y < (unsigned)g.h, ln.col_in);
+}
 
 /* Column pass of gray input at step k (k >= 4): G(k-2) = [2,4,5,4,2] of h(k-4..k) = 4 T + Y with
  * T = h(k-3)+h(k-2)+h(k-1) and Y = 2 (h(k-4)+h(k)) + h(k-2), both summed in 16-bit halves
@@ -348,8 +401,9 @@ static __device__ __forceinline__ void edge_col_luma(edge_win<CH, PX> &s, const 
 
 /* The laplacian of the row whose G is in slot (k-3) % EDGE_P, between the rows in slots k-4 and
  * k-2, thresholded into map bytes (and N into L for WANT_L), stored at address aout (row yo);
- * PACK: as bits, one byte per 8 pixels (edge_pack). */
-template <int CH, int PX, bool ALIGNED, bool WANT_L, bool FRAME, bool PACK>
+ * PACK: as bits, one byte per 8 pixels (edge_pack). EXT frame warps under replicate: a neighbour
+ * outside the image is the pixel's own G (the intermediate's replicate border). */
+template <int CH, int PX, bool ALIGNED, bool WANT_L, bool FRAME, bool PACK, bool EXT>
 static __device__ __forceinline__ void edge_out(const edge_win<CH, PX> &s, const int k,
                                                 const edge_lane<PX> &ln, uintptr_t aout,
                                                 float *__restrict__ d_L, const edge_geom &g, int yo)
@@ -365,10 +419,20 @@ static __device__ __forceinline__ void edge_out(const edge_win<CH, PX> &s, const
 #pragma unroll
         for (int j = 0; j < 4; j++) { /* the reference's tap order: n, w, c, e, s */
             const int c = 4 * q + j;
-            float t = s.G[n][c] + (c > 0 ? s.G[r][c - 1] : s.Gw[r]);
+            float gn = s.G[n][c], gw = c > 0 ? s.G[r][c - 1] : s.Gw[r], ge = c < PX - 1 ? s.G[r][c + 1] : s.Ge[r],
+                  gs = s.G[so][c];
+            if constexpr (FRAME && EXT)
+                if (g.border == BORDER_REPLICATE) {
+                    const int x = ln.x0 + c;
+                    gn = yo == 0 ? s.G[r][c] : gn;
+                    gs = yo == g.h - 1 ? s.G[r][c] : gs;
+                    gw = x == 0 ? s.G[r][c] : gw;
+                    ge = x == g.w - 1 ? s.G[r][c] : ge;
+                }
+            float t = gn + gw;
             t = fmaf(-4.0f, s.G[r][c], t);
-            t = t + (c < PX - 1 ? s.G[r][c + 1] : s.Ge[r]);
-            t = t + s.G[so][c];
+            t = t + ge;
+            t = t + gs;
             L[c] = t;
             d[j] = g.thr - fabsf(t);
         }
@@ -394,7 +458,7 @@ static __device__ __forceinline__ void edge_out(const edge_win<CH, PX> &s, const
  * column pass G(k-2), and from step 6 on the output row y-3. With PF > 0 the row was fetched PF
  * steps ago and row y+PF is fetched now when `fetch` says it lies in the strip. ain, aout: the
  * addresses of pixel x0 of input row y and of output row y-3. */
-template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF, bool FRAME, bool PACK>
+template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF, bool FRAME, bool PACK, bool EXT>
 static __device__ __forceinline__ void
 edge_step(edge_win<CH, PX> &s, const int k, const edge_lane<PX> &ln, uintptr_t ain, uintptr_t aout,
           float *__restrict__ d_L, const edge_geom &g, int y, bool fetch)
@@ -406,11 +470,10 @@ edge_step(edge_win<CH, PX> &s, const int k, const edge_lane<PX> &ln, uintptr_t a
 
     if constexpr (PF > 0) {
         if (fetch)
-            s.raw[(k + PF) % EDGE_P] = edge_fetch<CH, PX, ALIGNED, FRAME>(
-                ain + PF * ln.istride, (unsigned)(y + PF) < (unsigned)g.h, ln.col_in);
+            s.raw[(k + PF) % EDGE_P] = edge_load<CH, PX, ALIGNED, FRAME, EXT>(ain + PF * ln.istride, y + PF, ln, g);
         r = s.raw[i0];
     } else {
-        r = edge_fetch<CH, PX, ALIGNED, FRAME>(ain, (unsigned)y < (unsigned)g.h, ln.col_in);
+        r = edge_load<CH, PX, ALIGNED, FRAME, EXT>(ain, y, ln, g);
     }
 #pragma unroll
     for (int q = 0; q < PX / 4; q++)
@@ -427,17 +490,17 @@ edge_step(edge_win<CH, PX> &s, const int k, const edge_lane<PX> &ln, uintptr_t a
     if (k >= 4) {
 #pragma unroll
         for (int c = 0; c < PX; c++)
-            s.G[i2][c] = (!FRAME || (ln.col_in[c] && grow_in)) ? gv[c] : 0.0f;
+            s.G[i2][c] = (!FRAME || EXT || (ln.col_in[c] && grow_in)) ? gv[c] : 0.0f;
         s.Gw[i2] = __shfl_up_sync(EDGE_FULL, s.G[i2][PX - 1], 1);
         s.Ge[i2] = __shfl_down_sync(EDGE_FULL, s.G[i2][0], 1);
     }
     if (k >= EDGE_WARM)
-        edge_out<CH, PX, ALIGNED, WANT_L, FRAME, PACK>(s, k, ln, aout, d_L, g, y - 3);
+        edge_out<CH, PX, ALIGNED, WANT_L, FRAME, PACK, EXT>(s, k, ln, aout, d_L, g, y - 3);
 }
 
 /* One warp's strip: input rows y0-3 .. y0+sy+2, output rows y0 .. y0+sy-1. With FRAME false
  * (the warp's columns and all its rows lie inside the image) no sample is checked. */
-template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF, bool FRAME, bool PACK>
+template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF, bool FRAME, bool PACK, bool EXT>
 static __device__ __forceinline__ void edge_strip(const uint8_t *__restrict__ in, uint8_t *__restrict__ out,
                                                   float *__restrict__ d_L, const edge_geom &g, int xw, int y0,
                                                   int sy)
@@ -448,6 +511,7 @@ static __device__ __forceinline__ void edge_strip(const uint8_t *__restrict__ in
     edge_win<CH, PX> s;
 
     ln.x0 = xw + PX * lane;
+    ln.in = reinterpret_cast<uintptr_t>(in);
     ln.istride = (uintptr_t)g.w * CH, ln.ostride = PACK ? (uintptr_t)g.w / 8 : (uintptr_t)g.w * OC;
 #pragma unroll
     for (int c = 0; c < PX; c++)
@@ -460,12 +524,11 @@ static __device__ __forceinline__ void edge_strip(const uint8_t *__restrict__ in
                      (uintptr_t)(PACK ? (ptrdiff_t)y0 * (g.w / 8) + (ln.x0 >> 3) : ((ptrdiff_t)y0 * g.w + ln.x0) * OC);
 #pragma unroll
     for (int k = 0; k < PF; k++)
-        s.raw[k] = edge_fetch<CH, PX, ALIGNED, FRAME>(ain + k * ln.istride,
-                                                      (unsigned)(y0 - 3 + k) < (unsigned)g.h, ln.col_in);
+        s.raw[k] = edge_load<CH, PX, ALIGNED, FRAME, EXT>(ain + k * ln.istride, y0 - 3 + k, ln, g);
 #pragma unroll
     for (int k = 0; k < EDGE_WARM; k++)
-        edge_step<CH, PX, ALIGNED, WANT_L, PF, FRAME, PACK>(s, k, ln, ain + k * ln.istride, aout, d_L, g,
-                                                            y0 - 3 + k, true);
+        edge_step<CH, PX, ALIGNED, WANT_L, PF, FRAME, PACK, EXT>(s, k, ln, ain + k * ln.istride, aout, d_L, g,
+                                                                 y0 - 3 + k, true);
     ain += EDGE_WARM * ln.istride;
 #pragma unroll 1
     for (int i = 0; i < niter; i++) {
@@ -473,8 +536,8 @@ static __device__ __forceinline__ void edge_strip(const uint8_t *__restrict__ in
         const int y = y0 + EDGE_WARM - 3 + i * EDGE_P;
 #pragma unroll
         for (int j = 0; j < EDGE_P; j++) {
-            edge_step<CH, PX, ALIGNED, WANT_L, PF, FRAME, PACK>(s, EDGE_WARM + j, ln, ain, aout, d_L, g, y + j,
-                                                                j + PF < EDGE_P || more);
+            edge_step<CH, PX, ALIGNED, WANT_L, PF, FRAME, PACK, EXT>(s, EDGE_WARM + j, ln, ain, aout, d_L, g,
+                                                                     y + j, j + PF < EDGE_P || more);
             ain += ln.istride, aout += ln.ostride;
         }
     }
@@ -482,8 +545,9 @@ static __device__ __forceinline__ void edge_strip(const uint8_t *__restrict__ in
 
 /* PF: rows fetched ahead into a ring of registers (0: each row loaded in its step, where the
  * compiler hoists the loads of a loop iteration itself; EDGED_EDGE_PREFETCH=0). PACK: the map as
- * 1-bit rows of w/8 bytes (w a multiple of 8, no alpha). */
-template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF, bool PACK>
+ * 1-bit rows of w/8 bytes (w a multiple of 8, no alpha). EXT: replicate or reflect (g.border), else
+ * zero; the interior warps run the same code either way. */
+template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF, bool PACK, bool EXT>
 __global__ void __launch_bounds__(32, edge_minb(CH, PX, PF, WANT_L))
     k_edge_fast(const uint8_t *__restrict__ in, uint8_t *__restrict__ out, float *__restrict__ d_L,
                 edge_geom g)
@@ -495,9 +559,9 @@ __global__ void __launch_bounds__(32, edge_minb(CH, PX, PF, WANT_L))
     static_assert(PF < EDGE_P && EDGE_P >= 5 && PX % 4 == 0, "window rings too short");
     static_assert(!PACK || (ALIGNED && (CH == 1 || CH == 3)), "packed maps: aligned groups, no alpha");
     if (xw >= 0 && xw + 32 * PX <= g.w && y0 >= 3 && y0 + sy + 3 <= g.h)
-        edge_strip<CH, PX, ALIGNED, WANT_L, PF, false, PACK>(in, out, d_L, g, xw, y0, sy);
+        edge_strip<CH, PX, ALIGNED, WANT_L, PF, false, PACK, EXT>(in, out, d_L, g, xw, y0, sy);
     else
-        edge_strip<CH, PX, ALIGNED, WANT_L, PF, true, PACK>(in, out, d_L, g, xw, y0, sy);
+        edge_strip<CH, PX, ALIGNED, WANT_L, PF, true, PACK, EXT>(in, out, d_L, g, xw, y0, sy);
 }
 
 /* Tuning knobs (tuning.h): EDGED_EDGE_PREFETCH=0 selects the kernel without the prefetch ring for
@@ -536,7 +600,9 @@ static unsigned edge_strips(edge_geom *g, int gx, long resident)
 template <int CH, int PX, bool ALIGNED, bool WANT_L, int PF, bool PACK>
 static void edge_launch_k(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, edge_geom g, cudaStream_t s)
 {
-    void (*k)(const uint8_t *, uint8_t *, float *, edge_geom) = k_edge_fast<CH, PX, ALIGNED, WANT_L, PF, PACK>;
+    void (*k)(const uint8_t *, uint8_t *, float *, edge_geom) =
+        g.border == BORDER_ZERO ? k_edge_fast<CH, PX, ALIGNED, WANT_L, PF, PACK, false>
+                                : k_edge_fast<CH, PX, ALIGNED, WANT_L, PF, PACK, true>;
     const long resident = gctx_resident(reinterpret_cast<const void *>(k), 32, 0); /* one-warp blocks */
     const unsigned warps = edge_strips(&g, div_up(g.w, 30 * PX), resident);
 
@@ -585,14 +651,14 @@ static void edge_launch_ch(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, co
 }
 
 /* The plan is the bank's edge filter exactly: gaussian5 then laplacian3 chained, threshold post,
- * zero border, one plane. */
+ * any border, one plane. */
 extern "C" int fast_edge_can(const struct filter_plan *p)
 {
     static const int a[5] = {2, 4, 5, 4, 2}, lap[9] = {0, 1, 0, 1, -4, 1, 0, 1, 0};
     const struct kernel2d *k0 = &p->conv[0], *k1 = &p->conv[1];
 
     if (p->filter != FILTER_EDGE || p->combine != COMBINE_CHAIN || p->nconv != 2 || p->post != POST_THRESHOLD ||
-        p->border != BORDER_ZERO || p->planes != 1 || p->in_ch < 1 || p->in_ch > 4 || k0->rows != 5 ||
+        (unsigned)p->border >= BORDER_COUNT || p->planes != 1 || p->in_ch < 1 || p->in_ch > 4 || k0->rows != 5 ||
         k0->cols != 5 || k1->rows != 3 || k1->cols != 3 || !(p->threshold >= 0.0f))
         return 0;
     for (int i = 0; i < 25; i++)
@@ -607,12 +673,12 @@ extern "C" int fast_edge_can(const struct filter_plan *p)
 extern "C" int fast_edge_packs(int in_ch, int w) { return (in_ch == 1 || in_ch == 3) && w % 8 == 0; }
 
 extern "C" int fast_edge_launch(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, int lpitch, int w, int h,
-                                int in_ch, float threshold, int pack, cudaStream_t s)
+                                int in_ch, float threshold, enum border border, int pack, cudaStream_t s)
 {
     edge_geom g;
     double t289 = 289.0 * (double)threshold;
 
-    g.w = w, g.h = h, g.lpitch = lpitch; /* the strips are set per kernel: edge_strips */
+    g.w = w, g.h = h, g.lpitch = lpitch, g.border = (int)border; /* the strips: edge_strips, per kernel */
     /* gray: N is an integer, |N| > 289 T <=> |N| > floor(289 T), clamped far above any |N| and
      * carried as floor(289 T) 2^-141 (exact: an integer below 2^24 times a power of 2) */
     g.thr = in_ch <= 2 ? (float)ldexp(t289 > 1e7 ? 1e7 : floor(t289), -EDGE_GRAY_EXP) : (float)t289;

@@ -92,11 +92,11 @@ int gconv_bench_npp(struct gconv_ctx *ctx, int w, int h, const struct kernel2d *
                     double *median_ms, char *err);
 
 /* Bench timing of the u8 edge pipeline alone (upload done, kernels only) on a w x h image of ch
- * channels with variant v; median of reps after warmup. packed: the map as 1-bit rows
+ * channels with variant v and border b; median of reps after warmup. packed: the map as 1-bit rows
  * (gconv_packs must hold, else EDGED_E_PARAM). The _npp form times NPP's gray u8 Gauss 5x5 +
  * Laplace 3x3 (EDGED_E_NO_CUDA without NPP). */
-int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, int packed, enum variant v, int block,
-                     int warmup, int reps, double *median_ms, char *err);
+int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, int packed, enum border b, enum variant v,
+                     int block, int warmup, int reps, double *median_ms, char *err);
 int gconv_bench_edge_npp(struct gconv_ctx *ctx, int w, int h, int warmup, int reps, double *median_ms,
                          char *err);
 

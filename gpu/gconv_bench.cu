@@ -254,16 +254,17 @@ static uint8_t *bench_u8_in(const struct bench_u8 *b, int i)
     return b->d_u8 + (size_t)(i % b->rot) * (b->in_b + b->out_b);
 }
 
-static int bench_edge_plan(int ch, struct filter_plan *plan, char *err)
+static int bench_edge_plan(int ch, enum border b, struct filter_plan *plan, char *err)
 {
     struct filter_spec spec;
 
     filter_spec_init(&spec, FILTER_EDGE);
+    spec.border = b;
     return filter_plan_make(&spec, ch, plan, err);
 }
 
-int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, int packed, enum variant v, int block,
-                     int warmup, int reps, double *median_ms, char *err)
+int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, int packed, enum border bd, enum variant v,
+                     int block, int warmup, int reps, double *median_ms, char *err)
 {
     struct filter_plan plan;
     struct bench_u8 b;
@@ -276,7 +277,7 @@ int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, int packed, en
 
     memset(&b, 0, sizeof(b));
     memset(&tc, 0, sizeof(tc));
-    if ((rc = bench_edge_plan(ch, &plan, err)) < 0 || (rc = bench_args_ok(ctx, w, h, NULL, warmup, reps, err, 0)) < 0 ||
+    if ((rc = bench_edge_plan(ch, bd, &plan, err)) < 0 || (rc = bench_args_ok(ctx, w, h, NULL, warmup, reps, err, 0)) < 0 ||
         (rc = gconv_check(ctx, &plan, w, h, v, block, err)) < 0)
         return rc;
     plan.accept_packed = packed;

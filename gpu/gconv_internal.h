@@ -128,8 +128,8 @@ int fast_stream_conv(struct conv_args *a, char *err);
 /* Whether fast_stream_conv has a kernel for kr x kc taps: sides 1, 3 or 5 each, or 7x7 or 9x9. */
 int fast_stream_has(int kr, int kc);
 
-/* The fused u8 edge pipeline (fast_edge.cu). can: 1 when plan is the bank's edge filter with the
- * zero border on one plane (gray or luma), the case the one-pass kernel serves. packs: 1 when it
+/* The fused u8 edge pipeline (fast_edge.cu). can: 1 when plan is the bank's edge filter (any
+ * border) on one plane (gray or luma), the case the one-pass kernel serves. packs: 1 when it
  * can write the map of a w-wide image with in_ch channels packed (struct img packed: gray or RGB,
  * w a multiple of 8). launch: enqueues it on s: d_in8 (w x h x in_ch u8, rows dense) -> d_out8
  * (map, then alpha for 2 or 4 channels; with pack, which the caller checked with packs, 1-bit rows
@@ -138,7 +138,7 @@ int fast_stream_has(int kr, int kc);
 int fast_edge_can(const struct filter_plan *p);
 int fast_edge_packs(int in_ch, int w);
 int fast_edge_launch(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, int lpitch, int w, int h, int in_ch,
-                     float threshold, int pack, cudaStream_t s);
+                     float threshold, enum border border, int pack, cudaStream_t s);
 
 /* ---- gconv_job.cu: the parts of a job that gconv_jpeg.cu shares ---- */
 

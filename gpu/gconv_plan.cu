@@ -191,7 +191,7 @@ int gplan_kernels(struct gconv_ctx *ctx, const struct gplan_dev *d, const struct
     *cuerr = cudaSuccess;
     if (gplan_fused_edge(plan, v)) { /* one pass: u8 in, u8 map (and alpha) out */
         fast_edge_launch(d->d_in8, d->d_out8, d->want_planes ? jp.dst : NULL, pitch, w, h, plan->in_ch,
-                         plan->threshold, gconv_packs(plan, v, w), d->stream);
+                         plan->threshold, plan->border, gconv_packs(plan, v, w), d->stream);
         *cuwhat = "fast edge kernel";
         return (*cuerr = cudaGetLastError()) == cudaSuccess ? 0 : GCONV_CUDA_FAILED;
     }

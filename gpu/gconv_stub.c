@@ -101,10 +101,10 @@ int gconv_bench_npp(struct gconv_ctx *ctx, int w, int h, const struct kernel2d *
     return NO_CUDA(err);
 }
 
-int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, int packed, enum variant v, int block,
-                     int warmup, int reps, double *median_ms, char *err)
+int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, int packed, enum border b, enum variant v,
+                     int block, int warmup, int reps, double *median_ms, char *err)
 {
-    (void)ctx, (void)w, (void)h, (void)ch, (void)packed, (void)v, (void)block, (void)warmup, (void)reps,
+    (void)ctx, (void)w, (void)h, (void)ch, (void)packed, (void)b, (void)v, (void)block, (void)warmup, (void)reps,
         (void)median_ms;
     return NO_CUDA(err);
 }

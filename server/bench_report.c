@@ -83,9 +83,9 @@ void bench_report_begin(const struct bench_report *o)
             date, gi->name, gi->cc_major, gi->cc_minor, gi->sms, gi->l2_bytes >> 20, gi->copy_gbps,
             gi->fp32_gflops / 1e3);
     if (o->u8_edge)
-        printf("# u8 edge pipeline (gaussian5 -> laplacian3 -> |L| > 5, zero border; NPP: replicate, no "
+        printf("# u8 edge pipeline (gaussian5 -> laplacian3 -> |L| > 5, %s border; NPP: replicate, no "
                "threshold), median of %d after %d warm-up; GB/s and floor count in_ch + out_ch bytes per pixel\n",
-               o->reps, o->warmup);
+               o->border, o->reps, o->warmup);
     else
         printf("# filter %s, border %s, %d channel(s), median of %d after %d warm-up; GFLOP/s = 2*k*k per "
                "pixel, GB/s = 8 B per pixel\n",

@@ -40,7 +40,7 @@ static const struct opts_spec filter_opts[] = {
     {"filter", "NAME", "edge (default), gaussian5, gaussian, laplacian3, laplacian8, sobel_x,\n"
                        "sobel_y, sobel, sharpen, emboss, box, custom, canny (edged filters lists them)"},
     {"threshold", "T", "edge: |L| > T is an edge (default 5)"},
-    {"border", "B", "zero (default), replicate, reflect (reflect-101)"},
+    {"border", "B", "reflect (reflect-101, the default), replicate, zero"},
     {"color", "C", "auto (default), gray, rgb"},
     {"post", "P", "clamp, abs, offset (default depends on the filter)"},
     {"size", "N", "gaussian, box, canny: odd kernel side 3..63 (canny: of its gaussian pre-blur)"},

@@ -23,6 +23,9 @@ PNGSUITE = os.environ.get("EDGED_PNGSUITE", "../shared/pngsuite")
 PHOTOS = ["astronaut.png", "camera.png", "coffee.png", "chelsea.png"]
 
 BORDERS = {"zero": cv2.BORDER_CONSTANT, "replicate": cv2.BORDER_REPLICATE, "reflect": cv2.BORDER_REFLECT_101}
+# edged's default border is OpenCV's: without --border the results compare with cv2's defaults
+DEFAULT = "reflect"
+assert cv2.BORDER_DEFAULT == BORDERS[DEFAULT]
 G5 = np.outer([2, 4, 5, 4, 2], [2, 4, 5, 4, 2]).astype(np.float32) / 289.0
 LAP3 = np.array([[0, 1, 0], [1, -4, 1], [0, 1, 0]], np.float32)
 SOBEL_X = np.array([[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]], np.float32)
@@ -63,8 +66,10 @@ def luma(im):
     return np.float32(0.299) * f[..., 0] + np.float32(0.587) * f[..., 1] + np.float32(0.114) * f[..., 2]
 
 
-def corr(plane, k, border):
-    # cv2.filter2D is a correlation with the anchor at the centre, as edged.
+def corr(plane, k, border=None):
+    # cv2.filter2D is a correlation with the anchor at the centre, as edged; no border: cv2's default.
+    if border is None:
+        return cv2.filter2D(plane.astype(np.float32), cv2.CV_32F, k)
     return cv2.filter2D(plane.astype(np.float32), cv2.CV_32F, k, borderType=BORDERS[border])
 
 
@@ -104,10 +109,10 @@ def test_edge_matches_opencv(photo, border):
                                               ("emboss", EMBOSS, "offset")])
 def test_colour_filters_match_opencv(photo, name, kernel, post):
     src = photo_path(photo)
-    got, _ = run_edged(src, "--filter", name, "--border", "reflect")
+    got, _ = run_edged(src, "--filter", name)  # the default border, as OpenCV's
     im = read_png(src)
     off = 128.0 if post == "offset" else 0.0
-    want = per_channel(im, lambda p: to_u8(corr(p, kernel, "reflect") + off))
+    want = per_channel(im, lambda p: to_u8(corr(p, kernel) + off))
     assert_close_u8(got, want)
 
 
@@ -116,9 +121,12 @@ def test_sobel_and_laplacian_match_opencv(variant):
     src = photo_path("coffee.png")
     im = read_png(src)
     y = luma(im)
-    got, meta = run_edged(src, "--filter", "sobel", "--variant", variant)
-    gx, gy = corr(y, SOBEL_X, "zero"), corr(y, SOBEL_X.T.copy(), "zero")
+    got, meta = run_edged(src, "--filter", "sobel", "--variant", variant)  # the default border, as OpenCV's
+    gx, gy = corr(y, SOBEL_X), corr(y, SOBEL_X.T.copy())
     assert meta["variant"] == variant
+    assert_close_u8(got, to_u8(np.sqrt(gx * gx + gy * gy)))
+    got, _ = run_edged(src, "--filter", "sobel", "--variant", variant, "--border", "zero")  # the reports' padding
+    gx, gy = corr(y, SOBEL_X, "zero"), corr(y, SOBEL_X.T.copy(), "zero")
     assert_close_u8(got, to_u8(np.sqrt(gx * gx + gy * gy)))
     got, _ = run_edged(src, "--filter", "laplacian3", "--variant", variant, "--border", "replicate")
     assert_close_u8(got, to_u8(np.abs(corr(y, LAP3, "replicate"))))
@@ -149,7 +157,7 @@ def test_box_and_custom_match_opencv():
     taps = "0,1,2;-1,0,1;-2,-1,0;3,0,-3;1,1,1"  # 5x3, asymmetric: catches a flipped kernel
     k = np.array([[float(v) for v in r.split(",")] for r in taps.split(";")], np.float32)
     got, _ = run_edged(src, "--filter", "custom", "--taps", taps, "--color", "gray", "--post", "abs")
-    assert_close_u8(got, to_u8(np.abs(corr(luma(im), k, "zero"))))
+    assert_close_u8(got, to_u8(np.abs(corr(luma(im), k))))
 
 
 def test_alpha_passes_through():

@@ -413,7 +413,7 @@ def test_echo_resolves_defaults(server, png):
     p = filter_json(server.url, png, {})["params"]
     assert p == {"filter": "edge", "variant": p["variant"], "variant_requested": "auto",
                  "block": 16 if BACKEND == "gpu" and p["variant"] not in ("cpu", "cpu_serial") else None,
-                 "border": "zero", "color": "gray", "threshold": 5, "bit_depth": 8, "png_level": 1, "output": "json",
+                 "border": "reflect", "color": "gray", "threshold": 5, "bit_depth": 8, "png_level": 1, "output": "json",
                  "format": "png", "orientation": "exif"}
     p = filter_json(server.url, png, {"filter": "gaussian"})["params"]
     assert (p["size"], p["sigma"], p["post"], p["color"]) == (5, 1.1, "clamp", "rgb")  # OpenCV: 0.3*((5-1)/2-1)+0.8

@@ -334,7 +334,7 @@ def test_edge_result_has_the_input_size_and_the_api_pixels(srv, browser, images)
     assert size == [W, H]
     assert visible(d, "result-img")
     assert_same_pixels(shown_pixels(d), api_filter(srv, images["png"], {
-        "filter": "edge", "border": "zero", "color": "auto", "variant": "auto"}).content)
+        "filter": "edge", "border": "reflect", "color": "auto", "variant": "auto"}).content)
     # the timing bar: visible, segments named by stage, widths adding up to the bar
     assert visible(d, "timing-bar")
     segs = d.execute_script("""return [...document.querySelectorAll('#timing-bar .seg')]
@@ -384,7 +384,7 @@ def test_form_parameters_reach_the_api(srv, browser, images, form, params):
     upload(d, images["png"])
     fill_form(d, form)
     assert click_and_settle(d, "run") == ""
-    want = dict({"border": "zero", "color": "auto", "variant": "auto"}, **params)
+    want = dict({"border": "reflect", "color": "auto", "variant": "auto"}, **params)
     r = api_filter(srv, images["png"], want)
     assert r.status_code == 200, r.text
     assert_same_pixels(shown_pixels(d), r.content)
@@ -512,7 +512,7 @@ def test_api_key_field(keyed_srv, browser, images):
     assert click_and_settle(d, "run") == ""
     want = requests.post(keyed_srv.url + "/v1/filter", headers={"Authorization": "Bearer " + KEY},
                          files={"image": ("p.png", open(images["png"], "rb").read(), "image/png")},
-                         data={"params": json.dumps({"filter": "edge", "border": "zero", "color": "auto",
+                         data={"params": json.dumps({"filter": "edge", "border": "reflect", "color": "auto",
                                                      "variant": "auto"})}, timeout=60)
     assert want.status_code == 200
     assert_same_pixels(shown_pixels(d), want.content)

@@ -471,6 +471,58 @@ static void test_semantics(void)
     }
 }
 
+/* The default border is reflect, and with it a flat image through every derivative filter gives an
+ * all-zero result (cpu_serial and cpu, gray and RGB input, images smaller than the kernels too);
+ * with border zero the same image gives a frame: the outermost pixels lit, those a kernel radius
+ * in (3 for edge, 1 for the others) 0. */
+static void test_default_border_no_frame(void)
+{
+    static const enum filter_id ids[] = {FILTER_EDGE,   FILTER_SOBEL,      FILTER_SOBEL_X,
+                                         FILTER_SOBEL_Y, FILTER_LAPLACIAN3, FILTER_LAPLACIAN8};
+    static const int sizes[][2] = {{19, 13}, {1, 1}, {2, 3}, {1, 9}, {9, 1}};
+    char err[EDGED_ERR_LEN];
+
+    for (size_t f = 0; f < sizeof(ids) / sizeof(ids[0]); f++)
+        for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++)
+            for (int ch = 1; ch <= 3; ch += 2)
+                for (int b = 0; b < 2; b++) { /* 0: the default, 1: zero */
+                    int w = sizes[si][0], h = sizes[si][1], r = ids[f] == FILTER_EDGE ? 3 : 1;
+                    struct filter_spec s;
+                    struct filter_plan p;
+                    struct img in = {0}, out[2] = {{0}, {0}};
+                    filter_spec_init(&s, ids[f]);
+                    CHECK(s.border == BORDER_REFLECT, "filter_spec_init: border %s", border_name(s.border));
+                    if (b)
+                        s.border = BORDER_ZERO;
+                    if (filter_plan_make(&s, ch, &p, err) < 0 || img_alloc(&in, w, h, ch, err) < 0) {
+                        CHECK(0, "%s: %s", filter_name(ids[f]), err);
+                        continue;
+                    }
+                    memset(in.px, 200, in.stride * (size_t)h);
+                    int rc = cpu_serial_run(&in, &p, &out[0], err);
+                    rc = rc < 0 ? rc : cpu_run(&in, &p, &out[1], 2, err);
+                    CHECK(rc == 0, "%s flat %dx%dx%d: %s", filter_name(ids[f]), w, h, ch, err);
+                    for (int k = 0; rc == 0 && k < 2; k++) {
+                        size_t lit = 0, lit_inner = 0, corner = out[k].px[0] != 0;
+                        for (int y = 0; y < h; y++)
+                            for (int x = 0; x < w; x++) {
+                                int v = out[k].px[(size_t)y * out[k].stride + (size_t)x * out[k].ch] != 0;
+                                lit += v;
+                                lit_inner += v && x >= r && y >= r && x < w - r && y < h - r;
+                            }
+                        if (!b)
+                            CHECK(lit == 0, "%s flat %dx%dx%d (%s, default border): %zu pixels lit", filter_name(ids[f]),
+                                  w, h, ch, k ? "cpu" : "cpu_serial", lit);
+                        else if (si == 0)
+                            CHECK(corner && lit_inner == 0, "%s flat %dx%dx%d (%s, zero): corner %zu, %zu lit inside",
+                                  filter_name(ids[f]), w, h, ch, k ? "cpu" : "cpu_serial", corner, lit_inner);
+                    }
+                    img_free(&out[0]);
+                    img_free(&out[1]);
+                    img_free(&in);
+                }
+}
+
 /* Images or plans that do not fit together are refused with EDGED_E_PARAM by all four entry points. */
 static void test_bad_inputs(void)
 {
@@ -639,6 +691,7 @@ int main(void)
     small_mode = sm && *sm && strcmp(sm, "0") != 0;
     test_bad_inputs();
     test_semantics();
+    test_default_border_no_frame();
     test_matrix_small();
     test_matrix_large();
     test_conv_random();

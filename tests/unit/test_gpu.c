@@ -15,9 +15,10 @@
  * EDGED_GPU_ONLY=name runs the kernel and plan matrices for that one variant (sanitizer runs);
  * EDGED_REQUIRE_GPU=1 fails instead of skipping when no device is usable.
  * fast joins every matrix; auto is checked per plan through backend_run (the dispatch the service runs),
- * and the fused u8 edge kernel of fast has its own test (sizes around its 240- and 120-column warp
- * strips, strips of 32 rows and taller ones, every channel count, several thresholds, smooth images
- * with |L| near T). */
+ * and the fused u8 edge kernel of fast has its own test (every border, sizes around its 240- and
+ * 120-column warp strips and below its 5x5 kernel, 1xN and Nx1, strips of 32 rows and taller ones,
+ * every channel count, several thresholds, smooth images with |L| near T); the default border
+ * (reflect) has its own, flat images included. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -585,12 +586,13 @@ static void check_edge_packed(struct gconv_ctx *ctx, const struct img *in, const
     } cases[] = {{"default", 0, 0, 0}, {"4 px per lane", 1, 0, 0}, {"short strips", 0, 1, 0}, {"with L", 0, 0, 1}};
     struct filter_plan pp = *plan;
     int w = in->w, h = in->h, want = w % 8 == 0;
+    const char *bn = border_name(plan->border);
     size_t n = (size_t)w * h;
     float *got = malloc(n * sizeof(float));
     char err[EDGED_ERR_LEN];
 
     pp.accept_packed = 1;
-    CHECK(gconv_packs(&pp, VARIANT_FAST, w) == want, "edge %dx%dx%d: gconv_packs %d", w, h, in->ch, !want);
+    CHECK(gconv_packs(&pp, VARIANT_FAST, w) == want, "edge %s %dx%dx%d: gconv_packs %d", bn, w, h, in->ch, !want);
     for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++) {
         const char *label = cases[ci].label;
         struct img pk;
@@ -603,7 +605,7 @@ static void check_edge_packed(struct gconv_ctx *ctx, const struct img *in, const
         poison_floats(got, n);
         rc = gconv_run(ctx, 3, in, &pp, VARIANT_FAST, 16, &pk, cases[ci].with_l ? got : NULL, NULL, err);
         CHECK(rc == 0 && pk.packed == want && pk.stride == (want ? (size_t)w / 8 : (size_t)w),
-              "edge %dx%dx%d 1-bit (%s): rc %d packed %d stride %zu: %s", w, h, in->ch, label, rc, pk.packed,
+              "edge %s %dx%dx%d 1-bit (%s): rc %d packed %d stride %zu: %s", bn, w, h, in->ch, label, rc, pk.packed,
               pk.stride, rc ? err : "");
         if (rc == 0 && pk.packed == want) {
             size_t bad = 0, first = 0;
@@ -615,10 +617,10 @@ static void check_edge_packed(struct gconv_ctx *ctx, const struct img *in, const
                     if (a != b && bad++ == 0)
                         first = (size_t)y * w + x;
                 }
-            CHECK(bad == 0, "edge %dx%dx%d 1-bit (%s): %zu pixels differ from the u8 map, first (%zu,%zu)", w, h,
-                  in->ch, label, bad, first % w, first / w);
+            CHECK(bad == 0, "edge %s %dx%dx%d 1-bit (%s): %zu pixels differ from the u8 map, first (%zu,%zu)", bn, w,
+                  h, in->ch, label, bad, first % w, first / w);
             if (cases[ci].with_l)
-                CHECK(!memcmp(got, L, n * sizeof(float)), "edge %dx%dx%d 1-bit: L differs", w, h, in->ch);
+                CHECK(!memcmp(got, L, n * sizeof(float)), "edge %s %dx%dx%d 1-bit: L differs", bn, w, h, in->ch);
             if (want)
                 CHECK(gconv_run(ctx, 3, in, &pp, VARIANT_FAST, 16, &pk, NULL, NULL, err) == EDGED_E_PARAM,
                       "a packed image is refused as output");
@@ -629,36 +631,41 @@ static void check_edge_packed(struct gconv_ctx *ctx, const struct img *in, const
     free(got);
 }
 
-/* fast on the edge plan with the zero border (the one-pass kernel) against cpu_serial: the map
+/* fast on the edge plan under every border (the one-pass kernel) against cpu_serial: the map
  * exact except where |L_ref| is within 1e-3 of T, alpha exact, the kernel's float L (N/289) within
  * the CHAIN tolerance; the kernel that writes only the map (the one the service runs) byte for
- * byte the same; for gray and RGB the 1-bit form (check_edge_packed). Also reports how far the
- * reference's float L lies from the kernel's (exact for gray input): the margin the 1e-3
- * exemption must cover. */
+ * byte the same; for gray and RGB the 1-bit form (check_edge_packed, which also proves that the
+ * one-pass kernel serves the border: only it packs). Sizes: below the 5x5 kernel, 1xN and Nx1,
+ * around the warp strips' widths. Also reports how far the reference's float L lies from the
+ * kernel's (exact for gray input): the margin the 1e-3 exemption must cover. */
 static void test_edge_fast(struct gconv_ctx *ctx)
 {
     static const struct size2 full[] = {{1, 1},    {3, 5},    {4, 4},     {8, 3},    {5, 70},   {124, 33},
                                         {125, 40}, {481, 39}, {484, 70},  {964, 37}, {968, 97}, {1000, 100},
-                                        {1443, 65}, {488, 70}, {1000, 400}};
-    static const struct size2 small[] = {{1, 1}, {3, 5}, {8, 3}, {124, 33}, {125, 40}, {484, 70}, {488, 70}};
+                                        {1443, 65}, {488, 70}, {1000, 400}, {2, 2},  {1, 77},   {243, 1},
+                                        {2, 9},    {16, 2},   {7, 1}};
+    static const struct size2 small[] = {{1, 1}, {3, 5}, {8, 3}, {124, 33}, {125, 40}, {484, 70}, {488, 70},
+                                         {2, 2}, {1, 77}, {243, 1}};
     static const float thresholds[4] = {5.0f, 0.0f, 1.7f, 20.5f};
     const struct size2 *sizes = quick ? small : full;
-    int nsizes = quick ? 7 : 15, checks0 = check_passed + check_failed;
+    int nsizes = quick ? 10 : 21, checks0 = check_passed + check_failed;
     double max_dl = 0.0, t0 = now_s();
     size_t near = 0, total = 0;
     char err[EDGED_ERR_LEN];
 
+    for (int b = 0; b < BORDER_COUNT; b++)
     for (int si = 0; si < nsizes; si++)
         for (int ch = 1; ch <= 4; ch++)
             for (int ti = 0; ti < 4; ti++) {
-                if (quick && (ti + ch + si) % 2)
+                if (quick && (ti + ch + si + b) % 2)
                     continue;
                 int w = sizes[si].w, h = sizes[si].h, smooth = ti >= 2;
                 struct plan_case pc = {FILTER_EDGE, 0, COLOR_AUTO};
                 struct filter_plan plan;
                 struct img in, out;
+                const char *bn = border_name((enum border)b);
                 image_edge(&in, w, h, ch, smooth);
-                plan_make(&plan, &pc, BORDER_ZERO, ch);
+                plan_make(&plan, &pc, (enum border)b, ch);
                 plan.threshold = thresholds[ti];
                 size_t n = (size_t)w * h;
                 float *ref = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
@@ -668,15 +675,15 @@ static void test_edge_fast(struct gconv_ctx *ctx)
                 if (cpu_serial_compute(&in, &plan, ref, err) < 0)
                     abort();
                 int rc = gconv_run(ctx, 3, &in, &plan, VARIANT_FAST, 16, &out, got, NULL, err);
-                CHECK(rc == 0, "edge fast %dx%dx%d T=%g: %s", w, h, ch, thresholds[ti], err);
+                CHECK(rc == 0, "edge fast %s %dx%dx%d T=%g: %s", bn, w, h, ch, thresholds[ti], err);
                 if (rc == 0) {
                     double tol = plan_tol(&plan, 255.0);
                     struct diff d = compare_floats(got, ref, n, tol);
                     size_t first = 0, bad = compare_u8(&out, &in, ref, tol, &plan, &first);
-                    CHECK(d.bad == 0, "edge fast %dx%dx%d T=%g: %zu L values off, first %zu: %g vs ref %g", w, h, ch,
-                          thresholds[ti], d.bad, d.first, got[d.first], ref[d.first]);
-                    CHECK(bad == 0, "edge fast %dx%dx%d T=%g %s: %zu map pixels off, first (%zu,%zu)", w, h, ch,
-                          thresholds[ti], smooth ? "smooth" : "random", bad, first % w, first / w);
+                    CHECK(d.bad == 0, "edge fast %s %dx%dx%d T=%g: %zu L values off, first %zu: %g vs ref %g", bn, w,
+                          h, ch, thresholds[ti], d.bad, d.first, got[d.first], ref[d.first]);
+                    CHECK(bad == 0, "edge fast %s %dx%dx%d T=%g %s: %zu map pixels off, first (%zu,%zu)", bn, w, h,
+                          ch, thresholds[ti], smooth ? "smooth" : "random", bad, first % w, first / w);
                     /* the kernel that writes only the map (what the service runs), with its default
                      * strips and with tall strips followed by short tail strips inside these images */
                     struct img map;
@@ -686,8 +693,8 @@ static void test_edge_fast(struct gconv_ctx *ctx)
                         memset(map.px, 0xCD, map.stride * h);
                         rc = gconv_run(ctx, 3, &in, &plan, VARIANT_FAST, 16, &map, NULL, NULL, err);
                         CHECK(rc == 0 && !memcmp(map.px, out.px, out.stride * h),
-                              "edge fast %dx%dx%d T=%g%s: the map-only kernel differs from the one writing L (%s)",
-                              w, h, ch, thresholds[ti], strips ? " (16-row strips, 8-row tail)" : "",
+                              "edge fast %s %dx%dx%d T=%g%s: the map-only kernel differs from the one writing L (%s)",
+                              bn, w, h, ch, thresholds[ti], strips ? " (16-row strips, 8-row tail)" : "",
                               rc ? err : "");
                     }
                     edge_short_strips(0);
@@ -705,6 +712,55 @@ static void test_edge_fast(struct gconv_ctx *ctx)
     printf("edge fast: %d checks in %.1f s; gray: max |L_ref - L_exact| = %.3g; %zu of %zu pixels within 1e-3 "
            "of T (exempt)\n",
            check_passed + check_failed - checks0, now_s() - t0, max_dl, near, total);
+}
+
+/* The default border (reflect) end to end: the spec's defaults through every variant and auto
+ * (plan_one) on random images and on flat ones; a flat image through edge, sobel and laplacian3
+ * gives an all-zero result on fast (the one-pass kernel for edge) and in the reference, where the
+ * zero border drew a frame. */
+static void test_default_border(struct gconv_ctx *ctx)
+{
+    static const enum filter_id ids[] = {FILTER_EDGE, FILTER_SOBEL, FILTER_LAPLACIAN3};
+    static const struct size2 sizes[] = {{1, 1}, {3, 2}, {1, 40}, {40, 1}, {245, 37}, {488, 70}};
+    int rot = 0, checks0 = check_passed + check_failed;
+    double t0 = now_s();
+    char err[EDGED_ERR_LEN];
+
+    for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++)
+        for (int ch = 1; ch <= 4; ch++)
+            for (int flat = 0; flat < 2; flat++) {
+                int w = sizes[si].w, h = sizes[si].h;
+                struct img in, out;
+                image_random(&in, w, h, ch);
+                if (flat)
+                    for (size_t i = 0; i < (size_t)w * h * ch; i++)
+                        in.px[i] = (ch == 2 || ch == 4) && i % ch == (size_t)ch - 1 ? in.px[i] : 200; /* alpha kept */
+                for (size_t f = 0; f < sizeof(ids) / sizeof(ids[0]); f++) {
+                    struct filter_spec spec;
+                    struct filter_plan plan;
+                    filter_spec_init(&spec, ids[f]);
+                    CHECK(spec.border == BORDER_REFLECT, "the default border is reflect");
+                    if (filter_plan_make(&spec, ch, &plan, err) < 0) {
+                        CHECK(0, "filter_plan_make %s: %s", filter_name(ids[f]), err);
+                        continue;
+                    }
+                    if (!flat && ids[f] != FILTER_EDGE)
+                        continue;
+                    plan_one(ctx, &in, &plan, &rot);
+                    if (!flat || img_alloc(&out, w, h, plan.out_ch, NULL) < 0)
+                        continue;
+                    int rc = gconv_run(ctx, 2, &in, &plan, VARIANT_FAST, 16, &out, NULL, NULL, err);
+                    size_t lit = 0;
+                    for (int y = 0; rc == 0 && y < h; y++)
+                        for (int x = 0; x < w; x++)
+                            lit += out.px[(size_t)y * out.stride + (size_t)x * plan.out_ch] != 0;
+                    CHECK(rc == 0 && lit == 0, "flat %dx%dx%d through %s (default border) on fast: rc %d, %zu pixels "
+                          "not 0 %s", w, h, ch, filter_name(ids[f]), rc, lit, rc ? err : "");
+                    img_free(&out);
+                }
+                img_free(&in);
+            }
+    printf("default border: %d checks in %.1f s\n", check_passed + check_failed - checks0, now_s() - t0);
 }
 
 /* ---- async API, constant-memory slots, reuse, errors -------------------------------------- */
@@ -735,7 +791,7 @@ static void test_async(struct gconv_ctx *ctx)
         for (int s = 0; s < NSTREAMS; s++) {
             int fused = r == 3 && s % 2;
             image_random(&in[s], 301 + 13 * s + (fused ? 3 : 0), 203 + 7 * s, 1 + s % 4);
-            plan_make(&plans[s], fused ? &edge_case : &pcs[s], fused ? BORDER_ZERO : (enum border)(s % BORDER_COUNT),
+            plan_make(&plans[s], fused ? &edge_case : &pcs[s], (enum border)(s % BORDER_COUNT),
                       in[s].ch);
             img_alloc(&sync_out[s], in[s].w, in[s].h, plans[s].out_ch, NULL);
             img_alloc(&async_out[s], in[s].w, in[s].h, plans[s].out_ch, NULL);
@@ -879,6 +935,7 @@ int main(void)
     }
     if (only < 0 || only == VARIANT_FAST)
         test_edge_fast(ctx);
+    test_default_border(ctx);
     test_conv(ctx);
     if (only < 0 || only == VARIANT_FAST)
         test_fast_sep_bands(ctx);

@@ -28,6 +28,7 @@ enum filter_id {
     FILTER_EMBOSS,
     FILTER_BOX,
     FILTER_CUSTOM,
+    FILTER_CANNY,
     FILTER_COUNT
 };
 

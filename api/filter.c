@@ -7,12 +7,14 @@
 
 #include "errors.h"
 #include "image.h"
+#include "variant.h"
 
 struct filter_row {
     const char *name, *desc;
     enum color_mode color; /* what COLOR_AUTO means */
     enum post_mode post;   /* what POST_AUTO means */
     unsigned knobs;        /* bit (1u << FILTER_KNOB_*) per knob the filter takes */
+    int gpu_fast_only;     /* 1: of the GPU variants only fast runs it */
 };
 
 #define KNOB(id) (1u << FILTER_KNOB_##id)
@@ -44,6 +46,13 @@ static const struct filter_row filter_rows[FILTER_COUNT] = {
     [FILTER_BOX] = {"box", "box blur (mean), odd size 3..63", COLOR_RGB, POST_CLAMP, KNOB(SIZE) | KNOB(POST)},
     [FILTER_CUSTOM] = {"custom", "your taps: odd rows x odd cols up to 63x63, optional normalisation",
                        COLOR_RGB, POST_CLAMP, KNOB(TAPS) | KNOB(NORMALIZE) | KNOB(POST)},
+    [FILTER_CANNY] = {"canny",
+                      "Canny edge map exactly as OpenCV's cv::Canny: Sobel of aperture 3/5/7, suppression, "
+                      "hysteresis between low and high; optional gaussian pre-blur (sigma, size)",
+                      COLOR_GRAY, POST_THRESHOLD,
+                      KNOB(LOW) | KNOB(HIGH) | KNOB(APERTURE) | KNOB(L2GRADIENT) | KNOB(SIGMA) | KNOB(SIZE) |
+                          KNOB(BIT_DEPTH),
+                      1},
 };
 
 static const char *const knob_names[FILTER_KNOB_COUNT] = {
@@ -98,6 +107,44 @@ char *filter_knob_takers(enum filter_knob k, char *buf, size_t cap)
     return buf;
 }
 
+int filter_variant_serves(enum filter_id id, int v)
+{
+    return id >= FILTER_COUNT || !filter_rows[id].gpu_fast_only || !variant_is_gpu((enum variant)v) ||
+           v == VARIANT_FAST;
+}
+
+char *filter_variants_serving(enum filter_id id, char *buf, size_t cap)
+{
+    int n = 0, total = 0;
+    size_t pos = 0;
+
+    for (int v = 0; v < VARIANT_COUNT; v++)
+        total += filter_variant_serves(id, v);
+    buf[0] = '\0';
+    for (int v = 0; v < VARIANT_COUNT && pos < cap; v++)
+        if (filter_variant_serves(id, v)) {
+            n++;
+            pos += (size_t)snprintf(buf + pos, cap - pos, "%s%s", n == 1 ? "" : n == total ? " and " : ", ",
+                                    variant_name((enum variant)v));
+        }
+    return buf;
+}
+
+int filter_canny_check(const struct canny_params *c, char *err)
+{
+    if (!isfinite(c->low) || c->low < 0.0f || c->low > FILTER_CANNY_MAX_THRESHOLD)
+        return edged_fail(err, EDGED_E_PARAM, "low %g invalid: must be 0..%g", c->low,
+                          (double)FILTER_CANNY_MAX_THRESHOLD);
+    if (!isfinite(c->high) || c->high < c->low || c->high > FILTER_CANNY_MAX_THRESHOLD)
+        return edged_fail(err, EDGED_E_PARAM, "high %g invalid: must be low (%g)..%g", c->high, c->low,
+                          (double)FILTER_CANNY_MAX_THRESHOLD);
+    if (c->aperture != 3 && c->aperture != 5 && c->aperture != 7)
+        return edged_fail(err, EDGED_E_PARAM, "aperture %d invalid: must be 3, 5 or 7", c->aperture);
+    if (c->l2gradient != 0 && c->l2gradient != 1)
+        return edged_fail(err, EDGED_E_PARAM, "l2gradient %d invalid: must be 0 or 1", c->l2gradient);
+    return 0;
+}
+
 int filter_from_name(const char *name)
 {
     for (int i = 0; name && i < FILTER_COUNT; i++)
@@ -111,6 +158,7 @@ void filter_spec_init(struct filter_spec *spec, enum filter_id id)
     memset(spec, 0, sizeof(*spec));
     spec->filter = id;
     spec->threshold = FILTER_DEFAULT_THRESHOLD;
+    spec->canny = (struct canny_params){FILTER_CANNY_LOW, FILTER_CANNY_HIGH, FILTER_CANNY_APERTURE, 0};
 }
 
 double filter_gaussian_sigma(int n, double sigma)
@@ -339,6 +387,43 @@ static int plan_kernels(const struct filter_spec *s, struct filter_plan *p, char
     }
 }
 
+/* The pre-blur's side when only sigma is given: GaussianBlur's rule for 8-bit images,
+ * round(6 sigma + 1) made odd, within 3..FILTER_MAX_SIDE. */
+static int canny_blur_side(float sigma)
+{
+    int n = (int)lrint(sigma * 6.0 + 1.0) | 1;
+
+    return n < 3 ? 3 : n > FILTER_MAX_SIDE ? FILTER_MAX_SIDE : n;
+}
+
+/* Canny: one gray plane, a binary map without alpha; a gaussian pre-blur (conv[0]) when sigma or
+ * size is given, none otherwise. */
+static int plan_canny(const struct filter_spec *s, int in_ch, struct filter_plan *p, char *err)
+{
+    struct filter_spec g = *s;
+    int rc;
+
+    if ((rc = filter_canny_check(&s->canny, err)) < 0)
+        return rc;
+    if (s->color == COLOR_RGB)
+        return edged_fail(err, EDGED_E_PARAM, "color rgb does not apply to canny: it works on the gray image");
+    p->filter = FILTER_CANNY;
+    p->combine = COMBINE_SINGLE;
+    p->border = s->border;
+    p->post = POST_THRESHOLD;
+    p->threshold = s->threshold;
+    p->in_ch = in_ch;
+    p->gray = 1;
+    p->planes = p->out_ch = 1;
+    p->canny = s->canny;
+    if (s->sigma <= 0.0f && s->size == 0)
+        return 0;
+    g.filter = FILTER_GAUSSIAN;
+    g.size = s->size ? s->size : canny_blur_side(s->sigma);
+    p->nconv = 1;
+    return filter_kernel(&g, &p->conv[0], err);
+}
+
 int filter_plan_make(const struct filter_spec *s, int in_ch, struct filter_plan *p, char *err)
 {
     int rc;
@@ -349,7 +434,11 @@ int filter_plan_make(const struct filter_spec *s, int in_ch, struct filter_plan 
         return edged_fail(err, EDGED_E_PARAM, "filter id %d unknown", (int)s->filter);
     if (in_ch < 1 || in_ch > 4)
         return edged_fail(err, EDGED_E_PARAM, "input has %d channels: must be 1..4", in_ch);
-    if ((rc = check_knobs(s, err)) < 0 || (rc = plan_kernels(s, p, err)) < 0)
+    if ((rc = check_knobs(s, err)) < 0)
+        return rc;
+    if (s->filter == FILTER_CANNY)
+        return plan_canny(s, in_ch, p, err);
+    if ((rc = plan_kernels(s, p, err)) < 0)
         return rc;
     color = s->color == COLOR_AUTO ? filter_rows[s->filter].color : s->color;
     p->filter = s->filter;
@@ -384,11 +473,31 @@ int filter_kernel_check(const struct kernel2d *k, char *err)
     return 0;
 }
 
+/* A canny plan: as plan_canny makes it. */
+static int canny_plan_check(const struct filter_plan *p, char *err)
+{
+    int rc;
+
+    if ((p->nconv != 0 && p->nconv != 1) || p->combine != COMBINE_SINGLE)
+        return edged_fail(err, EDGED_E_PARAM, "canny plan has %d kernels for combine %d", p->nconv, (int)p->combine);
+    if ((unsigned)p->border >= BORDER_COUNT || p->post != POST_THRESHOLD)
+        return edged_fail(err, EDGED_E_PARAM, "canny plan border %d or post %d out of range", (int)p->border,
+                          (int)p->post);
+    if (p->in_ch < 1 || p->in_ch > 4 || !p->gray || p->planes != 1 || p->out_ch != 1)
+        return edged_fail(err, EDGED_E_PARAM, "canny plan channels in %d, planes %d, out %d are inconsistent",
+                          p->in_ch, p->planes, p->out_ch);
+    if ((rc = filter_canny_check(&p->canny, err)) < 0)
+        return rc;
+    return p->nconv ? filter_kernel_check(&p->conv[0], err) : 0;
+}
+
 int filter_plan_check(const struct filter_plan *p, char *err)
 {
     int want_planes = (p->in_ch >= 3 && !p->gray) ? 3 : 1;
     int rc;
 
+    if (p->filter == FILTER_CANNY)
+        return canny_plan_check(p, err);
     if (p->nconv < 1 || p->nconv > 2 || (p->combine == COMBINE_SINGLE) != (p->nconv == 1) ||
         (unsigned)p->combine > COMBINE_CHAIN)
         return edged_fail(err, EDGED_E_PARAM, "plan has %d kernels for combine %d", p->nconv, (int)p->combine);

@@ -45,7 +45,11 @@ enum color_mode { COLOR_AUTO, COLOR_GRAY, COLOR_RGB, COLOR_COUNT };
     X(SIZE, "size")           /* kernel side */                                                              \
     X(SIGMA, "sigma")         /* gaussian width */                                                           \
     X(BIT_DEPTH, "bit_depth") /* 1: a 1-bit PNG of a binary map (8 is every filter's default) */             \
-    X(POST, "post")           /* how a float result becomes 8 bits (a binary map has none) */
+    X(POST, "post")           /* how a float result becomes 8 bits (a binary map has none) */           \
+    X(LOW, "low")             /* canny: the low threshold */                                           \
+    X(HIGH, "high")           /* canny: the high threshold */                                          \
+    X(APERTURE, "aperture")   /* canny: the Sobel aperture 3, 5, 7 */                                  \
+    X(L2GRADIENT, "l2gradient") /* canny: Euclidean gradient norm */
 
 enum filter_knob {
 #define FILTER_KNOB_ENUM(id, name) FILTER_KNOB_##id,
@@ -53,6 +57,20 @@ enum filter_knob {
 #undef FILTER_KNOB_ENUM
     FILTER_KNOB_COUNT
 };
+
+/* Canny's knobs (filter canny), as cv::Canny takes them: thresholds on the gradient magnitude
+ * (low <= high), the Sobel aperture (3, 5 or 7) and the norm (0: |gx|+|gy|, 1: Euclidean). */
+struct canny_params {
+    float low, high;
+    int aperture;
+    int l2gradient;
+};
+
+/* Canny's defaults; low and high take 0..FILTER_CANNY_MAX_THRESHOLD. */
+#define FILTER_CANNY_LOW 50.0f
+#define FILTER_CANNY_HIGH 150.0f
+#define FILTER_CANNY_APERTURE 3
+#define FILTER_CANNY_MAX_THRESHOLD 1e6f
 
 /* A request: which filter and its knobs. Zero-initialise, then set what the caller gave. */
 struct filter_spec {
@@ -66,6 +84,7 @@ struct filter_spec {
     int custom_rows, custom_cols; /* custom: odd, 1..63 */
     int custom_normalize;         /* custom: divide taps by their sum (which must not be 0) */
     float custom_taps[FILTER_MAX_TAPS]; /* custom: row-major */
+    struct canny_params canny;          /* canny: set by filter_spec_init to the FILTER_CANNY_* defaults */
 };
 
 /* Taps of one correlation, row-major, anchor at the centre: out(x,y) =
@@ -77,14 +96,6 @@ struct kernel2d {
     int separable;
     float taps[FILTER_MAX_TAPS];
     float row[FILTER_MAX_SIDE], col[FILTER_MAX_SIDE];
-};
-
-/* Canny's knobs (filter canny), as cv::Canny takes them: thresholds on the gradient magnitude
- * (low <= high), the Sobel aperture (3, 5 or 7) and the norm (0: |gx|+|gy|, 1: Euclidean). */
-struct canny_params {
-    float low, high;
-    int aperture;
-    int l2gradient;
 };
 
 /* How the one or two convolutions of a plan combine.
@@ -140,6 +151,18 @@ double filter_gaussian_sigma(int n, double sigma);
 
 /* Multiply-adds per output pixel per plane, for GFLOP/s figures (2 flops each). */
 double filter_plan_taps(const struct filter_plan *plan);
+
+/* Whether variant v (an enum variant) runs filter id: every variant runs every filter but canny,
+ * which runs on auto, cpu_serial, cpu and fast (the table in filter.c). */
+int filter_variant_serves(enum filter_id id, int v);
+
+/* The variants that run filter id, for messages ("auto, cpu_serial, cpu and fast"). Writes at most
+ * cap bytes into buf and returns buf. */
+char *filter_variants_serving(enum filter_id id, char *buf, size_t cap);
+
+/* Checks Canny's knobs: finite 0 <= low <= high <= FILTER_CANNY_MAX_THRESHOLD, aperture 3, 5 or 7.
+ * 0 or EDGED_E_PARAM naming the knob. */
+int filter_canny_check(const struct canny_params *c, char *err);
 
 /* Whether filter id takes knob k (the table in filter.c). */
 int filter_takes(enum filter_id id, enum filter_knob k);

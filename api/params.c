@@ -411,6 +411,46 @@ static int set_bit_depth(struct params *p, const cJSON *v, char *err)
     return rc;
 }
 
+/* Canny's thresholds: finite, 0..FILTER_CANNY_MAX_THRESHOLD (low <= high is checked with the plan). */
+static int set_canny_threshold(const char *name, float *dst, const cJSON *v, char *err)
+{
+    double d = 0.0;
+    int rc = get_number(v, name, 0.0, FILTER_CANNY_MAX_THRESHOLD, &d, err);
+
+    if (rc == 0)
+        *dst = (float)d;
+    return rc;
+}
+
+static int set_low(struct params *p, const cJSON *v, char *err)
+{
+    return set_canny_threshold("low", &p->spec.canny.low, v, err);
+}
+
+static int set_high(struct params *p, const cJSON *v, char *err)
+{
+    return set_canny_threshold("high", &p->spec.canny.high, v, err);
+}
+
+static int set_aperture(struct params *p, const cJSON *v, char *err)
+{
+    int n = 0, rc = get_int(v, "aperture", 3, 7, &n, err);
+
+    if (rc == 0 && n % 2 == 0)
+        return edged_fail(err, EDGED_E_PARAM, "aperture: %d invalid; must be 3, 5 or 7", n);
+    if (rc == 0)
+        p->spec.canny.aperture = n;
+    return rc;
+}
+
+static int set_l2gradient(struct params *p, const cJSON *v, char *err)
+{
+    if (!cJSON_IsBool(v))
+        return type_error("l2gradient", "a boolean", v, err);
+    p->spec.canny.l2gradient = cJSON_IsTrue(v);
+    return 0;
+}
+
 static const struct field fields[] = {
     {"filter", PARAMS_F_FILTER, TEXT_STRING, set_filter, COMMON},
     {"variant", PARAMS_F_VARIANT, TEXT_STRING, set_variant, COMMON},
@@ -427,6 +467,10 @@ static const struct field fields[] = {
     {"output", PARAMS_F_OUTPUT, TEXT_STRING, set_output, COMMON},
     {"png_level", PARAMS_F_PNG_LEVEL, TEXT_JSON, set_png_level, COMMON},
     {"bit_depth", PARAMS_F_BIT_DEPTH, TEXT_JSON, set_bit_depth, FILTER_KNOB_BIT_DEPTH},
+    {"low", PARAMS_F_LOW, TEXT_JSON, set_low, FILTER_KNOB_LOW},
+    {"high", PARAMS_F_HIGH, TEXT_JSON, set_high, FILTER_KNOB_HIGH},
+    {"aperture", PARAMS_F_APERTURE, TEXT_JSON, set_aperture, FILTER_KNOB_APERTURE},
+    {"l2gradient", PARAMS_F_L2GRADIENT, TEXT_BOOL, set_l2gradient, FILTER_KNOB_L2GRADIENT},
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 

@@ -54,6 +54,10 @@ enum params_field_bit {
     PARAMS_F_PNG_LEVEL = 1u << 12,
     PARAMS_F_BIT_DEPTH = 1u << 13,
     PARAMS_F_VARIANTS = 1u << 14,
+    PARAMS_F_LOW = 1u << 15,
+    PARAMS_F_HIGH = 1u << 16,
+    PARAMS_F_APERTURE = 1u << 17,
+    PARAMS_F_L2GRADIENT = 1u << 18,
 };
 
 /* Defaults: filter edge (threshold 5, zero border), variant auto, png_level 1, bit_depth 8. */

@@ -186,14 +186,22 @@ static cJSON *knob_json(enum filter_knob k, const struct params *p, const struct
         return taps_json(&p->spec);
     case FILTER_KNOB_NORMALIZE:
         return cJSON_CreateBool(p->spec.custom_normalize);
-    case FILTER_KNOB_SIZE:
-        return cJSON_CreateNumber(plan->conv[0].rows);
+    case FILTER_KNOB_SIZE: /* canny without its pre-blur: null */
+        return plan->nconv ? cJSON_CreateNumber(plan->conv[0].rows) : cJSON_CreateNull();
     case FILTER_KNOB_SIGMA:
-        return cJSON_CreateNumber(float_json((float)filter_gaussian_sigma(plan->conv[0].rows, p->spec.sigma)));
+        return !plan->nconv ? cJSON_CreateNull() : cJSON_CreateNumber(float_json((float)filter_gaussian_sigma(plan->conv[0].rows, p->spec.sigma)));
     case FILTER_KNOB_BIT_DEPTH:
         return cJSON_CreateNumber(p->bit_depth);
     case FILTER_KNOB_POST:
         return cJSON_CreateString(post_name(plan->post));
+    case FILTER_KNOB_LOW:
+        return cJSON_CreateNumber(float_json(plan->canny.low));
+    case FILTER_KNOB_HIGH:
+        return cJSON_CreateNumber(float_json(plan->canny.high));
+    case FILTER_KNOB_APERTURE:
+        return cJSON_CreateNumber(plan->canny.aperture);
+    case FILTER_KNOB_L2GRADIENT:
+        return cJSON_CreateBool(plan->canny.l2gradient);
     default:
         return cJSON_CreateNull();
     }

@@ -19,6 +19,12 @@ int canny_serial(const struct img *gray, const struct canny_params *p, struct im
 /* As canny_serial with `threads` threads (0 = cores); the same map bit for bit. */
 int canny_cpu(const struct img *gray, const struct canny_params *p, int threads, struct img *out, char *err);
 
+/* Runs a plan of filter canny (filter_plan_make) on in: the u8 gray it defines (the sample, or the
+ * luma of RGB(A); blurred by conv[0] when nconv is 1), then canny_serial (serial = 1) or canny_cpu
+ * on `threads` threads. Allocates out (1 channel, 0/255; free with img_free). 0 or EDGED_E_*. */
+int canny_plan_run(const struct img *in, const struct filter_plan *plan, int serial, int threads, struct img *out,
+                   char *err);
+
 #ifdef __cplusplus
 }
 #endif

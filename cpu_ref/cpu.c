@@ -134,8 +134,6 @@ static void cpu_pad_line(const float *src, float *pad, int w, int rx, enum borde
 
 /* ---- threads ----------------------------------------------------------------------------------- */
 
-typedef void (*cpu_band_fn)(void *ctx, int t, int y0, int y1);
-
 /* One cpu_parallel call: rows [0, h) in `chunks` chunks of `rows` rows, taken in turn by the
  * threads from one atomic counter, so that a thread slowed by other load takes fewer of them. */
 struct cpu_team {
@@ -164,8 +162,7 @@ static void *cpu_worker_main(void *arg)
     return NULL;
 }
 
-/* Threads to use: 0 = online cores; never more than CPU_MAX_THREADS or than rows. */
-static int cpu_threads(int threads, int h)
+int cpu_threads(int threads, int h)
 {
     long n = threads;
 
@@ -178,11 +175,7 @@ static int cpu_threads(int threads, int h)
     return (int)(n < h ? n : h);
 }
 
-/* Runs fn over rows [0, h) on n threads (the calling one included), in about 8 chunks per thread
- * of at least `grain` rows each (fewer where the rows run out). fn(ctx, t, y0, y1) may be called
- * several times per thread t, never concurrently for one t. When a thread cannot be started the
- * ones running finish, and EDGED_E_INTERNAL is returned: the result is incomplete. */
-static int cpu_parallel(int n, int h, int grain, cpu_band_fn fn, void *ctx, char *err)
+int cpu_parallel(int n, int h, int grain, cpu_band_fn fn, void *ctx, char *err)
 {
     struct cpu_team tm = {.fn = fn, .ctx = ctx, .h = h};
     struct cpu_worker wk[CPU_MAX_THREADS];
@@ -442,6 +435,8 @@ int cpu_compute(const struct img *in, const struct filter_plan *plan, float *pla
 
     if ((rc = planes_check(in, plan, &n, err)) < 0)
         return rc;
+    if (plan->filter == FILTER_CANNY)
+        return edged_fail(err, EDGED_E_PARAM, "canny has no float result (cpu_ref/canny.h runs it)");
     if (threads < 0 || !planes)
         return edged_fail(err, EDGED_E_PARAM, "threads %d or planes %p invalid", threads, (void *)planes);
     nt = cpu_threads(threads, in->h);

@@ -20,6 +20,18 @@ int cpu_conv(const float *in, float *out, int w, int h, size_t pitch, const stru
 int cpu_compute(const struct img *in, const struct filter_plan *plan, float *planes, int threads, char *err);
 int cpu_run(const struct img *in, const struct filter_plan *plan, struct img *out, int threads, char *err);
 
+/* A stage over rows [y0, y1) run by thread t (which selects its scratch). */
+typedef void (*cpu_band_fn)(void *ctx, int t, int y0, int y1);
+
+/* Threads to use for an image of h rows: 0 = online cores; never more than 256 or than rows. */
+int cpu_threads(int threads, int h);
+
+/* Runs fn over rows [0, h) on n threads (the calling one included), in about 8 chunks per thread
+ * of at least `grain` rows each (fewer where the rows run out). fn(ctx, t, y0, y1) may be called
+ * several times per thread t, never concurrently for one t. When a thread cannot be started the
+ * ones running finish, and EDGED_E_INTERNAL is returned: the result is incomplete. */
+int cpu_parallel(int n, int h, int grain, cpu_band_fn fn, void *ctx, char *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -60,6 +60,8 @@ int cpu_serial_compute(const struct img *in, const struct filter_plan *plan, flo
 
     if ((rc = planes_check(in, plan, &n, err)) < 0)
         return rc;
+    if (plan->filter == FILTER_CANNY)
+        return edged_fail(err, EDGED_E_PARAM, "canny has no float result (cpu_ref/canny.h runs it)");
     if (!planes)
         return edged_fail(err, EDGED_E_PARAM, "no buffer for the float planes");
     src = malloc(n * sizeof(float));

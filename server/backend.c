@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "canny.h"
 #include "clock.h"
 #include "cpu.h"
 #include "cpu_serial.h"
@@ -81,6 +82,8 @@ enum variant backend_pick(const struct backend *b, const struct filter_plan *pla
 
     if (!b->gpu)
         return VARIANT_CPU;
+    if (!filter_variant_serves(plan->filter, VARIANT_TILED)) /* canny: fast is its only GPU variant */
+        return VARIANT_FAST;
     if (gconv_check(b->gpu, plan, w, h, VARIANT_FAST, VARIANT_DEFAULT_BLOCK, err) == 0)
         return VARIANT_FAST;
     for (int i = 0; i < plan->nconv; i++) {
@@ -98,6 +101,12 @@ enum variant backend_pick(const struct backend *b, const struct filter_plan *pla
 
 int backend_route(const struct backend *b, struct job *job, char *err)
 {
+    char who[160];
+
+    if (!filter_variant_serves(job->plan.filter, job->variant))
+        return edged_fail(err, EDGED_E_VARIANT_LIMIT, "variant %s does not run filter %s; %s do",
+                          variant_name(job->variant), filter_name(job->plan.filter),
+                          filter_variants_serving(job->plan.filter, who, sizeof(who)));
     if (variant_is_gpu(job->variant) && !backend_has_gpu(b))
         return edged_fail(err, EDGED_E_NO_CUDA, "variant %s needs a GPU; the CPU backend is in use (%s)",
                           variant_name(job->variant), EDGED_GPU ? "no CUDA device in use" : "built without CUDA");
@@ -115,7 +124,9 @@ int backend_run_cpu(const struct backend *b, struct job *job, int threads)
 
     (void)b;
     job->used = job->variant == VARIANT_AUTO ? VARIANT_CPU : job->variant;
-    if (job->used == VARIANT_CPU_SERIAL)
+    if (job->plan.filter == FILTER_CANNY)
+        rc = canny_plan_run(&job->in, &job->plan, job->used == VARIANT_CPU_SERIAL, threads, &job->out, job->err);
+    else if (job->used == VARIANT_CPU_SERIAL)
         rc = cpu_serial_run(&job->in, &job->plan, &job->out, job->err);
     else
         rc = cpu_run(&job->in, &job->plan, &job->out, threads, job->err);

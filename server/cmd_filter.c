@@ -26,8 +26,9 @@ struct cli_opts {
     int n;
 };
 
-/* The rows after FILTER_OPT_NORMALIZE are request parameters of the same name ('-' -> '_'),
- * parsed and checked by api/params.c exactly as the HTTP service does. */
+/* The rows from FILTER_OPT_NORMALIZE on are request parameters of the same name ('-' -> '_'),
+ * parsed and checked by api/params.c exactly as the HTTP service does; a switch (no value) sets
+ * its parameter to true. */
 enum { FILTER_OPT_JSON, FILTER_OPT_OUT_DIR, FILTER_OPT_THREADS, FILTER_OPT_PROGRESS, FILTER_OPT_NORMALIZE };
 static const struct opts_spec filter_opts[] = {
     {"json", NULL, "print timing metadata as JSON on stdout, a line per image (not with OUTPUT -)"},
@@ -35,20 +36,24 @@ static const struct opts_spec filter_opts[] = {
     {"threads", "N", "threads that read, decode, encode and write (default: online cores)"},
     {"progress", NULL, "'N/M images, X img/s, ETA' on stderr (default: for several images on a terminal)"},
     {"normalize", NULL, "custom: divide the taps by their sum"},
+    {"l2gradient", NULL, "canny: the Euclidean gradient norm (default |gx|+|gy|)"},
     {"filter", "NAME", "edge (default), gaussian5, gaussian, laplacian3, laplacian8, sobel_x,\n"
-                       "sobel_y, sobel, sharpen, emboss, box, custom (edged filters lists them)"},
+                       "sobel_y, sobel, sharpen, emboss, box, custom, canny (edged filters lists them)"},
     {"threshold", "T", "edge: |L| > T is an edge (default 5)"},
     {"border", "B", "zero (default), replicate, reflect (reflect-101)"},
     {"color", "C", "auto (default), gray, rgb"},
     {"post", "P", "clamp, abs, offset (default depends on the filter)"},
-    {"size", "N", "gaussian, box: odd kernel side 3..63"},
-    {"sigma", "S", "gaussian: sigma (default from size, as OpenCV)"},
+    {"size", "N", "gaussian, box, canny: odd kernel side 3..63 (canny: of its gaussian pre-blur)"},
+    {"sigma", "S", "gaussian, canny: sigma (default from size, as OpenCV; canny: of its pre-blur)"},
+    {"low", "T", "canny: the low threshold (default 50)"},
+    {"high", "T", "canny: the high threshold (default 150)"},
+    {"aperture", "N", "canny: Sobel aperture 3 (default), 5 or 7"},
     {"taps", "ROWS", "custom: rows separated by ';', numbers by ',', e.g. '1,2,1;2,4,2;1,2,1'\n"
                      "(or JSON rows '[[1,2,1],[2,4,2],[1,2,1]]')"},
     {"variant", "NAME", "auto (default), cpu_serial, cpu or a GPU variant (edged variants)"},
     {"block", "N", "GPU block side 8, 16 (default), 24, 32"},
     {"png-level", "L", "zlib level of the output 0..9 (default 1)"},
-    {"bit-depth", "D", "8 (default) or 1 (1-bit PNG; single-channel results only)"},
+    {"bit-depth", "D", "edge, canny: 8 (default) or 1 (1-bit PNG; single-channel results only)"},
 };
 #define FILTER_NOPTS ((int)(sizeof(filter_opts) / sizeof(filter_opts[0])))
 
@@ -131,7 +136,7 @@ static int filter_opt(void *app, int i, const char *val, char *err)
     for (n = 0; filter_opts[i].name[n] && n + 1 < sizeof(key); n++)
         key[n] = filter_opts[i].name[n] == '-' ? '_' : filter_opts[i].name[n];
     key[n] = '\0';
-    if (i == FILTER_OPT_NORMALIZE)
+    if (!filter_opts[i].arg)
         val = "true";
     if (strcmp(key, "taps") == 0) {
         if ((rc = taps_to_json(val, taps, sizeof(taps), err)) < 0)

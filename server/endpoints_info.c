@@ -108,6 +108,17 @@ void endpoint_version(struct http_req *r, void *app)
     respond_json(r, o);
 }
 
+/* The variants that run filter f (filter_variant_serves). */
+static cJSON *variants_json(enum filter_id f)
+{
+    cJSON *a = cJSON_CreateArray();
+
+    for (int v = 0; a && v < VARIANT_COUNT; v++)
+        if (filter_variant_serves(f, v))
+            cJSON_AddItemToArray(a, cJSON_CreateString(variant_name((enum variant)v)));
+    return a;
+}
+
 void endpoint_filters(struct http_req *r, void *app)
 {
     cJSON *root = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(root, "filters");
@@ -124,9 +135,12 @@ void endpoint_filters(struct http_req *r, void *app)
         if (f != FILTER_CUSTOM && filter_plan_make(&spec, 3, plan, NULL) == 0) {
             cJSON_AddStringToObject(o, "color", plan->gray ? "gray" : "rgb");
             cJSON_AddStringToObject(o, "post", post_name(plan->post));
-            cJSON_AddNumberToObject(o, "kernel_side", plan->conv[0].rows);
-            cJSON_AddBoolToObject(o, "separable", plan->conv[0].separable);
+            if (plan->nconv > 0) { /* canny has no kernel by default */
+                cJSON_AddNumberToObject(o, "kernel_side", plan->conv[0].rows);
+                cJSON_AddBoolToObject(o, "separable", plan->conv[0].separable);
+            }
         }
+        cJSON_AddItemToObject(o, "variants", variants_json((enum filter_id)f));
         cJSON_AddItemToArray(arr, o);
     }
     free(plan);

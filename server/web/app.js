@@ -259,6 +259,10 @@
     if (knobs.has('normalize') && $('normalize').checked) p.normalize = true;
     if (knobs.has('post') && $('post').value !== 'auto') p.post = $('post').value;
     if (knobs.has('bit_depth') && $('bit_depth').checked) p.bit_depth = 1;
+    if (knobs.has('low')) p.low = Number($('low').value);
+    if (knobs.has('high')) p.high = Number($('high').value);
+    if (knobs.has('aperture')) p.aperture = Number($('aperture').value);
+    if (knobs.has('l2gradient') && $('l2gradient').checked) p.l2gradient = true;
     p.border = $('border').value;
     p.color = $('color').value;
     if (!forCompare) {
@@ -614,6 +618,13 @@
       $('input-cap').textContent = 'input: the browser cannot show this file; the server will say why';
     });
     $('filter').addEventListener('change', filterChanged);
+    // Canny's sliders show their value; low never passes high (the API refuses low > high).
+    ['low', 'high'].forEach((id) => $(id).addEventListener('input', () => {
+      const low = $('low'), high = $('high');
+      if (Number(low.value) > Number(high.value)) (id === 'low' ? high : low).value = $(id).value;
+      $('low-value').textContent = low.value;
+      $('high-value').textContent = high.value;
+    }));
     $('variant').addEventListener('change', variantChanged);
     $('controls').addEventListener('submit', (e) => {
       e.preventDefault();

@@ -151,8 +151,8 @@ def cli_args(params):
             continue
         if k == "taps":
             args += ["--taps", ";".join(",".join(str(x) for x in row) for row in v)]
-        elif k == "normalize":
-            args += ["--normalize"] if v else []
+        elif k in ("normalize", "l2gradient"):
+            args += ["--" + k] if v else []
         else:
             args += ["--" + k.replace("_", "-"), str(v)]
     return args

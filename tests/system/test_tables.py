@@ -125,8 +125,8 @@ def test_openapi_filter_and_variant_enums(server, catalogue, openapi):
 def test_web_page_knobs_match_the_catalogue(catalogue):
     knobs = set(knob_takers(catalogue))
     html, js = read("server", "web", "index.html"), read("server", "web", "app.js")
-    assert set(re.findall(r'data-knob="([a-z_]+)"', html)) == knobs
-    assert set(re.findall(r"knobs\.has\('([a-z_]+)'\)", js)) == knobs
+    assert set(re.findall(r'data-knob="([a-z_0-9]+)"', html)) == knobs
+    assert set(re.findall(r"knobs\.has\('([a-z_0-9]+)'\)", js)) == knobs
 
 
 def cli_usage_options():
@@ -134,7 +134,7 @@ def cli_usage_options():
     out = subprocess.run([BIN, "filter", "--help"], capture_output=True, text=True, timeout=10)
     opts, cur = {}, None
     for line in (out.stdout + out.stderr).splitlines():
-        m = re.match(r"\s+--([a-z-]+)\s+(?:[A-Z]+\s+)?(.*)", line)
+        m = re.match(r"\s+--([a-z0-9-]+)\s+(?:[A-Z]+\s+)?(.*)", line)
         if m:
             cur = m.group(1).replace("-", "_")
             opts[cur] = m.group(2)

@@ -212,7 +212,8 @@ static void test_knob_table(void)
     static const char *const value[FILTER_KNOB_COUNT] = {
         [FILTER_KNOB_THRESHOLD] = "3", [FILTER_KNOB_TAPS] = "[[1]]", [FILTER_KNOB_NORMALIZE] = "true",
         [FILTER_KNOB_SIZE] = "5",      [FILTER_KNOB_SIGMA] = "1.5",  [FILTER_KNOB_BIT_DEPTH] = "1",
-        [FILTER_KNOB_POST] = "clamp",
+        [FILTER_KNOB_POST] = "clamp",  [FILTER_KNOB_LOW] = "10",      [FILTER_KNOB_HIGH] = "200",
+        [FILTER_KNOB_APERTURE] = "5",  [FILTER_KNOB_L2GRADIENT] = "true",
     };
     struct params p;
     int takers = 0;
@@ -237,7 +238,7 @@ static void test_knob_table(void)
         }
     }
     CHECK(takers > FILTER_KNOB_COUNT, "the knob table is nearly empty (%d filter-knob pairs)", takers);
-    CHECK(strcmp(filter_knob_takers(FILTER_KNOB_SIZE, err, sizeof(err)), "gaussian and box") == 0,
+    CHECK(strcmp(filter_knob_takers(FILTER_KNOB_SIZE, err, sizeof(err)), "gaussian, box and canny") == 0,
           "takers of size: '%s'", err);
 }
 

@@ -108,13 +108,31 @@ static __device__ __forceinline__ int uf_find(const volatile int *lab, int x)
     return x;
 }
 
+/* uf_find while other threads link: path splitting (each visited label moves on to its
+ * grandparent, with atomicMin so that it only ever decreases) keeps the trees shallow, so that a
+ * chain of unions (a spiral) does not make every later find walk the whole chain. */
+static __device__ __forceinline__ int uf_find_split(int *lab, int x)
+{
+    const volatile int *v = lab;
+    int p = v[x], g;
+
+    while (p != x) {
+        g = v[p];
+        if (g < p)
+            atomicMin(lab + x, g);
+        x = p;
+        p = g;
+    }
+    return x;
+}
+
 /* Links the trees of a and b under the smaller root (Playne and Hawick's union: an atomicMin on a
  * root, retried from the returned label when another thread moved that root first). */
 static __device__ void uf_union(int *lab, int a, int b)
 {
     for (;;) {
-        a = uf_find(lab, a);
-        b = uf_find(lab, b);
+        a = uf_find_split(lab, a);
+        b = uf_find_split(lab, b);
         if (a == b)
             return;
         if (a < b) {
@@ -231,6 +249,7 @@ __global__ void __launch_bounds__(CANNY_THREADS) k_canny_tile(const uint8_t *__r
     __shared__ uint8_t s_sec[CANNY_T * CANNY_T];
     __shared__ uint8_t s_cls[CANNY_T * CANNY_T];
     __shared__ int s_lab[CANNY_T * CANNY_T];
+    __shared__ unsigned s_rowbits[CANNY_T][2];
     const int tid = threadIdx.x, x0 = blockIdx.x * CANNY_T, y0 = blockIdx.y * CANNY_T;
     const int tile = blockIdx.y * gridDim.x + blockIdx.x, lx = tid % CANNY_T;
     int cls[CANNY_PX], root[CANNY_PX];
@@ -273,20 +292,47 @@ __global__ void __launch_bounds__(CANNY_THREADS) k_canny_tile(const uint8_t *__r
         }
         cls[k] = c;
         s_cls[ly * CANNY_T + lx] = (uint8_t)c;
-        s_lab[canny_id(lx, ly)] = canny_id(lx, ly);
+        unsigned bits = __ballot_sync(0xffffffffu, c != 0);
+        if (lx % 32 == 0)
+            s_rowbits[ly][lx / 32] = bits;
     }
     __syncthreads();
-    /* each candidate joins its candidate neighbours left, above-left, above and above-right */
+    /* Each horizontal run of candidates starts as one tree of depth 1 under its smallest label (its
+     * first pixel, or its last on the right column), so that the unions below are only the
+     * vertical ones, about one per pair of touching runs: a dense tile then makes a few hundred
+     * unions instead of four per pixel, all contending for the same roots. */
+#pragma unroll
+    for (int k = 0; k < CANNY_PX; k++) {
+        int ly = tid / CANNY_T + k * CANNY_ROWS;
+        unsigned long long m = s_rowbits[ly][0] | (unsigned long long)s_rowbits[ly][1] << 32;
+        unsigned long long below = ~m & ((1ull << lx) - 1), above = ~m & ~((2ull << lx) - 1);
+        int start = below ? 64 - __clzll(below) : 0, end = above ? __ffsll(above) - 2 : CANNY_T - 1;
+        int rep = canny_id(start, ly);
+        if (end == CANNY_T - 1 && canny_id(end, ly) < rep)
+            rep = canny_id(end, ly);
+        s_lab[canny_id(lx, ly)] = cls[k] ? rep : canny_id(lx, ly);
+    }
+    __syncthreads();
+    /* a candidate joins the run above it at the first pixel of each stretch where they touch: the
+     * pixel above; else above-left unless the left neighbour joined it; else above-right unless
+     * the right neighbour joins it */
 #pragma unroll
     for (int k = 0; k < CANNY_PX; k++) {
         int ly = tid / CANNY_T + k * CANNY_ROWS, id = canny_id(lx, ly);
-        if (!cls[k])
+        const uint8_t *up = s_cls + (ly - 1) * CANNY_T + lx, *row = s_cls + ly * CANNY_T + lx;
+        if (!cls[k] || ly == 0)
             continue;
-        if (lx > 0 && s_cls[ly * CANNY_T + lx - 1])
-            uf_union(s_lab, id, canny_id(lx - 1, ly));
-        for (int d = -1; ly > 0 && d <= 1; d++)
-            if ((unsigned)(lx + d) < CANNY_T && s_cls[(ly - 1) * CANNY_T + lx + d])
-                uf_union(s_lab, id, canny_id(lx + d, ly - 1));
+        int l = lx > 0 && row[-1], r = lx < CANNY_T - 1 && row[1];
+        int ul = lx > 0 && up[-1], ur = lx < CANNY_T - 1 && up[1];
+        if (up[0]) {
+            if (!(l && ul))
+                uf_union(s_lab, id, canny_id(lx, ly - 1));
+        } else {
+            if (ul && !l)
+                uf_union(s_lab, id, canny_id(lx - 1, ly - 1));
+            if (ur && !r)
+                uf_union(s_lab, id, canny_id(lx + 1, ly - 1));
+        }
     }
     __syncthreads();
 #pragma unroll
@@ -331,12 +377,14 @@ __global__ void k_canny_seams(int w, int h, int tiles_x, int tiles, int *d_paren
     y = (tile / tiles_x) * CANNY_T + (k < CANNY_T ? k : CANNY_T - 1);
     if (x >= w || y >= h || d_parent[a = canny_node(x, y, tiles_x)] < 0)
         return;
-    for (int d = -1; d <= 1; d++) {
-        int nx = k < CANNY_T ? x + 1 : x + d, ny = k < CANNY_T ? y + d : y + 1, b;
-        if ((unsigned)nx >= (unsigned)w || (unsigned)ny >= (unsigned)h)
+    for (int d = 0; d <= 2; d++) { /* across, then the two diagonals, which only matter without it */
+        int e = d == 0 ? 0 : d == 1 ? -1 : 1, b;
+        int nx = k < CANNY_T ? x + 1 : x + e, ny = k < CANNY_T ? y + e : y + 1;
+        if ((unsigned)nx >= (unsigned)w || (unsigned)ny >= (unsigned)h || d_parent[b = canny_node(nx, ny, tiles_x)] < 0)
             continue;
-        if (d_parent[b = canny_node(nx, ny, tiles_x)] >= 0)
-            uf_union(d_parent, a, b);
+        uf_union(d_parent, a, b);
+        if (d == 0) /* the diagonal neighbours touch that one: joined through it */
+            return;
     }
 }
 
@@ -348,8 +396,8 @@ __global__ void k_canny_roots(int nodes, int *d_parent, int *d_flag)
 
     if (i >= nodes || d_parent[i] < 0)
         return;
-    r = uf_find(d_parent, i);
-    d_parent[i] = r;
+    r = uf_find_split(d_parent, i);
+    atomicMin(d_parent + i, r);
     if (d_flag[i] & 1)
         atomicOr(d_flag + r, 2);
 }

@@ -9,6 +9,7 @@
  * finds, in whatever order its unions run. */
 #include <string.h>
 
+#include "canny.h"
 #include "gconv_internal.h"
 
 #define CANNY_T 64                         /* tile side */
@@ -19,31 +20,6 @@
 #define CANNY_TG22 13573u                  /* tan(22.5 deg) in Q15, cv::Canny's sector test */
 #define CANNY_EDGE 255                     /* codes of the map between the kernels: 0 none, 255 edge, */
 #define CANNY_STRONG (1 << 30)             /* 1..CANNY_PERIM waits for node code-1 of its tile */
-
-/* ---- thresholds ------------------------------------------------------------------------------ */
-
-/* The integer thresholds cv::Canny compares with (cpu_ref/canny.c states the rule): aperture 7
- * divides by 16, a low above high swaps, the L2 norm clamps to 32767 and squares, then floor,
- * clamped to -1 .. 2^30. */
-static void canny_ints(const struct canny_params *p, int *low, int *high)
-{
-    double lo = p->low, hi = p->high, t;
-
-    if (p->aperture == 7)
-        lo /= 16.0, hi /= 16.0;
-    if (lo > hi)
-        t = lo, lo = hi, hi = t;
-    if (p->l2gradient) {
-        lo = lo < 32767.0 ? lo : 32767.0;
-        hi = hi < 32767.0 ? hi : 32767.0;
-        lo = lo > 0.0 ? lo * lo : lo;
-        hi = hi > 0.0 ? hi * hi : hi;
-    }
-    lo = floor(lo);
-    hi = floor(hi);
-    *low = lo < -1.0 ? -1 : lo > 1073741824.0 ? 1073741824 : (int)lo;
-    *high = hi < -1.0 ? -1 : hi > 1073741824.0 ? 1073741824 : (int)hi;
-}
 
 /* ---- gray conversion and pre-blur ------------------------------------------------------------ */
 
@@ -339,10 +315,14 @@ __global__ void __launch_bounds__(CANNY_THREADS) k_canny_tile(const uint8_t *__r
     for (int k = 0; k < CANNY_PX; k++)
         root[k] = cls[k] ? uf_find(s_lab, canny_id(lx, tid / CANNY_T + k * CANNY_ROWS)) : -1;
     __syncthreads();
+    /* one atomic per distinct root per warp: a large component's strong pixels would otherwise
+     * all hit one shared word */
 #pragma unroll
-    for (int k = 0; k < CANNY_PX; k++)
-        if (cls[k] == 2)
+    for (int k = 0; k < CANNY_PX; k++) {
+        unsigned same = __match_any_sync(0xffffffffu, cls[k] == 2 ? root[k] : -1);
+        if (cls[k] == 2 && (threadIdx.x % 32) == __ffs(same) - 1)
             atomicOr(s_lab + root[k], CANNY_STRONG);
+    }
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < CANNY_PX; k++) {

@@ -89,22 +89,26 @@ int filter_takes(enum filter_id id, enum filter_knob k)
 
 const char *filter_knob_name(enum filter_knob k) { return k < FILTER_KNOB_COUNT ? knob_names[k] : "?"; }
 
-char *filter_knob_takers(enum filter_knob k, char *buf, size_t cap)
+/* names[0..n) as "a", "a and b" or "a, b and c" into buf (at most cap bytes); returns buf. */
+static char *english_list(const char *const *names, int n, char *buf, size_t cap)
 {
-    int n = 0, total = 0;
     size_t pos = 0;
 
-    for (int f = 0; f < FILTER_COUNT; f++)
-        total += filter_takes(f, k);
     buf[0] = '\0';
-    for (int f = 0; f < FILTER_COUNT && pos < cap; f++) {
-        if (!filter_takes(f, k))
-            continue;
-        n++;
-        pos += (size_t)snprintf(buf + pos, cap - pos, "%s%s", n == 1 ? "" : n == total ? " and " : ", ",
-                                filter_rows[f].name);
-    }
+    for (int i = 0; i < n && pos < cap; i++)
+        pos += (size_t)snprintf(buf + pos, cap - pos, "%s%s", i == 0 ? "" : i == n - 1 ? " and " : ", ", names[i]);
     return buf;
+}
+
+char *filter_knob_takers(enum filter_knob k, char *buf, size_t cap)
+{
+    const char *names[FILTER_COUNT];
+    int n = 0;
+
+    for (int f = 0; f < FILTER_COUNT; f++)
+        if (filter_takes(f, k))
+            names[n++] = filter_rows[f].name;
+    return english_list(names, n, buf, cap);
 }
 
 int filter_variant_serves(enum filter_id id, int v)
@@ -115,19 +119,13 @@ int filter_variant_serves(enum filter_id id, int v)
 
 char *filter_variants_serving(enum filter_id id, char *buf, size_t cap)
 {
-    int n = 0, total = 0;
-    size_t pos = 0;
+    const char *names[VARIANT_COUNT];
+    int n = 0;
 
     for (int v = 0; v < VARIANT_COUNT; v++)
-        total += filter_variant_serves(id, v);
-    buf[0] = '\0';
-    for (int v = 0; v < VARIANT_COUNT && pos < cap; v++)
-        if (filter_variant_serves(id, v)) {
-            n++;
-            pos += (size_t)snprintf(buf + pos, cap - pos, "%s%s", n == 1 ? "" : n == total ? " and " : ", ",
-                                    variant_name((enum variant)v));
-        }
-    return buf;
+        if (filter_variant_serves(id, v))
+            names[n++] = variant_name((enum variant)v);
+    return english_list(names, n, buf, cap);
 }
 
 int filter_canny_check(const struct canny_params *c, char *err)

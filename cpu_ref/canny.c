@@ -2,7 +2,6 @@
  * threaded form, and a plan of filter canny (gray conversion and the optional pre-blur). */
 #include "canny.h"
 
-#include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -16,11 +15,14 @@
 
 /* The hot loops (Sobel rows, magnitudes) are plain integer loops the vectoriser turns into SIMD at
  * -O3; -O2's cost model leaves most of them scalar. */
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")
+#endif
 
 /* tan(22.5 deg) in Q15, rounded: cv::Canny's sector test. */
 #define CANNY_TG22 13573
 #define CANNY_MAX_R 3 /* aperture 7 */
+#define CANNY_SPAN 32 /* magnitudes tested against low at once */
 #define CANNY_GRAIN 64 /* rows per band at least: each band computes two rows of gradients twice */
 
 /* Map values, as cv::Canny keeps them: 0 a candidate (suppression passed, magnitude > low), 1 not
@@ -215,7 +217,8 @@ out:
  * on either side), the column sums of one row, and the stack of its bands' flood. */
 struct canny_scratch {
     int *dx[3], *dy[3], *mag[3];
-    int *cs, *cd;          /* column sums: smoothing (for dx) and derivative (for dy), padded by r */
+    int16_t *cs, *cd;      /* column sums (|.| <= 64 * 255): smoothing (for dx) and derivative (for
+                            * dy), padded by r; 16 bits halve what the row pass reads */
     uint8_t **stack;
     size_t cap;
 };
@@ -243,7 +246,7 @@ static inline __attribute__((always_inline)) void row_grad_n(const struct canny_
     const int *sm = canny_smooth[ap / 2 - 1], *de = canny_deriv[ap / 2 - 1];
     const uint8_t *rows[7];
     const int r = ap / 2, w = g->w, l2 = j->p->l2gradient;
-    int *cs = s->cs + r, *cd = s->cd + r;
+    int16_t *cs = s->cs + r, *cd = s->cd + r;
 
     for (int i = 0; i < ap; i++)
         rows[i] = g->px + (size_t)clampi(y + i - r, 0, g->h - 1) * g->stride;
@@ -253,8 +256,8 @@ static inline __attribute__((always_inline)) void row_grad_n(const struct canny_
             a += sm[i] * rows[i][x];
             b += de[i] * rows[i][x];
         }
-        cs[x] = a;
-        cd[x] = b;
+        cs[x] = (int16_t)a;
+        cd[x] = (int16_t)b;
     }
     for (int q = 1; q <= r; q++) {
         cs[-q] = cs[0];
@@ -279,6 +282,11 @@ static inline __attribute__((always_inline)) void row_grad_n(const struct canny_
     mag[-1] = mag[w] = 0;
 }
 
+/* Compiled for AVX2 as well where the compiler can (chosen at load time by the CPU), since the
+ * loops above are integer SIMD at their widest. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
 static void row_grad(const struct canny_job *j, struct canny_scratch *s, int y, int slot)
 {
     int *dx = s->dx[slot], *dy = s->dy[slot], *mag = s->mag[slot] + 1;
@@ -313,6 +321,17 @@ static int push(struct canny_scratch *s, size_t *n, uint8_t *m)
     return 0;
 }
 
+/* Whether any of the CANNY_SPAN magnitudes at m exceeds low: one vector compare for a span that
+ * is (in most images, mostly) below the low threshold and so needs no suppression test. */
+static inline int span_above(const int *m, int low)
+{
+    int any = 0;
+
+    for (int k = 0; k < CANNY_SPAN; k++)
+        any |= m[k] > low;
+    return any;
+}
+
 /* Suppression of rows y0..y1-1 into the map, then the flood within those rows: neighbours in
  * other bands are left to the seam pass. */
 static void canny_band(void *ctx, int t, int y0, int y1)
@@ -334,15 +353,19 @@ static void canny_band(void *ctx, int t, int y0, int y1)
         uint8_t *mrow = j->map + (size_t)(y + 1) * j->mstep + 1;
 
         row_grad(j, s, y + 1, d);
-        for (int x = 0; x < w; x++) {
-            int m = mc[x];
-            if (m <= low || !canny_nms(m, dx[x], dy[x], mu, mc, md, x)) {
-                mrow[x] = MAP_NONE;
+        memset(mrow, MAP_NONE, (size_t)w);
+        for (int x0 = 0; x0 < w; x0 += CANNY_SPAN) {
+            int x1 = x0 + CANNY_SPAN < w ? x0 + CANNY_SPAN : w;
+            if (x1 - x0 == CANNY_SPAN && !span_above(mc + x0, low))
                 continue;
+            for (int x = x0; x < x1; x++) {
+                int m = mc[x];
+                if (m <= low || !canny_nms(m, dx[x], dy[x], mu, mc, md, x))
+                    continue;
+                mrow[x] = m > high ? MAP_EDGE : MAP_CAND;
+                if (m > high && push(s, &n, mrow + x) < 0)
+                    goto fail;
             }
-            mrow[x] = m > high ? MAP_EDGE : MAP_CAND;
-            if (m > high && push(s, &n, mrow + x) < 0)
-                goto fail;
         }
     }
     while (n > 0) {
@@ -407,12 +430,14 @@ static void canny_store_band(void *ctx, int t, int y0, int y1)
 {
     struct canny_job *j = ctx;
 
+    const int w = j->g->w;
+
     (void)t;
-    for (int y = y0; y < y1; y++) {
-        const uint8_t *m = j->map + (size_t)(y + 1) * j->mstep + 1;
-        uint8_t *o = j->out->px + (size_t)y * j->out->stride;
-        for (int x = 0; x < j->g->w; x++)
-            o[x] = m[x] == MAP_EDGE ? 255 : 0;
+    for (int y = y0; y < y1; y++) { /* locals and restrict: byte stores would otherwise reload w */
+        const uint8_t *restrict m = j->map + (size_t)(y + 1) * j->mstep + 1;
+        uint8_t *restrict o = j->out->px + (size_t)y * j->out->stride;
+        for (int x = 0; x < w; x++)
+            o[x] = (uint8_t)-(m[x] == MAP_EDGE);
     }
 }
 
@@ -432,8 +457,8 @@ static int scratch_alloc(struct canny_job *j, int nt)
             j->s[t].dy[k] = b + (size_t)(3 + k) * row;
             j->s[t].mag[k] = b + (size_t)(6 + k) * row;
         }
-        j->s[t].cs = b + 9 * row;
-        j->s[t].cd = b + 10 * row;
+        j->s[t].cs = (int16_t *)(b + 9 * row);
+        j->s[t].cd = (int16_t *)(b + 10 * row);
     }
     return 0;
 }
@@ -505,18 +530,30 @@ static int plan_gray(const struct img *in, const struct filter_plan *plan, int s
                      struct img *gray, char *err)
 {
     size_t n = (size_t)in->w * (size_t)in->h;
-    float *a = malloc(n * sizeof(float)), *b = plan->nconv ? malloc(n * sizeof(float)) : NULL;
+    float *a = NULL, *b = NULL;
     struct kernel2d *k = NULL;
     int rc = 0;
 
-    if (!a || (plan->nconv && !b)) {
+    if (!plan->nconv) { /* straight to u8, no float plane */
+        for (int y = 0; y < in->h; y++) {
+            const uint8_t *s = in->px + (size_t)y * in->stride;
+            uint8_t *d = gray->px + (size_t)y * gray->stride;
+            for (int x = 0; x < in->w; x++)
+                d[x] = in->ch >= 3 ? pixel_clamp_u8(pixel_luma(s[x * in->ch], s[x * in->ch + 1], s[x * in->ch + 2]))
+                                   : s[x * in->ch];
+        }
+        return 0;
+    }
+    a = malloc(n * sizeof(float));
+    b = malloc(n * sizeof(float));
+    if (!a || !b) {
         rc = edged_fail(err, EDGED_E_NOMEM, "cannot allocate the gray plane of a %dx%d image", in->w, in->h);
         goto out;
     }
     plan_load(in, a);
-    if (plan->nconv && serial) {
+    if (serial) {
         cpu_serial_conv(a, b, in->w, in->h, (size_t)in->w, &plan->conv[0], plan->border);
-    } else if (plan->nconv) {
+    } else {
         if (!(k = malloc(sizeof(*k)))) {
             rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");
             goto out;
@@ -528,7 +565,7 @@ static int plan_gray(const struct img *in, const struct filter_plan *plan, int s
     }
     for (int y = 0; y < in->h; y++)
         for (int x = 0; x < in->w; x++)
-            gray->px[(size_t)y * gray->stride + x] = pixel_clamp_u8((plan->nconv ? b : a)[(size_t)y * in->w + x]);
+            gray->px[(size_t)y * gray->stride + x] = pixel_clamp_u8(b[(size_t)y * in->w + x]);
 out:
     free(k);
     free(b);
@@ -540,6 +577,7 @@ int canny_plan_run(const struct img *in, const struct filter_plan *plan, int ser
                    char *err)
 {
     struct img gray = {0};
+    const struct img *src;
     size_t n;
     int rc;
 
@@ -548,10 +586,17 @@ int canny_plan_run(const struct img *in, const struct filter_plan *plan, int ser
         return rc;
     if (plan->filter != FILTER_CANNY)
         return edged_fail(err, EDGED_E_PARAM, "plan of filter %s is not canny", filter_name(plan->filter));
-    if ((rc = img_alloc(&gray, in->w, in->h, 1, err)) < 0 || (rc = plan_gray(in, plan, serial, threads, &gray, err)) < 0 ||
-        (rc = img_alloc(out, in->w, in->h, 1, err)) < 0)
+    if (in->ch == 1 && !plan->nconv) { /* the image is its own gray: no copy */
+        gray = *in;
+        gray.px = NULL;
+    } else if ((rc = img_alloc(&gray, in->w, in->h, 1, err)) < 0 ||
+               (rc = plan_gray(in, plan, serial, threads, &gray, err)) < 0) {
         goto out;
-    rc = serial ? canny_serial(&gray, &plan->canny, out, err) : canny_cpu(&gray, &plan->canny, threads, out, err);
+    }
+    if ((rc = img_alloc(out, in->w, in->h, 1, err)) < 0)
+        goto out;
+    src = gray.px ? &gray : in;
+    rc = serial ? canny_serial(src, &plan->canny, out, err) : canny_cpu(src, &plan->canny, threads, out, err);
 out:
     img_free(&gray);
     if (rc < 0)

@@ -30,6 +30,7 @@ FILTERS = {
     "emboss": {"filter": "emboss", "color": "gray"},
     "box": {"filter": "box", "size": 5},
     "custom": {"filter": "custom", "taps": [[0, -1, 0], [-1, 5, -1], [0, -1, 0]]},
+    "canny": {"filter": "canny", "low": 30, "high": 90.5, "aperture": 5, "l2gradient": True},
 }
 # A job of ~0.3-0.5 s on one core of the CI machine: the serial reference with a 63x63 kernel.
 SLOW = {"filter": "gaussian", "size": 63, "color": "gray", "variant": "cpu_serial"}

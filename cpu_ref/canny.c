@@ -37,7 +37,7 @@ static const int canny_deriv[3][7] = {{-1, 0, 1}, {-1, -2, 0, 2, 1}, {-1, -4, -5
  * 16 (its Sobel output is scaled by 1/16), a low above high swaps them, the L2 norm clamps each to
  * 32767 and squares it where positive, and both are floored. A threshold below -1 is clamped to -1
  * and one above 2^30 to 2^30: no magnitude (at most 2^29 squared) tells them apart. */
-static void canny_ints(const struct canny_params *p, int *low, int *high)
+void canny_ints(const struct canny_params *p, int *low, int *high)
 {
     double lo = p->low, hi = p->high, t;
 

@@ -16,6 +16,9 @@ extern "C" {
  * EDGED_E_PARAM (bad knobs or images) / EDGED_E_NOMEM with the reason in err. */
 int canny_serial(const struct img *gray, const struct canny_params *p, struct img *out, char *err);
 
+/* The integer thresholds cv::Canny compares the magnitudes with (the GPU uses the same). */
+void canny_ints(const struct canny_params *p, int *low, int *high);
+
 /* As canny_serial with `threads` threads (0 = cores); the same map bit for bit. */
 int canny_cpu(const struct img *gray, const struct canny_params *p, int threads, struct img *out, char *err);
 

@@ -113,6 +113,10 @@ int gconv_bench_canny(struct gconv_ctx *ctx, int w, int h, const struct canny_pa
                       double *median_ms, char *err);
 int gconv_bench_canny_npp(struct gconv_ctx *ctx, int w, int h, const struct canny_params *p, int warmup,
                           int reps, double *median_ms, char *err);
+/* As gconv_bench_canny on the hysteresis worst case of canny_spiral.h (one chain of weak pixels
+ * across the image) with its knobs {100, 1000, 3, L1}; p is not read. */
+int gconv_bench_canny_spiral(struct gconv_ctx *ctx, int w, int h, int warmup, int reps, double *median_ms,
+                             char *err);
 
 /* ---- JPEG on the device with nvJPEG (gconv_jpeg.cu) ---- */
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "canny_spiral.h"
 #include "clock.h"
 #include "gconv_internal.h"
 
@@ -314,6 +315,90 @@ out:
     return e == cudaSuccess ? 0 : gctx_fail(ctx, e, what, err);
 }
 
+/* ---- Canny ------------------------------------------------------------------------------- */
+
+/* A photo-like gray image: smooth shading, large soft waves, a checker of steps (long edges that
+ * cross many tiles) and a little noise, so that a realistic share of pixels are candidates. */
+static __device__ uint8_t photo_px(int x, int y)
+{
+    uint32_t v = ((uint32_t)x * 73856093u) ^ ((uint32_t)y * 19349663u);
+    float f = 120.0f + 60.0f * __sinf(x * 0.011f + 2.5f * __sinf(y * 0.0071f)) * __cosf(y * 0.0093f - x * 0.0037f);
+
+    v ^= v >> 13;
+    v *= 2246822519u;
+    f += ((x / 700 + y / 500) & 1) ? 40.0f : -40.0f;
+    f += (float)((v >> 24) & 7) - 3.5f;
+    return (uint8_t)fminf(fmaxf(f, 0.0f), 255.0f);
+}
+
+__global__ void k_fill_canny(uint8_t *d_p, int w, int h, int spiral)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < w && y < h)
+        d_p[(size_t)y * w + x] = spiral ? canny_spiral_px(x, y, w, h) : photo_px(x, y);
+}
+
+/* Rotation buffers of gray input and map (bench_u8) with every input filled with the test image. */
+static cudaError_t bench_canny_alloc(struct gconv_ctx *ctx, int w, int h, int spiral, struct bench_u8 *b)
+{
+    dim3 blk(32, 8), grid(div_up(w, 32), div_up(h, 8));
+    cudaError_t e;
+
+    if ((e = bench_u8_alloc(ctx, w, h, 1, 1, 0, b)) != cudaSuccess)
+        return e;
+    for (int i = 0; i < b->rot && e == cudaSuccess; i++) {
+        k_fill_canny<<<grid, blk, 0, ctx->st[0].s>>>(bench_u8_in(b, i), w, h, spiral);
+        e = cudaGetLastError();
+    }
+    return e;
+}
+
+static int bench_canny_run(struct gconv_ctx *ctx, int w, int h, const struct canny_params *p, int spiral,
+                           int warmup, int reps, double *median_ms, char *err)
+{
+    struct bench_u8 b;
+    struct canny_dev d;
+    size_t nb = 2 * sizeof(int) * canny_nodes(w, h);
+    int *d_nodes = NULL, rc;
+    const char *what = "bench buffers";
+    cudaError_t e;
+
+    memset(&b, 0, sizeof(b));
+    if ((rc = bench_args_ok(ctx, w, h, NULL, warmup, reps, err, 0)) < 0)
+        return rc;
+    if (p->aperture != 3 && p->aperture != 5 && p->aperture != 7)
+        return edged_fail(err, EDGED_E_PARAM, "canny aperture %d invalid: must be 3, 5 or 7", p->aperture);
+    if ((e = bench_canny_alloc(ctx, w, h, spiral, &b)) != cudaSuccess ||
+        (e = cudaMalloc((void **)&d_nodes, nb)) != cudaSuccess)
+        goto out;
+    __atomic_fetch_add(&ctx->mem_used, nb, __ATOMIC_SEQ_CST);
+    memset(&d, 0, sizeof(d));
+    d.w = w, d.h = h, d.stream = ctx->st[0].s, d.d_parent = d_nodes, d.d_flag = d_nodes + canny_nodes(w, h);
+    e = bench_loop(ctx, warmup, reps, median_ms, [&](int i) {
+        d.d_gray = bench_u8_in(&b, i), d.d_out = bench_u8_in(&b, i) + b.in_b;
+        return canny_core(&d, p, &what);
+    });
+out:
+    bench_u8_free(ctx, &b);
+    if (d_nodes)
+        gctx_free_device(ctx, d_nodes, nb);
+    return e == cudaSuccess ? 0 : gctx_fail(ctx, e, what, err);
+}
+
+int gconv_bench_canny(struct gconv_ctx *ctx, int w, int h, const struct canny_params *p, int warmup, int reps,
+                      double *median_ms, char *err)
+{
+    return bench_canny_run(ctx, w, h, p, 0, warmup, reps, median_ms, err);
+}
+
+int gconv_bench_canny_spiral(struct gconv_ctx *ctx, int w, int h, int warmup, int reps, double *median_ms,
+                             char *err)
+{
+    const struct canny_params p = {CANNY_SPIRAL_LOW, CANNY_SPIRAL_HIGH, 3, 0};
+
+    return bench_canny_run(ctx, w, h, &p, 1, warmup, reps, median_ms, err);
+}
+
 #if EDGED_NPP
 /* NPP has no stream-context helper since CUDA 12.9 (nppGetStreamContext is gone): fill it from
  * the device's attributes. */
@@ -421,6 +506,52 @@ out:
         return edged_fail(err, EDGED_E_INTERNAL, "NPP edge pipeline failed with NPP status %d", (int)ns);
     return e == cudaSuccess ? 0 : gctx_fail(ctx, e, what, err);
 }
+/* NPP's Canny on the same photo-like input: NPP_FILTER_SOBEL of the aperture's mask size (NPP
+ * refuses the ones it lacks), the norm, NPP_BORDER_REPLICATE, its thresholds as 16-bit integers
+ * and its scratch buffer allocated once. */
+int gconv_bench_canny_npp(struct gconv_ctx *ctx, int w, int h, const struct canny_params *p, int warmup,
+                          int reps, double *median_ms, char *err)
+{
+    struct bench_u8 b;
+    NppStreamContext nc;
+    NppStatus ns = NPP_SUCCESS;
+    NppiSize size = {w, h};
+    Npp8u *d_buf = NULL;
+    int rc, nbuf = 0;
+    cudaError_t e;
+    const char *what = "bench buffers";
+    NppiMaskSize mask = p->aperture == 3 ? NPP_MASK_SIZE_3_X_3 : p->aperture == 5 ? NPP_MASK_SIZE_5_X_5
+                                                                                  : NPP_MASK_SIZE_7_X_7;
+    Npp16s lo = (Npp16s)fminf(p->low, 32767.0f), hi = (Npp16s)fminf(p->high, 32767.0f);
+
+    memset(&b, 0, sizeof(b));
+    if ((rc = bench_args_ok(ctx, w, h, NULL, warmup, reps, err, 0)) < 0)
+        return rc;
+    if ((ns = nppiFilterCannyBorderGetBufferSize(size, &nbuf)) < 0)
+        return edged_fail(err, EDGED_E_INTERNAL, "nppiFilterCannyBorderGetBufferSize failed with NPP status %d",
+                          (int)ns);
+    if ((e = bench_canny_alloc(ctx, w, h, 0, &b)) != cudaSuccess || (e = npp_context(ctx, &nc)) != cudaSuccess ||
+        (e = cudaMalloc((void **)&d_buf, (size_t)nbuf)) != cudaSuccess)
+        goto out;
+    __atomic_fetch_add(&ctx->mem_used, (size_t)nbuf, __ATOMIC_SEQ_CST);
+    what = "nppiFilterCannyBorder_8u_C1R_Ctx";
+    e = bench_loop(ctx, warmup, reps, median_ms, [&](int i) {
+        NppiPoint origin = {0, 0};
+        uint8_t *d_in = bench_u8_in(&b, i), *d_out = d_in + b.in_b;
+        ns = nppiFilterCannyBorder_8u_C1R_Ctx(d_in, w, size, origin, d_out, w, size, NPP_FILTER_SOBEL, mask, lo, hi,
+                                              p->l2gradient ? nppiNormL2 : nppiNormL1, NPP_BORDER_REPLICATE,
+                                              d_buf, nc);
+        return ns < 0 ? cudaErrorInvalidValue : cudaGetLastError();
+    });
+out:
+    bench_u8_free(ctx, &b);
+    if (d_buf)
+        gctx_free_device(ctx, d_buf, (size_t)nbuf);
+    if (ns < 0)
+        return edged_fail(err, EDGED_E_INTERNAL, "nppiFilterCannyBorder_8u_C1R_Ctx failed with NPP status %d",
+                          (int)ns);
+    return e == cudaSuccess ? 0 : gctx_fail(ctx, e, what, err);
+}
 #else
 int gconv_bench_npp(struct gconv_ctx *ctx, int w, int h, const struct kernel2d *k, int warmup, int reps,
                     double *median_ms, char *err)
@@ -433,6 +564,13 @@ int gconv_bench_edge_npp(struct gconv_ctx *ctx, int w, int h, int warmup, int re
                          char *err)
 {
     (void)ctx, (void)w, (void)h, (void)warmup, (void)reps, (void)median_ms;
+    return edged_fail(err, EDGED_E_NO_CUDA, "NVIDIA NPP unavailable: built without NPP (libnppif not found)");
+}
+
+int gconv_bench_canny_npp(struct gconv_ctx *ctx, int w, int h, const struct canny_params *p, int warmup,
+                          int reps, double *median_ms, char *err)
+{
+    (void)ctx, (void)w, (void)h, (void)p, (void)warmup, (void)reps, (void)median_ms;
     return edged_fail(err, EDGED_E_NO_CUDA, "NVIDIA NPP unavailable: built without NPP (libnppif not found)");
 }
 #endif

@@ -154,6 +154,30 @@ int gjob_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const struc
 /* Frees the nvJPEG state of ctx (gconv_close; NVJPEG=1 builds); accepts a ctx without one. */
 void gjpeg_close(struct gconv_ctx *ctx);
 
+/* ---- canny.cu: Canny on the device ---- */
+
+/* One Canny map: d_gray (w x h u8, rows dense) -> d_out (0/255, rows dense; also holds the codes
+ * between the kernels); d_parent and d_flag: canny_nodes(w, h) ints each. */
+struct canny_dev {
+    const uint8_t *d_gray;
+    uint8_t *d_out;
+    int *d_parent, *d_flag;
+    int w, h;
+    cudaStream_t stream;
+};
+/* Global nodes of the hysteresis graph of a w x h image (the border pixels of its tiles). */
+size_t canny_nodes(int w, int h);
+/* Device scratch of a Canny job: the node arrays, and the u8 gray (in_ch != 1 or blur) and float
+ * luma (blur) planes. */
+size_t canny_scratch_bytes(int w, int h, int in_ch, int blur);
+/* Enqueues the Canny kernels on d->stream (no copies, no events); *what names the launch that
+ * failed. */
+cudaError_t canny_core(const struct canny_dev *d, const struct canny_params *p, const char **what);
+/* A plan of filter canny: d_in8 (w x h x plan->in_ch) to its gray (the pre-blur's taps at d_taps),
+ * then canny_core into d_out8; scratch holds canny_scratch_bytes. */
+cudaError_t canny_plan_launch(const struct filter_plan *plan, const uint8_t *d_in8, const float *d_taps,
+                              uint8_t *d_out8, void *scratch, int w, int h, cudaStream_t s, const char **what);
+
 /* ---- gconv_plan.cu: a filter plan on the device ---- */
 
 /* The float planes of one image in an arena of 2*planes+2 planes of `stride` floats: src[planes],

@@ -24,6 +24,7 @@ cudaError_t gjob_buffers(struct gconv_ctx *ctx, struct gstream *st, int w, int h
                                const struct filter_plan *p, const char **what_out)
 {
     size_t px = (size_t)w * h, stride = gctx_plane_stride(ctx, w, h);
+    size_t arena = sizeof(float) * stride * (2 * p->planes + 2);
     const char *what = "";
     cudaError_t e = cudaSuccess;
 
@@ -31,8 +32,9 @@ cudaError_t gjob_buffers(struct gconv_ctx *ctx, struct gstream *st, int w, int h
     CK(gctx_grow_pinned(ctx, (void **)&st->h_out, &st->h_out_cap, px * p->out_ch));
     CK(gctx_grow_device(ctx, st, (void **)&st->d_in8, &st->d_in8_cap, px * p->in_ch));
     CK(gctx_grow_device(ctx, st, (void **)&st->d_out8, &st->d_out8_cap, px * p->out_ch));
-    CK(gctx_grow_device(ctx, st, (void **)&st->d_arena, &st->d_arena_cap,
-                        sizeof(float) * stride * (2 * p->planes + 2)));
+    if (p->filter == FILTER_CANNY) /* the arena holds Canny's scratch instead of float planes */
+        arena = canny_scratch_bytes(w, h, p->in_ch, p->nconv > 0);
+    CK(gctx_grow_device(ctx, st, (void **)&st->d_arena, &st->d_arena_cap, arena));
 out:
     *what_out = what;
     return e;
@@ -251,6 +253,8 @@ int gconv_run(struct gconv_ctx *ctx, int s, const struct img *in, const struct f
 {
     int rc;
 
+    if (h_planes && plan && plan->filter == FILTER_CANNY)
+        return edged_fail(err, EDGED_E_PARAM, "canny has no float planes to return");
     if ((rc = stream_ok(ctx, s, err)) < 0 || (rc = filter_plan_check(plan, err)) < 0 ||
         (rc = img_ok(out, in ? in->w : 0, in ? in->h : 0, plan->out_ch, "output", err)) < 0 ||
         (rc = job_submit(ctx, s, in, plan, v, block, h_planes != NULL, err)) < 0 ||

@@ -130,6 +130,9 @@ int gconv_check(const struct gconv_ctx *cctx, const struct filter_plan *plan, in
 
     if ((rc = gplan_request_ok(ctx, w, h, v, block, err)) < 0 || (rc = filter_plan_check(plan, err)) < 0)
         return rc;
+    if (plan->filter == FILTER_CANNY) /* its own kernels (canny.cu), any pre-blur size */
+        return v == VARIANT_FAST ? 0 : edged_fail(err, EDGED_E_VARIANT_LIMIT, "variant %s does not run canny on "
+                                                  "the GPU; fast does", variant_name(v));
     for (int i = 0; i < plan->nconv; i++) {
         conv_args_init(&a, ctx, NULL, w, h, plan->border, v, block);
         a.k = &plan->conv[i];
@@ -189,6 +192,9 @@ int gplan_kernels(struct gconv_ctx *ctx, const struct gplan_dev *d, const struct
     dim3 pb(PIPE_BX, PIPE_BY), pg(div_up(w, PIPE_BX), div_up(h, PIPE_BY));
 
     *cuerr = cudaSuccess;
+    if (plan->filter == FILTER_CANNY) /* u8 in, u8 map out; gconv_check allowed fast only */
+        return (*cuerr = canny_plan_launch(plan, d->d_in8, d->d_taps, d->d_out8, d->d_arena, w, h, d->stream,
+                                           cuwhat)) == cudaSuccess ? 0 : GCONV_CUDA_FAILED;
     if (gplan_fused_edge(plan, v)) { /* one pass: u8 in, u8 map (and alpha) out */
         fast_edge_launch(d->d_in8, d->d_out8, d->want_planes ? jp.dst : NULL, pitch, w, h, plan->in_ch,
                          plan->threshold, plan->border, gconv_packs(plan, v, w), d->stream);

@@ -115,3 +115,31 @@ int gconv_bench_edge_npp(struct gconv_ctx *ctx, int w, int h, int warmup, int re
     (void)ctx, (void)w, (void)h, (void)warmup, (void)reps, (void)median_ms;
     return NO_CUDA(err);
 }
+
+int gconv_canny_host(struct gconv_ctx *ctx, const struct img *gray, const struct canny_params *p, struct img *out,
+                     float *kernel_ms, char *err)
+{
+    (void)ctx, (void)gray, (void)p, (void)out, (void)kernel_ms;
+    return NO_CUDA(err);
+}
+
+int gconv_bench_canny(struct gconv_ctx *ctx, int w, int h, const struct canny_params *p, int warmup, int reps,
+                      double *median_ms, char *err)
+{
+    (void)ctx, (void)w, (void)h, (void)p, (void)warmup, (void)reps, (void)median_ms;
+    return NO_CUDA(err);
+}
+
+int gconv_bench_canny_npp(struct gconv_ctx *ctx, int w, int h, const struct canny_params *p, int warmup,
+                          int reps, double *median_ms, char *err)
+{
+    (void)ctx, (void)w, (void)h, (void)p, (void)warmup, (void)reps, (void)median_ms;
+    return NO_CUDA(err);
+}
+
+int gconv_bench_canny_spiral(struct gconv_ctx *ctx, int w, int h, int warmup, int reps, double *median_ms,
+                             char *err)
+{
+    (void)ctx, (void)w, (void)h, (void)warmup, (void)reps, (void)median_ms;
+    return NO_CUDA(err);
+}

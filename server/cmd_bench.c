@@ -30,6 +30,7 @@ struct bench_opts {
     enum filter_id filter;
     enum border border;
     int reps, warmup, channels, serial_max, compare, cpu, u8_edge, progress;
+    int canny_spiral; /* --canny-input spiral */
     enum bench_fmt fmt;
 };
 
@@ -42,14 +43,16 @@ struct bench_env {
 
 enum {
     OPT_VARIANTS, OPT_SIZES, OPT_KSIZES, OPT_BLOCKS, OPT_FILTER, OPT_BORDER, OPT_REPS, OPT_WARMUP, OPT_CHANNELS,
-    OPT_SERIAL_MAX, OPT_CSV, OPT_JSON, OPT_COMPARE, OPT_CPU, OPT_U8_EDGE, OPT_PROGRESS,
+    OPT_SERIAL_MAX, OPT_CANNY_INPUT, OPT_CSV, OPT_JSON, OPT_COMPARE, OPT_CPU, OPT_U8_EDGE, OPT_PROGRESS,
 };
 static const struct opts_spec bench_opts_spec[] = {
     [OPT_VARIANTS] = {"variants", "a,b", "GPU variants (default all; `edged variants` lists them)"},
     [OPT_SIZES] = {"sizes", "N,...", "image sides (default 256,512,1024,2048,4096,8192)"},
     [OPT_KSIZES] = {"ksizes", "K,...", "odd kernel sides (default 3,5,7,11,15,21,31; custom allows 1..63)"},
     [OPT_BLOCKS] = {"blocks", "B,...", "block sides 8, 16, 24, 32 (default 16)"},
-    [OPT_FILTER] = {"filter", "F", "gaussian (default), box, or custom (random non-separable taps)"},
+    [OPT_FILTER] = {"filter", "F", "gaussian (default), box, custom (random non-separable taps), or canny\n"
+                                   "(u8 gray in, map out, every stage on the device; --ksizes 3,5,7 are its\n"
+                                   "apertures; --compare adds NPP's nppiFilterCannyBorder_8u_C1R)"},
     [OPT_BORDER] = {"border", "B", "zero (default here, as in docs/performance.md), replicate, reflect (the\n"
                                    "default of requests); the u8 edge pipeline too"},
     [OPT_REPS] = {"reps", "N", "timed runs per row, the median is reported (default 10)"},
@@ -57,6 +60,9 @@ static const struct opts_spec bench_opts_spec[] = {
     [OPT_CHANNELS] = {"channels", "C", "planes per image (default 1): times are per image, C planes of one\n"
                                        "launch each"},
     [OPT_SERIAL_MAX] = {"serial-max", "N", "largest side timed with cpu_serial (default 2048)"},
+    [OPT_CANNY_INPUT] = {"canny-input", "I", "canny's image: photo (default; smooth shading, steps, noise) or\n"
+                                             "spiral (hysteresis worst case: one weak chain across the image,\n"
+                                             "knobs 100/1000, aperture 3, L1)"},
     [OPT_CSV] = {"csv", NULL, "print CSV instead of the table"},
     [OPT_JSON] = {"json", NULL, "print JSON instead of the table"},
     [OPT_COMPARE] = {"compare", NULL, "adds NVIDIA NPP nppiFilterBorder_32f_C1R (replicate border) when built\n"
@@ -158,7 +164,10 @@ static int value_opt(struct bench_opts *o, int i, const char *val)
     case OPT_FILTER:
         f = filter_from_name(val);
         o->filter = f;
-        return f == FILTER_BOX || f == FILTER_GAUSSIAN || f == FILTER_CUSTOM ? 1 : -1;
+        return f == FILTER_BOX || f == FILTER_GAUSSIAN || f == FILTER_CUSTOM || f == FILTER_CANNY ? 1 : -1;
+    case OPT_CANNY_INPUT:
+        o->canny_spiral = strcmp(val, "spiral") == 0;
+        return o->canny_spiral || strcmp(val, "photo") == 0 ? 1 : -1;
     case OPT_BORDER:
         return (int)(o->border = border_from_name(val)) < 0 ? -1 : 1;
     case OPT_REPS:
@@ -361,6 +370,35 @@ static int bench_edge_rows(struct bench_env *env, const struct bench_opts *o, in
     return 0;
 }
 
+/* Canny of an n x n u8 gray image with aperture ap (fast; --compare: NPP), or the spiral: one row
+ * each, 2 bytes per pixel (1 in, 1 out). Returns -1 when the context died. */
+static int bench_canny_rows(struct bench_env *env, const struct bench_opts *o, int n, int ap)
+{
+    struct canny_params p = {FILTER_CANNY_LOW, FILTER_CANNY_HIGH, ap, 0};
+    struct bench_row r = {"fast", 0, n, n, ap, -1.0, "replicate", "", 1, 1, 2.0, 0.0};
+    double ms = -1.0;
+    int rc = o->canny_spiral ? gconv_bench_canny_spiral(env->ctx, n, n, o->warmup, o->reps, &ms, r.note)
+                             : gconv_bench_canny(env->ctx, n, n, &p, o->warmup, o->reps, &ms, r.note);
+
+    if (rc == 0) {
+        r.ms = ms;
+        snprintf(r.note, sizeof(r.note), "canny %s, thresholds %g/%g, L1", o->canny_spiral ? "spiral" : "photo",
+                 o->canny_spiral ? 100.0 : (double)p.low, o->canny_spiral ? 1000.0 : (double)p.high);
+    }
+    bench_report_row(&env->rep, &r);
+    if (rc == EDGED_E_GPU_FATAL)
+        return -1;
+    if (o->compare && !o->canny_spiral) {
+        struct bench_row q = {"npp", 0, n, n, ap, -1.0, "replicate", "", 1, 1, 2.0, 0.0};
+        if (gconv_bench_canny_npp(env->ctx, n, n, &p, o->warmup, o->reps, &ms, q.note) == 0) {
+            q.ms = ms;
+            snprintf(q.note, sizeof(q.note), "canny photo: nppiFilterCannyBorder_8u_C1R, NPP_FILTER_SOBEL, L1");
+        }
+        bench_report_row(&env->rep, &q);
+    }
+    return 0;
+}
+
 static int bench_all(struct bench_env *env, const struct bench_opts *o)
 {
     struct kernel2d k;
@@ -371,6 +409,19 @@ static int bench_all(struct bench_env *env, const struct bench_opts *o)
             for (int ch = 1; ch <= 3; ch += 2) {
                 progress(env, o, o->sizes[si], ch == 1 ? "u8 edge, gray" : "u8 edge, rgb");
                 if (bench_edge_rows(env, o, o->sizes[si], ch) < 0) {
+                    fprintf(stderr, "edged bench: the GPU failed; stopping\n");
+                    return EXIT_FAIL;
+                }
+            }
+        return EXIT_OK;
+    }
+    if (o->filter == FILTER_CANNY) {
+        for (int si = 0; env->ctx && si < o->ns; si++)
+            for (int ki = 0; ki < o->nk; ki++) {
+                if (o->ks[ki] != 3 && o->ks[ki] != 5 && o->ks[ki] != 7)
+                    continue;
+                progress(env, o, o->sizes[si], "canny");
+                if (bench_canny_rows(env, o, o->sizes[si], o->ks[ki]) < 0) {
                     fprintf(stderr, "edged bench: the GPU failed; stopping\n");
                     return EXIT_FAIL;
                 }
@@ -410,8 +461,9 @@ static int open_gpu(struct bench_env *env, struct bench_opts *o, char *err)
     if ((rc = gconv_open(&env->ctx, 0, BENCH_STREAMS, why)) == 0)
         return 0;
     env->ctx = NULL;
-    if (o->u8_edge)
-        return edged_fail(err, rc, "--u8-edge times GPU kernels only, and there is no GPU (%s)", why);
+    if (o->u8_edge || o->filter == FILTER_CANNY)
+        return edged_fail(err, rc, "--u8-edge and --filter canny time GPU kernels only, and there is no GPU (%s)",
+                          why);
     fprintf(stderr, "edged bench: no GPU (%s); timing the CPU rows (cpu_serial, cpu)\n", why);
     o->cpu = 1;
     return 0;

@@ -670,7 +670,7 @@ def test_jpeg_input_and_jpeg_output(srv, browser, images, tmp_path):
     with open(jpg, "rb") as f:
         r = requests.post(srv.url + "/v1/filter", files={"image": ("photo.jpg", f.read(), "image/jpeg")},
                           data={"params": json.dumps({"filter": "box", "size": 3, "color": "rgb", "format": "jpeg",
-                                                      "quality": 80, "border": "zero", "variant": "auto"})},
+                                                      "quality": 80, "variant": "auto"})},
                           timeout=60)
     assert r.status_code == 200 and r.headers["Content-Type"] == "image/jpeg", r.text
     want = cv2.cvtColor(cv2.imdecode(np.frombuffer(r.content, np.uint8), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)

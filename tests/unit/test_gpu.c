@@ -18,7 +18,12 @@
  * and the fused u8 edge kernel of fast has its own test (every border, sizes around its 240- and
  * 120-column warp strips and below its 5x5 kernel, 1xN and Nx1, strips of 32 rows and taller ones,
  * every channel count, several thresholds, smooth images with |L| near T); the default border
- * (reflect) has its own, flat images included. */
+ * (reflect) has its own, flat images included.
+ * Canny (test_canny): gconv_canny_host equals canny_serial bit for bit (0 pixels differ) on random
+ * and smooth images of many sizes, every aperture, both norms and several threshold pairs; the
+ * spiral of canny_spiral.h is found whole; plans of filter canny (gray, RGB, pre-blur) through
+ * gconv_run and gconv_submit/gconv_finish equal canny_plan_run's serial map. */
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +34,8 @@
 #include "clock.h"
 #include "cpu_serial.h"
 #include "backend.h"
+#include "canny.h"
+#include "canny_spiral.h"
 #include "errors.h"
 #include "filter.h"
 #include "gconv.h"
@@ -884,6 +891,189 @@ static void test_errors(struct gconv_ctx *ctx)
     img_free(&im), img_free(&om);
 }
 
+/* ---- Canny ------------------------------------------------------------------------------ */
+
+/* Pixels where two maps differ; *first receives the first one's index. */
+static size_t canny_diff(const struct img *a, const struct img *b, size_t *first)
+{
+    size_t bad = 0;
+
+    *first = 0;
+    for (int y = 0; y < a->h; y++)
+        for (int x = 0; x < a->w; x++)
+            if (a->px[(size_t)y * a->stride + x] != b->px[(size_t)y * b->stride + x] && bad++ == 0)
+                *first = (size_t)y * a->w + x;
+    return bad;
+}
+
+/* One gray image through gconv_canny_host and canny_serial; the maps must be equal. */
+static void canny_one(struct gconv_ctx *ctx, const struct img *g, const struct canny_params *p, const char *what)
+{
+    char err[EDGED_ERR_LEN] = "";
+    struct img ref, got;
+    size_t first, bad;
+    int rc;
+
+    img_alloc(&ref, g->w, g->h, 1, NULL);
+    img_alloc(&got, g->w, g->h, 1, NULL);
+    memset(got.px, 7, got.stride * got.h);
+    if ((rc = canny_serial(g, p, &ref, err)) < 0) {
+        CHECK(0, "canny_serial %s: %s", what, err);
+    } else {
+        rc = gconv_canny_host(ctx, g, p, &got, NULL, err);
+        CHECK(rc == 0, "canny %s %dx%d ap %d l2 %d T %g/%g: %s", what, g->w, g->h, p->aperture, p->l2gradient,
+              (double)p->low, (double)p->high, err);
+        bad = rc == 0 ? canny_diff(&got, &ref, &first) : 0;
+        CHECK(bad == 0, "canny %s %dx%d ap %d l2 %d T %g/%g: %zu pixels differ, first (%zu,%zu)", what, g->w, g->h,
+              p->aperture, p->l2gradient, (double)p->low, (double)p->high, bad, bad ? first % g->w : 0,
+              bad ? first / g->w : 0);
+    }
+    img_free(&ref);
+    img_free(&got);
+}
+
+/* Smooth shading with steps and a little noise: long edges, ties in flat parts. */
+static void image_photo(struct img *im, int w, int h)
+{
+    if (img_alloc(im, w, h, 1, NULL) < 0)
+        abort();
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            double f = 120 + 60 * sin(x * 0.05 + 2 * sin(y * 0.03)) * cos(y * 0.04 - x * 0.02);
+            f += ((x / 37 + y / 53) & 1) ? 40 : -40;
+            f += (double)(check_rng() >> 29);
+            im->px[(size_t)y * im->stride + x] = (uint8_t)(f < 0 ? 0 : f > 255 ? 255 : f);
+        }
+}
+
+static void test_canny_maps(struct gconv_ctx *ctx)
+{
+    static const int sizes[][2] = {{1, 1},   {1, 77},   {93, 1},   {2, 2},    {64, 64},  {65, 63},
+                                   {127, 129}, {200, 131}, {333, 257}, {1000, 3}, {3, 700}};
+    static const float thr[][2] = {{50, 150}, {0, 0}, {100, 100}, {10, 400}, {0, 60}, {400, 2000}};
+    struct img g;
+
+    for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++)
+        for (int ap = 3; ap <= 7; ap += 2)
+            for (int l2 = 0; l2 <= 1; l2++) {
+                const float *t = thr[check_rng() % (sizeof(thr) / sizeof(thr[0]))];
+                struct canny_params p = {t[0] * (ap == 3 ? 1 : 8), t[1] * (ap == 3 ? 1 : 8), ap, l2};
+                image_random(&g, sizes[si][0], sizes[si][1], 1);
+                canny_one(ctx, &g, &p, "random");
+                img_free(&g);
+                image_photo(&g, sizes[si][0], sizes[si][1]);
+                canny_one(ctx, &g, &p, "photo");
+                img_free(&g);
+            }
+    for (size_t ti = 0; ti < sizeof(thr) / sizeof(thr[0]); ti++)
+        for (int ap = 3; ap <= 7; ap += 2) {
+            struct canny_params p = {thr[ti][0], thr[ti][1], ap, (int)(ti & 1)};
+            image_photo(&g, quick ? 300 : 2000, quick ? 200 : 1500);
+            canny_one(ctx, &g, &p, "photo large");
+            img_free(&g);
+        }
+}
+
+/* The hysteresis worst case: one chain of weak pixels across the image with its only strong pixels
+ * at one end. The map equals the reference and the map with low == high (every candidate an
+ * edge): the whole chain was reached. */
+static void test_canny_spiral(struct gconv_ctx *ctx)
+{
+    int w = quick ? 300 : 2048, h = quick ? 200 : 1536;
+    struct canny_params p = {CANNY_SPIRAL_LOW, CANNY_SPIRAL_HIGH, 3, 0}, all = p;
+    char err[EDGED_ERR_LEN] = "";
+    struct img g, got, every;
+    size_t first, bad, edges = 0;
+
+    img_alloc(&g, w, h, 1, NULL);
+    img_alloc(&got, w, h, 1, NULL);
+    img_alloc(&every, w, h, 1, NULL);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            g.px[(size_t)y * g.stride + x] = canny_spiral_px(x, y, w, h);
+    canny_one(ctx, &g, &p, "spiral");
+    all.high = all.low;
+    CHECK(gconv_canny_host(ctx, &g, &p, &got, NULL, err) == 0 && canny_serial(&g, &all, &every, err) == 0,
+          "spiral: %s", err);
+    bad = canny_diff(&got, &every, &first);
+    for (size_t i = 0; i < (size_t)w * h; i++)
+        edges += got.px[i] != 0;
+    CHECK(bad == 0 && edges > (size_t)w * h / 8, "spiral %dx%d: %zu edge pixels, %zu candidates not reached, "
+          "first (%zu,%zu)", w, h, edges, bad, first % w, first / w);
+    img_free(&g), img_free(&got), img_free(&every);
+}
+
+/* A canny spec for in_ch channels, with or without the pre-blur. */
+static int canny_plan(struct filter_plan *plan, int in_ch, int blur, int ap)
+{
+    struct filter_spec spec;
+    char err[EDGED_ERR_LEN] = "";
+
+    filter_spec_init(&spec, FILTER_CANNY);
+    spec.canny.aperture = ap;
+    spec.canny.low = ap == 3 ? 40.0f : 400.0f;
+    spec.canny.high = ap == 3 ? 120.0f : 1200.0f;
+    spec.border = BORDER_REFLECT;
+    if (blur)
+        spec.size = 5, spec.sigma = 1.2f;
+    if (filter_plan_make(&spec, in_ch, plan, err) < 0) {
+        CHECK(0, "filter_plan_make canny: %s", err);
+        return -1;
+    }
+    return 0;
+}
+
+static void test_canny_plans(struct gconv_ctx *ctx)
+{
+    char err[EDGED_ERR_LEN] = "";
+
+    for (int ch = 1; ch <= 4; ch++)
+        for (int blur = 0; blur <= 1; blur++) {
+            struct filter_plan plan;
+            struct img in, ref = {0}, got, got2;
+            size_t first, bad;
+            int w = 301 + 64 * ch, h = 203 + blur * 70, rc;
+            if (canny_plan(&plan, ch, blur, 3 + 2 * ((ch + blur) % 3)) < 0)
+                continue;
+            image_edge(&in, w, h, ch, 1);
+            for (size_t i = 0; i < (size_t)w * h * ch; i += 97)
+                in.px[i] = (uint8_t)(check_rng() >> 24);
+            img_alloc(&got, w, h, 1, NULL);
+            img_alloc(&got2, w, h, 1, NULL);
+            CHECK(canny_plan_run(&in, &plan, 1, 1, &ref, err) == 0, "canny_plan_run: %s", err);
+            rc = gconv_run(ctx, 1, &in, &plan, VARIANT_FAST, 16, &got, NULL, NULL, err);
+            CHECK(rc == 0, "canny plan %dx%dx%d blur %d gconv_run: %s", w, h, ch, blur, err);
+            bad = rc == 0 && ref.px ? canny_diff(&got, &ref, &first) : 0;
+            CHECK(bad == 0, "canny plan %dx%dx%d blur %d ap %d: %zu pixels differ from canny_plan_run, first "
+                  "(%zu,%zu)", w, h, ch, blur, plan.canny.aperture, bad, first % w, first / w);
+            rc = gconv_submit(ctx, 2, &in, &plan, VARIANT_FAST, 16, err);
+            CHECK(rc == 0 && gconv_finish(ctx, 2, &got2, NULL, err) == 0, "canny submit/finish: %s", err);
+            CHECK(!memcmp(got.px, got2.px, got.stride * h), "canny: submit/finish gives gconv_run's map");
+            img_free(&in), img_free(&ref), img_free(&got), img_free(&got2);
+        }
+    {
+        struct filter_plan plan;
+        struct img in, out;
+        if (canny_plan(&plan, 1, 0, 3) == 0) {
+            image_random(&in, 64, 64, 1);
+            img_alloc(&out, 64, 64, 1, NULL);
+            CHECK(gconv_check(ctx, &plan, 64, 64, VARIANT_TILED, 16, err) == EDGED_E_VARIANT_LIMIT &&
+                      strstr(err, "fast"),
+                  "canny refuses tiled, naming fast: '%s'", err);
+            CHECK(gconv_run(ctx, 0, &in, &plan, VARIANT_NAIVE, 16, &out, NULL, NULL, err) == EDGED_E_VARIANT_LIMIT,
+                  "canny refuses naive");
+            img_free(&in), img_free(&out);
+        }
+    }
+}
+
+static void test_canny(struct gconv_ctx *ctx)
+{
+    test_canny_maps(ctx);
+    test_canny_spiral(ctx);
+    test_canny_plans(ctx);
+}
+
 static void test_info(struct gconv_ctx *ctx)
 {
     const struct gconv_info *gi = gconv_get_info(ctx);
@@ -933,6 +1123,8 @@ int main(void)
         CHECK(0, "backend_open for auto: %s", err);
         eng = NULL;
     }
+    if (only < 0 || only == VARIANT_FAST)
+        test_canny(ctx);
     if (only < 0 || only == VARIANT_FAST)
         test_edge_fast(ctx);
     test_default_border(ctx);

@@ -45,11 +45,12 @@ static const struct opt opts[] = {
      "jobs waiting for a worker (429 with Retry-After when full)"},
     {"queue-deadline-ms", "EDGED_QUEUE_DEADLINE_MS", OPT_INT, O(queue_deadline_ms), 1, 3600000, "30000",
      "a job still queued after this is answered 504"},
-    {"streams", "EDGED_STREAMS", OPT_INT, O(streams), 1, 16, "4", "CUDA streams of the GPU worker"},
+    {"streams", "EDGED_STREAMS", OPT_INT, O(streams), 1, 16, "16",
+     "CUDA streams of the GPU worker: jobs on the device at once, and the largest batch of JPEG decodes"},
     {"threads", "EDGED_THREADS", OPT_INT, O(threads), 0, 1024, "0",
      "PNG codec slots and CPU compute threads (0 = online cores)"},
-    {"cpu-workers", "EDGED_CPU_WORKERS", OPT_INT, O(cpu_workers), 1, 64, "2",
-     "CPU-backend jobs run at once (each uses --threads threads)"},
+    {"cpu-workers", "EDGED_CPU_WORKERS", OPT_INT, O(cpu_workers), 0, 64, "0",
+     "CPU-backend jobs run at once, each with --threads threads (0 = a quarter of the cores, at least 2)"},
     {"max-connections", "EDGED_MAX_CONNECTIONS", OPT_INT, O(max_connections), 1, 65536, "256",
      "concurrent connections (one thread each); 32 more are accepted for health, readiness and metrics, "
      "anything else on them is 503"},
@@ -172,10 +173,14 @@ int config_load(struct serve_config *cfg, int argc, char **argv, char *err)
         if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)
             return edged_fail(err, EDGED_E_USAGE, "cors-origin: '%.64s' must be one origin (visible ASCII, no spaces)",
                               cfg->cors_origin);
-    if (cfg->threads == 0) {
-        cores = sysconf(_SC_NPROCESSORS_ONLN);
+    cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cfg->threads == 0)
         cfg->threads = cores > 0 ? (int)cores : 1;
-    }
+    /* One job on every core scales badly on large images (a 2048x2048 edge job keeps about 8 of 16
+     * cores busy): a few jobs at once keep the cores full; two at least, so a small job always finds
+     * a worker beside a large one. */
+    if (cfg->cpu_workers == 0)
+        cfg->cpu_workers = cores >= 8 ? (int)(cores / 4) : 2;
     return 0;
 }
 

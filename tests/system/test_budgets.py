@@ -173,6 +173,9 @@ def test_health_under_256_idle_connections(make_server):
 def test_over_cap_idle_connection_is_cut_quickly(make_server):
     s = make_server("--max-conn-per-ip", "2")
     held = [connect(s.port) for _ in range(2)]
+    for c in held:  # answered, so both are counted before the third arrives (each has its own thread)
+        c.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+        assert read_response(c, 5)[0] == 200
     extra = connect(s.port)
     t0 = time.time()
     extra.settimeout(10)

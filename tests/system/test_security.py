@@ -127,6 +127,9 @@ def test_cors_origin(make_server, small):
 def test_per_ip_connection_cap(make_server):
     s = make_server("--max-conn-per-ip", "3")
     held = [connect(s.port) for _ in range(3)]
+    for c in held:  # answered, so all three are counted before the 4th arrives (threads start in any order)
+        c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_response(c, timeout=5)[0] == 200
     # a 4th connection from one address is answered, not reset: probes served, work refused 429
     extra = connect(s.port)
     extra.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")

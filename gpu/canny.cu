@@ -1,13 +1,13 @@
 /* canny.cu — Canny on the device with cv::Canny's map: gray conversion and pre-blur, one tiled
- * kernel for Sobel, magnitude, suppression, thresholds and the hysteresis inside each tile, then
- * hysteresis across tiles as connected components of the tiles' border pixels (docs/gpu.md).
+ * kernel for Sobel, magnitude, suppression, thresholds and the hysteresis inside each tile (on bit
+ * masks), then hysteresis across tiles as connected components of the tiles' border pixels, and a
+ * last pass per tile that writes the map (docs/gpu.md).
  *
  * Why it is exact: the derivatives are integer sums (the order of the terms does not matter), the
  * magnitude, the sector test and the tie rules are the integer expressions of cpu_ref/canny.c, and
  * the hysteresis result is a property of the 8-connected components of the candidates (an edge is
  * a candidate whose component holds a pixel above the high threshold), which any correct labelling
  * finds, in whatever order its unions run. */
-#include <stdlib.h>
 #include <string.h>
 
 #include <type_traits>
@@ -171,16 +171,14 @@ static __device__ __forceinline__ void canny_vscan(canny_row c0, canny_row c1, c
 /* Grows r0, r1 (subsets of c0, c1) to the whole 8-connected components of the tile's mask c that
  * they touch. Each round runs straight down and up the columns, then takes the neighbour rows
  * from the adjacent lanes and fills the runs they reach, until a round changes no lane. */
-static __device__ void canny_flood(canny_row c0, canny_row c1, canny_row *r0, canny_row *r1, int scan)
+static __device__ void canny_flood(canny_row c0, canny_row c1, canny_row *r0, canny_row *r1)
 {
     const int l = threadIdx.x % 32;
     canny_row a = canny_runs(c0, *r0), b = canny_runs(c1, *r1);
 
     for (;;) {
-        if (scan) {
-            canny_vscan<true>(c0, c1, &a, &b);
-            canny_vscan<false>(c0, c1, &a, &b);
-        }
+        canny_vscan<true>(c0, c1, &a, &b);
+        canny_vscan<false>(c0, c1, &a, &b);
         canny_row up = __shfl_up_sync(CANNY_ALL, b, 1), dn = __shfl_down_sync(CANNY_ALL, a, 1);
         if (l == 0)
             up = 0;
@@ -213,11 +211,11 @@ static __device__ __forceinline__ unsigned canny_border8(canny_row r0, canny_row
     return m;
 }
 
-/* The node label (canny_id) of bit b of lane l's border bits. */
+/* The node label (canny_id) of bit b of lane l's border bits: base (one byte per bit: 0, 32, 64,
+ * 96, 127, 128, 189, 190) plus l on the rows, 2l on the columns. */
 static __device__ __forceinline__ int canny_bid(int l, int b)
 {
-    const int base = b == 0 ? 0 : b == 1 ? 32 : b == 2 ? 64 : b == 3 ? 96 : b == 4 ? 127 : b == 5 ? 128 : b == 6 ? 189 : 190;
-    return base + (b < 4 ? l : 2 * l);
+    return (int)((0xBEBD807F60402000ull >> (8 * b)) & 0xff) + (b < 4 ? l : 2 * l);
 }
 
 /* The smallest node label among the set border bits of all lanes (1 << 20 when none). */
@@ -339,51 +337,6 @@ static __device__ __forceinline__ void canny_mags(const uint8_t *s_in, MT *s_mag
     }
 }
 
-/* Warp 0 of a tile, after the classification: the edge mask E (the components of the candidates
- * that hold a strong pixel, one flood from all strong pixels), then one flood per remaining
- * component that touches the tile border, from its smallest border pixel. s_blab[id] receives,
- * per candidate border pixel, its component's smallest label, plus CANNY_SB when it lies in E
- * (all of E counts as one component: joining components that are edges anyway changes no pixel). */
-static __device__ void canny_tile_label(const unsigned (*s_cand)[2], const unsigned (*s_strong)[2], int *s_blab,
-                                        canny_row *e0, canny_row *e1, canny_row *c0, canny_row *c1, int scan)
-{
-    const int l = threadIdx.x % 32;
-    canny_row a, b;
-    unsigned cb, eb, rem;
-    int lab;
-
-    *c0 = s_cand[2 * l][0] | (canny_row)s_cand[2 * l][1] << 32;
-    *c1 = s_cand[2 * l + 1][0] | (canny_row)s_cand[2 * l + 1][1] << 32;
-    *e0 = s_strong[2 * l][0] | (canny_row)s_strong[2 * l][1] << 32;
-    *e1 = s_strong[2 * l + 1][0] | (canny_row)s_strong[2 * l + 1][1] << 32;
-    if (__any_sync(CANNY_ALL, (*e0 | *e1) != 0))
-        canny_flood(*c0, *c1, e0, e1, scan);
-    cb = canny_border8(*c0, *c1, l);
-    eb = canny_border8(*e0, *e1, l);
-    lab = canny_min_bid(eb, l);
-    for (unsigned m = eb; m; m &= m - 1)
-        s_blab[canny_bid(l, __ffs(m) - 1)] = lab | CANNY_SB;
-    rem = cb & ~eb;
-    while (__any_sync(CANNY_ALL, rem != 0)) {
-        int seed = canny_min_bid(rem, l), sx, sy;
-        if (seed < CANNY_T)
-            sx = seed, sy = 0;
-        else if (seed < 2 * CANNY_T)
-            sx = seed - CANNY_T, sy = CANNY_T - 1;
-        else if (seed < 3 * CANNY_T - 2)
-            sx = 0, sy = seed - (2 * CANNY_T - 1);
-        else
-            sx = CANNY_T - 1, sy = seed - (3 * CANNY_T - 3);
-        a = l == sy / 2 && !(sy & 1) ? 1ull << sx : 0;
-        b = l == sy / 2 && (sy & 1) ? 1ull << sx : 0;
-        canny_flood(*c0, *c1, &a, &b, scan);
-        unsigned fb = canny_border8(a, b, l) & rem;
-        for (unsigned m = fb; m; m &= m - 1)
-            s_blab[canny_bid(l, __ffs(m) - 1)] = seed;
-        rem &= ~fb;
-    }
-}
-
 /* The position of border label id in the tile. */
 static __device__ __forceinline__ void canny_bpos(int id, int *sx, int *sy)
 {
@@ -397,110 +350,41 @@ static __device__ __forceinline__ void canny_bpos(int id, int *sx, int *sy)
         *sx = CANNY_T - 1, *sy = id - (3 * CANNY_T - 3);
 }
 
-/* Whether the warp's rows r0, r1 hold border pixel id. */
-static __device__ __forceinline__ int canny_has(canny_row r0, canny_row r1, int id)
-{
-    int sx, sy, l = threadIdx.x % 32;
-    canny_bpos(id, &sx, &sy);
-    return __any_sync(CANNY_ALL, l == sy / 2 && (((sy & 1 ? r1 : r0) >> sx) & 1));
-}
-
-/* The k-th smallest label (from 0) of the 256-bit set s_rem, -1 when it has fewer. */
-static __device__ __forceinline__ int canny_kth(const unsigned *s_rem, int k)
+/* Warp 0 of a tile, after the classification: the edge mask E (the components of the candidates
+ * that hold a strong pixel, one flood from all strong pixels), then one flood per remaining
+ * component that touches the tile border, from its smallest border pixel. s_blab[id] receives,
+ * per candidate border pixel, its component's smallest label, plus CANNY_SB when it lies in E
+ * (all of E counts as one component: joining components that are edges anyway changes no pixel). */
+static __device__ void canny_tile_label(const unsigned (*s_cand)[2], const unsigned (*s_strong)[2], int *s_blab,
+                                        canny_row *e0, canny_row *e1, canny_row *c0, canny_row *c1)
 {
     const int l = threadIdx.x % 32;
-    unsigned v = l < 8 ? s_rem[l] : 0;
-    int c = __popc(v), incl = c;
-#pragma unroll
-    for (int d = 1; d < 8; d *= 2) {
-        int o = __shfl_up_sync(CANNY_ALL, incl, d);
-        if (l >= d)
-            incl += o;
-    }
-    unsigned hit = __ballot_sync(CANNY_ALL, l < 8 && k < incl && k >= incl - c);
-    if (!hit)
-        return -1;
-    int word = __ffs(hit) - 1, before = __shfl_sync(CANNY_ALL, incl - c, word);
-    unsigned wv = __shfl_sync(CANNY_ALL, v, word);
-    for (int j = before; j < k; j++)
-        wv &= wv - 1;
-    return word * 32 + __ffs(wv) - 1;
-}
-
-/* All warps of a tile, after the classification: warp 0 floods the edge mask E from the strong
- * pixels while the others label the components that touch the tile border, several at once: in
- * each round warp j floods from the j-th smallest unlabelled border pixel, and a flood that holds
- * the seed of a lower warp (its own component, seen from a smaller label) is dropped. After the
- * first round E's border pixels take E's smallest label (all of E counts as one component:
- * joining components that are edges anyway changes no pixel), and floods from them are dropped.
- * s_blab[id] receives, per candidate border pixel, its component's smallest label, plus CANNY_SB
- * in E. Returns E's rows and the candidate rows of lane l of warp 0. */
-static __device__ void canny_tile_label_par(const unsigned (*s_cand)[2], const unsigned (*s_strong)[2], int *s_blab,
-                                            unsigned *s_rem, unsigned *s_ebits, int *s_seed, canny_row *e0,
-                                            canny_row *e1, canny_row *c0, canny_row *c1, int scan)
-{
-    const int l = threadIdx.x % 32, wp = threadIdx.x / 32;
-    unsigned eb = 0;
     canny_row a, b;
+    unsigned cb, eb, rem;
+    int lab;
 
     *c0 = s_cand[2 * l][0] | (canny_row)s_cand[2 * l][1] << 32;
     *c1 = s_cand[2 * l + 1][0] | (canny_row)s_cand[2 * l + 1][1] << 32;
-    unsigned cb = canny_border8(*c0, *c1, l);
-    if (wp == 0) {
-        for (unsigned m = cb; m; m &= m - 1) {
-            int id = canny_bid(l, __ffs(m) - 1);
-            atomicOr(s_rem + id / 32, 1u << (id % 32));
-        }
-    }
-    __syncthreads();
-    if (wp == 0) {
-        *e0 = s_strong[2 * l][0] | (canny_row)s_strong[2 * l][1] << 32;
-        *e1 = s_strong[2 * l + 1][0] | (canny_row)s_strong[2 * l + 1][1] << 32;
-        if (__any_sync(CANNY_ALL, (*e0 | *e1) != 0))
-            canny_flood(*c0, *c1, e0, e1, scan);
-        eb = canny_border8(*e0, *e1, l);
-        for (unsigned m = eb; m; m &= m - 1) {
-            int id = canny_bid(l, __ffs(m) - 1);
-            atomicOr(s_ebits + id / 32, 1u << (id % 32));
-        }
-    }
-    for (int round = 0;; round++) {
-        int k = round == 0 ? wp - 1 : wp, seed = k >= 0 ? canny_kth(s_rem, k) : -1, keep = 0;
-        if (seed >= 0) {
-            int sx, sy;
-            canny_bpos(seed, &sx, &sy);
-            a = l == sy / 2 && !(sy & 1) ? 1ull << sx : 0;
-            b = l == sy / 2 && (sy & 1) ? 1ull << sx : 0;
-            canny_flood(*c0, *c1, &a, &b, scan);
-        }
-        if (l == 0)
-            s_seed[wp] = seed;
-        __syncthreads(); /* E, s_ebits and this round's seeds are known */
-        if (seed >= 0 && !((s_ebits[seed / 32] >> (seed % 32)) & 1)) {
-            keep = 1;
-            for (int i = 0; i < wp && keep; i++)
-                if (s_seed[i] >= 0 && canny_has(a, b, s_seed[i]))
-                    keep = 0;
-        }
-        __syncthreads(); /* every warp has read s_seed and s_rem */
-        if (keep) {
-            for (unsigned m = canny_border8(a, b, l) & cb; m; m &= m - 1) {
-                int id = canny_bid(l, __ffs(m) - 1);
-                s_blab[id] = seed;
-                atomicAnd(s_rem + id / 32, ~(1u << (id % 32)));
-            }
-        }
-        if (round == 0 && wp == 0) {
-            int lab = canny_min_bid(eb, l);
-            for (unsigned m = eb; m; m &= m - 1) {
-                int id = canny_bid(l, __ffs(m) - 1);
-                s_blab[id] = lab | CANNY_SB;
-                atomicAnd(s_rem + id / 32, ~(1u << (id % 32)));
-            }
-        }
-        __syncthreads();
-        if (canny_kth(s_rem, 0) < 0)
-            break;
+    *e0 = s_strong[2 * l][0] | (canny_row)s_strong[2 * l][1] << 32;
+    *e1 = s_strong[2 * l + 1][0] | (canny_row)s_strong[2 * l + 1][1] << 32;
+    if (__any_sync(CANNY_ALL, (*e0 | *e1) != 0))
+        canny_flood(*c0, *c1, e0, e1);
+    cb = canny_border8(*c0, *c1, l);
+    eb = canny_border8(*e0, *e1, l);
+    lab = canny_min_bid(eb, l);
+    for (unsigned m = eb; m; m &= m - 1)
+        s_blab[canny_bid(l, __ffs(m) - 1)] = lab | CANNY_SB;
+    rem = cb & ~eb;
+    while (__any_sync(CANNY_ALL, rem != 0)) {
+        int seed = canny_min_bid(rem, l), sx, sy;
+        canny_bpos(seed, &sx, &sy);
+        a = l == sy / 2 && !(sy & 1) ? 1ull << sx : 0;
+        b = l == sy / 2 && (sy & 1) ? 1ull << sx : 0;
+        canny_flood(*c0, *c1, &a, &b);
+        unsigned fb = canny_border8(a, b, l) & rem;
+        for (unsigned m = fb; m; m &= m - 1)
+            s_blab[canny_bid(l, __ffs(m) - 1)] = seed;
+        rem &= ~fb;
     }
 }
 
@@ -512,7 +396,7 @@ static __device__ void canny_tile_label_par(const unsigned (*s_cand)[2], const u
 template <int R, bool L2>
 __global__ void __launch_bounds__(CANNY_THREADS) k_canny_tile(const uint8_t *__restrict__ d_gray, int w, int h,
                                                               int low, int high, int *__restrict__ d_parent,
-                                                              int *__restrict__ d_flag, int wvec, int scan)
+                                                              int *__restrict__ d_flag, int wvec)
 {
     constexpr int HR = R + 1, SW = CANNY_T + 2 * HR, MW = CANNY_T + 2;
     __shared__ __align__(16) uint8_t s_in[SW * CANNY_SS];
@@ -520,15 +404,12 @@ __global__ void __launch_bounds__(CANNY_THREADS) k_canny_tile(const uint8_t *__r
     __shared__ MT s_mag[MW * MW];
     __shared__ uint8_t s_sec[CANNY_T * CANNY_T];
     __shared__ unsigned s_cand[CANNY_T][2], s_strong[CANNY_T][2];
-    __shared__ int s_blab[CANNY_PERIM], s_seed[CANNY_THREADS / 32];
-    __shared__ unsigned s_rem[8], s_ebits[8];
+    __shared__ int s_blab[CANNY_PERIM];
     const int tid = threadIdx.x, x0 = blockIdx.x * CANNY_T, y0 = blockIdx.y * CANNY_T;
     const int tile = blockIdx.y * gridDim.x + blockIdx.x, lx = tid % CANNY_T;
 
     for (int i = tid; i < CANNY_PERIM; i += CANNY_THREADS)
         s_blab[i] = -1;
-    if (tid < 8)
-        s_rem[tid] = 0, s_ebits[tid] = 0;
     if (wvec && x0 >= 4 && x0 + CANNY_SS - 4 <= w && y0 >= HR && y0 + CANNY_T + HR <= h) {
         for (int i = tid; i < SW * (CANNY_SS / 4); i += CANNY_THREADS) {
             int sy = i / (CANNY_SS / 4), k = i - sy * (CANNY_SS / 4);
@@ -569,15 +450,9 @@ __global__ void __launch_bounds__(CANNY_THREADS) k_canny_tile(const uint8_t *__r
     __syncthreads();
     canny_row c0, c1, e0, e1, *cm = (canny_row *)(d_parent + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
     canny_row *em = (canny_row *)(d_flag + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
-    if (scan & 2) {
-        canny_tile_label_par(s_cand, s_strong, s_blab, s_rem, s_ebits, s_seed, &e0, &e1, &c0, &c1, scan & 1);
-        if (tid >= 32)
-            return;
-    } else {
-        if (tid >= 32)
-            return;
-        canny_tile_label(s_cand, s_strong, s_blab, &e0, &e1, &c0, &c1, scan & 1);
-    }
+    if (tid >= 32)
+        return;
+    canny_tile_label(s_cand, s_strong, s_blab, &e0, &e1, &c0, &c1);
     cm[2 * tid] = c0, cm[2 * tid + 1] = c1, em[2 * tid] = e0, em[2 * tid + 1] = e1;
     __syncwarp();
     for (int i = tid; i < CANNY_PERIM; i += 32) {
@@ -642,7 +517,7 @@ static __device__ __forceinline__ unsigned canny_bytes4(unsigned b)
  * allow 16-byte stores). */
 __global__ void __launch_bounds__(128) k_canny_final(uint8_t *__restrict__ d_out, int w, int h, int tiles_x,
                                                      int tiles, int vec, const int *__restrict__ d_parent,
-                                                     const int *__restrict__ d_flag, int scan)
+                                                     const int *__restrict__ d_flag)
 {
     __shared__ canny_row s_rows[4][CANNY_T];
     const int wp = threadIdx.x / 32, l = threadIdx.x % 32, tile = blockIdx.x * 4 + wp;
@@ -670,7 +545,7 @@ __global__ void __launch_bounds__(128) k_canny_final(uint8_t *__restrict__ d_out
             r1 |= bot;
         r0 |= (canny_row)((seed >> 4) & 1) | (canny_row)((seed >> 6) & 1) << 63;
         r1 |= (canny_row)((seed >> 5) & 1) | (canny_row)((seed >> 7) & 1) << 63;
-        canny_flood(c0, c1, &r0, &r1, scan);
+        canny_flood(c0, c1, &r0, &r1);
     }
     s_rows[wp][2 * l] = r0, s_rows[wp][2 * l + 1] = r1;
     __syncwarp();
@@ -710,19 +585,13 @@ size_t canny_scratch_bytes(int w, int h, int in_ch, int blur)
     return b;
 }
 
-static int canny_scan_knob(void)
-{
-    const char *v = getenv("EDGED_CANNY_SCAN");
-    return v ? atoi(v) : 1;
-}
-
 template <int R, bool L2>
 static void canny_tile_launch(const struct canny_dev *d, int low, int high)
 {
     dim3 grid(div_up(d->w, CANNY_T), div_up(d->h, CANNY_T));
     int wvec = d->w % 4 == 0 && (uintptr_t)d->d_gray % 4 == 0;
     k_canny_tile<R, L2><<<grid, CANNY_THREADS, 0, d->stream>>>(d->d_gray, d->w, d->h, low, high, d->d_parent,
-                                                                d->d_flag, wvec, canny_scan_knob());
+                                                                d->d_flag, wvec);
 }
 
 cudaError_t canny_core(const struct canny_dev *d, const struct canny_params *p, const char **what)
@@ -743,8 +612,6 @@ cudaError_t canny_core(const struct canny_dev *d, const struct canny_params *p, 
     }
     if ((e = cudaGetLastError()) != cudaSuccess)
         return e;
-    if (canny_scan_knob() & 4)
-        goto fin;
     *what = "canny seam kernel";
     k_canny_seams<<<div_up(tiles * 2 * CANNY_T, 256), 256, 0, d->stream>>>(d->w, d->h, tiles_x, tiles, d->d_parent);
     if ((e = cudaGetLastError()) != cudaSuccess)
@@ -753,10 +620,9 @@ cudaError_t canny_core(const struct canny_dev *d, const struct canny_params *p, 
     k_canny_roots<<<div_up(slots, 256), 256, 0, d->stream>>>(slots, d->d_parent, d->d_flag);
     if ((e = cudaGetLastError()) != cudaSuccess)
         return e;
-fin:
     *what = "canny final kernel";
     k_canny_final<<<div_up(tiles, 4), 128, 0, d->stream>>>(d->d_out, d->w, d->h, tiles_x, tiles, vec, d->d_parent,
-                                                            d->d_flag, canny_scan_knob() & 1);
+                                                            d->d_flag);
     return cudaGetLastError();
 }
 

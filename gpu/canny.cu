@@ -1,6 +1,7 @@
 /* canny.cu — Canny on the device with cv::Canny's map: gray conversion and pre-blur, one tiled
- * kernel for Sobel, magnitude, suppression, thresholds and the hysteresis inside each tile, then
- * hysteresis across tiles as connected components of the tiles' border pixels (docs/gpu.md).
+ * kernel for Sobel, magnitude, suppression, thresholds and the hysteresis inside each tile (on bit
+ * masks), then hysteresis across tiles as connected components of the tiles' border pixels, and a
+ * last pass per tile that writes the map (docs/gpu.md).
  *
  * Why it is exact: the derivatives are integer sums (the order of the terms does not matter), the
  * magnitude, the sector test and the tie rules are the integer expressions of cpu_ref/canny.c, and
@@ -9,17 +10,23 @@
  * finds, in whatever order its unions run. */
 #include <string.h>
 
+#include <type_traits>
+
 #include "canny.h"
 #include "gconv_internal.h"
 
 #define CANNY_T 64                         /* tile side */
 #define CANNY_PERIM (4 * CANNY_T - 4)      /* border pixels of a tile: the global nodes per tile */
+#define CANNY_SLOTS 384                    /* ints per tile in d_parent and d_flag: the nodes, then */
+#define CANNY_MASKS 256                    /* from here the tile's 64 rows of candidates (d_parent) */
+                                           /* and of edges found inside the tile (d_flag) */
 #define CANNY_THREADS 256                  /* per tile */
+#define CANNY_SS (CANNY_T + 8)             /* bytes per row of a tile's samples: x0 - 4 .. x0 + 67 */
 #define CANNY_ROWS (CANNY_THREADS / CANNY_T) /* rows a tile's threads cover at once */
 #define CANNY_PX (CANNY_T * CANNY_T / CANNY_THREADS) /* pixels per thread */
 #define CANNY_TG22 13573u                  /* tan(22.5 deg) in Q15, cv::Canny's sector test */
-#define CANNY_EDGE 255                     /* codes of the map between the kernels: 0 none, 255 edge, */
-#define CANNY_STRONG (1 << 30)             /* 1..CANNY_PERIM waits for node code-1 of its tile */
+#define CANNY_EDGE 255                     /* an edge pixel in the map */
+#define CANNY_SB (1 << 9)                  /* a border label's mark: its component holds a strong pixel */
 
 /* ---- gray conversion and pre-blur ------------------------------------------------------------ */
 
@@ -72,21 +79,13 @@ __global__ void k_canny_blur(const float *__restrict__ d_l, const float *__restr
     d_gray[(size_t)y * w + x] = pixel_clamp_u8(acc);
 }
 
-/* ---- union-find, shared by the tile (shared memory) and the global border graph ----------- */
+/* ---- union-find over the global border graph --------------------------------------------------- */
 
 /* Labels only ever decrease and point to a member of the same component with a smaller or equal
- * index; a root points to itself. Reads are volatile: other threads lower labels meanwhile. */
-static __device__ __forceinline__ int uf_find(const volatile int *lab, int x)
-{
-    int p;
-    while ((p = lab[x]) != x)
-        x = p;
-    return x;
-}
-
-/* uf_find while other threads link: path splitting (each visited label moves on to its
- * grandparent, with atomicMin so that it only ever decreases) keeps the trees shallow, so that a
- * chain of unions (a spiral) does not make every later find walk the whole chain. */
+ * index; a root points to itself. uf_find_split finds the root while other threads link: path
+ * splitting (each visited label moves on to its grandparent, with atomicMin so that it only ever
+ * decreases) keeps the trees shallow, so that a chain of unions (a spiral) does not make every
+ * later find walk the whole chain. Reads are volatile: other threads lower labels meanwhile. */
 static __device__ __forceinline__ int uf_find_split(int *lab, int x)
 {
     const volatile int *v = lab;
@@ -123,11 +122,112 @@ static __device__ void uf_union(int *lab, int a, int b)
     }
 }
 
+/* ---- hysteresis inside a tile on bit masks ----------------------------------------------------- */
+
+/* A tile's rows are 64-bit words (bit x: column x). One warp holds a tile: lane l rows 2l and
+ * 2l+1. */
+typedef unsigned long long canny_row;
+#define CANNY_ALL 0xffffffffu
+
+/* The runs of c (horizontal stretches of set bits) that hold a bit of s, s a subset of c: adding s
+ * carries from each seed to the top of its run, the same on the reversed word to its bottom. */
+static __device__ __forceinline__ canny_row canny_runs(canny_row c, canny_row s)
+{
+    canny_row rc = __brevll(c), rs = __brevll(s);
+    return ((((c + s) ^ c) & c) | s) | __brevll((((rc + rs) ^ rc) & rc) | rs);
+}
+
+/* The columns of x and their left and right neighbours. */
+static __device__ __forceinline__ canny_row canny_dil(canny_row x)
+{
+    return x | x << 1 | x >> 1;
+}
+
+/* Straight down (or up) through the columns of the tile's mask: every row gains the bits of the
+ * row above (below) that it shares with c. A scan over the lanes with the operator (p, s) of the
+ * rows it passes: s' = s | p & s_before, p' = p & p_before, in 5 doubling steps; upwards the
+ * lanes run backwards and each lane's second row comes first. */
+template <bool DOWN>
+static __device__ __forceinline__ void canny_vscan(canny_row c0, canny_row c1, canny_row *a, canny_row *b)
+{
+    const int l = threadIdx.x % 32;
+    canny_row *first = DOWN ? a : b, *last = DOWN ? b : a, cf = DOWN ? c0 : c1, cl = DOWN ? c1 : c0;
+    canny_row p = c0 & c1, s = *last | (cl & *first), x;
+
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+        canny_row pp = DOWN ? __shfl_up_sync(CANNY_ALL, p, d) : __shfl_down_sync(CANNY_ALL, p, d);
+        canny_row sp = DOWN ? __shfl_up_sync(CANNY_ALL, s, d) : __shfl_down_sync(CANNY_ALL, s, d);
+        if (DOWN ? l >= d : l + d < 32)
+            s |= p & sp, p &= pp;
+    }
+    x = DOWN ? __shfl_up_sync(CANNY_ALL, s, 1) : __shfl_down_sync(CANNY_ALL, s, 1);
+    if (l == (DOWN ? 0 : 31))
+        x = 0;
+    *first |= cf & x;
+    *last |= cl & *first;
+}
+
+/* Grows r0, r1 (subsets of c0, c1) to the whole 8-connected components of the tile's mask c that
+ * they touch. Each round runs straight down and up the columns, then takes the neighbour rows
+ * from the adjacent lanes and fills the runs they reach, until a round changes no lane. */
+static __device__ void canny_flood(canny_row c0, canny_row c1, canny_row *r0, canny_row *r1)
+{
+    const int l = threadIdx.x % 32;
+    canny_row a = canny_runs(c0, *r0), b = canny_runs(c1, *r1);
+
+    for (;;) {
+        canny_vscan<true>(c0, c1, &a, &b);
+        canny_vscan<false>(c0, c1, &a, &b);
+        canny_row up = __shfl_up_sync(CANNY_ALL, b, 1), dn = __shfl_down_sync(CANNY_ALL, a, 1);
+        if (l == 0)
+            up = 0;
+        if (l == 31)
+            dn = 0;
+        canny_row na = canny_runs(c0, (a | canny_dil(up | b)) & c0);
+        canny_row nb = canny_runs(c1, (b | canny_dil(na | dn)) & c1);
+        na = canny_runs(c0, (na | canny_dil(nb)) & c0);
+        int changed = na != a || nb != b;
+        a = na, b = nb;
+        if (!__any_sync(CANNY_ALL, changed))
+            break;
+    }
+    *r0 = a, *r1 = b;
+}
+
+/* The tile border pixels that lane l watches, as 8 bits: top row columns l and l+32, bottom row
+ * the same, then its rows' first column (bits 4, 5) and last column (bits 6, 7), rows 1..62 only.
+ * A set bit's node label (canny_bid) grows with the bit. */
+static __device__ __forceinline__ unsigned canny_border8(canny_row r0, canny_row r1, int l)
+{
+    canny_row top = __shfl_sync(CANNY_ALL, r0, 0), bot = __shfl_sync(CANNY_ALL, r1, 31);
+    unsigned m = ((unsigned)(top >> l) & 1) | ((unsigned)(top >> (l + 32)) & 1) << 1 |
+                 ((unsigned)(bot >> l) & 1) << 2 | ((unsigned)(bot >> (l + 32)) & 1) << 3;
+
+    if (l > 0)
+        m |= ((unsigned)r0 & 1) << 4 | (unsigned)(r0 >> 63) << 6;
+    if (l < 31)
+        m |= ((unsigned)r1 & 1) << 5 | (unsigned)(r1 >> 63) << 7;
+    return m;
+}
+
+/* The node label (canny_id) of bit b of lane l's border bits: base (one byte per bit: 0, 32, 64,
+ * 96, 127, 128, 189, 190) plus l on the rows, 2l on the columns. */
+static __device__ __forceinline__ int canny_bid(int l, int b)
+{
+    return (int)((0xBEBD807F60402000ull >> (8 * b)) & 0xff) + (b < 4 ? l : 2 * l);
+}
+
+/* The smallest node label among the set border bits of all lanes (1 << 20 when none). */
+static __device__ __forceinline__ int canny_min_bid(unsigned m, int l)
+{
+    return (int)__reduce_min_sync(CANNY_ALL, m ? (unsigned)canny_bid(l, __ffs(m) - 1) : 1u << 20);
+}
+
 /* ---- the tile kernel -------------------------------------------------------------------------- */
 
-/* Label of tile pixel (lx, ly): the border pixels first (top row, bottom row, left then right
- * column without the corners), so that the root of a component, its smallest label, is a border
- * pixel whenever the component touches the border, and names that component's global node. */
+/* Label of tile pixel (lx, ly) on the tile border: the top row, the bottom row, the left then the
+ * right column without the corners. A component's smallest label names its global node. */
 static __device__ __forceinline__ int canny_id(int lx, int ly)
 {
     if (ly == 0)
@@ -136,15 +236,13 @@ static __device__ __forceinline__ int canny_id(int lx, int ly)
         return CANNY_T + lx;
     if (lx == 0)
         return 2 * CANNY_T + ly - 1;
-    if (lx == CANNY_T - 1)
-        return 3 * CANNY_T - 2 + ly - 1;
-    return CANNY_PERIM + (ly - 1) * (CANNY_T - 2) + lx - 1;
+    return 3 * CANNY_T - 2 + ly - 1;
 }
 
 /* The global node of image pixel (x, y), which must lie on its tile's border. */
 static __device__ __forceinline__ int canny_node(int x, int y, int tiles_x)
 {
-    return ((y / CANNY_T) * tiles_x + x / CANNY_T) * CANNY_PERIM + canny_id(x % CANNY_T, y % CANNY_T);
+    return ((y / CANNY_T) * tiles_x + x / CANNY_T) * CANNY_SLOTS + canny_id(x % CANNY_T, y % CANNY_T);
 }
 
 /* cv::getSobelKernels' smoothing and derivative taps, index k of 2r+1. */
@@ -173,25 +271,18 @@ static __device__ __forceinline__ int canny_div16(int s)
     return r > 8 || (r == 8 && (q & 1)) ? q + 1 : q;
 }
 
-/* dx, dy of the window whose top-left sample is p (rows `stride` bytes apart). */
+/* The derivative and smoothing sums of one row of the window whose first sample is p. */
 template <int R>
-static __device__ __forceinline__ void canny_sobel(const uint8_t *p, int stride, int *dx, int *dy)
+static __device__ __forceinline__ void canny_hrow(const uint8_t *p, int *de, int *sm)
 {
-    int sx = 0, sy = 0;
+    int a = 0, b = 0;
 #pragma unroll
-    for (int i = 0; i <= 2 * R; i++) {
-        int a = 0, b = 0;
-#pragma unroll
-        for (int j = 0; j <= 2 * R; j++) {
-            int v = p[i * stride + j];
-            a += canny_de(R, j) * v;
-            b += canny_sm(R, j) * v;
-        }
-        sx += canny_sm(R, i) * a;
-        sy += canny_de(R, i) * b;
+    for (int j = 0; j <= 2 * R; j++) {
+        int v = p[j];
+        a += canny_de(R, j) * v;
+        b += canny_sm(R, j) * v;
     }
-    *dx = R == 3 ? canny_div16(sx) : sx;
-    *dy = R == 3 ? canny_div16(sy) : sy;
+    *de = a, *sm = b;
 }
 
 /* The suppression sector: 0 compares left and right, 1 above and below, 2 above-left and
@@ -207,52 +298,138 @@ static __device__ __forceinline__ int canny_sector(int dx, int dy)
     return (dx ^ dy) < 0 ? 3 : 2;
 }
 
+/* The magnitudes of the tile and its ring (s_mag, MW x MW, 0 outside the image) and the sectors of
+ * the tile (s_sec) from the samples s_in (rows CANNY_SS apart, from column x0 - 4): one thread walks down a third of a
+ * column, keeping the row sums of its window in registers, so that each output costs one row
+ * sum instead of the whole window. The sums are integers: their order does not change them. */
+template <int R, bool L2, typename MT>
+static __device__ __forceinline__ void canny_mags(const uint8_t *s_in, MT *s_mag, uint8_t *s_sec, int x0, int y0,
+                                                  int w, int h)
+{
+    constexpr int SW = CANNY_SS, MW = CANNY_T + 2, K = 2 * R + 1, SR = MW / 3;
+    static_assert(MW % 3 == 0, "three strips per column");
+
+    for (int item = threadIdx.x; item < 3 * MW; item += CANNY_THREADS) {
+        const int mx = item % MW + 3 - R, my0 = item / MW * SR, gx = x0 + item % MW - 1;
+        int hde[K], hsm[K];
+#pragma unroll
+        for (int i = 0; i < K - 1; i++)
+            canny_hrow<R>(s_in + (my0 + i) * SW + mx, &hde[i], &hsm[i]);
+        for (int my = my0; my < my0 + SR; my++) {
+            int gy = y0 + my - 1, sx = 0, sy = 0, m = 0;
+            canny_hrow<R>(s_in + (my + K - 1) * SW + mx, &hde[K - 1], &hsm[K - 1]);
+#pragma unroll
+            for (int i = 0; i < K; i++) {
+                sx += canny_sm(R, i) * hde[i];
+                sy += canny_de(R, i) * hsm[i];
+            }
+            if ((unsigned)gx < (unsigned)w && (unsigned)gy < (unsigned)h) {
+                int dx = R == 3 ? canny_div16(sx) : sx, dy = R == 3 ? canny_div16(sy) : sy;
+                m = L2 ? dx * dx + dy * dy : abs(dx) + abs(dy);
+                if (gx >= x0 && gx < x0 + CANNY_T && my >= 1 && my <= CANNY_T)
+                    s_sec[(my - 1) * CANNY_T + gx - x0] = (uint8_t)canny_sector(dx, dy);
+            }
+            s_mag[my * MW + gx - x0 + 1] = (MT)m;
+#pragma unroll
+            for (int i = 0; i < K - 1; i++)
+                hde[i] = hde[i + 1], hsm[i] = hsm[i + 1];
+        }
+    }
+}
+
+/* The position of border label id in the tile. */
+static __device__ __forceinline__ void canny_bpos(int id, int *sx, int *sy)
+{
+    if (id < CANNY_T)
+        *sx = id, *sy = 0;
+    else if (id < 2 * CANNY_T)
+        *sx = id - CANNY_T, *sy = CANNY_T - 1;
+    else if (id < 3 * CANNY_T - 2)
+        *sx = 0, *sy = id - (2 * CANNY_T - 1);
+    else
+        *sx = CANNY_T - 1, *sy = id - (3 * CANNY_T - 3);
+}
+
+/* Warp 0 of a tile, after the classification: the edge mask E (the components of the candidates
+ * that hold a strong pixel, one flood from all strong pixels), then one flood per remaining
+ * component that touches the tile border, from its smallest border pixel. s_blab[id] receives,
+ * per candidate border pixel, its component's smallest label, plus CANNY_SB when it lies in E
+ * (all of E counts as one component: joining components that are edges anyway changes no pixel). */
+static __device__ void canny_tile_label(const unsigned (*s_cand)[2], const unsigned (*s_strong)[2], int *s_blab,
+                                        canny_row *e0, canny_row *e1, canny_row *c0, canny_row *c1)
+{
+    const int l = threadIdx.x % 32;
+    canny_row a, b;
+    unsigned cb, eb, rem;
+    int lab;
+
+    *c0 = s_cand[2 * l][0] | (canny_row)s_cand[2 * l][1] << 32;
+    *c1 = s_cand[2 * l + 1][0] | (canny_row)s_cand[2 * l + 1][1] << 32;
+    *e0 = s_strong[2 * l][0] | (canny_row)s_strong[2 * l][1] << 32;
+    *e1 = s_strong[2 * l + 1][0] | (canny_row)s_strong[2 * l + 1][1] << 32;
+    if (__any_sync(CANNY_ALL, (*e0 | *e1) != 0))
+        canny_flood(*c0, *c1, e0, e1);
+    cb = canny_border8(*c0, *c1, l);
+    eb = canny_border8(*e0, *e1, l);
+    lab = canny_min_bid(eb, l);
+    for (unsigned m = eb; m; m &= m - 1)
+        s_blab[canny_bid(l, __ffs(m) - 1)] = lab | CANNY_SB;
+    rem = cb & ~eb;
+    while (__any_sync(CANNY_ALL, rem != 0)) {
+        int seed = canny_min_bid(rem, l), sx, sy;
+        canny_bpos(seed, &sx, &sy);
+        a = l == sy / 2 && !(sy & 1) ? 1ull << sx : 0;
+        b = l == sy / 2 && (sy & 1) ? 1ull << sx : 0;
+        canny_flood(*c0, *c1, &a, &b);
+        unsigned fb = canny_border8(a, b, l) & rem;
+        for (unsigned m = fb; m; m &= m - 1)
+            s_blab[canny_bid(l, __ffs(m) - 1)] = seed;
+        rem &= ~fb;
+    }
+}
+
 /* One 64 x 64 tile: samples with a halo of r+1 (replicated at the image border), magnitudes with
- * a ring of 1 (0 outside the image, as cv::Canny frames them), suppression and thresholds, then
- * union-find over the tile's 8-connected candidates. Writes per pixel 255 (its component holds a
- * strong pixel), 0 (not a candidate, or a component inside the tile without one) or 1 + the label
- * of its component's root when that component touches the tile border and holds no strong pixel;
- * per border pixel its node's parent (the root's node, -1 when not a candidate) and flag (1: the
- * component holds a strong pixel). */
+ * a ring of 1 (0 outside the image, as cv::Canny frames them), suppression and thresholds into
+ * row masks of candidates and strong pixels, then canny_tile_label. Writes the tile's candidate
+ * and edge masks (the tail of its slots in d_parent and d_flag) and per border pixel its node's
+ * parent (its component's smallest node, -1 when not a candidate) and flag (1: in E). */
 template <int R, bool L2>
 __global__ void __launch_bounds__(CANNY_THREADS) k_canny_tile(const uint8_t *__restrict__ d_gray, int w, int h,
-                                                              int low, int high, uint8_t *__restrict__ d_code,
-                                                              int *__restrict__ d_parent, int *__restrict__ d_flag)
+                                                              int low, int high, int *__restrict__ d_parent,
+                                                              int *__restrict__ d_flag, int wvec)
 {
     constexpr int HR = R + 1, SW = CANNY_T + 2 * HR, MW = CANNY_T + 2;
-    __shared__ uint8_t s_in[SW * SW];
-    __shared__ int s_mag[MW * MW];
+    __shared__ __align__(16) uint8_t s_in[SW * CANNY_SS];
+    using MT = typename std::conditional<L2, int, unsigned short>::type; /* L1 magnitudes fit 16 bits */
+    __shared__ MT s_mag[MW * MW];
     __shared__ uint8_t s_sec[CANNY_T * CANNY_T];
-    __shared__ uint8_t s_cls[CANNY_T * CANNY_T];
-    __shared__ int s_lab[CANNY_T * CANNY_T];
-    __shared__ unsigned s_rowbits[CANNY_T][2];
+    __shared__ unsigned s_cand[CANNY_T][2], s_strong[CANNY_T][2];
+    __shared__ int s_blab[CANNY_PERIM];
     const int tid = threadIdx.x, x0 = blockIdx.x * CANNY_T, y0 = blockIdx.y * CANNY_T;
     const int tile = blockIdx.y * gridDim.x + blockIdx.x, lx = tid % CANNY_T;
-    int cls[CANNY_PX], root[CANNY_PX];
 
-    for (int i = tid; i < SW * SW; i += CANNY_THREADS) {
-        int sy = i / SW, sx = i - sy * SW;
-        int gx = min(max(x0 + sx - HR, 0), w - 1), gy = min(max(y0 + sy - HR, 0), h - 1);
-        s_in[i] = __ldg(d_gray + (size_t)gy * w + gx);
+    for (int i = tid; i < CANNY_PERIM; i += CANNY_THREADS)
+        s_blab[i] = -1;
+    if (wvec && x0 >= 4 && x0 + CANNY_SS - 4 <= w && y0 >= HR && y0 + CANNY_T + HR <= h) {
+        for (int i = tid; i < SW * (CANNY_SS / 4); i += CANNY_THREADS) {
+            int sy = i / (CANNY_SS / 4), k = i - sy * (CANNY_SS / 4);
+            ((unsigned *)s_in)[i] = __ldg((const unsigned *)(d_gray + (size_t)(y0 + sy - HR) * w + x0 - 4) + k);
+        }
+    } else {
+        for (int i = tid; i < SW * CANNY_SS; i += CANNY_THREADS) {
+            int sy = i / CANNY_SS, sx = i - sy * CANNY_SS;
+            int gx = min(max(x0 + sx - 4, 0), w - 1), gy = min(max(y0 + sy - HR, 0), h - 1);
+            s_in[i] = __ldg(d_gray + (size_t)gy * w + gx);
+        }
     }
     __syncthreads();
-    for (int i = tid; i < MW * MW; i += CANNY_THREADS) {
-        int my = i / MW, mx = i - my * MW, gx = x0 + mx - 1, gy = y0 + my - 1, m = 0;
-        if ((unsigned)gx < (unsigned)w && (unsigned)gy < (unsigned)h) {
-            int dx, dy;
-            canny_sobel<R>(s_in + my * SW + mx, SW, &dx, &dy);
-            m = L2 ? dx * dx + dy * dy : abs(dx) + abs(dy);
-            if (mx >= 1 && mx <= CANNY_T && my >= 1 && my <= CANNY_T)
-                s_sec[(my - 1) * CANNY_T + mx - 1] = (uint8_t)canny_sector(dx, dy);
-        }
-        s_mag[i] = m;
-    }
+    canny_mags<R, L2>(s_in, s_mag, s_sec, x0, y0, w, h);
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < CANNY_PX; k++) {
         int ly = tid / CANNY_T + k * CANNY_ROWS, c = 0;
         if (x0 + lx < w && y0 + ly < h) {
-            const int *mp = s_mag + (ly + 1) * MW + lx + 1;
+            const MT *mp = s_mag + (ly + 1) * MW + lx + 1;
             int m = mp[0], sec = s_sec[ly * CANNY_T + lx], keep;
             if (m > low) {
                 if (sec == 0)
@@ -266,78 +443,23 @@ __global__ void __launch_bounds__(CANNY_THREADS) k_canny_tile(const uint8_t *__r
                 c = keep ? (m > high ? 2 : 1) : 0;
             }
         }
-        cls[k] = c;
-        s_cls[ly * CANNY_T + lx] = (uint8_t)c;
-        unsigned bits = __ballot_sync(0xffffffffu, c != 0);
+        unsigned cand = __ballot_sync(CANNY_ALL, c != 0), strong = __ballot_sync(CANNY_ALL, c == 2);
         if (lx % 32 == 0)
-            s_rowbits[ly][lx / 32] = bits;
+            s_cand[ly][lx / 32] = cand, s_strong[ly][lx / 32] = strong;
     }
     __syncthreads();
-    /* Each horizontal run of candidates starts as one tree of depth 1 under its smallest label (its
-     * first pixel, or its last on the right column), so that the unions below are only the
-     * vertical ones, about one per pair of touching runs: a dense tile then makes a few hundred
-     * unions instead of four per pixel, all contending for the same roots. */
-#pragma unroll
-    for (int k = 0; k < CANNY_PX; k++) {
-        int ly = tid / CANNY_T + k * CANNY_ROWS;
-        unsigned long long m = s_rowbits[ly][0] | (unsigned long long)s_rowbits[ly][1] << 32;
-        unsigned long long below = ~m & ((1ull << lx) - 1), above = ~m & ~((2ull << lx) - 1);
-        int start = below ? 64 - __clzll(below) : 0, end = above ? __ffsll(above) - 2 : CANNY_T - 1;
-        int rep = canny_id(start, ly);
-        if (end == CANNY_T - 1 && canny_id(end, ly) < rep)
-            rep = canny_id(end, ly);
-        s_lab[canny_id(lx, ly)] = cls[k] ? rep : canny_id(lx, ly);
-    }
-    __syncthreads();
-    /* a candidate joins the run above it at the first pixel of each stretch where they touch: the
-     * pixel above; else above-left unless the left neighbour joined it; else above-right unless
-     * the right neighbour joins it */
-#pragma unroll
-    for (int k = 0; k < CANNY_PX; k++) {
-        int ly = tid / CANNY_T + k * CANNY_ROWS, id = canny_id(lx, ly);
-        const uint8_t *up = s_cls + (ly - 1) * CANNY_T + lx, *row = s_cls + ly * CANNY_T + lx;
-        if (!cls[k] || ly == 0)
-            continue;
-        int l = lx > 0 && row[-1], r = lx < CANNY_T - 1 && row[1];
-        int ul = lx > 0 && up[-1], ur = lx < CANNY_T - 1 && up[1];
-        if (up[0]) {
-            if (!(l && ul))
-                uf_union(s_lab, id, canny_id(lx, ly - 1));
-        } else {
-            if (ul && !l)
-                uf_union(s_lab, id, canny_id(lx - 1, ly - 1));
-            if (ur && !r)
-                uf_union(s_lab, id, canny_id(lx + 1, ly - 1));
-        }
-    }
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < CANNY_PX; k++)
-        root[k] = cls[k] ? uf_find(s_lab, canny_id(lx, tid / CANNY_T + k * CANNY_ROWS)) : -1;
-    __syncthreads();
-    /* one atomic per distinct root per warp: a large component's strong pixels would otherwise
-     * all hit one shared word */
-#pragma unroll
-    for (int k = 0; k < CANNY_PX; k++) {
-        unsigned same = __match_any_sync(0xffffffffu, cls[k] == 2 ? root[k] : -1);
-        if (cls[k] == 2 && (threadIdx.x % 32) == __ffs(same) - 1)
-            atomicOr(s_lab + root[k], CANNY_STRONG);
-    }
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < CANNY_PX; k++) {
-        int ly = tid / CANNY_T + k * CANNY_ROWS, id = canny_id(lx, ly), strong = 0, code = 0;
-        if (cls[k]) {
-            strong = (s_lab[root[k]] & CANNY_STRONG) != 0;
-            code = strong ? CANNY_EDGE : root[k] < CANNY_PERIM ? root[k] + 1 : 0;
-        }
-        if (x0 + lx < w && y0 + ly < h)
-            d_code[(size_t)(y0 + ly) * w + x0 + lx] = (uint8_t)code;
-        if (id < CANNY_PERIM) {
-            size_t node = (size_t)tile * CANNY_PERIM + id;
-            d_parent[node] = cls[k] ? tile * CANNY_PERIM + root[k] : -1;
-            d_flag[node] = strong;
-        }
+    canny_row c0, c1, e0, e1, *cm = (canny_row *)(d_parent + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
+    canny_row *em = (canny_row *)(d_flag + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
+    if (tid >= 32)
+        return;
+    canny_tile_label(s_cand, s_strong, s_blab, &e0, &e1, &c0, &c1);
+    cm[2 * tid] = c0, cm[2 * tid + 1] = c1, em[2 * tid] = e0, em[2 * tid + 1] = e1;
+    __syncwarp();
+    for (int i = tid; i < CANNY_PERIM; i += 32) {
+        int v = s_blab[i];
+        size_t node = (size_t)tile * CANNY_SLOTS + i;
+        d_parent[node] = v < 0 ? -1 : tile * CANNY_SLOTS + (v & ~CANNY_SB);
+        d_flag[node] = v >= 0 && (v & CANNY_SB);
     }
 }
 
@@ -368,49 +490,80 @@ __global__ void k_canny_seams(int w, int h, int tiles_x, int tiles, int *d_paren
     }
 }
 
-/* One thread per node: points each candidate node at its root and raises bit 2 of the root's flag
- * when the node's component in its tile holds a strong pixel. */
-__global__ void k_canny_roots(int nodes, int *d_parent, int *d_flag)
+/* One thread per node slot: points each candidate node at its root and raises bit 2 of the root's
+ * flag when the node's component in its tile holds a strong pixel. */
+__global__ void k_canny_roots(int slots, int *d_parent, int *d_flag)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x, r;
 
-    if (i >= nodes || d_parent[i] < 0)
+    if (i >= slots || i % CANNY_SLOTS >= CANNY_PERIM || d_parent[i] < 0)
         return;
     r = uf_find_split(d_parent, i);
     atomicMin(d_parent + i, r);
-    if (d_flag[i] & 1)
+    /* read before the atomic: in a dense map most nodes share one root, and their atomics on one
+     * word would run one after another */
+    if ((d_flag[i] & 1) && !(((const volatile int *)d_flag)[r] & 2))
         atomicOr(d_flag + r, 2);
 }
 
-/* The code of one waiting pixel, linear index j, resolved through its node's root. */
-static __device__ __forceinline__ uint8_t canny_wait(int code, size_t j, int w, int tiles_x, const int *d_parent,
-                                                     const int *d_flag)
+/* 4 bits to 4 bytes of 0 or 255. */
+static __device__ __forceinline__ unsigned canny_bytes4(unsigned b)
 {
-    int y = (int)(j / w), x = (int)(j - (size_t)y * w);
-    int node = ((y / CANNY_T) * tiles_x + x / CANNY_T) * CANNY_PERIM + code - 1;
-    return (d_flag[d_parent[node]] & 2) ? CANNY_EDGE : 0;
+    return ((b * 0x00204081u) & 0x01010101u) * 255u;
 }
 
-/* Every pixel still waiting becomes 255 or 0; 16 bytes a thread, most of them already final. */
-__global__ void k_canny_resolve(uint8_t *d_code, size_t n, int w, int tiles_x, const int *__restrict__ d_parent,
-                                const int *__restrict__ d_flag)
+/* One warp per tile: the edge mask grown by the border pixels whose global component holds a
+ * strong pixel, written as the 0/255 map (16 bytes a lane, 8 rows a step; `vec`: rows and base
+ * allow 16-byte stores). */
+__global__ void __launch_bounds__(128) k_canny_final(uint8_t *__restrict__ d_out, int w, int h, int tiles_x,
+                                                     int tiles, int vec, const int *__restrict__ d_parent,
+                                                     const int *__restrict__ d_flag)
 {
-    size_t j0 = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) * 16;
+    __shared__ canny_row s_rows[4][CANNY_T];
+    const int wp = threadIdx.x / 32, l = threadIdx.x % 32, tile = blockIdx.x * 4 + wp;
+    const canny_row *cm, *em;
+    canny_row c0, c1, r0, r1;
+    unsigned wait, seed = 0;
 
-    if (j0 >= n)
+    if (tile >= tiles)
         return;
-    if (j0 + 16 <= n) {
-        uint4 v = *(const uint4 *)(d_code + j0);
-        unsigned u[4] = {v.x, v.y, v.z, v.w}, busy = 0;
-        for (int q = 0; q < 4; q++)
-            busy |= ~(__vcmpeq4(u[q], 0u) | __vcmpeq4(u[q], 0xffffffffu));
-        if (!busy)
-            return;
+    cm = (const canny_row *)(d_parent + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
+    em = (const canny_row *)(d_flag + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
+    c0 = cm[2 * l], c1 = cm[2 * l + 1], r0 = em[2 * l], r1 = em[2 * l + 1];
+    wait = canny_border8(c0, c1, l) & ~canny_border8(r0, r1, l);
+    for (unsigned m = wait; m; m &= m - 1) {
+        int b = __ffs(m) - 1;
+        if (d_flag[d_parent[(size_t)tile * CANNY_SLOTS + canny_bid(l, b)]] & 2)
+            seed |= 1u << b;
     }
-    for (size_t j = j0; j < j0 + 16 && j < n; j++) {
-        int c = d_code[j];
-        if (c != 0 && c != CANNY_EDGE)
-            d_code[j] = canny_wait(c, j, w, tiles_x, d_parent, d_flag);
+    if (__any_sync(CANNY_ALL, seed != 0)) {
+        canny_row top = __ballot_sync(CANNY_ALL, seed & 1) | (canny_row)__ballot_sync(CANNY_ALL, seed & 2) << 32;
+        canny_row bot = __ballot_sync(CANNY_ALL, seed & 4) | (canny_row)__ballot_sync(CANNY_ALL, seed & 8) << 32;
+        if (l == 0)
+            r0 |= top;
+        if (l == 31)
+            r1 |= bot;
+        r0 |= (canny_row)((seed >> 4) & 1) | (canny_row)((seed >> 6) & 1) << 63;
+        r1 |= (canny_row)((seed >> 5) & 1) | (canny_row)((seed >> 7) & 1) << 63;
+        canny_flood(c0, c1, &r0, &r1);
+    }
+    s_rows[wp][2 * l] = r0, s_rows[wp][2 * l + 1] = r1;
+    __syncwarp();
+    const int x0 = (tile % tiles_x) * CANNY_T, y0 = (tile / tiles_x) * CANNY_T, x = x0 + (l % 4) * 16;
+    for (int i = 0; i < CANNY_T / 8; i++) {
+        int ly = i * 8 + l / 4, y = y0 + ly;
+        unsigned bits = (unsigned)(s_rows[wp][ly] >> ((l % 4) * 16)) & 0xffffu;
+        uint8_t *o = d_out + (size_t)y * w + x;
+        if (y >= h || x >= w)
+            continue;
+        if (vec) {
+            uint4 v = make_uint4(canny_bytes4(bits & 15), canny_bytes4((bits >> 4) & 15),
+                                 canny_bytes4((bits >> 8) & 15), canny_bytes4(bits >> 12));
+            *(uint4 *)o = v;
+        } else {
+            for (int j = 0; j < 16 && x + j < w; j++)
+                o[j] = (bits >> j) & 1 ? CANNY_EDGE : 0;
+        }
     }
 }
 
@@ -418,7 +571,7 @@ __global__ void k_canny_resolve(uint8_t *d_code, size_t n, int w, int tiles_x, c
 
 size_t canny_nodes(int w, int h)
 {
-    return (size_t)div_up(w, CANNY_T) * div_up(h, CANNY_T) * CANNY_PERIM;
+    return (size_t)div_up(w, CANNY_T) * div_up(h, CANNY_T) * CANNY_SLOTS;
 }
 
 size_t canny_scratch_bytes(int w, int h, int in_ch, int blur)
@@ -436,15 +589,15 @@ template <int R, bool L2>
 static void canny_tile_launch(const struct canny_dev *d, int low, int high)
 {
     dim3 grid(div_up(d->w, CANNY_T), div_up(d->h, CANNY_T));
-    k_canny_tile<R, L2><<<grid, CANNY_THREADS, 0, d->stream>>>(d->d_gray, d->w, d->h, low, high, d->d_out,
-                                                                d->d_parent, d->d_flag);
+    int wvec = d->w % 4 == 0 && (uintptr_t)d->d_gray % 4 == 0;
+    k_canny_tile<R, L2><<<grid, CANNY_THREADS, 0, d->stream>>>(d->d_gray, d->w, d->h, low, high, d->d_parent,
+                                                                d->d_flag, wvec);
 }
 
 cudaError_t canny_core(const struct canny_dev *d, const struct canny_params *p, const char **what)
 {
     int low, high, tiles_x = div_up(d->w, CANNY_T), tiles = tiles_x * div_up(d->h, CANNY_T);
-    int nodes = tiles * CANNY_PERIM;
-    size_t n = (size_t)d->w * d->h;
+    int slots = tiles * CANNY_SLOTS, vec = d->w % 16 == 0 && (uintptr_t)d->d_out % 16 == 0;
     cudaError_t e;
 
     canny_ints(p, &low, &high);
@@ -464,12 +617,12 @@ cudaError_t canny_core(const struct canny_dev *d, const struct canny_params *p, 
     if ((e = cudaGetLastError()) != cudaSuccess)
         return e;
     *what = "canny roots kernel";
-    k_canny_roots<<<div_up(nodes, 256), 256, 0, d->stream>>>(nodes, d->d_parent, d->d_flag);
+    k_canny_roots<<<div_up(slots, 256), 256, 0, d->stream>>>(slots, d->d_parent, d->d_flag);
     if ((e = cudaGetLastError()) != cudaSuccess)
         return e;
-    *what = "canny resolve kernel";
-    k_canny_resolve<<<(unsigned)((n + 16 * 256 - 1) / (16 * 256)), 256, 0, d->stream>>>(d->d_out, n, d->w, tiles_x,
-                                                                                      d->d_parent, d->d_flag);
+    *what = "canny final kernel";
+    k_canny_final<<<div_up(tiles, 4), 128, 0, d->stream>>>(d->d_out, d->w, d->h, tiles_x, tiles, vec, d->d_parent,
+                                                            d->d_flag);
     return cudaGetLastError();
 }
 

@@ -156,8 +156,8 @@ void gjpeg_close(struct gconv_ctx *ctx);
 
 /* ---- canny.cu: Canny on the device ---- */
 
-/* One Canny map: d_gray (w x h u8, rows dense) -> d_out (0/255, rows dense; also holds the codes
- * between the kernels); d_parent and d_flag: canny_nodes(w, h) ints each. */
+/* One Canny map: d_gray (w x h u8, rows dense) -> d_out (0/255, rows dense); d_parent and d_flag:
+ * canny_nodes(w, h) ints each. */
 struct canny_dev {
     const uint8_t *d_gray;
     uint8_t *d_out;
@@ -165,7 +165,8 @@ struct canny_dev {
     int w, h;
     cudaStream_t stream;
 };
-/* Global nodes of the hysteresis graph of a w x h image (the border pixels of its tiles). */
+/* Ints in each of d_parent, d_flag for a w x h image: per tile its border pixels (the nodes of the
+ * hysteresis graph) and its bit masks. */
 size_t canny_nodes(int w, int h);
 /* Device scratch of a Canny job: the node arrays, and the u8 gray (in_ch != 1 or blur) and float
  * luma (blur) planes. */

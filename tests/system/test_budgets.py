@@ -172,11 +172,12 @@ def test_health_under_256_idle_connections(make_server):
 
 def test_over_cap_idle_connection_is_cut_quickly(make_server):
     s = make_server("--max-conn-per-ip", "2")
-    held = [connect(s.port) for _ in range(2)]
+    # an address of their own: the fixture's readiness probes come from 127.0.0.1 and may still be open
+    held = [connect(s.port, source="127.0.0.7") for _ in range(2)]
     for c in held:  # answered, so both are counted before the third arrives (each has its own thread)
         c.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
         assert read_response(c, 5)[0] == 200
-    extra = connect(s.port)
+    extra = connect(s.port, source="127.0.0.7")
     t0 = time.time()
     extra.settimeout(10)
     try:

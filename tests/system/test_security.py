@@ -126,12 +126,13 @@ def test_cors_origin(make_server, small):
 
 def test_per_ip_connection_cap(make_server):
     s = make_server("--max-conn-per-ip", "3")
-    held = [connect(s.port) for _ in range(3)]
+    # an address of their own: the fixture's readiness probes come from 127.0.0.1 and may still be open
+    held = [connect(s.port, source="127.0.0.7") for _ in range(3)]
     for c in held:  # answered, so all three are counted before the 4th arrives (threads start in any order)
         c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         assert read_response(c, timeout=5)[0] == 200
     # a 4th connection from one address is answered, not reset: probes served, work refused 429
-    extra = connect(s.port)
+    extra = connect(s.port, source="127.0.0.7")
     extra.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
     status, _, _ = read_response(extra, timeout=3)
     assert status == 200, "health not answered on a connection past the address's cap"

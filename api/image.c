@@ -62,3 +62,17 @@ int img_same(const struct img *a, const struct img *b)
             return 0;
     return 1;
 }
+
+int img_max_diff(const struct img *a, const struct img *b)
+{
+    int m = 0;
+
+    if (a->w != b->w || a->h != b->h || a->ch != b->ch)
+        return -1;
+    for (int y = 0; y < a->h; y++)
+        for (size_t x = 0; x < (size_t)a->w * a->ch; x++) {
+            int d = abs((int)a->px[y * a->stride + x] - (int)b->px[y * b->stride + x]);
+            m = d > m ? d : m;
+        }
+    return m;
+}

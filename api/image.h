@@ -33,6 +33,10 @@ int img_alloc(struct img *im, int w, int h, int ch, char *err);
  * differ); 0 otherwise. Both must be unpacked. */
 int img_same(const struct img *a, const struct img *b);
 
+/* The largest difference of two samples at the same place of unpacked images a and b, or -1 when
+ * their width, height or channel count differ. */
+int img_max_diff(const struct img *a, const struct img *b);
+
 /* Frees the pixels and zeroes the struct; accepts NULL and an image never allocated. */
 void img_free(struct img *im);
 

@@ -62,22 +62,18 @@ static struct imageio_enc output_encoding(struct http_req *r, const struct param
 
 /* ---- decode ------------------------------------------------------------------------------- */
 
-/* Sniff and header (PNG, JPEG, WebP) against the limits before any pixel memory and before
- * waiting for a codec slot (a refused image never queues), then decode in a codec slot. */
-static int decode_image(struct service *s, const struct params *p, const uint8_t *d, size_t n, struct img *in,
-                        double *ms, char *err)
+/* Decodes in a codec slot the image whose header (imageio_peek) already passed the limits, so a
+ * refused image never waits for a slot. */
+static int decode_image(struct service *s, const struct params *p, const struct imageio_head *head, const uint8_t *d,
+                        size_t n, struct img *in, double *ms, char *err)
 {
-    struct imageio_head head;
-    long long px;
+    long long px = (long long)head->w * head->h;
     double t0;
     int rc;
 
-    if ((rc = imageio_peek(d, n, &s->lim, &head, err)) < 0)
-        return rc;
-    px = (long long)head.w * head.h;
     service_codec_enter(s, px);
     t0 = clock_ms();
-    rc = imageio_decode(d, n, &s->lim, &head, p->orientation == PARAMS_ORIENT_EXIF, in, err);
+    rc = imageio_decode(d, n, &s->lim, head, p->orientation == PARAMS_ORIENT_EXIF, in, err);
     *ms = clock_ms() - t0;
     service_codec_leave(s, px);
     return rc;
@@ -97,22 +93,23 @@ static int compare_cost(struct service *s, const struct filter_plan *plan, int w
 
 /* From the image header, before anything is decoded: refuses a job over --max-job-cpu-s (the cost
  * of the variant asked for; compare: cpu_serial), then reserves in the memory budget what `copies`
- * images of that size will hold (service_image_bytes); *bytes is what to give back. An image whose
- * header cannot be read reserves nothing: decode_image refuses it. */
-static int image_reserve(struct service *s, const struct upload *u, int copies, size_t *bytes, char *err)
+ * images of that size will hold (service_image_bytes); *bytes is what to give back. Parameters
+ * that make no plan reserve nothing here: job_prepare refuses them with their own message. */
+static int image_reserve(struct service *s, const struct upload *u, const struct imageio_head *head, int copies,
+                         size_t *bytes, char *err)
 {
     struct filter_plan plan;
-    struct imageio_head head;
-    int w, h, ch, rc;
+    char perr[EDGED_ERR_LEN];
     size_t need;
+    int rc;
 
     *bytes = 0;
-    if (imageio_peek(u->image, u->image_len, &s->lim, &head, err) < 0 || params_plan(&u->p, head.ch, &plan, err) < 0)
+    if (params_plan(&u->p, head->ch, &plan, perr) < 0)
         return 0;
-    w = head.w, h = head.h, ch = head.ch;
-    if ((rc = copies > 1 ? compare_cost(s, &plan, w, h, err) : service_check_cost(s, &plan, w, h, u->p.variant, err)) < 0)
+    if ((rc = copies > 1 ? compare_cost(s, &plan, head->w, head->h, err)
+                         : service_check_cost(s, &plan, head->w, head->h, u->p.variant, err)) < 0)
         return rc;
-    need = service_image_bytes(w, h, ch) * (size_t)copies;
+    need = service_image_bytes(head->w, head->h, head->ch) * (size_t)copies;
     if ((rc = budget_take(s->budget, need, SERVICE_BUDGET_WAIT_MS, err)) < 0)
         return rc;
     *bytes = need;
@@ -176,24 +173,21 @@ static const char *job_device(struct service *s, const struct job *job, char *bu
  * undecoded: the GPU worker decodes it in device memory (batched with other JPEG jobs), and a JPEG
  * result is encoded there too. Kinds nvJPEG never takes (CMYK, YCCK, RGB-coded, arithmetic coding)
  * stay on the CPU path. Returns 1 when the job took the bytes (plan and route set), 0 when the
- * input goes through decode_image, or the peek's error. */
-static int job_take_jpeg(struct service *s, struct http_req *r, const struct params *p, const uint8_t *d,
-                         size_t n, struct job *job, char *err)
+ * input goes through decode_image, or job_prepare's error. */
+static int job_take_jpeg(struct service *s, struct http_req *r, const struct params *p,
+                         const struct imageio_head *head, const uint8_t *d, size_t n, struct job *job, char *err)
 {
-    struct imageio_head head;
     int o, swap, rc;
 
     if (!s->cfg->gpu_jpeg || !backend_gpu_jpeg(s->backend) ||
         (p->variant != VARIANT_AUTO && !variant_is_gpu(p->variant)))
         return 0;
-    if ((rc = imageio_peek(d, n, &s->lim, &head, err)) < 0)
-        return rc;
-    if (head.fmt != IMAGEIO_JPEG || head.jpeg.arithmetic ||
-        (head.jpeg.cs != JPEGIO_CS_YCBCR && head.jpeg.cs != JPEGIO_CS_GRAY))
+    if (head->fmt != IMAGEIO_JPEG || head->jpeg.arithmetic ||
+        (head->jpeg.cs != JPEGIO_CS_YCBCR && head->jpeg.cs != JPEGIO_CS_GRAY))
         return 0;
-    o = p->orientation == PARAMS_ORIENT_EXIF ? head.orientation : 1;
+    o = p->orientation == PARAMS_ORIENT_EXIF ? head->orientation : 1;
     swap = o >= 5 && o <= 8;
-    job->in = (struct img){.w = swap ? head.h : head.w, .h = swap ? head.w : head.h, .ch = head.ch};
+    job->in = (struct img){.w = swap ? head->h : head->w, .h = swap ? head->w : head->h, .ch = head->ch};
     if ((rc = job_prepare(s, p, job, err)) < 0)
         return rc;
     if (job->lane != LANE_GPU || !(job->src = malloc(n))) { /* no memory: the CPU path says so */
@@ -292,21 +286,24 @@ void endpoint_filter(struct http_req *r, void *app)
     struct service *s = app;
     struct upload u;
     struct job *job = NULL;
+    struct imageio_head head;
     char err[EDGED_ERR_LEN];
     size_t reserved = 0;
     int rc;
 
+    /* the header once, against the limits, before any pixel memory, slot or budget */
     if ((rc = read_upload(r, PARAMS_FILTER, &u, err)) < 0 ||
-        (rc = image_reserve(s, &u, 1, &reserved, err)) < 0)
+        (rc = imageio_peek(u.image, u.image_len, &s->lim, &head, err)) < 0 ||
+        (rc = image_reserve(s, &u, &head, 1, &reserved, err)) < 0)
         goto fail;
     http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), 0, 0);
     if (!(job = job_new())) {
         rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");
         goto fail;
     }
-    if ((rc = job_take_jpeg(s, r, &u.p, u.image, u.image_len, job, err)) < 0 ||
+    if ((rc = job_take_jpeg(s, r, &u.p, &head, u.image, u.image_len, job, err)) < 0 ||
         (rc == 0 &&
-         (rc = decode_image(s, &u.p, u.image, u.image_len, &job->in, &http_req_times(r)->decode, err)) < 0))
+         (rc = decode_image(s, &u.p, &head, u.image, u.image_len, &job->in, &http_req_times(r)->decode, err)) < 0))
         goto fail;
     http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), job->in.w, job->in.h);
     if ((!job->src && (rc = job_prepare(s, &u.p, job, err)) < 0) || (rc = job_run(s, r, job, err)) < 0)
@@ -407,6 +404,7 @@ void endpoint_compare(struct http_req *r, void *app)
     struct img in = {0};
     struct compare *c = calloc(1, sizeof(*c));
     struct result_compare res = {0};
+    struct imageio_head head;
     char err[EDGED_ERR_LEN], dev[64];
     char *text;
     size_t reserved = 0;
@@ -416,8 +414,9 @@ void endpoint_compare(struct http_req *r, void *app)
     if (!c)
         rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");
     else if ((rc = read_upload(r, PARAMS_COMPARE, &u, err)) == 0 &&
-             (rc = image_reserve(s, &u, 2, &reserved, err)) == 0 &&
-             (rc = decode_image(s, &u.p, u.image, u.image_len, &in, &http_req_times(r)->decode, err)) == 0)
+             (rc = imageio_peek(u.image, u.image_len, &s->lim, &head, err)) == 0 &&
+             (rc = image_reserve(s, &u, &head, 2, &reserved, err)) == 0 &&
+             (rc = decode_image(s, &u.p, &head, u.image, u.image_len, &in, &http_req_times(r)->decode, err)) == 0)
         rc = compare_all(s, r, &u.p, &in, c, err);
     if (rc < 0) {
         http_respond_error(r, rc, err);

@@ -12,7 +12,7 @@
 # The version in the tags is the one in server/version.h.
 # Packages come from docker/deps.sh (the one list, also used by `make deps`); this file has none.
 # Configuration is only through EDGED_* environment variables (docs/configuration.md).
-# Both images run as uid/gid 10001, which docker/k8s/base/deployment.yaml names.
+# Both images run as uid/gid 10001 (docker/runtime_user.sh), which docker/k8s/base/deployment.yaml names.
 
 ARG CUDA_VERSION=13.0.0
 ARG CPU_BASE=debian:12-slim
@@ -27,12 +27,9 @@ RUN make -j"$(nproc)" GPU=0 DESTDIR=/stage PREFIX=/usr/local install
 
 # ---- cpu: the CPU-only image (docker build --target cpu) ----------------------------------------
 FROM ${CPU_BASE} AS cpu
-COPY docker/deps.sh /tmp/deps.sh
-RUN sh /tmp/deps.sh runtime \
-    && rm -rf /var/lib/apt/lists/* /tmp/deps.sh \
-    && groupadd --system --gid 10001 edged \
-    && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
-               --shell /usr/sbin/nologin edged
+COPY docker/deps.sh docker/runtime_user.sh /tmp/
+RUN sh /tmp/deps.sh runtime && sh /tmp/runtime_user.sh \
+    && rm -rf /var/lib/apt/lists/* /tmp/deps.sh /tmp/runtime_user.sh
 COPY --from=build-cpu /stage/ /
 USER 10001:10001
 ENV EDGED_PORT=8080 \
@@ -59,12 +56,9 @@ RUN make -j"$(nproc)" GPU=1 NPP=0 ${CUDA_ARCHS:+CUDA_ARCHS="$CUDA_ARCHS"} DESTDI
 
 # ---- gpu: shared libraries from deps.sh, the installed files (the default image) ----------------
 FROM nvidia/cuda:${CUDA_VERSION}-base-ubuntu24.04 AS gpu
-COPY docker/deps.sh /tmp/deps.sh
-RUN sh /tmp/deps.sh runtime \
-    && rm -rf /var/lib/apt/lists/* /tmp/deps.sh \
-    && groupadd --system --gid 10001 edged \
-    && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
-               --shell /usr/sbin/nologin edged
+COPY docker/deps.sh docker/runtime_user.sh /tmp/
+RUN sh /tmp/deps.sh runtime && sh /tmp/runtime_user.sh \
+    && rm -rf /var/lib/apt/lists/* /tmp/deps.sh /tmp/runtime_user.sh
 COPY --from=build /stage/ /
 USER 10001:10001
 # The CUDA JIT cache goes to /tmp: with a read-only root filesystem, mount a tmpfs or an

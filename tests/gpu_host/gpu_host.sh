@@ -2,6 +2,8 @@
 # gpu_host.sh — one pass on a GPU host: build, GPU tests, the quick set
 # under compute-sanitizer memcheck and racecheck, a bench with NPP and its charts. Logs under $OUT.
 # usage (repo root, with .debs carried): sh tests/gpu_host/gpu_host.sh [all|test|bench|fast]
+# test: test_gpu and test_gpu_jpeg, then memcheck, synccheck and one racecheck per GPU variant side
+# by side (each with its own time limit; a run killed at its limit says FAILED: TIMED OUT).
 # fast: the fast-kernel pass: full GPU tests, memcheck (quick set, every variant), racecheck of fast
 # alone, and the fast-vs-seed-vs-NPP bench at 8192^2 (fp32 gaussian and full-rank custom taps,
 # large separable gaussians, the u8 edge pipeline) with a summary table (fast_summary.txt), and ncu
@@ -47,7 +49,7 @@ fi
 { date -u; nvidia-smi; nvcc --version | tail -2; ls /usr/local/cuda/lib64/libnppif* 2>&1; } >> "$log" 2>&1
 
 # Build; when NPP (only here) breaks the build, build without it so the rest still runs.
-targets="$BUILD/edged $BUILD/tests/test_gpu"
+targets="$BUILD/edged $BUILD/tests/test_gpu $BUILD/tests/test_gpu_jpeg"
 # shellcheck disable=SC2086
 if ! step build 180 make -j16 BUILD="$BUILD" CUDA_ARCHS="$ARCHS" $targets >> "$log" 2>&1; then
     tail -40 "$log"
@@ -66,25 +68,31 @@ grep -c "warning:" "$log" | sed 's/^/build warnings (all files): /' | tee -a "$l
 if [ "$what" = all ] || [ "$what" = test ]; then
     step test_gpu 120 "$BUILD/tests/test_gpu" > "$OUT/test_gpu.log" 2>&1
     tail -n 12 "$OUT/test_gpu.log"; grep -m 20 FAIL "$OUT/test_gpu.log"
+    step test_gpu_jpeg 120 "$BUILD/tests/test_gpu_jpeg" > "$OUT/test_gpu_jpeg.log" 2>&1
+    tail -n 3 "$OUT/test_gpu_jpeg.log"; grep -m 20 FAIL "$OUT/test_gpu_jpeg.log"
+    # The sanitizer runs are independent processes on one GPU, each mostly one busy CPU thread: they
+    # run side by side, each with its own limit, log and status line. racecheck is ~35 ms a launch,
+    # so it runs once per variant (the smaller set): every variant in one run took past any sane limit.
     san="$OUT/sanitizer.log"
-    : > "$san"
-    for tool in memcheck synccheck; do
-        quick=2
-        [ "$tool" = memcheck ] && quick=1
-        echo "#### EDGED_GPU_QUICK=$quick compute-sanitizer --tool $tool" >> "$san"
-        limit=150
-        [ "$tool" = synccheck ] && limit=90
-        step "$tool" "$limit" env EDGED_GPU_QUICK=$quick compute-sanitizer --tool "$tool" \
-            --error-exitcode 99 "$BUILD/tests/test_gpu" >> "$san" 2>&1
-        grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed, [0-9]+ failed" "$san" | tail -n 2
-    done
-    # racecheck is ~35 ms a launch: every variant at once ran past any sane limit, so one run per
-    # variant (the smaller set), each with its own limit and its own status line
+    sdir="$OUT/san"
+    mkdir -p "$sdir"
+    sanitize() { # sanitize NAME SECONDS TOOL QUICK [ONLY [TEST]]: compute-sanitizer over TEST (test_gpu), in the background
+        ( step "$1" "$2" env EDGED_GPU_QUICK="$4" EDGED_GPU_ONLY="${5:-}" compute-sanitizer --tool "$3" \
+            --error-exitcode 99 "$BUILD/tests/${6:-test_gpu}" > "$sdir/$1.log" 2>&1 ) &
+    }
+    sanitize memcheck 240 memcheck 1
+    sanitize memcheck-jpeg 240 memcheck 1 "" test_gpu_jpeg
+    sanitize synccheck 240 synccheck 2
     for v in $(gpu_variants); do
-        echo "#### EDGED_GPU_QUICK=2 EDGED_GPU_ONLY=$v compute-sanitizer --tool racecheck" >> "$san"
-        step "racecheck-$v" 150 env EDGED_GPU_QUICK=2 EDGED_GPU_ONLY="$v" compute-sanitizer --tool racecheck \
-            --error-exitcode 99 "$BUILD/tests/test_gpu" >> "$san" 2>&1
-        grep -E "RACECHECK SUMMARY|passed, [0-9]+ failed" "$san" | tail -n 2 | sed "s/^/racecheck $v: /"
+        sanitize "racecheck-$v" 300 racecheck 2 "$v"
+    done
+    wait
+    : > "$san"
+    for f in "$sdir"/*.log; do
+        echo "#### $(basename "$f" .log)" >> "$san"
+        cat "$f" >> "$san"
+        echo "$(basename "$f" .log): $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$f" | tail -n 1)" \
+            "$(grep -E "passed, [0-9]+ failed" "$f" | tail -n 1)"
     done
 fi
 

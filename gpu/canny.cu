@@ -1,10 +1,12 @@
 /* canny.cu — Canny on the device with cv::Canny's map: gray conversion and pre-blur, one tiled
  * kernel for Sobel, magnitude, suppression, thresholds and the hysteresis inside each tile (on bit
  * masks), then hysteresis across tiles as connected components of the tiles' border pixels, and a
- * last pass per tile that writes the map (docs/gpu.md).
+ * last pass per tile that writes the map; a tile whose candidates do not reach its border is
+ * decided inside it, and the tile kernel writes its map (docs/gpu.md).
  *
- * Why it is exact: the derivatives are integer sums (the order of the terms does not matter), the
- * magnitude, the sector test and the tie rules are the integer expressions of cpu_ref/canny.c, and
+ * Why it is exact: the derivatives are integer sums (the order of the terms does not matter; the
+ * aperture-3 path packs two of them into the 16-bit lanes of a word, each lane kept in 0..65535),
+ * the magnitude, the sector test and the tie rules are the integer expressions of cpu_ref/canny.c, and
  * the hysteresis result is a property of the 8-connected components of the candidates (an edge is
  * a candidate whose component holds a pixel above the high threshold), which any correct labelling
  * finds, in whatever order its unions run. */
@@ -304,12 +306,21 @@ static __device__ __forceinline__ int canny_sector(int dx, int dy)
     return (dx ^ dy) < 0 ? 3 : 2;
 }
 
+/* Notes that row y of the tile holds a pixel over low (s_rows: a 64-bit row mask in two words);
+ * the read first spares dense tiles a queue of atomics on two words. */
+static __device__ __forceinline__ void canny_mark_row(unsigned *s_rows, int y)
+{
+    if (!((((volatile unsigned *)s_rows)[y / 32] >> (y % 32)) & 1))
+        atomicOr(s_rows + y / 32, 1u << (y % 32));
+}
+
 /* The magnitudes of the tile and its ring (s_mag, MW x MW, 0 outside the image) and the sectors of
- * the tile (s_sec) from the samples s_in (rows CANNY_SS apart, from column x0 - CANNY_OX): one thread walks down a third of a
- * column, keeping the row sums of its window in registers, so that each output costs one row
- * sum instead of the whole window. The sums are integers: their order does not change them. */
+ * the tile (s_sec) from the samples s_in (rows CANNY_SS apart, from column x0 - CANNY_OX), marking
+ * in s_rows the rows that hold a magnitude over low: one thread walks down a third of a column,
+ * keeping the row sums of its window in registers, so that each output costs one row sum instead
+ * of the whole window. The sums are integers: their order does not change them. */
 template <int R, bool L2, typename MT>
-static __device__ __forceinline__ void canny_mags(const uint8_t *s_in, MT *s_mag, uint8_t *s_sec, uint8_t *s_rowany,
+static __device__ __forceinline__ void canny_mags(const uint8_t *s_in, MT *s_mag, uint8_t *s_sec, unsigned *s_rows,
                                                   int x0, int y0, int w, int h, int low)
 {
     constexpr int SW = CANNY_SS, MW = CANNY_T + 2, K = 2 * R + 1, SR = MW / 3;
@@ -335,7 +346,7 @@ static __device__ __forceinline__ void canny_mags(const uint8_t *s_in, MT *s_mag
                 if (gx >= x0 && gx < x0 + CANNY_T && my >= 1 && my <= CANNY_T) {
                     s_sec[(my - 1) * CANNY_T + gx - x0] = (uint8_t)canny_sector(dx, dy);
                     if (m > low)
-                        s_rowany[my - 1] = 1;
+                        canny_mark_row(s_rows, my - 1);
                 }
             }
             s_mag[my * MW + gx - x0 + 1] = (MT)m;
@@ -371,7 +382,7 @@ static __device__ __forceinline__ void canny_sec_px(unsigned sx, unsigned sy, ui
 }
 
 static __device__ __forceinline__ void canny_mags_pair3(const uint8_t *s_in, unsigned short *s_mag, uint8_t *s_sec,
-                                                        uint8_t *s_rowany, int low)
+                                                        unsigned *s_rows, int low)
 {
     constexpr int MW = CANNY_T + 2, SW = CANNY_SS;
     const int item = threadIdx.x, strip = item / CANNY_PAIRS, mx = 2 * (item % CANNY_PAIRS);
@@ -397,7 +408,7 @@ static __device__ __forceinline__ void canny_mags_pair3(const uint8_t *s_in, uns
             canny_sec_px(sx & 0xffffu, sy & 0xffffu, s_sec, mx - 1, my - 1);
             canny_sec_px(sx >> 16, sy >> 16, s_sec, mx, my - 1);
             if ((unsigned)(my - 1) < CANNY_T)
-                s_rowany[my - 1] = 1;
+                canny_mark_row(s_rows, my - 1);
         }
         dea = deb, sma = smb, deb = dec, smb = smc;
     }
@@ -493,11 +504,16 @@ static __device__ __forceinline__ void canny_load(const uint8_t *__restrict__ d_
     const bool rows = y0 >= HR && y0 + CANNY_T + HR <= h;
 
     if (vec == 16 && rows && x0 >= CANNY_OX && x0 + CANNY_T + CANNY_OX <= w) {
-        constexpr int Q = CANNY_SS / 16;
-        for (int i = threadIdx.x; i < SW * Q; i += CANNY_THREADS) {
-            int sy = i / Q, k = i - sy * Q;
-            ((uint4 *)s_in)[i] = __ldg((const uint4 *)(d_gray + (size_t)(y0 + sy - HR) * w + x0 - CANNY_OX) + k);
-        }
+        constexpr int Q = CANNY_SS / 16, N = SW * Q;
+        static_assert(N >= CANNY_THREADS && N <= 2 * CANNY_THREADS, "one or two loads a thread");
+        const uint8_t *p = d_gray + (size_t)(y0 - HR) * w + x0 - CANNY_OX;
+        const int i0 = threadIdx.x, i1 = i0 + CANNY_THREADS;
+        uint4 a = __ldg((const uint4 *)(p + (size_t)(i0 / Q) * w) + i0 % Q), b; /* both in flight */
+        if (i1 < N)
+            b = __ldg((const uint4 *)(p + (size_t)(i1 / Q) * w) + i1 % Q);
+        ((uint4 *)s_in)[i0] = a;
+        if (i1 < N)
+            ((uint4 *)s_in)[i1] = b;
     } else if (vec >= 4 && rows && x0 >= 4 && x0 + CANNY_SPAN - 4 <= w) {
         constexpr int Q = CANNY_SPAN / 4;
         for (int i = threadIdx.x; i < SW * Q; i += CANNY_THREADS) {
@@ -515,15 +531,16 @@ static __device__ __forceinline__ void canny_load(const uint8_t *__restrict__ d_
 }
 
 /* One 64 x 64 tile: samples with a halo of r+1 (replicated at the image border), magnitudes with
- * a ring of 1 (0 outside the image, as cv::Canny frames them), suppression and thresholds into
- * row masks of candidates and strong pixels, then canny_tile_label. Writes the tile's candidate
- * and edge masks (the tail of its slots in d_parent and d_flag) and per border pixel its node's
- * parent (its component's smallest node, -1 when not a candidate) and flag (1: in E). */
+ * a ring of 1 (0 outside the image, as cv::Canny frames them), suppression (on the rows that hold
+ * a magnitude over low) and thresholds into row masks of candidates and strong pixels, then
+ * canny_tile_label. Writes the tile's state (slot CANNY_STATE of d_flag); for a tile with
+ * candidates also its candidate and edge masks (the tail of its slots in d_parent and d_flag) and
+ * per border pixel its node's parent (its component's smallest node, -1 when not a candidate) and
+ * flag (1: in E). A tile without nodes gets its map here: 0, or E. */
 template <int R, bool L2>
-__global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS) k_canny_tile(const uint8_t *__restrict__ d_gray, int w, int h,
-                                                              int low, int high, int *__restrict__ d_parent,
-                                                              int *__restrict__ d_flag, int vec,
-                                                              uint8_t *__restrict__ d_out, int ovec)
+__global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS)
+    k_canny_tile(const uint8_t *__restrict__ d_gray, int w, int h, int low, int high, int *__restrict__ d_parent,
+                 int *__restrict__ d_flag, int vec, uint8_t *__restrict__ d_out, int ovec)
 {
     constexpr int HR = R + 1, SW = CANNY_T + 2 * HR, MW = CANNY_T + 2;
     __shared__ __align__(16) uint8_t s_in[SW * CANNY_SS];
@@ -533,69 +550,70 @@ __global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS) k_canny_tile(cons
     __shared__ unsigned s_cand[CANNY_T][2];
     __shared__ __align__(8) unsigned s_strong[CANNY_T][2];
     __shared__ int s_blab[CANNY_PERIM];
-    __shared__ uint8_t s_rowany[CANNY_T]; /* 1: a pixel of the row exceeds low */
+    __shared__ unsigned s_rows[2]; /* bit y: a pixel of row y exceeds low */
     const int tid = threadIdx.x, x0 = blockIdx.x * CANNY_T, y0 = blockIdx.y * CANNY_T;
     const int tile = blockIdx.y * gridDim.x + blockIdx.x, lx = tid % CANNY_T;
 
-    for (int i = tid; i < CANNY_PERIM; i += CANNY_THREADS)
-        s_blab[i] = -1;
-    if (tid < CANNY_T)
-        s_rowany[tid] = 0;
+    if (tid < 2)
+        s_rows[tid] = 0;
+    (tid < 2 * CANNY_T ? &s_cand[0][0] : &s_strong[0][0])[tid % (2 * CANNY_T)] = 0;
     /* the tile and its halo lie inside the image: no clamps, no bounds */
     const bool inner = x0 >= 4 && x0 + CANNY_SPAN - 4 <= w && y0 >= HR && y0 + CANNY_T + HR <= h;
     canny_load<HR>(d_gray, s_in, x0, y0, w, h, vec);
     __syncthreads();
     if constexpr (R == 1 && !L2) {
         if (inner) {
-            canny_mags_pair3(s_in, s_mag, s_sec, s_rowany, low);
+            canny_mags_pair3(s_in, s_mag, s_sec, s_rows, low);
             low += CANNY_MB, high += CANNY_MB;
         } else {
-            canny_mags<R, L2>(s_in, s_mag, s_sec, s_rowany, x0, y0, w, h, low);
+            canny_mags<R, L2>(s_in, s_mag, s_sec, s_rows, x0, y0, w, h, low);
         }
     } else {
-        canny_mags<R, L2>(s_in, s_mag, s_sec, s_rowany, x0, y0, w, h, low);
+        canny_mags<R, L2>(s_in, s_mag, s_sec, s_rows, x0, y0, w, h, low);
     }
     __syncthreads();
+    const canny_row over = s_rows[0] | (canny_row)s_rows[1] << 32;
     int any = 0;
 #pragma unroll
     for (int k = 0; k < CANNY_PX; k++) {
         int ly = tid / CANNY_T + k * CANNY_ROWS, c = 0;
-        unsigned cand = 0, strong = 0;
-        if (s_rowany[ly]) { /* the same for the whole warp: one row */
-            if (inner || (x0 + lx < w && y0 + ly < h)) {
-                const MT *mp = s_mag + (ly + 1) * MW + lx + 1;
-                int m = mp[0], keep;
-                if (m > low) {
-                    int sec = s_sec[ly * CANNY_T + lx];
-                    if (sec == 0)
-                        keep = m > mp[-1] && m >= mp[1];
-                    else if (sec == 1)
-                        keep = m > mp[-MW] && m >= mp[MW];
-                    else if (sec == 2)
-                        keep = m > mp[-MW - 1] && m > mp[MW + 1];
-                    else
-                        keep = m > mp[-MW + 1] && m > mp[MW - 1];
-                    c = keep ? (m > high ? 2 : 1) : 0;
-                }
+        if (!((over >> ly) & 1)) /* the same for the whole warp: one row; s_cand and s_strong hold 0 */
+            continue;
+        if (inner || (x0 + lx < w && y0 + ly < h)) {
+            const MT *mp = s_mag + (ly + 1) * MW + lx + 1;
+            int m = mp[0], keep;
+            if (m > low) {
+                int sec = s_sec[ly * CANNY_T + lx];
+                if (sec == 0)
+                    keep = m > mp[-1] && m >= mp[1];
+                else if (sec == 1)
+                    keep = m > mp[-MW] && m >= mp[MW];
+                else if (sec == 2)
+                    keep = m > mp[-MW - 1] && m > mp[MW + 1];
+                else
+                    keep = m > mp[-MW + 1] && m > mp[MW - 1];
+                c = keep ? (m > high ? 2 : 1) : 0;
             }
-            cand = __ballot_sync(CANNY_ALL, c != 0), strong = __ballot_sync(CANNY_ALL, c == 2);
-            any |= cand != 0;
         }
+        unsigned cand = __ballot_sync(CANNY_ALL, c != 0), strong = __ballot_sync(CANNY_ALL, c == 2);
+        any |= cand != 0;
         if (lx % 32 == 0)
             s_cand[ly][lx / 32] = cand, s_strong[ly][lx / 32] = strong;
     }
     canny_row c0, c1, e0, e1, *cm = (canny_row *)(d_parent + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
     canny_row *em = (canny_row *)(d_flag + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
-    if (!__syncthreads_or(any)) { /* no candidate: empty masks and no nodes, written by all threads */
-        const size_t base = (size_t)tile * CANNY_SLOTS;
-        for (int i = tid; i < CANNY_SLOTS; i += CANNY_THREADS)
-            if (i <= CANNY_STATE || i >= CANNY_MASKS)
-                d_parent[base + i] = i < CANNY_MASKS ? -1 : 0, d_flag[base + i] = 0;
+    if (!__syncthreads_or(any)) { /* no candidate: the state says so (the later kernels read no more of
+                                   * the tile's slots) and the map is 0 */
+        if (tid == 0)
+            d_flag[(size_t)tile * CANNY_SLOTS + CANNY_STATE] = 0;
         canny_write_map(d_out, w, h, x0, y0, ovec, NULL, tid, CANNY_THREADS);
         return;
     }
     if (tid >= 32)
         return;
+    for (int i = tid; i < CANNY_PERIM; i += 32)
+        s_blab[i] = -1;
+    __syncwarp();
     canny_tile_label(s_cand, s_strong, s_blab, &e0, &e1, &c0, &c1);
     cm[2 * tid] = c0, cm[2 * tid + 1] = c1, em[2 * tid] = e0, em[2 * tid + 1] = e1;
     if (__any_sync(CANNY_ALL, canny_border8(c0, c1, tid) != 0)) {
@@ -620,30 +638,37 @@ __global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS) k_canny_tile(cons
 
 /* ---- hysteresis across tiles ----------------------------------------------------------------- */
 
-/* One warp per tile, a lane per pixel of its right column and bottom row: joins the pixel's node
- * with the candidate neighbours in the tiles to the right and below (each pair of 8-neighbours in
- * two tiles is seen from its left or upper pixel). Tiles without nodes leave at once. */
+/* Whether the tile holds nodes; the slots of a tile without are not written. */
+static __device__ __forceinline__ bool canny_has_nodes(const int *d_flag, int tile)
+{
+    return d_flag[(size_t)tile * CANNY_SLOTS + CANNY_STATE] & CANNY_HAS_NODE;
+}
+
+/* One thread per pixel of a tile's right column and bottom row: joins its node with the candidate
+ * neighbours in the tiles to the right and below (each pair of 8-neighbours in two tiles is seen
+ * from its left or upper pixel). Threads of tiles without nodes leave at once. */
 __global__ void k_canny_seams(int w, int h, int tiles_x, int tiles, int *d_parent, const int *__restrict__ d_flag)
 {
-    const int tile = (int)((blockIdx.x * (long)blockDim.x + threadIdx.x) / 32);
+    long t = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    int tile = (int)(t / (2 * CANNY_T)), k = (int)(t % (2 * CANNY_T)), x, y, a;
 
-    if (tile >= tiles || !(d_flag[(size_t)tile * CANNY_SLOTS + CANNY_STATE] & CANNY_HAS_NODE))
+    if (tile >= tiles || !canny_has_nodes(d_flag, tile))
         return;
-    for (int k = threadIdx.x % 32; k < 2 * CANNY_T; k += 32) {
-        int x = (tile % tiles_x) * CANNY_T + (k < CANNY_T ? CANNY_T - 1 : k - CANNY_T);
-        int y = (tile / tiles_x) * CANNY_T + (k < CANNY_T ? k : CANNY_T - 1), a;
-        if (x >= w || y >= h || d_parent[a = canny_node(x, y, tiles_x)] < 0)
+    x = (tile % tiles_x) * CANNY_T + (k < CANNY_T ? CANNY_T - 1 : k - CANNY_T);
+    y = (tile / tiles_x) * CANNY_T + (k < CANNY_T ? k : CANNY_T - 1);
+    if (x >= w || y >= h || d_parent[a = canny_node(x, y, tiles_x)] < 0)
+        return;
+    for (int d = 0; d <= 2; d++) { /* across, then the two diagonals, which only matter without it */
+        int e = d == 0 ? 0 : d == 1 ? -1 : 1, b;
+        int nx = k < CANNY_T ? x + 1 : x + e, ny = k < CANNY_T ? y + e : y + 1;
+        if ((unsigned)nx >= (unsigned)w || (unsigned)ny >= (unsigned)h)
             continue;
-        for (int d = 0; d <= 2; d++) { /* across, then the two diagonals, which only matter without it */
-            int e = d == 0 ? 0 : d == 1 ? -1 : 1, b;
-            int nx = k < CANNY_T ? x + 1 : x + e, ny = k < CANNY_T ? y + e : y + 1;
-            if ((unsigned)nx >= (unsigned)w || (unsigned)ny >= (unsigned)h ||
-                d_parent[b = canny_node(nx, ny, tiles_x)] < 0)
-                continue;
-            uf_union(d_parent, a, b);
-            if (d == 0) /* the diagonal neighbours touch that one: joined through it */
-                break;
-        }
+        b = canny_node(nx, ny, tiles_x);
+        if (!canny_has_nodes(d_flag, b / CANNY_SLOTS) || d_parent[b] < 0)
+            continue;
+        uf_union(d_parent, a, b);
+        if (d == 0) /* the diagonal neighbours touch that one: joined through it */
+            return;
     }
 }
 
@@ -663,17 +688,15 @@ static __device__ __forceinline__ void canny_root(int *d_parent, int *d_flag, in
         atomicOr(d_flag + r, 2);
 }
 
-/* One warp per tile, a thread per node: points each candidate node at its root and raises bit 2
- * of the root's flag when the node's component in its tile holds a strong pixel. Tiles without
- * nodes leave at once. */
+/* One thread per node (the first CANNY_PERIM slots of each tile): canny_root. Threads of tiles
+ * without nodes leave at once. */
 __global__ void k_canny_roots(int tiles, int *d_parent, int *d_flag)
 {
-    const int tile = (int)((blockIdx.x * (long)blockDim.x + threadIdx.x) / 32);
+    int t = blockIdx.x * blockDim.x + threadIdx.x, tile = t / CANNY_PERIM;
 
-    if (tile >= tiles || !(d_flag[(size_t)tile * CANNY_SLOTS + CANNY_STATE] & CANNY_HAS_NODE))
+    if (tile >= tiles || !canny_has_nodes(d_flag, tile))
         return;
-    for (int k = threadIdx.x % 32; k < CANNY_PERIM; k += 32)
-        canny_root(d_parent, d_flag, tile * CANNY_SLOTS + k);
+    canny_root(d_parent, d_flag, tile * CANNY_SLOTS + t % CANNY_PERIM);
 }
 
 /* One warp per tile: the edge mask grown by the border pixels whose global component holds a
@@ -691,7 +714,7 @@ __global__ void __launch_bounds__(128) k_canny_final(uint8_t *__restrict__ d_out
 
     if (tile >= tiles)
         return;
-    if (!(d_flag[(size_t)tile * CANNY_SLOTS + CANNY_STATE] & CANNY_HAS_NODE))
+    if (!canny_has_nodes(d_flag, tile))
         return; /* the tile kernel wrote its map */
     {
         cm = (const canny_row *)(d_parent + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
@@ -742,7 +765,9 @@ template <int R, bool L2>
 static void canny_tile_launch(const struct canny_dev *d, int low, int high)
 {
     dim3 grid(div_up(d->w, CANNY_T), div_up(d->h, CANNY_T));
-    int vec = d->w % 16 == 0 && (uintptr_t)d->d_gray % 16 == 0 ? 16 : d->w % 4 == 0 && (uintptr_t)d->d_gray % 4 == 0 ? 4 : 1;
+    int vec = d->w % 16 == 0 && (uintptr_t)d->d_gray % 16 == 0 ? 16
+              : d->w % 4 == 0 && (uintptr_t)d->d_gray % 4 == 0 ? 4
+                                                                : 1;
     int ovec = d->w % 16 == 0 && (uintptr_t)d->d_out % 16 == 0;
     k_canny_tile<R, L2><<<grid, CANNY_THREADS, 0, d->stream>>>(d->d_gray, d->w, d->h, low, high, d->d_parent,
                                                                 d->d_flag, vec, d->d_out, ovec);
@@ -767,11 +792,12 @@ cudaError_t canny_core(const struct canny_dev *d, const struct canny_params *p, 
     if ((e = cudaGetLastError()) != cudaSuccess)
         return e;
     *what = "canny seam kernel";
-    k_canny_seams<<<div_up(tiles * 32, 256), 256, 0, d->stream>>>(d->w, d->h, tiles_x, tiles, d->d_parent, d->d_flag);
+    k_canny_seams<<<div_up(tiles * 2 * CANNY_T, 256), 256, 0, d->stream>>>(d->w, d->h, tiles_x, tiles, d->d_parent,
+                                                                            d->d_flag);
     if ((e = cudaGetLastError()) != cudaSuccess)
         return e;
     *what = "canny roots kernel";
-    k_canny_roots<<<div_up(tiles * 32, 256), 256, 0, d->stream>>>(tiles, d->d_parent, d->d_flag);
+    k_canny_roots<<<div_up(tiles * CANNY_PERIM, 256), 256, 0, d->stream>>>(tiles, d->d_parent, d->d_flag);
     if ((e = cudaGetLastError()) != cudaSuccess)
         return e;
     *what = "canny final kernel";

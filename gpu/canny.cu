@@ -1,10 +1,12 @@
 /* canny.cu — Canny on the device with cv::Canny's map: gray conversion and pre-blur, one tiled
  * kernel for Sobel, magnitude, suppression, thresholds and the hysteresis inside each tile (on bit
  * masks), then hysteresis across tiles as connected components of the tiles' border pixels, and a
- * last pass per tile that writes the map (docs/gpu.md).
+ * last pass per tile that writes the map; a tile whose candidates do not reach its border is
+ * decided inside it, and the tile kernel writes its map (docs/gpu.md).
  *
- * Why it is exact: the derivatives are integer sums (the order of the terms does not matter), the
- * magnitude, the sector test and the tie rules are the integer expressions of cpu_ref/canny.c, and
+ * Why it is exact: the derivatives are integer sums (the order of the terms does not matter; the
+ * aperture-3 path packs two of them into the 16-bit lanes of a word, each lane kept in 0..65535),
+ * the magnitude, the sector test and the tie rules are the integer expressions of cpu_ref/canny.c, and
  * the hysteresis result is a property of the 8-connected components of the candidates (an edge is
  * a candidate whose component holds a pixel above the high threshold), which any correct labelling
  * finds, in whatever order its unions run. */
@@ -21,12 +23,18 @@
 #define CANNY_MASKS 256                    /* from here the tile's 64 rows of candidates (d_parent) */
                                            /* and of edges found inside the tile (d_flag) */
 #define CANNY_THREADS 256                  /* per tile */
-#define CANNY_SS (CANNY_T + 8)             /* bytes per row of a tile's samples: x0 - 4 .. x0 + 67 */
+#define CANNY_BLOCKS 6                     /* tiles an SM holds at once: 40 registers */
+#define CANNY_OX 16                        /* s_in column of x0: rows hold x0 - 16 .. x0 + 79, */
+#define CANNY_SS (CANNY_T + 2 * CANNY_OX)  /* 16-byte aligned where the image rows are */
+#define CANNY_SPAN (CANNY_T + 8)           /* the columns a tile reads: x0 - 4 .. x0 + 67 */
 #define CANNY_ROWS (CANNY_THREADS / CANNY_T) /* rows a tile's threads cover at once */
 #define CANNY_PX (CANNY_T * CANNY_T / CANNY_THREADS) /* pixels per thread */
 #define CANNY_TG22 13573u                  /* tan(22.5 deg) in Q15, cv::Canny's sector test */
 #define CANNY_EDGE 255                     /* an edge pixel in the map */
 #define CANNY_SB (1 << 9)                  /* a border label's mark: its component holds a strong pixel */
+#define CANNY_STATE CANNY_PERIM            /* d_flag slot of a tile's state: CANNY_HAS_* bits */
+#define CANNY_HAS_CAND 1                   /* the tile holds a candidate */
+#define CANNY_HAS_NODE 2                   /* ... and one on its border (a node) */
 
 /* ---- gray conversion and pre-blur ------------------------------------------------------------ */
 
@@ -298,19 +306,28 @@ static __device__ __forceinline__ int canny_sector(int dx, int dy)
     return (dx ^ dy) < 0 ? 3 : 2;
 }
 
+/* Notes that row y of the tile holds a pixel over low (s_rows: a 64-bit row mask in two words);
+ * the read first spares dense tiles a queue of atomics on two words. */
+static __device__ __forceinline__ void canny_mark_row(unsigned *s_rows, int y)
+{
+    if (!((((volatile unsigned *)s_rows)[y / 32] >> (y % 32)) & 1))
+        atomicOr(s_rows + y / 32, 1u << (y % 32));
+}
+
 /* The magnitudes of the tile and its ring (s_mag, MW x MW, 0 outside the image) and the sectors of
- * the tile (s_sec) from the samples s_in (rows CANNY_SS apart, from column x0 - 4): one thread walks down a third of a
- * column, keeping the row sums of its window in registers, so that each output costs one row
- * sum instead of the whole window. The sums are integers: their order does not change them. */
+ * the tile (s_sec) from the samples s_in (rows CANNY_SS apart, from column x0 - CANNY_OX), marking
+ * in s_rows the rows that hold a magnitude over low: one thread walks down a third of a column,
+ * keeping the row sums of its window in registers, so that each output costs one row sum instead
+ * of the whole window. The sums are integers: their order does not change them. */
 template <int R, bool L2, typename MT>
-static __device__ __forceinline__ void canny_mags(const uint8_t *s_in, MT *s_mag, uint8_t *s_sec, int x0, int y0,
-                                                  int w, int h)
+static __device__ __forceinline__ void canny_mags(const uint8_t *s_in, MT *s_mag, uint8_t *s_sec, unsigned *s_rows,
+                                                  int x0, int y0, int w, int h, int low)
 {
     constexpr int SW = CANNY_SS, MW = CANNY_T + 2, K = 2 * R + 1, SR = MW / 3;
     static_assert(MW % 3 == 0, "three strips per column");
 
     for (int item = threadIdx.x; item < 3 * MW; item += CANNY_THREADS) {
-        const int mx = item % MW + 3 - R, my0 = item / MW * SR, gx = x0 + item % MW - 1;
+        const int mx = item % MW + CANNY_OX - 1 - R, my0 = item / MW * SR, gx = x0 + item % MW - 1;
         int hde[K], hsm[K];
 #pragma unroll
         for (int i = 0; i < K - 1; i++)
@@ -326,14 +343,74 @@ static __device__ __forceinline__ void canny_mags(const uint8_t *s_in, MT *s_mag
             if ((unsigned)gx < (unsigned)w && (unsigned)gy < (unsigned)h) {
                 int dx = R == 3 ? canny_div16(sx) : sx, dy = R == 3 ? canny_div16(sy) : sy;
                 m = L2 ? dx * dx + dy * dy : abs(dx) + abs(dy);
-                if (gx >= x0 && gx < x0 + CANNY_T && my >= 1 && my <= CANNY_T)
+                if (gx >= x0 && gx < x0 + CANNY_T && my >= 1 && my <= CANNY_T) {
                     s_sec[(my - 1) * CANNY_T + gx - x0] = (uint8_t)canny_sector(dx, dy);
+                    if (m > low)
+                        canny_mark_row(s_rows, my - 1);
+                }
             }
             s_mag[my * MW + gx - x0 + 1] = (MT)m;
 #pragma unroll
             for (int i = 0; i < K - 1; i++)
                 hde[i] = hde[i + 1], hsm[i] = hsm[i + 1];
         }
+    }
+}
+
+/* Aperture 3 with the L1 norm on a tile whose halo lies inside the image: canny_mags on pairs of
+ * columns, two 16-bit lanes per register. Every lane of a sum stays within 0..65535, so the 32-bit
+ * adds are the lanes' own: the horizontal derivative carries +256, the derivatives +1024, and
+ * |dx| + |dy| = max(dx + dy, -dx - dy, dx - dy, dy - dx) is taken on four lanes carrying +B
+ * (max.s16x2). s_mag receives the magnitudes plus CANNY_MB; the sectors are written only where
+ * the magnitude exceeds low, the only ones the suppression reads. */
+#define CANNY_MB 4096 /* the bias of the fast path's magnitudes */
+#define CANNY_PAIRS ((CANNY_T + 2) / 2)
+#define CANNY_STRIPS (CANNY_THREADS / CANNY_PAIRS)
+static __device__ __forceinline__ void canny_hpair(const uint8_t *row, unsigned *de, unsigned *sm)
+{
+    unsigned lo = *(const unsigned short *)row, hi = *(const unsigned short *)(row + 2);
+    unsigned o = __byte_perm(lo, hi, 0x2120), e = __byte_perm(lo, hi, 0x2524), m = __byte_perm(lo, hi, 0x2421);
+
+    *de = e + 0x01000100u - o;
+    *sm = o + e + (m << 1);
+}
+
+static __device__ __forceinline__ void canny_sec_px(unsigned sx, unsigned sy, uint8_t *s_sec, int tx, int ty)
+{
+    if ((unsigned)tx < CANNY_T && (unsigned)ty < CANNY_T)
+        s_sec[ty * CANNY_T + tx] = (uint8_t)canny_sector((int)sx - 1024, (int)sy - 1024);
+}
+
+static __device__ __forceinline__ void canny_mags_pair3(const uint8_t *s_in, unsigned short *s_mag, uint8_t *s_sec,
+                                                        unsigned *s_rows, int low)
+{
+    constexpr int MW = CANNY_T + 2, SW = CANNY_SS;
+    const int item = threadIdx.x, strip = item / CANNY_PAIRS, mx = 2 * (item % CANNY_PAIRS);
+    const unsigned k1 = 0x00010001u, over = (0x7fffu - (unsigned)(min(max(low, -1), 2040) + CANNY_MB)) * k1;
+
+    if (strip >= CANNY_STRIPS)
+        return;
+    const int my0 = strip * MW / CANNY_STRIPS, my1 = (strip + 1) * MW / CANNY_STRIPS;
+    const uint8_t *p = s_in + my0 * SW + mx + CANNY_OX - 2;
+    unsigned dea, sma, deb, smb, dec, smc;
+    canny_hpair(p, &dea, &sma);
+    canny_hpair(p + SW, &deb, &smb);
+    p += 2 * SW;
+#pragma unroll 2
+    for (int my = my0; my < my1; my++, p += SW) {
+        canny_hpair(p, &dec, &smc);
+        unsigned sx = dea + dec + (deb << 1), sy = smc + 0x04000400u - sma;
+        unsigned p1 = sx + sy + (CANNY_MB - 2048) * k1, p2 = (CANNY_MB + 2048) * k1 - sx - sy;
+        unsigned p3 = sx - sy + CANNY_MB * k1, p4 = sy - sx + CANNY_MB * k1;
+        unsigned mb = __vmaxs2(__vimax3_s16x2(p1, p2, p3), p4);
+        *(unsigned *)(s_mag + my * MW + mx) = mb;
+        if ((mb + over) & 0x80008000u) {
+            canny_sec_px(sx & 0xffffu, sy & 0xffffu, s_sec, mx - 1, my - 1);
+            canny_sec_px(sx >> 16, sy >> 16, s_sec, mx, my - 1);
+            if ((unsigned)(my - 1) < CANNY_T)
+                canny_mark_row(s_rows, my - 1);
+        }
+        dea = deb, sma = smb, deb = dec, smb = smc;
     }
 }
 
@@ -388,50 +465,125 @@ static __device__ void canny_tile_label(const unsigned (*s_cand)[2], const unsig
     }
 }
 
+/* 4 bits to 4 bytes of 0 or 255. */
+static __device__ __forceinline__ unsigned canny_bytes4(unsigned b)
+{
+    return ((b * 0x00204081u) & 0x01010101u) * 255u;
+}
+
+/* Thread t of n writes its share of a tile's 0/255 map from the row masks s_rows (NULL: no edge), 16
+ * bytes a step (`vec`: rows and base allow 16-byte stores). */
+static __device__ __forceinline__ void canny_write_map(uint8_t *__restrict__ d_out, int w, int h, int x0, int y0,
+                                                       int vec, const canny_row *s_rows, int t, int n)
+{
+    for (int q = t; q < CANNY_T * 4; q += n) {
+        int ly = q / 4, x = x0 + (q % 4) * 16, y = y0 + ly;
+        unsigned bits = s_rows ? (unsigned)(s_rows[ly] >> ((q % 4) * 16)) & 0xffffu : 0;
+        uint8_t *o = d_out + (size_t)y * w + x;
+        if (y >= h || x >= w)
+            continue;
+        if (vec) {
+            *(uint4 *)o = make_uint4(canny_bytes4(bits & 15), canny_bytes4((bits >> 4) & 15),
+                                     canny_bytes4((bits >> 8) & 15), canny_bytes4(bits >> 12));
+        } else {
+            for (int j = 0; j < 16 && x + j < w; j++)
+                o[j] = (bits >> j) & 1 ? CANNY_EDGE : 0;
+        }
+    }
+}
+
+/* A tile's samples, rows y0 - HR .. y0 + 63 + HR, into s_in (column CANNY_OX is x0): 16-byte loads
+ * of x0 - 16 .. x0 + 79 where those lie inside the image and `vec` is 16 (rows and base aligned),
+ * 4-byte loads of x0 - 4 .. x0 + 67 where those lie inside and `vec` is 4 or 16, else bytes with
+ * the border replicated. */
+template <int HR>
+static __device__ __forceinline__ void canny_load(const uint8_t *__restrict__ d_gray, uint8_t *s_in, int x0, int y0,
+                                                  int w, int h, int vec)
+{
+    constexpr int SW = CANNY_T + 2 * HR;
+    const bool rows = y0 >= HR && y0 + CANNY_T + HR <= h;
+
+    if (vec == 16 && rows && x0 >= CANNY_OX && x0 + CANNY_T + CANNY_OX <= w) {
+        constexpr int Q = CANNY_SS / 16, N = SW * Q;
+        static_assert(N >= CANNY_THREADS && N <= 2 * CANNY_THREADS, "one or two loads a thread");
+        const uint8_t *p = d_gray + (size_t)(y0 - HR) * w + x0 - CANNY_OX;
+        const int i0 = threadIdx.x, i1 = i0 + CANNY_THREADS;
+        uint4 a = __ldg((const uint4 *)(p + (size_t)(i0 / Q) * w) + i0 % Q), b; /* both in flight */
+        if (i1 < N)
+            b = __ldg((const uint4 *)(p + (size_t)(i1 / Q) * w) + i1 % Q);
+        ((uint4 *)s_in)[i0] = a;
+        if (i1 < N)
+            ((uint4 *)s_in)[i1] = b;
+    } else if (vec >= 4 && rows && x0 >= 4 && x0 + CANNY_SPAN - 4 <= w) {
+        constexpr int Q = CANNY_SPAN / 4;
+        for (int i = threadIdx.x; i < SW * Q; i += CANNY_THREADS) {
+            int sy = i / Q, k = i - sy * Q;
+            ((unsigned *)(s_in + sy * CANNY_SS + CANNY_OX - 4))[k] =
+                __ldg((const unsigned *)(d_gray + (size_t)(y0 + sy - HR) * w + x0 - 4) + k);
+        }
+    } else {
+        for (int i = threadIdx.x; i < SW * CANNY_SPAN; i += CANNY_THREADS) {
+            int sy = i / CANNY_SPAN, sx = i - sy * CANNY_SPAN;
+            int gx = min(max(x0 + sx - 4, 0), w - 1), gy = min(max(y0 + sy - HR, 0), h - 1);
+            s_in[sy * CANNY_SS + CANNY_OX - 4 + sx] = __ldg(d_gray + (size_t)gy * w + gx);
+        }
+    }
+}
+
 /* One 64 x 64 tile: samples with a halo of r+1 (replicated at the image border), magnitudes with
- * a ring of 1 (0 outside the image, as cv::Canny frames them), suppression and thresholds into
- * row masks of candidates and strong pixels, then canny_tile_label. Writes the tile's candidate
- * and edge masks (the tail of its slots in d_parent and d_flag) and per border pixel its node's
- * parent (its component's smallest node, -1 when not a candidate) and flag (1: in E). */
+ * a ring of 1 (0 outside the image, as cv::Canny frames them), suppression (on the rows that hold
+ * a magnitude over low) and thresholds into row masks of candidates and strong pixels, then
+ * canny_tile_label. Writes the tile's state (slot CANNY_STATE of d_flag); for a tile with
+ * candidates also its candidate and edge masks (the tail of its slots in d_parent and d_flag) and
+ * per border pixel its node's parent (its component's smallest node, -1 when not a candidate) and
+ * flag (1: in E). A tile without nodes gets its map here: 0, or E. */
 template <int R, bool L2>
-__global__ void __launch_bounds__(CANNY_THREADS) k_canny_tile(const uint8_t *__restrict__ d_gray, int w, int h,
-                                                              int low, int high, int *__restrict__ d_parent,
-                                                              int *__restrict__ d_flag, int wvec)
+__global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS)
+    k_canny_tile(const uint8_t *__restrict__ d_gray, int w, int h, int low, int high, int *__restrict__ d_parent,
+                 int *__restrict__ d_flag, int vec, uint8_t *__restrict__ d_out, int ovec)
 {
     constexpr int HR = R + 1, SW = CANNY_T + 2 * HR, MW = CANNY_T + 2;
     __shared__ __align__(16) uint8_t s_in[SW * CANNY_SS];
     using MT = typename std::conditional<L2, int, unsigned short>::type; /* L1 magnitudes fit 16 bits */
-    __shared__ MT s_mag[MW * MW];
+    __shared__ __align__(16) MT s_mag[MW * MW];
     __shared__ uint8_t s_sec[CANNY_T * CANNY_T];
-    __shared__ unsigned s_cand[CANNY_T][2], s_strong[CANNY_T][2];
+    __shared__ unsigned s_cand[CANNY_T][2];
+    __shared__ __align__(8) unsigned s_strong[CANNY_T][2];
     __shared__ int s_blab[CANNY_PERIM];
+    __shared__ unsigned s_rows[2]; /* bit y: a pixel of row y exceeds low */
     const int tid = threadIdx.x, x0 = blockIdx.x * CANNY_T, y0 = blockIdx.y * CANNY_T;
     const int tile = blockIdx.y * gridDim.x + blockIdx.x, lx = tid % CANNY_T;
 
-    for (int i = tid; i < CANNY_PERIM; i += CANNY_THREADS)
-        s_blab[i] = -1;
-    if (wvec && x0 >= 4 && x0 + CANNY_SS - 4 <= w && y0 >= HR && y0 + CANNY_T + HR <= h) {
-        for (int i = tid; i < SW * (CANNY_SS / 4); i += CANNY_THREADS) {
-            int sy = i / (CANNY_SS / 4), k = i - sy * (CANNY_SS / 4);
-            ((unsigned *)s_in)[i] = __ldg((const unsigned *)(d_gray + (size_t)(y0 + sy - HR) * w + x0 - 4) + k);
+    if (tid < 2)
+        s_rows[tid] = 0;
+    (tid < 2 * CANNY_T ? &s_cand[0][0] : &s_strong[0][0])[tid % (2 * CANNY_T)] = 0;
+    /* the tile and its halo lie inside the image: no clamps, no bounds */
+    const bool inner = x0 >= 4 && x0 + CANNY_SPAN - 4 <= w && y0 >= HR && y0 + CANNY_T + HR <= h;
+    canny_load<HR>(d_gray, s_in, x0, y0, w, h, vec);
+    __syncthreads();
+    if constexpr (R == 1 && !L2) {
+        if (inner) {
+            canny_mags_pair3(s_in, s_mag, s_sec, s_rows, low);
+            low += CANNY_MB, high += CANNY_MB;
+        } else {
+            canny_mags<R, L2>(s_in, s_mag, s_sec, s_rows, x0, y0, w, h, low);
         }
     } else {
-        for (int i = tid; i < SW * CANNY_SS; i += CANNY_THREADS) {
-            int sy = i / CANNY_SS, sx = i - sy * CANNY_SS;
-            int gx = min(max(x0 + sx - 4, 0), w - 1), gy = min(max(y0 + sy - HR, 0), h - 1);
-            s_in[i] = __ldg(d_gray + (size_t)gy * w + gx);
-        }
+        canny_mags<R, L2>(s_in, s_mag, s_sec, s_rows, x0, y0, w, h, low);
     }
     __syncthreads();
-    canny_mags<R, L2>(s_in, s_mag, s_sec, x0, y0, w, h);
-    __syncthreads();
+    const canny_row over = s_rows[0] | (canny_row)s_rows[1] << 32;
+    int any = 0;
 #pragma unroll
     for (int k = 0; k < CANNY_PX; k++) {
         int ly = tid / CANNY_T + k * CANNY_ROWS, c = 0;
-        if (x0 + lx < w && y0 + ly < h) {
+        if (!((over >> ly) & 1)) /* the same for the whole warp: one row; s_cand and s_strong hold 0 */
+            continue;
+        if (inner || (x0 + lx < w && y0 + ly < h)) {
             const MT *mp = s_mag + (ly + 1) * MW + lx + 1;
-            int m = mp[0], sec = s_sec[ly * CANNY_T + lx], keep;
+            int m = mp[0], keep;
             if (m > low) {
+                int sec = s_sec[ly * CANNY_T + lx];
                 if (sec == 0)
                     keep = m > mp[-1] && m >= mp[1];
                 else if (sec == 1)
@@ -444,16 +596,37 @@ __global__ void __launch_bounds__(CANNY_THREADS) k_canny_tile(const uint8_t *__r
             }
         }
         unsigned cand = __ballot_sync(CANNY_ALL, c != 0), strong = __ballot_sync(CANNY_ALL, c == 2);
+        any |= cand != 0;
         if (lx % 32 == 0)
             s_cand[ly][lx / 32] = cand, s_strong[ly][lx / 32] = strong;
     }
-    __syncthreads();
     canny_row c0, c1, e0, e1, *cm = (canny_row *)(d_parent + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
     canny_row *em = (canny_row *)(d_flag + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
+    if (!__syncthreads_or(any)) { /* no candidate: the state says so (the later kernels read no more of
+                                   * the tile's slots) and the map is 0 */
+        if (tid == 0)
+            d_flag[(size_t)tile * CANNY_SLOTS + CANNY_STATE] = 0;
+        canny_write_map(d_out, w, h, x0, y0, ovec, NULL, tid, CANNY_THREADS);
+        return;
+    }
     if (tid >= 32)
         return;
+    for (int i = tid; i < CANNY_PERIM; i += 32)
+        s_blab[i] = -1;
+    __syncwarp();
     canny_tile_label(s_cand, s_strong, s_blab, &e0, &e1, &c0, &c1);
     cm[2 * tid] = c0, cm[2 * tid + 1] = c1, em[2 * tid] = e0, em[2 * tid + 1] = e1;
+    if (__any_sync(CANNY_ALL, canny_border8(c0, c1, tid) != 0)) {
+        if (tid == 0)
+            d_flag[(size_t)tile * CANNY_SLOTS + CANNY_STATE] = CANNY_HAS_CAND | CANNY_HAS_NODE;
+    } else { /* no node: nothing outside the tile changes its map, E */
+        canny_row *s_rows = (canny_row *)s_strong; /* read only at the start of canny_tile_label */
+        if (tid == 0)
+            d_flag[(size_t)tile * CANNY_SLOTS + CANNY_STATE] = CANNY_HAS_CAND;
+        s_rows[2 * tid] = e0, s_rows[2 * tid + 1] = e1;
+        __syncwarp();
+        canny_write_map(d_out, w, h, x0, y0, ovec, s_rows, tid, 32);
+    }
     __syncwarp();
     for (int i = tid; i < CANNY_PERIM; i += 32) {
         int v = s_blab[i];
@@ -465,15 +638,21 @@ __global__ void __launch_bounds__(CANNY_THREADS) k_canny_tile(const uint8_t *__r
 
 /* ---- hysteresis across tiles ----------------------------------------------------------------- */
 
+/* Whether the tile holds nodes; the slots of a tile without are not written. */
+static __device__ __forceinline__ bool canny_has_nodes(const int *d_flag, int tile)
+{
+    return d_flag[(size_t)tile * CANNY_SLOTS + CANNY_STATE] & CANNY_HAS_NODE;
+}
+
 /* One thread per pixel of a tile's right column and bottom row: joins its node with the candidate
  * neighbours in the tiles to the right and below (each pair of 8-neighbours in two tiles is seen
- * from its left or upper pixel). */
-__global__ void k_canny_seams(int w, int h, int tiles_x, int tiles, int *d_parent)
+ * from its left or upper pixel). Threads of tiles without nodes leave at once. */
+__global__ void k_canny_seams(int w, int h, int tiles_x, int tiles, int *d_parent, const int *__restrict__ d_flag)
 {
     long t = blockIdx.x * (long)blockDim.x + threadIdx.x;
     int tile = (int)(t / (2 * CANNY_T)), k = (int)(t % (2 * CANNY_T)), x, y, a;
 
-    if (tile >= tiles)
+    if (tile >= tiles || !canny_has_nodes(d_flag, tile))
         return;
     x = (tile % tiles_x) * CANNY_T + (k < CANNY_T ? CANNY_T - 1 : k - CANNY_T);
     y = (tile / tiles_x) * CANNY_T + (k < CANNY_T ? k : CANNY_T - 1);
@@ -482,7 +661,10 @@ __global__ void k_canny_seams(int w, int h, int tiles_x, int tiles, int *d_paren
     for (int d = 0; d <= 2; d++) { /* across, then the two diagonals, which only matter without it */
         int e = d == 0 ? 0 : d == 1 ? -1 : 1, b;
         int nx = k < CANNY_T ? x + 1 : x + e, ny = k < CANNY_T ? y + e : y + 1;
-        if ((unsigned)nx >= (unsigned)w || (unsigned)ny >= (unsigned)h || d_parent[b = canny_node(nx, ny, tiles_x)] < 0)
+        if ((unsigned)nx >= (unsigned)w || (unsigned)ny >= (unsigned)h)
+            continue;
+        b = canny_node(nx, ny, tiles_x);
+        if (!canny_has_nodes(d_flag, b / CANNY_SLOTS) || d_parent[b] < 0)
             continue;
         uf_union(d_parent, a, b);
         if (d == 0) /* the diagonal neighbours touch that one: joined through it */
@@ -490,13 +672,13 @@ __global__ void k_canny_seams(int w, int h, int tiles_x, int tiles, int *d_paren
     }
 }
 
-/* One thread per node slot: points each candidate node at its root and raises bit 2 of the root's
- * flag when the node's component in its tile holds a strong pixel. */
-__global__ void k_canny_roots(int slots, int *d_parent, int *d_flag)
+/* Points candidate node i at its root; marks the root when i's component in its tile holds a
+ * strong pixel. */
+static __device__ __forceinline__ void canny_root(int *d_parent, int *d_flag, int i)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x, r;
+    int r;
 
-    if (i >= slots || i % CANNY_SLOTS >= CANNY_PERIM || d_parent[i] < 0)
+    if (d_parent[i] < 0)
         return;
     r = uf_find_split(d_parent, i);
     atomicMin(d_parent + i, r);
@@ -506,10 +688,15 @@ __global__ void k_canny_roots(int slots, int *d_parent, int *d_flag)
         atomicOr(d_flag + r, 2);
 }
 
-/* 4 bits to 4 bytes of 0 or 255. */
-static __device__ __forceinline__ unsigned canny_bytes4(unsigned b)
+/* One thread per node (the first CANNY_PERIM slots of each tile): canny_root. Threads of tiles
+ * without nodes leave at once. */
+__global__ void k_canny_roots(int tiles, int *d_parent, int *d_flag)
 {
-    return ((b * 0x00204081u) & 0x01010101u) * 255u;
+    int t = blockIdx.x * blockDim.x + threadIdx.x, tile = t / CANNY_PERIM;
+
+    if (tile >= tiles || !canny_has_nodes(d_flag, tile))
+        return;
+    canny_root(d_parent, d_flag, tile * CANNY_SLOTS + t % CANNY_PERIM);
 }
 
 /* One warp per tile: the edge mask grown by the border pixels whose global component holds a
@@ -527,44 +714,33 @@ __global__ void __launch_bounds__(128) k_canny_final(uint8_t *__restrict__ d_out
 
     if (tile >= tiles)
         return;
-    cm = (const canny_row *)(d_parent + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
-    em = (const canny_row *)(d_flag + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
-    c0 = cm[2 * l], c1 = cm[2 * l + 1], r0 = em[2 * l], r1 = em[2 * l + 1];
-    wait = canny_border8(c0, c1, l) & ~canny_border8(r0, r1, l);
-    for (unsigned m = wait; m; m &= m - 1) {
-        int b = __ffs(m) - 1;
-        if (d_flag[d_parent[(size_t)tile * CANNY_SLOTS + canny_bid(l, b)]] & 2)
-            seed |= 1u << b;
-    }
-    if (__any_sync(CANNY_ALL, seed != 0)) {
-        canny_row top = __ballot_sync(CANNY_ALL, seed & 1) | (canny_row)__ballot_sync(CANNY_ALL, seed & 2) << 32;
-        canny_row bot = __ballot_sync(CANNY_ALL, seed & 4) | (canny_row)__ballot_sync(CANNY_ALL, seed & 8) << 32;
-        if (l == 0)
-            r0 |= top;
-        if (l == 31)
-            r1 |= bot;
-        r0 |= (canny_row)((seed >> 4) & 1) | (canny_row)((seed >> 6) & 1) << 63;
-        r1 |= (canny_row)((seed >> 5) & 1) | (canny_row)((seed >> 7) & 1) << 63;
-        canny_flood(c0, c1, &r0, &r1);
+    if (!canny_has_nodes(d_flag, tile))
+        return; /* the tile kernel wrote its map */
+    {
+        cm = (const canny_row *)(d_parent + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
+        em = (const canny_row *)(d_flag + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
+        c0 = cm[2 * l], c1 = cm[2 * l + 1], r0 = em[2 * l], r1 = em[2 * l + 1];
+        wait = canny_border8(c0, c1, l) & ~canny_border8(r0, r1, l);
+        for (unsigned m = wait; m; m &= m - 1) {
+            int b = __ffs(m) - 1;
+            if (d_flag[d_parent[(size_t)tile * CANNY_SLOTS + canny_bid(l, b)]] & 2)
+                seed |= 1u << b;
+        }
+        if (__any_sync(CANNY_ALL, seed != 0)) {
+            canny_row top = __ballot_sync(CANNY_ALL, seed & 1) | (canny_row)__ballot_sync(CANNY_ALL, seed & 2) << 32;
+            canny_row bot = __ballot_sync(CANNY_ALL, seed & 4) | (canny_row)__ballot_sync(CANNY_ALL, seed & 8) << 32;
+            if (l == 0)
+                r0 |= top;
+            if (l == 31)
+                r1 |= bot;
+            r0 |= (canny_row)((seed >> 4) & 1) | (canny_row)((seed >> 6) & 1) << 63;
+            r1 |= (canny_row)((seed >> 5) & 1) | (canny_row)((seed >> 7) & 1) << 63;
+            canny_flood(c0, c1, &r0, &r1);
+        }
     }
     s_rows[wp][2 * l] = r0, s_rows[wp][2 * l + 1] = r1;
     __syncwarp();
-    const int x0 = (tile % tiles_x) * CANNY_T, y0 = (tile / tiles_x) * CANNY_T, x = x0 + (l % 4) * 16;
-    for (int i = 0; i < CANNY_T / 8; i++) {
-        int ly = i * 8 + l / 4, y = y0 + ly;
-        unsigned bits = (unsigned)(s_rows[wp][ly] >> ((l % 4) * 16)) & 0xffffu;
-        uint8_t *o = d_out + (size_t)y * w + x;
-        if (y >= h || x >= w)
-            continue;
-        if (vec) {
-            uint4 v = make_uint4(canny_bytes4(bits & 15), canny_bytes4((bits >> 4) & 15),
-                                 canny_bytes4((bits >> 8) & 15), canny_bytes4(bits >> 12));
-            *(uint4 *)o = v;
-        } else {
-            for (int j = 0; j < 16 && x + j < w; j++)
-                o[j] = (bits >> j) & 1 ? CANNY_EDGE : 0;
-        }
-    }
+    canny_write_map(d_out, w, h, (tile % tiles_x) * CANNY_T, (tile / tiles_x) * CANNY_T, vec, s_rows[wp], l, 32);
 }
 
 /* ---- launchers -------------------------------------------------------------------------------- */
@@ -589,15 +765,18 @@ template <int R, bool L2>
 static void canny_tile_launch(const struct canny_dev *d, int low, int high)
 {
     dim3 grid(div_up(d->w, CANNY_T), div_up(d->h, CANNY_T));
-    int wvec = d->w % 4 == 0 && (uintptr_t)d->d_gray % 4 == 0;
+    int vec = d->w % 16 == 0 && (uintptr_t)d->d_gray % 16 == 0 ? 16
+              : d->w % 4 == 0 && (uintptr_t)d->d_gray % 4 == 0 ? 4
+                                                                : 1;
+    int ovec = d->w % 16 == 0 && (uintptr_t)d->d_out % 16 == 0;
     k_canny_tile<R, L2><<<grid, CANNY_THREADS, 0, d->stream>>>(d->d_gray, d->w, d->h, low, high, d->d_parent,
-                                                                d->d_flag, wvec);
+                                                                d->d_flag, vec, d->d_out, ovec);
 }
 
 cudaError_t canny_core(const struct canny_dev *d, const struct canny_params *p, const char **what)
 {
     int low, high, tiles_x = div_up(d->w, CANNY_T), tiles = tiles_x * div_up(d->h, CANNY_T);
-    int slots = tiles * CANNY_SLOTS, vec = d->w % 16 == 0 && (uintptr_t)d->d_out % 16 == 0;
+    int vec = d->w % 16 == 0 && (uintptr_t)d->d_out % 16 == 0;
     cudaError_t e;
 
     canny_ints(p, &low, &high);
@@ -613,11 +792,12 @@ cudaError_t canny_core(const struct canny_dev *d, const struct canny_params *p, 
     if ((e = cudaGetLastError()) != cudaSuccess)
         return e;
     *what = "canny seam kernel";
-    k_canny_seams<<<div_up(tiles * 2 * CANNY_T, 256), 256, 0, d->stream>>>(d->w, d->h, tiles_x, tiles, d->d_parent);
+    k_canny_seams<<<div_up(tiles * 2 * CANNY_T, 256), 256, 0, d->stream>>>(d->w, d->h, tiles_x, tiles, d->d_parent,
+                                                                            d->d_flag);
     if ((e = cudaGetLastError()) != cudaSuccess)
         return e;
     *what = "canny roots kernel";
-    k_canny_roots<<<div_up(slots, 256), 256, 0, d->stream>>>(slots, d->d_parent, d->d_flag);
+    k_canny_roots<<<div_up(tiles * CANNY_PERIM, 256), 256, 0, d->stream>>>(tiles, d->d_parent, d->d_flag);
     if ((e = cudaGetLastError()) != cudaSuccess)
         return e;
     *what = "canny final kernel";

@@ -291,12 +291,13 @@ void endpoint_filter(struct http_req *r, void *app)
     size_t reserved = 0;
     int rc;
 
-    /* the header once, against the limits, before any pixel memory, slot or budget */
-    if ((rc = read_upload(r, PARAMS_FILTER, &u, err)) < 0 ||
-        (rc = imageio_peek(u.image, u.image_len, &s->lim, &head, err)) < 0 ||
-        (rc = image_reserve(s, &u, &head, 1, &reserved, err)) < 0)
+    if ((rc = read_upload(r, PARAMS_FILTER, &u, err)) < 0)
         goto fail;
     http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), 0, 0);
+    /* the header once, against the limits, before any pixel memory, slot or budget */
+    if ((rc = imageio_peek(u.image, u.image_len, &s->lim, &head, err)) < 0 ||
+        (rc = image_reserve(s, &u, &head, 1, &reserved, err)) < 0)
+        goto fail;
     if (!(job = job_new())) {
         rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");
         goto fail;

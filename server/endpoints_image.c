@@ -62,7 +62,7 @@ static struct imageio_enc output_encoding(struct http_req *r, const struct param
 
 /* ---- decode ------------------------------------------------------------------------------- */
 
-/* Decodes in a codec slot the image whose header (imageio_peek) already passed the limits, so a
+/* Decodes in a codec slot the image whose header image_reserve read and held to the limits, so a
  * refused image never waits for a slot. */
 static int decode_image(struct service *s, const struct params *p, const struct imageio_head *head, const uint8_t *d,
                         size_t n, struct img *in, double *ms, char *err)
@@ -91,11 +91,13 @@ static int compare_cost(struct service *s, const struct filter_plan *plan, int w
                       est, s->cfg->max_job_cpu_s);
 }
 
-/* From the image header, before anything is decoded: refuses a job over --max-job-cpu-s (the cost
- * of the variant asked for; compare: cpu_serial), then reserves in the memory budget what `copies`
- * images of that size will hold (service_image_bytes); *bytes is what to give back. Parameters
- * that make no plan reserve nothing here: job_prepare refuses them with their own message. */
-static int image_reserve(struct service *s, const struct upload *u, const struct imageio_head *head, int copies,
+/* Reads the image header once into *head (sniff and limits: a refused image costs no pixel
+ * memory, slot or budget), then, before anything is decoded, refuses a job over --max-job-cpu-s
+ * (the cost of the variant asked for; compare: cpu_serial) and reserves in the memory budget what
+ * `copies` images of that size will hold (service_image_bytes); *bytes is what to give back.
+ * Parameters that make no plan reserve nothing here: job_prepare refuses them with their own
+ * message. */
+static int image_reserve(struct service *s, const struct upload *u, int copies, struct imageio_head *head,
                          size_t *bytes, char *err)
 {
     struct filter_plan plan;
@@ -104,6 +106,8 @@ static int image_reserve(struct service *s, const struct upload *u, const struct
     int rc;
 
     *bytes = 0;
+    if ((rc = imageio_peek(u->image, u->image_len, &s->lim, head, err)) < 0)
+        return rc;
     if (params_plan(&u->p, head->ch, &plan, perr) < 0)
         return 0;
     if ((rc = copies > 1 ? compare_cost(s, &plan, head->w, head->h, err)
@@ -294,9 +298,7 @@ void endpoint_filter(struct http_req *r, void *app)
     if ((rc = read_upload(r, PARAMS_FILTER, &u, err)) < 0)
         goto fail;
     http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), 0, 0);
-    /* the header once, against the limits, before any pixel memory, slot or budget */
-    if ((rc = imageio_peek(u.image, u.image_len, &s->lim, &head, err)) < 0 ||
-        (rc = image_reserve(s, &u, &head, 1, &reserved, err)) < 0)
+    if ((rc = image_reserve(s, &u, 1, &head, &reserved, err)) < 0)
         goto fail;
     if (!(job = job_new())) {
         rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");
@@ -415,8 +417,7 @@ void endpoint_compare(struct http_req *r, void *app)
     if (!c)
         rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");
     else if ((rc = read_upload(r, PARAMS_COMPARE, &u, err)) == 0 &&
-             (rc = imageio_peek(u.image, u.image_len, &s->lim, &head, err)) == 0 &&
-             (rc = image_reserve(s, &u, &head, 2, &reserved, err)) == 0 &&
+             (rc = image_reserve(s, &u, 2, &head, &reserved, err)) == 0 &&
              (rc = decode_image(s, &u.p, &head, u.image, u.image_len, &in, &http_req_times(r)->decode, err)) == 0)
         rc = compare_all(s, r, &u.p, &in, c, err);
     if (rc < 0) {

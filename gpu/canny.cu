@@ -716,27 +716,25 @@ __global__ void __launch_bounds__(128) k_canny_final(uint8_t *__restrict__ d_out
         return;
     if (!canny_has_nodes(d_flag, tile))
         return; /* the tile kernel wrote its map */
-    {
-        cm = (const canny_row *)(d_parent + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
-        em = (const canny_row *)(d_flag + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
-        c0 = cm[2 * l], c1 = cm[2 * l + 1], r0 = em[2 * l], r1 = em[2 * l + 1];
-        wait = canny_border8(c0, c1, l) & ~canny_border8(r0, r1, l);
-        for (unsigned m = wait; m; m &= m - 1) {
-            int b = __ffs(m) - 1;
-            if (d_flag[d_parent[(size_t)tile * CANNY_SLOTS + canny_bid(l, b)]] & 2)
-                seed |= 1u << b;
-        }
-        if (__any_sync(CANNY_ALL, seed != 0)) {
-            canny_row top = __ballot_sync(CANNY_ALL, seed & 1) | (canny_row)__ballot_sync(CANNY_ALL, seed & 2) << 32;
-            canny_row bot = __ballot_sync(CANNY_ALL, seed & 4) | (canny_row)__ballot_sync(CANNY_ALL, seed & 8) << 32;
-            if (l == 0)
-                r0 |= top;
-            if (l == 31)
-                r1 |= bot;
-            r0 |= (canny_row)((seed >> 4) & 1) | (canny_row)((seed >> 6) & 1) << 63;
-            r1 |= (canny_row)((seed >> 5) & 1) | (canny_row)((seed >> 7) & 1) << 63;
-            canny_flood(c0, c1, &r0, &r1);
-        }
+    cm = (const canny_row *)(d_parent + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
+    em = (const canny_row *)(d_flag + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
+    c0 = cm[2 * l], c1 = cm[2 * l + 1], r0 = em[2 * l], r1 = em[2 * l + 1];
+    wait = canny_border8(c0, c1, l) & ~canny_border8(r0, r1, l);
+    for (unsigned m = wait; m; m &= m - 1) {
+        int b = __ffs(m) - 1;
+        if (d_flag[d_parent[(size_t)tile * CANNY_SLOTS + canny_bid(l, b)]] & 2)
+            seed |= 1u << b;
+    }
+    if (__any_sync(CANNY_ALL, seed != 0)) {
+        canny_row top = __ballot_sync(CANNY_ALL, seed & 1) | (canny_row)__ballot_sync(CANNY_ALL, seed & 2) << 32;
+        canny_row bot = __ballot_sync(CANNY_ALL, seed & 4) | (canny_row)__ballot_sync(CANNY_ALL, seed & 8) << 32;
+        if (l == 0)
+            r0 |= top;
+        if (l == 31)
+            r1 |= bot;
+        r0 |= (canny_row)((seed >> 4) & 1) | (canny_row)((seed >> 6) & 1) << 63;
+        r1 |= (canny_row)((seed >> 5) & 1) | (canny_row)((seed >> 7) & 1) << 63;
+        canny_flood(c0, c1, &r0, &r1);
     }
     s_rows[wp][2 * l] = r0, s_rows[wp][2 * l + 1] = r1;
     __syncwarp();
@@ -762,13 +760,12 @@ size_t canny_scratch_bytes(int w, int h, int in_ch, int blur)
 }
 
 template <int R, bool L2>
-static void canny_tile_launch(const struct canny_dev *d, int low, int high)
+static void canny_tile_launch(const struct canny_dev *d, int low, int high, int ovec)
 {
     dim3 grid(div_up(d->w, CANNY_T), div_up(d->h, CANNY_T));
     int vec = d->w % 16 == 0 && (uintptr_t)d->d_gray % 16 == 0 ? 16
               : d->w % 4 == 0 && (uintptr_t)d->d_gray % 4 == 0 ? 4
                                                                 : 1;
-    int ovec = d->w % 16 == 0 && (uintptr_t)d->d_out % 16 == 0;
     k_canny_tile<R, L2><<<grid, CANNY_THREADS, 0, d->stream>>>(d->d_gray, d->w, d->h, low, high, d->d_parent,
                                                                 d->d_flag, vec, d->d_out, ovec);
 }
@@ -776,18 +773,18 @@ static void canny_tile_launch(const struct canny_dev *d, int low, int high)
 cudaError_t canny_core(const struct canny_dev *d, const struct canny_params *p, const char **what)
 {
     int low, high, tiles_x = div_up(d->w, CANNY_T), tiles = tiles_x * div_up(d->h, CANNY_T);
-    int vec = d->w % 16 == 0 && (uintptr_t)d->d_out % 16 == 0;
+    int ovec = d->w % 16 == 0 && (uintptr_t)d->d_out % 16 == 0; /* the map's rows take 16-byte stores */
     cudaError_t e;
 
     canny_ints(p, &low, &high);
     *what = "canny tile kernel";
     switch (p->aperture * 2 + !!p->l2gradient) {
-    case 6: canny_tile_launch<1, false>(d, low, high); break;
-    case 7: canny_tile_launch<1, true>(d, low, high); break;
-    case 10: canny_tile_launch<2, false>(d, low, high); break;
-    case 11: canny_tile_launch<2, true>(d, low, high); break;
-    case 14: canny_tile_launch<3, false>(d, low, high); break;
-    default: canny_tile_launch<3, true>(d, low, high); break;
+    case 6: canny_tile_launch<1, false>(d, low, high, ovec); break;
+    case 7: canny_tile_launch<1, true>(d, low, high, ovec); break;
+    case 10: canny_tile_launch<2, false>(d, low, high, ovec); break;
+    case 11: canny_tile_launch<2, true>(d, low, high, ovec); break;
+    case 14: canny_tile_launch<3, false>(d, low, high, ovec); break;
+    default: canny_tile_launch<3, true>(d, low, high, ovec); break;
     }
     if ((e = cudaGetLastError()) != cudaSuccess)
         return e;
@@ -801,7 +798,7 @@ cudaError_t canny_core(const struct canny_dev *d, const struct canny_params *p, 
     if ((e = cudaGetLastError()) != cudaSuccess)
         return e;
     *what = "canny final kernel";
-    k_canny_final<<<div_up(tiles, 4), 128, 0, d->stream>>>(d->d_out, d->w, d->h, tiles_x, tiles, vec, d->d_parent,
+    k_canny_final<<<div_up(tiles, 4), 128, 0, d->stream>>>(d->d_out, d->w, d->h, tiles_x, tiles, ovec, d->d_parent,
                                                             d->d_flag);
     return cudaGetLastError();
 }

@@ -73,6 +73,9 @@ int gconv_submit(struct gconv_ctx *ctx, int s, const struct img *in, const struc
                  enum variant v, int block, char *err);
 int gconv_poll(struct gconv_ctx *ctx, int s);
 int gconv_finish(struct gconv_ctx *ctx, int s, struct img *out, struct gconv_times *t, char *err);
+/* out NULL in gconv_finish leaves the result in the stream's staging: gconv_finish_copy copies it
+ * into out later, before the next submit on s (a job whose device JPEG failed needs its pixels). */
+int gconv_finish_copy(struct gconv_ctx *ctx, int s, struct img *out, char *err);
 
 /* Float-plane correlation of host data with one kernel (tests and bench): h_in and h_out are
  * w*h floats, rows w apart. kernel_ms receives the kernel time (may be NULL). */
@@ -144,6 +147,8 @@ struct gconv_jpeg_job {
     const struct filter_plan *plan; /* in_ch must be the JPEG's channels: 1 gray, 3 colour */
     enum variant v;
     int block;
+    int quality; /* > 0: the result is also encoded as JPEG of this quality on the job's stream,
+                  * behind the download (gconv_jpeg_encode_result then only collects the bytes) */
     int w, h; /* the size after orientation: in, what the caller expects (0: any; another size is
                * refused); out, the JPEG's */
     int rc;              /* out: 0 submitted, GCONV_E_JPEG_REFUSED, or another EDGED_E_* */
@@ -167,9 +172,16 @@ int gconv_jpeg_decode_host(struct gconv_ctx *ctx, int n, const uint8_t *const *d
 
 /* Encodes the u8 result of the job last finished on stream s (after gconv_finish, before the next
  * submit on s) with nvJPEG: quality 1..100, 4:2:0 for RGB, gray for 1 channel. *out is malloc'd
- * (caller frees). GCONV_E_JPEG_REFUSED for a packed map or 2 or 4 channels. */
+ * (caller frees). GCONV_E_JPEG_REFUSED for a packed map or 2 or 4 channels. When the job was
+ * submitted with a quality (gconv_jpeg_job) its encode already ran on the stream: this only copies
+ * the bitstream out, without waiting for the device. */
 int gconv_jpeg_encode_result(struct gconv_ctx *ctx, int s, int quality, uint8_t **out, size_t *out_len,
                              char *err);
+/* Host milliseconds the nvJPEG job path has spent since open, by stage (GPU worker profile):
+ * [0] header reads and the engine check, [1] the decode calls, [2] orientation, plan and encode
+ * enqueues, [3] bitstream copies of finished encodes. Zeros without nvJPEG. */
+#define GCONV_JPEG_STAGES 4
+void gconv_jpeg_profile(const struct gconv_ctx *ctx, double ms[GCONV_JPEG_STAGES]);
 /* The same for a host image of 1 or 3 channels (tests, bench): uploads it, then encodes. */
 int gconv_jpeg_encode_host(struct gconv_ctx *ctx, const struct img *im, int quality, uint8_t **out,
                            size_t *out_len, char *err);

@@ -70,6 +70,7 @@ struct gstream {
     char err[EDGED_ERR_LEN];
     int w, h, out_ch, planes, pitch;
     int packed; /* h_out holds the map packed, w/8 bytes per row */
+    int jpeg_enc; /* an nvJPEG encode of the result runs behind the job (gconv_jpeg.cu) */
     size_t plane_stride;
 };
 

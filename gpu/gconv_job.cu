@@ -152,6 +152,7 @@ int gjob_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const struc
     }
     st->busy = 1;
     st->rc = 0;
+    st->jpeg_enc = 0;
     st->w = in->w;
     st->h = in->h;
     st->out_ch = plan->out_ch;
@@ -218,6 +219,20 @@ int gconv_finish(struct gconv_ctx *ctx, int s, struct img *out, struct gconv_tim
         return rc;
     if ((e = cudaEventSynchronize(st->ev_down)) != cudaSuccess)
         return gctx_fail(ctx, e, "job", err);
+    job_times(st, t);
+    return out ? gconv_finish_copy(ctx, s, out, err) : 0;
+}
+
+int gconv_finish_copy(struct gconv_ctx *ctx, int s, struct img *out, char *err)
+{
+    struct gstream *st;
+    int rc;
+
+    if ((rc = stream_ok(ctx, s, err)) < 0)
+        return rc;
+    st = &ctx->st[s];
+    if (st->busy || st->rc < 0 || st->w < 1)
+        return edged_fail(err, EDGED_E_PARAM, "stream %d has no finished job", s);
     if ((rc = img_ok(out, st->w, st->h, st->out_ch, "output", err)) < 0)
         return rc;
     if (st->packed) /* the rows fit the buffer: w/8 bytes each, the stride was >= w */
@@ -226,7 +241,6 @@ int gconv_finish(struct gconv_ctx *ctx, int s, struct img *out, struct gconv_tim
         size_t row = st->packed ? out->stride : (size_t)st->w * st->out_ch;
         memcpy(out->px + y * out->stride, st->h_out + y * row, row);
     }
-    job_times(st, t);
     return 0;
 }
 

@@ -12,18 +12,32 @@
 
 /* The nvJPEG objects of one context. hw is the hardware engine's handle (NULL on a GPU without
  * JPEG engines); sw the default backend's, which also serves what the engine refuses and every
- * encode. Decodes run on s_dec; ev_dec marks the end of the last batch for the job streams. */
+ * encode. Decodes run on s_dec; ev_dec marks the end of the last batch for the job streams. enc
+ * serves the encodes that wait for their result (host images, fallbacks); each job stream has an
+ * encoder of its own, so that the encodes of results queue behind their jobs without a wait. */
 struct gjpeg {
     nvjpegHandle_t hw, sw;
     nvjpegJpegState_t hw_state, sw_state;
     nvjpegJpegStream_t parse;
     nvjpegEncoderState_t enc;
     nvjpegEncoderParams_t enc_params;
+    nvjpegEncoderState_t enc_s[GCONV_MAX_STREAMS]; /* made on a stream's first encode */
+    nvjpegEncoderParams_t par_s[GCONV_MAX_STREAMS];
     cudaStream_t s_dec;
     cudaEvent_t ev_dec;
     uint8_t *d_raw[GCONV_MAX_STREAMS]; /* per stream: the decode before orientation */
     size_t raw_cap[GCONV_MAX_STREAMS];
+    long long hw_pre_px; /* the engine's buffers were preallocated for a batch of images this large */
+    double prof_ms[GCONV_JPEG_STAGES];
 };
+
+static double wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 /* One image of a decode call. */
 struct jdec {
@@ -109,8 +123,13 @@ static void gjpeg_free(struct gjpeg *g)
         return;
     if (g->s_dec)
         cudaStreamSynchronize(g->s_dec);
-    for (int i = 0; i < GCONV_MAX_STREAMS; i++)
+    for (int i = 0; i < GCONV_MAX_STREAMS; i++) {
         cudaFree(g->d_raw[i]);
+        if (g->par_s[i])
+            nvjpegEncoderParamsDestroy(g->par_s[i]);
+        if (g->enc_s[i])
+            nvjpegEncoderStateDestroy(g->enc_s[i]);
+    }
     if (g->enc_params)
         nvjpegEncoderParamsDestroy(g->enc_params);
     if (g->enc)
@@ -199,6 +218,12 @@ const char *gconv_jpeg_backend(const struct gconv_ctx *ctx)
     return ctx->jpeg->hw ? "hardware" : "default";
 }
 
+void gconv_jpeg_profile(const struct gconv_ctx *ctx, double ms[GCONV_JPEG_STAGES])
+{
+    for (int i = 0; i < GCONV_JPEG_STAGES; i++)
+        ms[i] = ctx && ctx->jpeg ? ctx->jpeg->prof_ms[i] : 0.0;
+}
+
 /* ---- orientation ---- */
 
 /* Output pixel (x, y) of EXIF orientation o takes source pixel (sx, sy) of the w x h decode; the
@@ -271,8 +296,9 @@ static int jdec_info(struct gconv_ctx *ctx, struct gjpeg *g, struct jdec *j)
     j->w = ws[0], j->h = hs[0], j->ch = ncomp == 1 || css == NVJPEG_CSS_GRAY ? 1 : 3;
     swap = j->orient >= 5 && j->orient <= 8;
     j->ow = swap ? j->h : j->w, j->oh = swap ? j->w : j->h;
-    /* the engine's own check: baseline, one scan, no 4:1:0 or 4:1:1 (0 means supported) */
-    j->hw = g->hw && nvjpegJpegStreamParse(g->hw, j->data, j->len, 0, 0, g->parse) == NVJPEG_STATUS_SUCCESS &&
+    /* the engine's own check: baseline, one scan, no 4:1:0 or 4:1:1 (0 means supported); it needs
+     * the headers only, not a walk of the whole scan */
+    j->hw = g->hw && nvjpegJpegStreamParseHeader(g->hw, j->data, j->len, g->parse) == NVJPEG_STATUS_SUCCESS &&
             nvjpegDecodeBatchedSupported(g->hw, g->parse, &unsupported) == NVJPEG_STATUS_SUCCESS &&
             unsupported == 0;
     return j->rc = 0;
@@ -298,6 +324,28 @@ static int jdec_single(struct gconv_ctx *ctx, struct gjpeg *g, struct jdec *j)
     return j->rc = st == NVJPEG_STATUS_SUCCESS ? 0 : nvj_fail(ctx, st, "nvjpegDecode", j->err);
 }
 
+/* The engine's buffers for a batch of as many images as there are streams, each as large as the
+ * largest seen: without this nvJPEG frees and allocates device memory whenever the batch size or
+ * the image size changes, and a cudaFree waits for the whole device. Best effort: the decode
+ * allocates what it needs when this fails. */
+static void hw_preallocate(struct gconv_ctx *ctx, struct gjpeg *g, struct jdec *const *pick, int k,
+                           nvjpegOutputFormat_t fmt)
+{
+    long long px = 0;
+    int w = 0, h = 0;
+
+    for (int i = 0; i < k; i++)
+        if ((long long)pick[i]->w * pick[i]->h > px)
+            px = (long long)pick[i]->w * pick[i]->h, w = pick[i]->w, h = pick[i]->h;
+    if (px <= g->hw_pre_px)
+        return;
+    if (nvjpegDecodeBatchedPreAllocate(g->hw, g->hw_state, ctx->nstreams, w, h, NVJPEG_CSS_444, fmt) ==
+        NVJPEG_STATUS_SUCCESS)
+        g->hw_pre_px = px;
+    else
+        cudaGetLastError(); /* a failed allocation leaves no sticky error; the decode tries again */
+}
+
 /* The images of js (rc 0) with engine flag hw and ch channels in one nvjpegDecodeBatched call of
  * the matching handle; when the batch fails, each is tried by itself so one bad stream does not
  * fail the others. Images of the engine that the engine then refuses still get the default
@@ -319,6 +367,8 @@ static void jdec_group(struct gconv_ctx *ctx, struct gjpeg *g, struct jdec *js, 
             pick[k] = &js[i], data[k] = js[i].data, len[k] = js[i].len, dst[k] = jdec_dest(&js[i]), k++;
     if (k == 0)
         return;
+    if (hw)
+        hw_preallocate(ctx, g, pick, k, fmt);
     st = nvjpegDecodeBatchedInitialize(h, state, k, 1, fmt);
     if (st == NVJPEG_STATUS_SUCCESS)
         st = nvjpegDecodeBatched(h, state, data, len, dst, g->s_dec);
@@ -354,6 +404,8 @@ out:
 }
 
 /* ---- jobs ---- */
+
+static int encode_behind(struct gconv_ctx *ctx, struct gjpeg *g, int s, int quality);
 
 /* Checks job jb against its header and sizes its stream's buffers; j describes its decode. */
 static int job_prepare(struct gconv_ctx *ctx, struct gjpeg *g, struct gconv_jpeg_job *jb, struct jdec *j)
@@ -402,6 +454,7 @@ int gconv_submit_jpeg(struct gconv_ctx *ctx, struct gconv_jpeg_job *jobs, int n)
     struct jdec js[GCONV_JPEG_MAX_BATCH];
     struct gjpeg *g;
     struct img in;
+    double t0, t1;
     int rc, done = 0;
 
     if (!ctx || n < 1 || n > GCONV_JPEG_MAX_BATCH)
@@ -413,9 +466,15 @@ int gconv_submit_jpeg(struct gconv_ctx *ctx, struct gconv_jpeg_job *jobs, int n)
             jobs[i].rc = rc, memcpy(jobs[i].err, jobs[0].err, EDGED_ERR_LEN);
         return rc == GCONV_E_JPEG_REFUSED ? 0 : rc;
     }
+    t0 = wall_ms();
     for (int i = 0; i < n; i++)
         jobs[i].rc = job_prepare(ctx, g, &jobs[i], &js[i]);
-    if ((rc = jdec_run(ctx, g, js, n, 1, jobs[0].err)) < 0) {
+    t1 = wall_ms();
+    g->prof_ms[0] += t1 - t0;
+    rc = jdec_run(ctx, g, js, n, 1, jobs[0].err);
+    t0 = wall_ms();
+    g->prof_ms[1] += t0 - t1;
+    if (rc < 0) {
         for (int i = 0; i < n; i++)
             jobs[i].rc = rc, memcpy(jobs[i].err, jobs[0].err, EDGED_ERR_LEN);
         return rc;
@@ -426,23 +485,19 @@ int gconv_submit_jpeg(struct gconv_ctx *ctx, struct gconv_jpeg_job *jobs, int n)
             continue;
         memset(&in, 0, sizeof(in));
         in.w = js[i].ow, in.h = js[i].oh, in.ch = js[i].ch, in.stride = (size_t)in.w * in.ch;
-        if ((jb->rc = gjob_enqueue(ctx, jb->s, &in, jb->plan, jb->v, jb->block, 0, jb->err)) == 0)
+        if ((jb->rc = gjob_enqueue(ctx, jb->s, &in, jb->plan, jb->v, jb->block, 0, jb->err)) == 0) {
             done++;
+            if (jb->quality > 0)
+                (void)encode_behind(ctx, g, jb->s, jb->quality); /* else the finish encodes */
+        }
         if (gconv_is_dead(ctx))
             return EDGED_E_GPU_FATAL;
     }
+    g->prof_ms[2] += wall_ms() - t0;
     return done;
 }
 
 /* ---- decode to the host (tests, bench) ---- */
-
-static double wall_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* Device buffers of the n images in js (d_raw and, for an orientation, d_dst), images sized by
  * jdec_info. */
@@ -530,17 +585,15 @@ out:
 
 /* ---- encode ---- */
 
-/* Encodes the w x h image of ch channels (1 or 3) at d_px, rows pitch bytes apart, on stream s into
- * a malloc'd buffer. The bitstream's length is known once the encode ran, hence the waits. */
-static int encode_dev(struct gconv_ctx *ctx, struct gjpeg *g, const uint8_t *d_px, int w, int h, int ch,
-                      size_t pitch, int quality, cudaStream_t s, uint8_t **out, size_t *out_len, char *err)
+/* Enqueues the encode of the w x h image of ch channels (1 or 3) at d_px, rows pitch bytes apart,
+ * on stream s with encoder enc and its params. */
+static int encode_enqueue(struct gconv_ctx *ctx, struct gjpeg *g, nvjpegEncoderState_t enc,
+                          nvjpegEncoderParams_t params, const uint8_t *d_px, int w, int h, int ch, size_t pitch,
+                          int quality, cudaStream_t s, char *err)
 {
     nvjpegImage_t src;
-    uint8_t *buf = NULL;
-    size_t len = 0;
     int rc = 0;
 
-    *out = NULL, *out_len = 0;
     if (quality < 1 || quality > 100)
         return edged_fail(err, EDGED_E_PARAM, "quality %d invalid: 1..100", quality);
     if (ch != 1 && ch != 3)
@@ -548,23 +601,74 @@ static int encode_dev(struct gconv_ctx *ctx, struct gjpeg *g, const uint8_t *d_p
     memset(&src, 0, sizeof(src));
     src.channel[0] = (unsigned char *)d_px;
     src.pitch[0] = pitch;
-    NVJ(nvjpegEncoderParamsSetQuality(g->enc_params, quality, s));
-    NVJ(nvjpegEncoderParamsSetSamplingFactors(g->enc_params, ch == 1 ? NVJPEG_CSS_GRAY : NVJPEG_CSS_420, s));
+    NVJ(nvjpegEncoderParamsSetQuality(params, quality, s));
+    NVJ(nvjpegEncoderParamsSetSamplingFactors(params, ch == 1 ? NVJPEG_CSS_GRAY : NVJPEG_CSS_420, s));
     if (ch == 1)
-        NVJ(nvjpegEncodeYUV(g->sw, g->enc, g->enc_params, &src, NVJPEG_CSS_GRAY, w, h, s));
+        NVJ(nvjpegEncodeYUV(g->sw, enc, params, &src, NVJPEG_CSS_GRAY, w, h, s));
     else
-        NVJ(nvjpegEncodeImage(g->sw, g->enc, g->enc_params, &src, NVJPEG_INPUT_RGBI, w, h, s));
-    NVJ(nvjpegEncodeRetrieveBitstream(g->sw, g->enc, NULL, &len, s));
+        NVJ(nvjpegEncodeImage(g->sw, enc, params, &src, NVJPEG_INPUT_RGBI, w, h, s));
+out:
+    return rc;
+}
+
+/* Copies the bitstream of enc's last encode on s into a malloc'd buffer. Its length is known once
+ * the encode ran: after an encode just enqueued the first wait is the encode's. */
+static int encode_collect(struct gconv_ctx *ctx, struct gjpeg *g, nvjpegEncoderState_t enc, cudaStream_t s,
+                          uint8_t **out, size_t *out_len, char *err)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int rc = 0;
+
+    NVJ(nvjpegEncodeRetrieveBitstream(g->sw, enc, NULL, &len, s));
     CU(cudaStreamSynchronize(s));
     if (!(buf = (uint8_t *)malloc(len ? len : 1))) {
         rc = edged_fail(err, EDGED_E_NOMEM, "cannot allocate %zu bytes of JPEG", len);
         goto out;
     }
-    NVJ(nvjpegEncodeRetrieveBitstream(g->sw, g->enc, buf, &len, s));
+    NVJ(nvjpegEncodeRetrieveBitstream(g->sw, enc, buf, &len, s));
     CU(cudaStreamSynchronize(s));
     *out = buf, *out_len = len, buf = NULL;
 out:
     free(buf);
+    return rc;
+}
+
+/* Encodes an image on s with the shared encoder and waits for the bytes (see encode_enqueue). */
+static int encode_dev(struct gconv_ctx *ctx, struct gjpeg *g, const uint8_t *d_px, int w, int h, int ch,
+                      size_t pitch, int quality, cudaStream_t s, uint8_t **out, size_t *out_len, char *err)
+{
+    int rc;
+
+    *out = NULL, *out_len = 0;
+    if ((rc = encode_enqueue(ctx, g, g->enc, g->enc_params, d_px, w, h, ch, pitch, quality, s, err)) < 0)
+        return rc;
+    return encode_collect(ctx, g, g->enc, s, out, out_len, err);
+}
+
+/* Enqueues the encode of stream s's result behind its job with the stream's own encoder, and moves
+ * the job's end (ev_down, which gconv_poll and gconv_finish wait for) behind it. A result nvJPEG
+ * does not encode (a packed map, 2 or 4 channels) or a failed enqueue leaves jpeg_enc 0:
+ * gconv_jpeg_encode_result then encodes as before, or refuses. Returns 0 or why not (a CUDA error
+ * that killed the context shows in gconv_is_dead). */
+static int encode_behind(struct gconv_ctx *ctx, struct gjpeg *g, int s, int quality)
+{
+    struct gstream *st = &ctx->st[s];
+    char err[EDGED_ERR_LEN];
+    int rc = 0;
+
+    if (st->packed || (st->out_ch != 1 && st->out_ch != 3))
+        return GCONV_E_JPEG_REFUSED;
+    if (!g->enc_s[s])
+        NVJ(nvjpegEncoderStateCreate(g->sw, &g->enc_s[s], st->s));
+    if (!g->par_s[s])
+        NVJ(nvjpegEncoderParamsCreate(g->sw, &g->par_s[s], st->s));
+    if ((rc = encode_enqueue(ctx, g, g->enc_s[s], g->par_s[s], st->d_out8, st->w, st->h, st->out_ch,
+                             (size_t)st->w * st->out_ch, quality, st->s, err)) < 0)
+        goto out;
+    CU(cudaEventRecord(st->ev_down, st->s));
+    st->jpeg_enc = 1;
+out:
     return rc;
 }
 
@@ -585,6 +689,13 @@ int gconv_jpeg_encode_result(struct gconv_ctx *ctx, int s, int quality, uint8_t 
         return edged_fail(err, GCONV_E_JPEG_REFUSED, "the result is a packed map");
     if ((rc = gjpeg_get(ctx, &g, err)) < 0)
         return rc;
+    if (st->jpeg_enc) { /* encoded behind the job, which has ended: no wait */
+        double t0 = wall_ms();
+        st->jpeg_enc = 0;
+        rc = encode_collect(ctx, g, g->enc_s[s], st->s, out, out_len, err);
+        g->prof_ms[3] += wall_ms() - t0;
+        return rc;
+    }
     return encode_dev(ctx, g, st->d_out8, st->w, st->h, st->out_ch, (size_t)st->w * st->out_ch, quality,
                       st->s, out, out_len, err);
 }

@@ -77,6 +77,12 @@ int gconv_finish(struct gconv_ctx *ctx, int s, struct img *out, struct gconv_tim
     return NO_CUDA(err);
 }
 
+int gconv_finish_copy(struct gconv_ctx *ctx, int s, struct img *out, char *err)
+{
+    (void)ctx, (void)s, (void)out;
+    return NO_CUDA(err);
+}
+
 int gconv_conv_host(struct gconv_ctx *ctx, const float *h_in, float *h_out, int w, int h,
                     const struct kernel2d *k, enum border b, enum variant v, int block, float *kernel_ms,
                     char *err)

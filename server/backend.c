@@ -183,7 +183,8 @@ int backend_submit(struct backend *b, int s, struct job *job)
 int backend_finish(struct backend *b, int s, struct job *job)
 {
     struct gconv_times gt = {0};
-    int rc = gconv_finish(b->gpu, s, &job->out, &gt, job->err);
+    /* a result to be encoded as JPEG on the device stays there (backend_finish_jpeg) */
+    int rc = gconv_finish(b->gpu, s, job->jpeg_quality > 0 ? NULL : &job->out, &gt, job->err);
 
     job->t.upload = gt.upload_ms;
     job->t.kernel = gt.kernel_ms;

@@ -70,6 +70,10 @@ void backend_submit_jpeg(struct backend *b, struct job *const *jobs, const int *
  * job->out_jpeg. What nvJPEG refuses (alpha, a packed map) is left to the CPU encoder (counted).
  * Returns 0, or EDGED_E_GPU_FATAL when the context died. */
 int backend_finish_jpeg(struct backend *b, int s, struct job *job);
+/* Host ms of the nvJPEG stages of the GPU lane since open (gconv_jpeg_profile's): header reads,
+ * decodes, enqueues, bitstream copies. Call from the GPU worker's thread. */
+#define BACKEND_JPEG_STAGES 4
+void backend_jpeg_profile(struct backend *b, double ms[BACKEND_JPEG_STAGES]);
 
 /* Counts of the nvJPEG path since start, for /metrics. */
 struct backend_jpeg_counts {

@@ -71,6 +71,7 @@ void backend_submit_jpeg(struct backend *b, struct job *const *jobs, const int *
                                         .orientation = job->orientation,
                                         .plan = &job->plan,
                                         .v = job->used,
+                                        .quality = job->jpeg_quality,
                                         .w = job->in.w,
                                         .h = job->in.h,
                                         .block = job->block ? job->block : VARIANT_DEFAULT_BLOCK};
@@ -87,6 +88,8 @@ void backend_submit_jpeg(struct backend *b, struct job *const *jobs, const int *
     }
 }
 
+/* backend_finish left the pixels of a job with JPEG output on the device side: they are copied
+ * only when the device encode fails and the connection encodes them. */
 int backend_finish_jpeg(struct backend *b, int s, struct job *job)
 {
     char err[EDGED_ERR_LEN];
@@ -104,8 +107,14 @@ int backend_finish_jpeg(struct backend *b, int s, struct job *job)
         memcpy(job->err, err, EDGED_ERR_LEN);
         return EDGED_E_GPU_FATAL;
     }
-    atomic_fetch_add(&n_fallback_encode, 1); /* out is there: the connection encodes it on the CPU */
-    return 0;
+    atomic_fetch_add(&n_fallback_encode, 1); /* the connection encodes out on the CPU */
+    return gconv_finish_copy(backend_gpu(b), s, &job->out, job->err);
+}
+
+void backend_jpeg_profile(struct backend *b, double ms[BACKEND_JPEG_STAGES])
+{
+    _Static_assert(BACKEND_JPEG_STAGES == GCONV_JPEG_STAGES, "one list of stages");
+    gconv_jpeg_profile(backend_has_gpu(b) ? backend_gpu(b) : NULL, ms);
 }
 
 void backend_jpeg_counts(struct backend_jpeg_counts *c)

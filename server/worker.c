@@ -25,6 +25,14 @@ struct gpu_slot {
     double t_submit;
 };
 
+/* Host time of the GPU worker's thread by what it did, logged when the thread ends: where a lane
+ * bound by that one thread spends it. Only that thread touches it. */
+enum gpu_stage { GS_WAIT, GS_SUBMIT_JPEG, GS_SUBMIT, GS_FINISH, GS_COMPLETE, GS_N };
+struct gpu_prof {
+    double ms[GS_N];
+    long long jobs;
+};
+
 struct worker {
     struct queue *q;
     struct backend *b;
@@ -41,6 +49,7 @@ struct worker {
     double oldest_submit; /* 0 when no GPU job is running */
     double busy_since;    /* clock_ms when the device last went from idle to busy; 0 when idle */
     double busy_ms;       /* busy time up to busy_since */
+    struct gpu_prof prof; /* the GPU worker's own */
 };
 
 /* Marks the GPU dead once: readiness drops, every queued job and every later push fails. */
@@ -121,6 +130,7 @@ static void publish_oldest(struct worker *w, const struct gpu_slot *slots, int n
 static int gpu_reap(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot *slots, int ns, char *fatal_msg)
 {
     int busy = 0, rc, fatal = 0, done = 0;
+    double t0, t1;
 
     for (int s = 0; s < ns; s++) {
         struct job *job = slots[s].job;
@@ -128,16 +138,21 @@ static int gpu_reap(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot *sl
             busy += job != NULL;
             continue;
         }
+        t0 = clock_ms();
         rc = backend_finish(w->b, s, job);
+        t1 = clock_ms();
+        w->prof.ms[GS_FINISH] += t1 - t0;
         if (!fatal && gpu_is_fatal(ctx, rc))
             snprintf(fatal_msg, EDGED_ERR_LEN, "%s", rc < 0 ? job->err : "sticky CUDA error: GPU context lost");
         fatal = fatal || gpu_is_fatal(ctx, rc);
         if (fatal && rc == 0)
             rc = edged_fail(job->err, EDGED_E_GPU_FATAL, "GPU context lost");
         queue_complete(w->q, job, rc);
+        w->prof.ms[GS_COMPLETE] += clock_ms() - t1;
         slots[s].job = NULL;
         done++;
     }
+    w->prof.jobs += done;
     if (done && !fatal)
         atomic_store(&w->gpu_mem, gconv_mem_used(ctx));
     return fatal ? -1 : busy;
@@ -203,6 +218,23 @@ static int gpu_submit_jpeg_batch(struct worker *w, struct gconv_ctx *ctx, struct
     return started;
 }
 
+/* The GPU worker's profile (struct gpu_prof), with the nvJPEG stages inside its JPEG submits and
+ * finishes, as one log line. */
+static void gpu_prof_log(struct worker *w)
+{
+    const struct gpu_prof *p = &w->prof;
+    double nj[BACKEND_JPEG_STAGES];
+
+    if (p->jobs == 0)
+        return;
+    backend_jpeg_profile(w->b, nj);
+    log_event("info", "gpu_worker_profile",
+              "jobs=%lld wait_ms=%.1f submit_jpeg_ms=%.1f submit_ms=%.1f finish_ms=%.1f complete_ms=%.1f "
+              "nvjpeg_header_ms=%.1f nvjpeg_decode_ms=%.1f nvjpeg_enqueue_ms=%.1f nvjpeg_retrieve_ms=%.1f",
+              p->jobs, p->ms[GS_WAIT], p->ms[GS_SUBMIT_JPEG], p->ms[GS_SUBMIT], p->ms[GS_FINISH],
+              p->ms[GS_COMPLETE], nj[0], nj[1], nj[2], nj[3]);
+}
+
 /* Fills free streams from the queue (blocking only when none is busy), then reaps finished ones.
  * Ends when the queue is closed and drained, or on a fatal error. */
 static void *gpu_main(void *arg)
@@ -214,21 +246,28 @@ static void *gpu_main(void *arg)
     struct job *job;
     struct timespec nap = {0, (long)(GPU_POLL_MS * 1e6)};
     char msg[EDGED_ERR_LEN];
+    double t0, t1;
 
     ns = ns < 1 ? 1 : ns > GPU_MAX_STREAMS ? GPU_MAX_STREAMS : ns;
     while (!atomic_load(&w->fatal)) {
+        t0 = clock_ms();
         if ((s = free_slot(slots, ns)) >= 0) {
             job = queue_pop(w->q, LANE_GPU, busy ? GPU_POLL_MS : -1);
             if (!job && !busy)
                 break; /* closed and drained */
             if (!job && queue_closed_empty(w->q, LANE_GPU))
                 nanosleep(&nap, NULL); /* draining: pop no longer waits, do not spin */
+            t1 = clock_ms();
+            w->prof.ms[GS_WAIT] += t1 - t0;
             if (job && job->src && !job->in.px) { /* JPEG input: decoded on the device, batched */
                 busy += gpu_submit_jpeg_batch(w, ctx, slots, ns, job);
                 publish_oldest(w, slots, ns);
+                w->prof.ms[GS_SUBMIT_JPEG] += clock_ms() - t1;
                 continue;
             }
-            if (job && (rc = gpu_submit(w, s, job)) < 0) {
+            rc = job ? gpu_submit(w, s, job) : 0;
+            w->prof.ms[GS_SUBMIT] += clock_ms() - t1;
+            if (job && rc < 0) {
                 if (gpu_is_fatal(ctx, rc))
                     set_fatal(w, job->err);
                 queue_complete(w->q, job, rc);
@@ -243,6 +282,7 @@ static void *gpu_main(void *arg)
             }
         } else {
             nanosleep(&nap, NULL);
+            w->prof.ms[GS_WAIT] += clock_ms() - t0;
         }
         if ((busy = gpu_reap(w, ctx, slots, ns, msg)) < 0)
             set_fatal(w, msg);
@@ -250,6 +290,7 @@ static void *gpu_main(void *arg)
     }
     gpu_abandon(w, slots, ns);
     publish_oldest(w, slots, ns);
+    gpu_prof_log(w);
     atomic_store(&w->gpu_ended, 1);
     return NULL;
 }

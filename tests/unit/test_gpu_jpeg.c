@@ -300,7 +300,9 @@ static int finish(struct gconv_ctx *ctx, int s, struct img *out, char *err)
 /* Jobs of JPEG bytes on NSTREAMS streams in one call (orientations 1, 6, 3, 8) against the same
  * images decoded on the CPU, rotated on the CPU and run through gconv_submit: gaussian 5x5 moves no
  * output further than its input moved, so the bound is the decode's, plus 1 for rounding. Then the
- * device encode of the last result decodes back above JPEG_MIN_PSNR. */
+ * device encode of the last result decodes back above JPEG_MIN_PSNR, and so do the encodes that the
+ * jobs of streams 1 and 2 asked for at submit (queued behind the job, collected after a finish
+ * that left the pixels on the device, which gconv_finish_copy then fetches). */
 static void test_jobs(struct gconv_ctx *ctx, enum variant v)
 {
     static const int orient[NSTREAMS] = {1, 6, 3, 8};
@@ -326,18 +328,27 @@ static void test_jobs(struct gconv_ctx *ctx, enum variant v)
                                           .orientation = orient[i],
                                           .plan = &plan,
                                           .v = v,
-                                          .block = VARIANT_DEFAULT_BLOCK};
+                                          .block = VARIANT_DEFAULT_BLOCK,
+                                          .quality = i == 1 || i == 2 ? 90 : 0};
     }
     submitted = gconv_submit_jpeg(ctx, jobs, NSTREAMS);
     CHECK(submitted == NSTREAMS, "gconv_submit_jpeg: %d of %d (%s)", submitted, NSTREAMS, jobs[0].err);
     for (int i = 0; i < NSTREAMS; i++) {
-        struct img cpu = {0}, out_gpu = {0}, out_cpu = {0};
+        struct img cpu = {0}, out_gpu = {0}, out_cpu = {0}, back = {0};
+        uint8_t *behind = NULL;
+        size_t behind_len = 0;
         int m = -1;
         CHECK(jobs[i].rc == 0, "job %d: %s", i, jobs[i].err);
         if (jobs[i].rc != 0)
             continue;
         CHECK(img_alloc(&out_gpu, jobs[i].w, jobs[i].h, plan.out_ch, err) == 0, "%s", err);
-        CHECK(finish(ctx, i, &out_gpu, err) == 0, "finish %d: %s", i, err);
+        if (jobs[i].quality > 0) {
+            CHECK(finish(ctx, i, NULL, err) == 0, "finish %d without copy: %s", i, err);
+            CHECK(gconv_jpeg_encode_result(ctx, i, 90, &behind, &behind_len, err) == 0, "collect %d: %s", i, err);
+            CHECK(gconv_finish_copy(ctx, i, &out_gpu, err) == 0, "finish_copy %d: %s", i, err);
+        } else {
+            CHECK(finish(ctx, i, &out_gpu, err) == 0, "finish %d: %s", i, err);
+        }
         CHECK(cpu_decode(jpg[i], jl[i], &cpu, err) == 0 && imageio_orient(&cpu, orient[i], err) == 0, "%s",
               err);
         CHECK(img_alloc(&out_cpu, cpu.w, cpu.h, plan.out_ch, err) == 0, "%s", err);
@@ -348,6 +359,14 @@ static void test_jobs(struct gconv_ctx *ctx, enum variant v)
               variant_name(v), m, JPEG_TOL_SUB + 1);
         printf("job %d %s 4:2:0 %dx%d orientation %d: JPEG bytes vs CPU pixels max diff %d (bound %d)\n", i,
                variant_name(v), out_gpu.w, out_gpu.h, orient[i], m, JPEG_TOL_SUB + 1);
+        if (jobs[i].quality > 0) {
+            CHECK(behind && cpu_decode(behind, behind_len, &back, err) == 0, "decode back %d: %s", i, err);
+            CHECK(psnr(&out_cpu, &back) >= JPEG_MIN_PSNR, "job %d encode behind: PSNR %.1f", i,
+                  psnr(&out_cpu, &back));
+            printf("job %d encoded behind it: %zu bytes, PSNR %.1f dB\n", i, behind_len, psnr(&out_cpu, &back));
+            free(behind);
+            img_free(&back);
+        }
         if (i == NSTREAMS - 1) { /* the device encode of the result just finished on stream i */
             uint8_t *enc = NULL;
             size_t len = 0;

@@ -27,6 +27,13 @@ int backend_finish_jpeg(struct backend *b, int s, struct job *job)
     return 0;
 }
 
+void backend_jpeg_profile(struct backend *b, double ms[BACKEND_JPEG_STAGES])
+{
+    (void)b;
+    for (int i = 0; i < BACKEND_JPEG_STAGES; i++)
+        ms[i] = 0.0;
+}
+
 void backend_jpeg_counts(struct backend_jpeg_counts *c)
 {
     *c = (struct backend_jpeg_counts){0};

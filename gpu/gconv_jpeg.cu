@@ -9,6 +9,9 @@
 #include "gconv_internal.h"
 
 #define ORIENT_BLOCK 16
+/* The engine's buffers are preallocated only while one image per stream at 3 bytes a pixel stays
+ * under this: larger images are rare, and nvJPEG then allocates for them itself. */
+#define HW_PREALLOC_MAX_BYTES ((size_t)512 << 20)
 
 /* The nvJPEG objects of one context. hw is the hardware engine's handle (NULL on a GPU without
  * JPEG engines); sw the default backend's, which also serves what the engine refuses and every
@@ -325,9 +328,9 @@ static int jdec_single(struct gconv_ctx *ctx, struct gjpeg *g, struct jdec *j)
 }
 
 /* The engine's buffers for a batch of as many images as there are streams, each as large as the
- * largest seen: without this nvJPEG frees and allocates device memory whenever the batch size or
- * the image size changes, and a cudaFree waits for the whole device. Best effort: the decode
- * allocates what it needs when this fails. */
+ * largest seen (up to HW_PREALLOC_MAX_BYTES in all): without this nvJPEG frees and allocates device
+ * memory whenever the batch size or the image size changes, and a cudaFree waits for the whole
+ * device. Best effort: the decode allocates what it needs when this fails. */
 static void hw_preallocate(struct gconv_ctx *ctx, struct gjpeg *g, struct jdec *const *pick, int k,
                            nvjpegOutputFormat_t fmt)
 {
@@ -337,7 +340,7 @@ static void hw_preallocate(struct gconv_ctx *ctx, struct gjpeg *g, struct jdec *
     for (int i = 0; i < k; i++)
         if ((long long)pick[i]->w * pick[i]->h > px)
             px = (long long)pick[i]->w * pick[i]->h, w = pick[i]->w, h = pick[i]->h;
-    if (px <= g->hw_pre_px)
+    if (px <= g->hw_pre_px || (size_t)px * 3 * (size_t)ctx->nstreams > HW_PREALLOC_MAX_BYTES)
         return;
     if (nvjpegDecodeBatchedPreAllocate(g->hw, g->hw_state, ctx->nstreams, w, h, NVJPEG_CSS_444, fmt) ==
         NVJPEG_STATUS_SUCCESS)
@@ -588,8 +591,8 @@ out:
 /* Enqueues the encode of the w x h image of ch channels (1 or 3) at d_px, rows pitch bytes apart,
  * on stream s with encoder enc and its params. */
 static int encode_enqueue(struct gconv_ctx *ctx, struct gjpeg *g, nvjpegEncoderState_t enc,
-                          nvjpegEncoderParams_t params, const uint8_t *d_px, int w, int h, int ch, size_t pitch,
-                          int quality, cudaStream_t s, char *err)
+                          nvjpegEncoderParams_t params, const uint8_t *d_px, int w, int h, int ch,
+                          size_t pitch, int quality, cudaStream_t s, char *err)
 {
     nvjpegImage_t src;
     int rc = 0;

@@ -344,7 +344,8 @@ static void test_jobs(struct gconv_ctx *ctx, enum variant v)
         CHECK(img_alloc(&out_gpu, jobs[i].w, jobs[i].h, plan.out_ch, err) == 0, "%s", err);
         if (jobs[i].quality > 0) {
             CHECK(finish(ctx, i, NULL, err) == 0, "finish %d without copy: %s", i, err);
-            CHECK(gconv_jpeg_encode_result(ctx, i, 90, &behind, &behind_len, err) == 0, "collect %d: %s", i, err);
+            CHECK(gconv_jpeg_encode_result(ctx, i, 90, &behind, &behind_len, err) == 0, "collect %d: %s", i,
+                  err);
             CHECK(gconv_finish_copy(ctx, i, &out_gpu, err) == 0, "finish_copy %d: %s", i, err);
         } else {
             CHECK(finish(ctx, i, &out_gpu, err) == 0, "finish %d: %s", i, err);
@@ -363,7 +364,8 @@ static void test_jobs(struct gconv_ctx *ctx, enum variant v)
             CHECK(behind && cpu_decode(behind, behind_len, &back, err) == 0, "decode back %d: %s", i, err);
             CHECK(psnr(&out_cpu, &back) >= JPEG_MIN_PSNR, "job %d encode behind: PSNR %.1f", i,
                   psnr(&out_cpu, &back));
-            printf("job %d encoded behind it: %zu bytes, PSNR %.1f dB\n", i, behind_len, psnr(&out_cpu, &back));
+            printf("job %d encoded behind it: %zu bytes, PSNR %.1f dB\n", i, behind_len,
+                   psnr(&out_cpu, &back));
             free(behind);
             img_free(&back);
         }

@@ -183,14 +183,17 @@ int backend_submit(struct backend *b, int s, struct job *job)
 int backend_finish(struct backend *b, int s, struct job *job)
 {
     struct gconv_times gt = {0};
-    /* a result to be encoded as JPEG on the device stays there (backend_finish_jpeg) */
-    int rc = gconv_finish(b->gpu, s, job->jpeg_quality > 0 ? NULL : &job->out, &gt, job->err);
+    int rc = gconv_finish(b->gpu, s, NULL, &gt, job->err);
 
     job->t.upload = gt.upload_ms;
     job->t.kernel = gt.kernel_ms;
     job->t.download = gt.download_ms;
-    return rc < 0 ? rc : backend_finish_jpeg(b, s, job);
+    if (rc < 0)
+        return rc;
+    return job->jpeg_quality > 0 ? backend_finish_jpeg(b, s, job) : 1;
 }
+
+int backend_take(struct backend *b, int s, struct job *job) { return gconv_finish_copy(b->gpu, s, &job->out, job->err); }
 
 int backend_run(struct backend *b, struct job *job)
 {
@@ -200,7 +203,7 @@ int backend_run(struct backend *b, struct job *job)
         return backend_run_cpu(b, job, b->threads);
     if (!b->gpu)
         return edged_fail(job->err, EDGED_E_NO_CUDA, "a GPU job needs a GPU backend");
-    if ((rc = backend_submit(b, 0, job)) < 0)
+    if ((rc = backend_submit(b, 0, job)) < 0 || (rc = backend_finish(b, 0, job)) <= 0)
         return rc;
-    return backend_finish(b, 0, job);
+    return backend_take(b, 0, job);
 }

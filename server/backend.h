@@ -47,9 +47,13 @@ int backend_route(const struct backend *b, struct job *job, char *err);
 int backend_run_cpu(const struct backend *b, struct job *job, int threads);
 
 /* GPU lane, asynchronous: submit resolves auto and enqueues the job on stream s (its input may be
- * freed once this returns 0); finish waits for stream s and fills the output and stage times. */
+ * freed once this returns 0); finish waits for stream s and fills the stage times. It returns 1
+ * when the result is left in the stream's staging for backend_take to copy into job->out (stream s
+ * must take no other job before), 0 when there is nothing to take (encoded on the device, or
+ * copied because that failed), or an EDGED_E_* code. */
 int backend_submit(struct backend *b, int s, struct job *job);
 int backend_finish(struct backend *b, int s, struct job *job);
+int backend_take(struct backend *b, int s, struct job *job);
 
 /* Runs a routed job to the end on this thread, through the same calls as the workers (the CPU
  * with the backend's threads, or the GPU on stream 0). Returns 0 or an EDGED_E_* code. */

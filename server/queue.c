@@ -70,8 +70,18 @@ struct job *job_new(void)
     return job;
 }
 
+/* Takes the result a worker left for job (copy 1: into job->out) once; 0 when there is none. */
+static int take_result(struct job *job, int copy)
+{
+    int (*take)(struct job *, int) = job->take;
+
+    job->take = NULL;
+    return take ? take(job, copy) : 0;
+}
+
 static void job_free(struct job *job)
 {
+    take_result(job, 0);
     img_free(&job->in);
     img_free(&job->out);
     free(job->src);
@@ -243,6 +253,8 @@ int queue_wait_watch(struct queue *q, struct job *job, queue_alive_fn alive, voi
     pthread_mutex_unlock(&q->mu);
     if (dead)
         job_free(dead); /* cannot happen: the caller still holds its reference */
+    else if (rc == 0 && (rc = take_result(job, 1)) < 0) /* done: the worker no longer touches it */
+        job->rc = rc, edged_fail(err, rc, "%s", job->err);
     return rc;
 }
 

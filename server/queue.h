@@ -43,6 +43,12 @@ struct job {
     struct img out; /* GPU lane: allocated by the submitter; CPU lane: by the worker */
     uint8_t *out_jpeg; /* with jpeg_quality: out encoded on the device (owned), or NULL */
     size_t out_jpeg_len;
+    /* GPU lane: a result its worker left in the stream's staging rather than copy it on the one
+     * worker thread. take(job, 1) copies it into out and frees the stream, take(job, 0) only frees
+     * it; queue_wait calls the first on success, the job's last release the second if still set. */
+    int (*take)(struct job *job, int copy);
+    void *take_cls;
+    int take_slot;
     enum variant used;
     struct job_times t;
     int rc;
@@ -76,7 +82,8 @@ void job_release(struct queue *q, struct job *job);
  * or the code queue_fail set (GPU fatal), with a message. */
 int queue_push(struct queue *q, struct job *job, char *err);
 
-/* Waits until job is done; returns job->rc and copies its message into err. A job still queued
+/* Waits until job is done, takes its result (job->take); returns job->rc and copies its message
+ * into err. A job still queued
  * at its deadline is taken out and fails with EDGED_E_DEADLINE; a running job after queue_fail is
  * abandoned with that code: then its output must not be read, only released. */
 int queue_wait(struct queue *q, struct job *job, char *err);

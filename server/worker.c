@@ -50,6 +50,10 @@ struct worker {
     double busy_since;    /* clock_ms when the device last went from idle to busy; 0 when idle */
     double busy_ms;       /* busy time up to busy_since */
     struct gpu_prof prof; /* the GPU worker's own */
+    /* 1 while stream s holds a finished job's result for its waiter to copy (gpu_take): the
+     * stream takes no job until then. Here, not on the worker's stack: a job may be freed after
+     * the worker thread ended. */
+    atomic_int held[GPU_MAX_STREAMS];
 };
 
 /* Marks the GPU dead once: readiness drops, every queued job and every later push fails. */
@@ -108,6 +112,24 @@ static int gpu_submit(struct worker *w, int s, struct job *job)
 
 static int gpu_is_fatal(struct gconv_ctx *ctx, int rc) { return rc == EDGED_E_GPU_FATAL || gconv_is_dead(ctx); }
 
+/* job->take of a GPU job: its waiter's thread copies the result out of the stream's staging, so
+ * that the one worker thread spends no time on copies. */
+static int gpu_take(struct job *job, int copy)
+{
+    struct worker *w = job->take_cls;
+    int rc = copy ? backend_take(w->b, job->take_slot, job) : 0;
+
+    atomic_store(&w->held[job->take_slot], 0);
+    return rc;
+}
+
+/* Leaves the result of job, finished on stream s, for its waiter (gpu_take). */
+static void gpu_hold(struct worker *w, int s, struct job *job)
+{
+    atomic_store(&w->held[s], 1);
+    job->take = gpu_take, job->take_cls = w, job->take_slot = s;
+}
+
 /* Publishes the oldest submit time of the busy slots for the watchdog, and adds up the time the
  * device had any job (edged_gpu_busy_seconds_total). */
 static void publish_oldest(struct worker *w, const struct gpu_slot *slots, int ns)
@@ -145,8 +167,10 @@ static int gpu_reap(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot *sl
         if (!fatal && gpu_is_fatal(ctx, rc))
             snprintf(fatal_msg, EDGED_ERR_LEN, "%s", rc < 0 ? job->err : "sticky CUDA error: GPU context lost");
         fatal = fatal || gpu_is_fatal(ctx, rc);
-        if (fatal && rc == 0)
+        if (fatal && rc >= 0)
             rc = edged_fail(job->err, EDGED_E_GPU_FATAL, "GPU context lost");
+        if (rc == 1)
+            gpu_hold(w, s, job), rc = 0;
         queue_complete(w->q, job, rc);
         w->prof.ms[GS_COMPLETE] += clock_ms() - t1;
         slots[s].job = NULL;
@@ -173,10 +197,10 @@ static void gpu_abandon(struct worker *w, struct gpu_slot *slots, int ns)
     }
 }
 
-static int free_slot(const struct gpu_slot *slots, int ns)
+static int free_slot(struct worker *w, const struct gpu_slot *slots, int ns)
 {
     for (int s = 0; s < ns; s++)
-        if (!slots[s].job)
+        if (!slots[s].job && !atomic_load(&w->held[s]))
             return s;
     return -1;
 }
@@ -191,7 +215,7 @@ static int gpu_submit_jpeg_batch(struct worker *w, struct gconv_ctx *ctx, struct
     struct job *job = first;
 
     do {
-        s = free_slot(slots, ns);
+        s = free_slot(w, slots, ns);
         slots[s].job = job; /* reserved while the batch is gathered */
         if (job->src && !job->in.px) {
             jobs[n] = job, streams[n++] = s;
@@ -203,7 +227,7 @@ static int gpu_submit_jpeg_batch(struct worker *w, struct gconv_ctx *ctx, struct
         } else {
             slots[s].t_submit = clock_ms(), started++;
         }
-    } while (n < GCONV_JPEG_MAX_BATCH && free_slot(slots, ns) >= 0 && (job = queue_pop(w->q, LANE_GPU, 0)));
+    } while (n < GCONV_JPEG_MAX_BATCH && free_slot(w, slots, ns) >= 0 && (job = queue_pop(w->q, LANE_GPU, 0)));
     backend_submit_jpeg(w->b, jobs, streams, n, rcs);
     for (int i = 0; i < n; i++) {
         if (rcs[i] < 0) {
@@ -251,7 +275,7 @@ static void *gpu_main(void *arg)
     ns = ns < 1 ? 1 : ns > GPU_MAX_STREAMS ? GPU_MAX_STREAMS : ns;
     while (!atomic_load(&w->fatal)) {
         t0 = clock_ms();
-        if ((s = free_slot(slots, ns)) >= 0) {
+        if ((s = free_slot(w, slots, ns)) >= 0) {
             job = queue_pop(w->q, LANE_GPU, busy ? GPU_POLL_MS : -1);
             if (!job && !busy)
                 break; /* closed and drained */

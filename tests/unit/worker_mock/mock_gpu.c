@@ -18,6 +18,9 @@ double mock_dur_ms = 20;
 atomic_int mock_busy, mock_max_busy, mock_dead, mock_fatal_at = -1, mock_oom_at = -1, mock_submits, mock_hang;
 static double start[16];
 static int busy[16], failrc[16];
+/* a stream's submits and the submit its last finish ended: a result is copied only before the
+ * stream takes another job */
+static int submits_on[16], finished_on[16];
 
 /* The real backend over the fake context; opened once. */
 struct backend *mock_backend(void)
@@ -28,7 +31,12 @@ struct backend *mock_backend(void)
         backend_open(&b, BACKEND_GPU, mock_streams, 1, NULL);
     return b;
 }
-void mock_reset(void) { memset(busy, 0, sizeof(busy)); }
+void mock_reset(void)
+{
+    memset(busy, 0, sizeof(busy));
+    memset(submits_on, 0, sizeof(submits_on));
+    memset(finished_on, 0, sizeof(finished_on));
+}
 
 int gconv_open(struct gconv_ctx **out, int device, int streams, char *err)
 {
@@ -65,6 +73,7 @@ int gconv_submit(struct gconv_ctx *ctx, int s, const struct img *in, const struc
     if (n == mock_oom_at)
         return edged_fail(err, EDGED_E_GPU_OOM, "mock: out of device memory");
     busy[s] = 1;
+    submits_on[s]++;
     failrc[s] = n == mock_fatal_at ? EDGED_E_GPU_FATAL : 0;
     start[s] = clock_ms();
     b = atomic_fetch_add(&mock_busy, 1) + 1;
@@ -92,7 +101,16 @@ int gconv_finish(struct gconv_ctx *ctx, int s, struct img *out, struct gconv_tim
     atomic_fetch_sub(&mock_busy, 1);
     if (failrc[s])
         return edged_fail(err, failrc[s], "mock: sticky CUDA error");
-    memset(out->px, 7, out->stride * (size_t)out->h);
+    finished_on[s] = submits_on[s];
     *t = (struct gconv_times){1, 2, 1};
+    return out ? gconv_finish_copy(ctx, s, out, err) : 0;
+}
+
+int gconv_finish_copy(struct gconv_ctx *ctx, int s, struct img *out, char *err)
+{
+    (void)ctx;
+    if (busy[s] || finished_on[s] != submits_on[s])
+        return edged_fail(err, EDGED_E_INTERNAL, "mock: stream %d took another job before its result was copied", s);
+    memset(out->px, 7, out->stride * (size_t)out->h);
     return 0;
 }

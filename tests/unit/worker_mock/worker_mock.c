@@ -2,7 +2,8 @@
  * 32 x 20 ms jobs in ~160 ms), 1 stream serialises, one job's OOM fails only that job, a sticky
  * error fails every queued job and the queue, the watchdog catches a hung job, the busy time
  * (edged_gpu_busy_seconds_total) counts the time the device had work and no more, and a job past
- * its run limit is abandoned at the limit and freed when its stream finishes (ASan: no leak). */
+ * its run limit is abandoned at the limit and freed when its stream finishes (ASan: no leak), and a
+ * finished result holds its stream until its waiter has copied it, or until the job is freed. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -197,11 +198,60 @@ static void test_abandoned_at_run_limit(void)
     stop(q, w);
 }
 
+static struct job *gpu_job(void)
+{
+    struct job *j = job_new();
+
+    j->lane = LANE_GPU;
+    j->variant = VARIANT_AUTO;
+    j->plan.in_ch = 3;
+    j->plan.out_ch = 1;
+    img_alloc(&j->in, 8, 8, 3, NULL);
+    img_alloc(&j->out, 8, 8, 1, NULL);
+    return j;
+}
+
+/* One stream: a finished job's result stays in the stream until its waiter copies it (queue_wait),
+ * so the next job waits for that, not for the worker; a job freed untaken lets the stream go. */
+static void test_result_held_until_taken(void)
+{
+    struct queue *q;
+    struct worker *w;
+    struct job *a = gpu_job(), *b = gpu_job(), *c = gpu_job();
+    struct timespec nap = {0, 100 * 1000000L};
+    int n0;
+
+    mock_reset();
+    mock_hang = mock_dead = mock_busy = mock_max_busy = 0;
+    mock_streams = 1;
+    mock_dur_ms = 10;
+    start(&q, &w);
+    n0 = mock_submits;
+    CHECK(queue_push(q, a, err) == 0 && queue_push(q, b, err) == 0, "push: %s", err);
+    nanosleep(&nap, NULL);
+    CHECK(mock_submits - n0 == 1, "the stream took %d jobs while the first result was not taken",
+          mock_submits - n0);
+    CHECK(queue_wait(q, a, err) == 0 && a->out.px[0] == 7, "first result: %s", err);
+    CHECK(queue_wait(q, b, err) == 0 && b->out.px[0] == 7, "second result, after the first was taken: %s", err);
+    job_release(q, a);
+    CHECK(queue_push(q, c, err) == 0, "push: %s", err);
+    nanosleep(&nap, NULL);
+    job_release(q, b); /* taken already: nothing held */
+    job_release(q, c); /* done and held: freeing it frees the stream */
+    CHECK(mock_submits - n0 == 3, "%d submits", mock_submits - n0);
+    b = gpu_job();
+    CHECK(queue_push(q, b, err) == 0 && queue_wait(q, b, err) == 0 && b->out.px[0] == 7,
+          "after a job freed untaken: %s", err);
+    job_release(q, b);
+    stop(q, w);
+}
+
 int main(void)
 {
     test_streams_oom_fatal();
     test_watchdog();
     test_one_stream();
     test_abandoned_at_run_limit();
+    test_result_held_until_taken();
     return check_summary();
 }

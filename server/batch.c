@@ -254,8 +254,8 @@ static int open_backend(struct batch *bt, char *err)
         (rc = queue_new(&bt->q, bt->c->threads * BATCH_AHEAD, BATCH_NO_DEADLINE_MS, 0, err)) < 0)
         return rc;
     /* cpu spreads each job over the cores; cpu_serial runs one job per core */
-    wc = v == VARIANT_CPU_SERIAL ? (struct worker_config){bt->c->threads, 1}
-                                 : (struct worker_config){1, backend_threads(bt->b)};
+    wc = v == VARIANT_CPU_SERIAL ? (struct worker_config){bt->c->threads, 1, 0}
+                                 : (struct worker_config){1, backend_threads(bt->b), 0};
     return worker_start(&bt->w, bt->q, bt->b, &wc, err);
 }
 

@@ -153,7 +153,7 @@ static int main_loop(struct service *s, struct http_server *h, const sigset_t *s
 
 static int open_backend(struct service *s, const struct serve_config *cfg)
 {
-    struct worker_config wc = {cfg->cpu_workers, cfg->threads};
+    struct worker_config wc = {cfg->cpu_workers, cfg->threads, 1};
     char err[EDGED_ERR_LEN];
     int rc;
 

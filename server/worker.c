@@ -30,7 +30,7 @@ struct gpu_slot {
 enum gpu_stage { GS_WAIT, GS_SUBMIT_JPEG, GS_SUBMIT, GS_FINISH, GS_COMPLETE, GS_N };
 struct gpu_prof {
     double ms[GS_N];
-    long long jobs;
+    long long jobs, jpeg_batches, jpeg_jobs; /* jobs completed; JPEG batches submitted and their jobs */
 };
 
 struct worker {
@@ -229,6 +229,7 @@ static int gpu_submit_jpeg_batch(struct worker *w, struct gconv_ctx *ctx, struct
         }
     } while (n < GCONV_JPEG_MAX_BATCH && free_slot(w, slots, ns) >= 0 && (job = queue_pop(w->q, LANE_GPU, 0)));
     backend_submit_jpeg(w->b, jobs, streams, n, rcs);
+    w->prof.jpeg_batches += n > 0, w->prof.jpeg_jobs += n;
     for (int i = 0; i < n; i++) {
         if (rcs[i] < 0) {
             slots[streams[i]].job = NULL;
@@ -249,13 +250,13 @@ static void gpu_prof_log(struct worker *w)
     const struct gpu_prof *p = &w->prof;
     double nj[BACKEND_JPEG_STAGES];
 
-    if (p->jobs == 0)
+    if (p->jobs == 0 || !w->c.log_profile)
         return;
     backend_jpeg_profile(w->b, nj);
     log_event("info", "gpu_worker_profile",
-              "jobs=%lld wait_ms=%.1f submit_jpeg_ms=%.1f submit_ms=%.1f finish_ms=%.1f complete_ms=%.1f "
+              "jobs=%lld jpeg_batches=%lld jpeg_jobs=%lld wait_ms=%.1f submit_jpeg_ms=%.1f submit_ms=%.1f finish_ms=%.1f complete_ms=%.1f "
               "nvjpeg_header_ms=%.1f nvjpeg_decode_ms=%.1f nvjpeg_enqueue_ms=%.1f nvjpeg_retrieve_ms=%.1f",
-              p->jobs, p->ms[GS_WAIT], p->ms[GS_SUBMIT_JPEG], p->ms[GS_SUBMIT], p->ms[GS_FINISH],
+              p->jobs, p->jpeg_batches, p->jpeg_jobs, p->ms[GS_WAIT], p->ms[GS_SUBMIT_JPEG], p->ms[GS_SUBMIT], p->ms[GS_FINISH],
               p->ms[GS_COMPLETE], nj[0], nj[1], nj[2], nj[3]);
 }
 

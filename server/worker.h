@@ -13,6 +13,8 @@ struct worker;
 struct worker_config {
     int cpu_workers; /* CPU-lane threads */
     int cpu_threads; /* threads each cpu_run uses */
+    int log_profile; /* 1: the GPU worker logs its profile when it ends (the server's log; the CLI
+                      * keeps stderr for its own lines) */
 };
 
 /* Starts the CPU pool, and the GPU worker when b has a GPU. Returns 0 or a negative EDGED_E_*. */

@@ -78,7 +78,7 @@ static int count(const int *codes, int n, int code)
 
 static void start(struct queue **q, struct worker **w)
 {
-    struct worker_config wc = {1, 1};
+    struct worker_config wc = {1, 1, 0};
 
     queue_new(q, 64, 10000, 1, err);
     worker_start(w, *q, mock_backend(), &wc, err);

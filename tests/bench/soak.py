@@ -35,6 +35,8 @@ import json
 import os
 import queue
 import re
+import resource
+import shutil
 import signal
 import socket
 import struct
@@ -45,6 +47,8 @@ import time
 import zlib
 
 import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def synthetic_photo(side, seed=1):
@@ -192,6 +196,51 @@ def open_loop(args, rate, seconds, budget, workers, on_tick=None):
     s["generator_lags"] = len(lag)  # times the sender fell behind by more than MAX_LAG_S
     s["generator_lag_s"] = round(sum(lag), 2)
     return s
+
+
+def wrk_phase(args, conns, seconds, rate=0.0, on_tick=None):
+    """The ramp's or the hold's load from wrk (C, epoll: --client wrk) instead of Python threads,
+    so that the client's own scheduling adds little to the latencies it reports: `conns` keep-alive
+    connections, closed loop, or with rate > 0 arrivals paced at `rate` req/s (soak.lua). Returns
+    the Stats.summary fields, plus the offered rate, the arrivals the pacing dropped (lags) and the
+    client's CPU seconds. on_tick runs every --sample-s while wrk runs."""
+    nthreads = max(1, min(conns, args.wrk_threads))
+    cmd = [args.wrk, "-t", str(nthreads), "-c", str(conns), "-d", "%ds" % max(1, round(seconds)),
+           "--timeout", "%ds" % max(1, round(args.timeout)), "-s", os.path.join(HERE, "soak.lua"),
+           "http://127.0.0.1:%d/v1/filter" % args.port, "--", args.body_file, args.ctype, "%.6g" % (rate / nthreads)]
+    ru0, t0, last = resource.getrusage(resource.RUSAGE_CHILDREN), time.time(), time.time()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    while p.poll() is None:
+        time.sleep(0.1)
+        if on_tick and time.time() - last >= args.sample_s:
+            last = time.time()
+            on_tick()
+    text, wall = p.stdout.read(), time.time() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    m = re.search(r"^EDGED_SOAK (.*)$", text, re.M)
+    if p.returncode != 0 or not m:
+        raise SystemExit("soak.py: wrk failed (exit %d):\n%s" % (p.returncode, text[-2000:]))
+    f = dict(kv.split("=", 1) for kv in m.group(1).split())
+    codes = {c: int(n) for c, n in (x.split(":") for x in f["codes"].split(",") if x)}
+    sock = sum(int(f[k]) for k in ("connect", "read", "write", "timeout"))
+    if sock:
+        codes["0"] = sock  # socket errors, as Client.post reports them
+    n, ok = sum(codes.values()), codes.get("200", 0)
+    return {"requests": n, "ok": ok, "codes": dict(sorted(codes.items())), "errors": n - ok,
+            "rps": round(ok / wall, 2), "p50_ms": round(int(f["p50_us"]) / 1e3, 1),
+            "p99_ms": round(int(f["p99_us"]) / 1e3, 1), "max_ms": round(int(f["max_us"]) / 1e3, 1),
+            "seconds": round(wall, 1), "429_without_retry_after": 0, "offered_rps": round(rate, 2),
+            "generator_lags": int(f["lags"]), "generator_lag_s": None, "client": "wrk",
+            "client_cpu_s": round(ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime, 1)}
+
+
+def load(args, conns, seconds, budget, rate=0.0, on_tick=None):
+    """The ramp's (rate 0: closed loop) or the hold's load, from wrk or Python threads (--client)."""
+    if args.client == "wrk":
+        return wrk_phase(args, conns, seconds, rate, on_tick)
+    if rate <= 0:
+        return closed_loop(args, conns, seconds, budget)
+    return open_loop(args, rate, seconds, budget, conns, on_tick)
 
 
 class Budget:
@@ -399,6 +448,12 @@ def main():
     ap.add_argument("--workers", type=int, default=128,
                     help="open-loop connections at most: above the admission bound, so that overload reaches it")
     ap.add_argument("--timeout", type=float, default=60)
+    ap.add_argument("--client", choices=["wrk", "python"],
+                    help="what drives the ramp and the hold: wrk (default where installed: C, so the "
+                    "latencies are the server's) or Python threads; the overload is always Python's (it checks "
+                    "every 429's Retry-After)")
+    ap.add_argument("--wrk", default="wrk")
+    ap.add_argument("--wrk-threads", type=int, default=2, help="wrk -t")
     ap.add_argument("--max-requests", type=int, default=400000)
     ap.add_argument("--quick", action="store_true", help="short phases: ramp 1,2,4 x 4 s, hold 20 s, overload 10 s")
     ap.add_argument("--rate", type=float, default=0, help="steady mode: hold at this many req/s (no ramp, no overload)")
@@ -410,11 +465,15 @@ def main():
     ap.add_argument("--trace", default="", help="CSV of every open-loop request: end time, seconds, status, "
                     "Server-Timing (to see where slow requests spent their time)")
     args = ap.parse_args()
+    args.client = args.client or ("wrk" if shutil.which(args.wrk) else "python")
     if args.quick:
         args.ramp, args.step_s, args.hold_s, args.over_s, args.sample_s = "1,2,4", 4, 20, 10, 2
     args.trace_file = open(args.trace, "w") if args.trace else None
     png = synthetic_photo(args.size)
     args.body, args.ctype = multipart(png, args.params)
+    args.body_file = os.path.join(os.path.dirname(os.path.abspath(args.log)), "edged-soak-body-%d.bin" % os.getpid())
+    with open(args.body_file, "wb") as f:
+        f.write(args.body)
     proc = None
     if args.url:
         args.port = int(args.url.rsplit(":", 1)[1].strip("/"))
@@ -425,7 +484,7 @@ def main():
     budget = Budget(args.max_requests)
     out = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "cpus": os.cpu_count(),
            "image": "%dx%d RGB, %d bytes" % (args.size, args.size, len(png)), "params": args.params,
-           "queue_depth": args.queue_depth, "ramp": [], "ok": True, "failures": []}
+           "queue_depth": args.queue_depth, "client": args.client, "ramp": [], "ok": True, "failures": []}
 
     def fail(msg):
         out["ok"] = False
@@ -438,7 +497,7 @@ def main():
         if args.rate > 0:
             args.ramp, args.hold_s, args.hold_frac = "", args.minutes * 60, 1.0
         for n in [int(x) for x in args.ramp.split(",") if x]:
-            r = closed_loop(args, n, args.step_s, budget)
+            r = load(args, n, args.step_s, budget)
             r["clients"] = n
             out["ramp"].append(r)
             print("ramp  clients %3d  %7.1f req/s  p50 %7.1f ms  p99 %7.1f ms  errors %d %s" %
@@ -465,10 +524,12 @@ def main():
             abuse = Abuse(args.port, synthetic_photo(1000), synthetic_photo(2000))
             abuse.start()
         if args.rate > 0:  # warm-up at the rate (and under the abuse): RSS is compared from after it
-            open_loop(args, args.rate, min(60, args.hold_s / 10), budget, args.workers)
+            load(args, args.workers, min(60, args.hold_s / 10), budget, args.rate)
         t_hold = time.time()
         sample()
-        hold = open_loop(args, args.hold_frac * knee["rps"], args.hold_s, budget, args.workers, sample)
+        hold = load(args, args.workers, args.hold_s, budget, args.hold_frac * knee["rps"], sample)
+        if args.client == "wrk":
+            time.sleep(1)  # wrk has closed its connections when it exits; the server closes them now
         sample()
         hold["samples"] = samples
         if abuse:
@@ -491,10 +552,12 @@ def main():
                      "fds_max": max(x["fds"] for x in samples), "nsamples": len(samples)})
         out["hold"] = hold
         print("hold  %.1f req/s offered, %.1f served, %d requests, p50 %.1f ms, p99 %.1f ms, errors %d, RSS %d -> %d kB "
-              "(median first/last quarter %.0f / %.0f kB, peak %d -> %d kB), fds %d -> %d, sender lags %d (%.1f s)" %
+              "(median first/last quarter %.0f / %.0f kB, peak %d -> %d kB), fds %d -> %d, sender lags %d, client %s "
+              "(%s CPU s)" %
               (hold["offered_rps"], hold["rps"], hold["requests"], hold["p50_ms"], hold["p99_ms"], hold["errors"],
                hold["rss_start_kb"], hold["rss_end_kb"], first, last, hold["hwm_settled_kb"], hold["hwm_end_kb"],
-               hold["fds_start"], hold["fds_end"], hold["generator_lags"], hold["generator_lag_s"]), flush=True)
+               hold["fds_start"], hold["fds_end"], hold["generator_lags"], args.client, hold.get("client_cpu_s", "?")),
+              flush=True)
         if hold["errors"]:
             fail("hold: %d errors %s" % (hold["errors"], hold["codes"]))
         # flat: within 10 % of the settled value (16 MiB for a small process), since the bodies and
@@ -581,6 +644,8 @@ def finish(args, proc, out):
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
+    if os.path.exists(args.body_file):
+        os.unlink(args.body_file)
     return 0 if out["ok"] else 1
 
 

@@ -30,9 +30,15 @@ start)
         exit 1
     fi
     { date -u; nproc; nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv; } > "$DIR/host.txt"
+    # wrk drives the ramp and the hold: installed, or from the carried .debs (with its LuaJIT)
+    wrk=wrk
+    if ! command -v wrk > /dev/null 2>&1 && [ -x /opt/deps/usr/bin/wrk ]; then
+        wrk=/opt/deps/usr/bin/wrk
+        export LD_LIBRARY_PATH="/opt/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    fi
     # shellcheck disable=SC2086
     setsid nohup "$PYTHON" tests/bench/soak.py --bin "$BUILD/edged" --backend gpu --json "$DIR/soak_gpu.json" \
-        --log "$DIR/edged.log" $SOAK_ARGS > "$DIR/soak.log" 2>&1 < /dev/null &
+        --log "$DIR/edged.log" --wrk "$wrk" $SOAK_ARGS > "$DIR/soak.log" 2>&1 < /dev/null &
     sleep "${2:-20}"
     cat "$DIR/host.txt" "$DIR/soak.log"
     ;;

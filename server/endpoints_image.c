@@ -176,7 +176,8 @@ static const char *job_device(struct service *s, const struct job *job, char *bu
 /* When the GPU lane has nvJPEG, a JPEG that the header peek and the limits accept goes to the job
  * undecoded: the GPU worker decodes it in device memory (batched with other JPEG jobs), and a JPEG
  * result is encoded there too. Kinds nvJPEG never takes (CMYK, YCCK, RGB-coded, arithmetic coding)
- * stay on the CPU path. Returns 1 when the job took the bytes (plan and route set), 0 when the
+ * stay on the CPU path, and so does a file that ends before its EOI marker: nvJPEG decodes a
+ * truncated scan without an error, libjpeg-turbo refuses it (422, as on the CPU backend). Returns 1 when the job took the bytes (plan and route set), 0 when the
  * input goes through decode_image, or job_prepare's error. */
 static int job_take_jpeg(struct service *s, struct http_req *r, const struct params *p,
                          const struct imageio_head *head, const uint8_t *d, size_t n, struct job *job, char *err)
@@ -187,7 +188,7 @@ static int job_take_jpeg(struct service *s, struct http_req *r, const struct par
         (p->variant != VARIANT_AUTO && !variant_is_gpu(p->variant)))
         return 0;
     if (head->fmt != IMAGEIO_JPEG || head->jpeg.arithmetic ||
-        (head->jpeg.cs != JPEGIO_CS_YCBCR && head->jpeg.cs != JPEGIO_CS_GRAY))
+        (head->jpeg.cs != JPEGIO_CS_YCBCR && head->jpeg.cs != JPEGIO_CS_GRAY) || !jpegio_complete(d, n))
         return 0;
     o = p->orientation == PARAMS_ORIENT_EXIF ? head->orientation : 1;
     swap = o >= 5 && o <= 8;

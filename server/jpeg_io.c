@@ -176,6 +176,42 @@ int jpegio_peek(const uint8_t *d, size_t n, struct jpegio_info *info, char *err)
     return 0;
 }
 
+int jpegio_complete(const uint8_t *d, size_t n)
+{
+    size_t at = 2, len;
+    int m, in_scan = 0;
+
+    if (!jpegio_is_jpeg(d, n))
+        return 0;
+    while (at < n) {
+        if (in_scan) { /* entropy-coded data: 0xFF only starts a stuffed byte or a marker */
+            const uint8_t *ff = memchr(d + at, 0xFF, n - at);
+            if (!ff)
+                return 0;
+            at = (size_t)(ff - d);
+        }
+        if (d[at] != 0xFF)
+            return 0;
+        while (at < n && d[at] == 0xFF)
+            at++;
+        if (at >= n)
+            return 0;
+        m = d[at++];
+        if (m == JPEG_M_EOI)
+            return 1;
+        if (m == 0x00 || (m >= 0xD0 && m <= 0xD7) || m == 0x01) { /* stuffed byte, restart, TEM */
+            if (m == 0x00 && !in_scan)
+                return 0;
+            continue;
+        }
+        if (at + 2 > n || (len = (size_t)d[at] << 8 | d[at + 1]) < 2 || at + len > n)
+            return 0;
+        at += len;
+        in_scan = m == JPEG_M_SOS;
+    }
+    return 0;
+}
+
 int jpegio_orientation(const uint8_t *d, size_t n)
 {
     struct jpegio_info info;

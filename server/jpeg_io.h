@@ -46,6 +46,11 @@ int jpegio_is_jpeg(const uint8_t *data, size_t len);
  * 12-bit, 2 components) or EDGED_E_BAD_IMAGE (a malformed or truncated header), message in err. */
 int jpegio_peek(const uint8_t *data, size_t len, struct jpegio_info *info, char *err);
 
+/* 1 when the segments after SOI, each scan's entropy-coded data included, run to an EOI marker;
+ * 0 when the data ends first (a truncated file) or a segment is malformed. Bytes after the EOI do
+ * not matter, as for libjpeg. Reads at most len bytes; never an error. */
+int jpegio_complete(const uint8_t *data, size_t len);
+
 /* EXIF orientation 1..8 from the first APP1 Exif segment before the scan; 1 when absent or
  * unreadable (never an error). */
 int jpegio_orientation(const uint8_t *data, size_t len);

@@ -27,6 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[EDGED_ERR_LEN];
     int rc, o = jpegio_orientation(data, size);
 
+    (void)jpegio_complete(data, size); /* reads at most size bytes (ASan checks) */
     if (o < 1 || o > 8)
         abort();
     if ((rc = imageio_peek(data, size, &lim, &head, err)) != 0) {

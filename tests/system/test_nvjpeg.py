@@ -138,3 +138,26 @@ def test_gpu_jpeg_off(make_server):
     c = post(s.url, data, dict(GAUSS, variant="cpu"))
     assert g.status_code == 200 and c.status_code == 200
     assert metrics(s.url)[("edged_jpeg_gpu_total", "decode")] == 0
+
+
+def test_truncated_jpeg_is_422_on_the_gpu_backend(make_server):
+    """nvJPEG decodes a truncated scan without an error: such a file never reaches the device and
+    gets the CPU decoder's 422, as on the CPU backend; the complete file, with bytes after its EOI,
+    still decodes on the device."""
+    if not has_nvjpeg():
+        pytest.skip("needs a GPU backend of a build with nvJPEG (EDGED_TEST_BACKEND=gpu)")
+    server = make_server("--gpu-jpeg", "1")
+    for flags in ((), (cv2.IMWRITE_JPEG_PROGRESSIVE, 1)):
+        data = jpeg(smooth(120, 160, 3, 9), *flags)
+        sos = data.index(b"\xff\xda")
+        for cut in (sos + 30, (sos + len(data)) // 2, len(data) - 2, len(data) - 1):
+            r = post(server.url, data[:cut], GAUSS)
+            assert r.status_code == 422, (flags, cut, r.status_code)
+            e = r.json()["error"]
+            assert e["code"] == "bad_image" and "JPEG" in e["message"], (flags, cut, e)
+        before = metrics(server.url)
+        r = post(server.url, data + b"\xff\x12trailing", GAUSS)
+        assert r.status_code == 200, r.text
+        after = metrics(server.url)
+        moved = sum(after[k] - before.get(k, 0) for k in after if k[1] in ("decode", "decode_refused"))
+        assert moved == 1  # on the device, or refused there and counted

@@ -220,11 +220,21 @@ static void test_jpeg_round_trip(void)
         if (ch == 1 || ch == 3)
             CHECK(max_err(&im, &out) <= (ch == 1 ? 2 : 12), "ch %d: max error %d", ch, max_err(&im, &out));
         img_free(&out);
-        /* every prefix of the file is refused, never a partial image */
+        /* every prefix of the file is refused, never a partial image, and none is complete */
+        CHECK(jpegio_complete(jpg, len), "ch %d: the whole file is complete", ch);
         for (size_t cut = 0; cut < len; cut += cut < 700 ? 1 : 97) {
             int rc = imageio_load(jpg, cut, NULL, 1, &out, err);
             CHECK(rc < 0 && !out.px, "ch %d prefix %zu/%zu: rc %d", ch, cut, len, rc);
+            CHECK(!jpegio_complete(jpg, cut), "ch %d prefix %zu/%zu complete", ch, cut, len);
             img_free(&out);
+        }
+        CHECK(!jpegio_complete(jpg, len - 1), "ch %d: without the EOI's last byte", ch);
+        uint8_t *tail = realloc(jpg, len + 3);
+        CHECK(tail != NULL, "realloc");
+        if (tail) {
+            jpg = tail;
+            memcpy(jpg + len, "\xFF\x12z", 3); /* bytes after the EOI, as some cameras write */
+            CHECK(jpegio_complete(jpg, len + 3), "ch %d: trailing bytes after the EOI", ch);
         }
         CHECK(jpegio_encode(&im, 0, &jpg, &len, err) == EDGED_E_PARAM || !jpg, "quality 0");
         free(jpg);

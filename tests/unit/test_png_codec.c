@@ -210,7 +210,11 @@ static struct buf write_kind(const struct kind *k, int w, int h, size_t zbuf)
             plte[i] = (png_color){(png_byte)check_rng(), (png_byte)check_rng(), (png_byte)check_rng()};
         for (int i = 0; i < 256; i++)
             alpha[i] = (png_byte)check_rng();
-        /* a short palette leaves indices past its end: libpng reads them as black */
+        /* a short palette leaves indices past its end: libpng reads them as black. Newer libpng
+         * (1.6.43 on Ubuntu 24.04) refuses to write such an index unless told not to check. */
+#ifdef PNG_CHECK_FOR_INVALID_INDEX_SUPPORTED
+        png_set_check_for_invalid_index(png, 0);
+#endif
         png_set_PLTE(png, info, plte, n > 2 && k->trns == 0 ? n - 1 : n);
         if (k->trns)
             png_set_tRNS(png, info, alpha, k->trns < n ? k->trns : n, NULL);

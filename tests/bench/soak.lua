@@ -26,6 +26,15 @@ end
 
 local threads = {}
 
+-- The percentiles done() reports: every 1 %, then finer in the tail.
+QUANTILES = {}
+for p = 1, 99 do
+   table.insert(QUANTILES, p)
+end
+for _, p in ipairs({99.2, 99.4, 99.6, 99.8, 99.9, 99.95, 99.99, 100}) do
+   table.insert(QUANTILES, p)
+end
+
 -- Runs in the main state once per thread before they start: done() reads their counts.
 function setup(thread)
    table.insert(threads, thread)
@@ -84,4 +93,10 @@ function done(summary, latency, requests)
          .. "write=%d timeout=%d lags=%d\n",
       summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), latency.max,
       table.concat(parts, ","), e.connect, e.read, e.write, e.timeout, nlags))
+   -- the latency distribution as quantiles (us), so that runs in pieces can be merged
+   local q = {}
+   for _, p in ipairs(QUANTILES) do
+      table.insert(q, string.format("%d", p >= 100 and latency.max or latency:percentile(p)))
+   end
+   io.write("EDGED_SOAK_Q " .. table.concat(q, ",") .. "\n")
 end

@@ -198,12 +198,11 @@ def open_loop(args, rate, seconds, budget, workers, on_tick=None):
     return s
 
 
-def wrk_phase(args, conns, seconds, rate=0.0, on_tick=None):
-    """The ramp's or the hold's load from wrk (C, epoll: --client wrk) instead of Python threads,
-    so that the client's own scheduling adds little to the latencies it reports: `conns` keep-alive
-    connections, closed loop, or with rate > 0 arrivals paced at `rate` req/s (soak.lua). Returns
-    the Stats.summary fields, plus the offered rate, the arrivals the pacing dropped (lags) and the
-    client's CPU seconds. on_tick runs every --sample-s while wrk runs."""
+QUANTILES = np.array(list(range(1, 100)) + [99.2, 99.4, 99.6, 99.8, 99.9, 99.95, 99.99, 100]) / 100  # soak.lua's
+
+
+def wrk_run(args, conns, seconds, rate, on_tick):
+    """One wrk process (soak.lua): its counts, latency quantiles (ms), wall time and client CPU."""
     nthreads = max(1, min(conns, args.wrk_threads))
     cmd = [args.wrk, "-t", str(nthreads), "-c", str(conns), "-d", "%ds" % max(1, round(seconds)),
            "--timeout", "%ds" % max(1, round(args.timeout)), "-s", os.path.join(HERE, "soak.lua"),
@@ -217,21 +216,57 @@ def wrk_phase(args, conns, seconds, rate=0.0, on_tick=None):
             on_tick()
     text, wall = p.stdout.read(), time.time() - t0
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    m = re.search(r"^EDGED_SOAK (.*)$", text, re.M)
-    if p.returncode != 0 or not m:
+    m, q = re.search(r"^EDGED_SOAK (.*)$", text, re.M), re.search(r"^EDGED_SOAK_Q (.*)$", text, re.M)
+    if p.returncode != 0 or not m or not q:
         raise SystemExit("soak.py: wrk failed (exit %d):\n%s" % (p.returncode, text[-2000:]))
     f = dict(kv.split("=", 1) for kv in m.group(1).split())
     codes = {c: int(n) for c, n in (x.split(":") for x in f["codes"].split(",") if x)}
     sock = sum(int(f[k]) for k in ("connect", "read", "write", "timeout"))
     if sock:
         codes["0"] = sock  # socket errors, as Client.post reports them
+    return {"codes": codes, "q_ms": np.array([int(x) for x in q.group(1).split(",")]) / 1e3, "wall": wall,
+            "lags": int(f["lags"]), "cpu": ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime}
+
+
+def merged_quantile(runs, q):
+    """The q-quantile of the latencies of several wrk runs, from their quantiles weighted by their
+    request counts (exact at the reported quantile points, linear between them)."""
+    xs = np.unique(np.concatenate([r["q_ms"] for r in runs]))
+    n = np.array([sum(r["codes"].values()) for r in runs], dtype=float)
+    cdf = sum(k * np.interp(xs, r["q_ms"], QUANTILES, left=0.0, right=1.0) for k, r in zip(n, runs)) / max(n.sum(), 1)
+    return float(xs[min(np.searchsorted(cdf, q - 1e-9), len(xs) - 1)])
+
+
+def wrk_phase(args, conns, seconds, rate=0.0, on_tick=None):
+    """The ramp's or the hold's load from wrk (C, epoll: --client wrk) instead of Python threads,
+    so that the client's own scheduling adds little to the latencies it reports: `conns` keep-alive
+    connections, closed loop, or with rate > 0 arrivals paced at `rate` req/s (soak.lua). A phase
+    longer than --segment-s runs as consecutive wrk runs of that length, each one a row of
+    "segments" (req/s, p50, p99 over time); the totals and quantiles cover them all. Returns the
+    Stats.summary fields, plus the offered rate, the arrivals the pacing dropped (lags) and the
+    client's CPU seconds. on_tick runs every --sample-s while wrk runs."""
+    runs, t0, left = [], time.time(), seconds
+    piece = args.segment_s if args.segment_s > 0 else seconds
+    while left > 0.5:
+        runs.append(wrk_run(args, conns, min(piece, left), rate, on_tick))
+        left = seconds - (time.time() - t0)
+    codes = {}
+    for r in runs:
+        for c, k in r["codes"].items():
+            codes[c] = codes.get(c, 0) + k
+    wall = time.time() - t0
     n, ok = sum(codes.values()), codes.get("200", 0)
-    return {"requests": n, "ok": ok, "codes": dict(sorted(codes.items())), "errors": n - ok,
-            "rps": round(ok / wall, 2), "p50_ms": round(int(f["p50_us"]) / 1e3, 1),
-            "p99_ms": round(int(f["p99_us"]) / 1e3, 1), "max_ms": round(int(f["max_us"]) / 1e3, 1),
-            "seconds": round(wall, 1), "429_without_retry_after": 0, "offered_rps": round(rate, 2),
-            "generator_lags": int(f["lags"]), "generator_lag_s": None, "client": "wrk",
-            "client_cpu_s": round(ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime, 1)}
+    out = {"requests": n, "ok": ok, "codes": dict(sorted(codes.items())), "errors": n - ok,
+           "rps": round(ok / wall, 2), "p50_ms": round(merged_quantile(runs, 0.5), 1),
+           "p99_ms": round(merged_quantile(runs, 0.99), 1), "max_ms": round(max(r["q_ms"][-1] for r in runs), 1),
+           "seconds": round(wall, 1), "429_without_retry_after": 0, "offered_rps": round(rate, 2),
+           "generator_lags": sum(r["lags"] for r in runs), "generator_lag_s": None, "client": "wrk",
+           "client_cpu_s": round(sum(r["cpu"] for r in runs), 1)}
+    if len(runs) > 1:
+        out["segments"] = [{"rps": round(r["codes"].get("200", 0) / r["wall"], 1), "p50_ms": round(float(r["q_ms"][49]), 1), "p99_ms": round(float(r["q_ms"][98]), 1),
+            "max_ms": round(float(r["q_ms"][-1]), 1), "errors": sum(r["codes"].values()) - r["codes"].get("200", 0)}
+            for r in runs]
+    return out
 
 
 def load(args, conns, seconds, budget, rate=0.0, on_tick=None):
@@ -454,6 +489,9 @@ def main():
                     "every 429's Retry-After)")
     ap.add_argument("--wrk", default="wrk")
     ap.add_argument("--wrk-threads", type=int, default=2, help="wrk -t")
+    ap.add_argument("--segment-s", type=float, default=60,
+                    help="with wrk: a longer phase runs as wrk runs of this length, reported one by one "
+                    "(0: one run)")
     ap.add_argument("--max-requests", type=int, default=400000)
     ap.add_argument("--quick", action="store_true", help="short phases: ramp 1,2,4 x 4 s, hold 20 s, overload 10 s")
     ap.add_argument("--rate", type=float, default=0, help="steady mode: hold at this many req/s (no ramp, no overload)")
@@ -558,6 +596,9 @@ def main():
                hold["rss_start_kb"], hold["rss_end_kb"], first, last, hold["hwm_settled_kb"], hold["hwm_end_kb"],
                hold["fds_start"], hold["fds_end"], hold["generator_lags"], args.client, hold.get("client_cpu_s", "?")),
               flush=True)
+        for k, g in enumerate(hold.get("segments", [])):
+            print("hold  piece %2d  %7.1f req/s  p50 %6.1f ms  p99 %6.1f ms  max %6.1f ms  errors %d" %
+                  (k + 1, g["rps"], g["p50_ms"], g["p99_ms"], g["max_ms"], g["errors"]), flush=True)
         if hold["errors"]:
             fail("hold: %d errors %s" % (hold["errors"], hold["codes"]))
         # flat: within 10 % of the settled value (16 MiB for a small process), since the bodies and

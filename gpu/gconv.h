@@ -74,7 +74,8 @@ int gconv_submit(struct gconv_ctx *ctx, int s, const struct img *in, const struc
 int gconv_poll(struct gconv_ctx *ctx, int s);
 int gconv_finish(struct gconv_ctx *ctx, int s, struct img *out, struct gconv_times *t, char *err);
 /* out NULL in gconv_finish leaves the result in the stream's staging: gconv_finish_copy copies it
- * into out later, before the next submit on s (a job whose device JPEG failed needs its pixels). */
+ * into out later, before the next submit on s, on any thread (the GPU lane's connection threads
+ * do, so that the worker thread does not). */
 int gconv_finish_copy(struct gconv_ctx *ctx, int s, struct img *out, char *err);
 
 /* Float-plane correlation of host data with one kernel (tests and bench): h_in and h_out are

@@ -188,9 +188,7 @@ int backend_finish(struct backend *b, int s, struct job *job)
     job->t.upload = gt.upload_ms;
     job->t.kernel = gt.kernel_ms;
     job->t.download = gt.download_ms;
-    if (rc < 0)
-        return rc;
-    return job->jpeg_quality > 0 ? backend_finish_jpeg(b, s, job) : 1;
+    return rc < 0 ? rc : backend_finish_jpeg(b, s, job);
 }
 
 int backend_take(struct backend *b, int s, struct job *job) { return gconv_finish_copy(b->gpu, s, &job->out, job->err); }

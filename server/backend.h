@@ -49,8 +49,8 @@ int backend_run_cpu(const struct backend *b, struct job *job, int threads);
 /* GPU lane, asynchronous: submit resolves auto and enqueues the job on stream s (its input may be
  * freed once this returns 0); finish waits for stream s and fills the stage times. It returns 1
  * when the result is left in the stream's staging for backend_take to copy into job->out (stream s
- * must take no other job before), 0 when there is nothing to take (encoded on the device, or
- * copied because that failed), or an EDGED_E_* code. */
+ * must take no other job before), 0 when there is nothing to take (encoded as JPEG on the device),
+ * or an EDGED_E_* code. */
 int backend_submit(struct backend *b, int s, struct job *job);
 int backend_finish(struct backend *b, int s, struct job *job);
 int backend_take(struct backend *b, int s, struct job *job);
@@ -70,9 +70,10 @@ int backend_decode_src(struct job *job);
  * streams[i], as one batched device decode; a job nvJPEG refuses is decoded on the CPU and
  * submitted with its pixels (counted). rcs[i]: each job's result, as backend_submit's. */
 void backend_submit_jpeg(struct backend *b, struct job *const *jobs, const int *streams, int n, int *rcs);
-/* After backend_finish of a job with jpeg_quality: encodes its result on the device into
- * job->out_jpeg. What nvJPEG refuses (alpha, a packed map) is left to the CPU encoder (counted).
- * Returns 0, or EDGED_E_GPU_FATAL when the context died. */
+/* backend_finish's second half: a job with jpeg_quality has its result encoded on the device into
+ * job->out_jpeg (0). The pixels of a job without, and of one nvJPEG refuses to encode (alpha, a
+ * packed map: counted, the CPU encoder then serves it), are left for backend_take (1).
+ * EDGED_E_GPU_FATAL when the context died. */
 int backend_finish_jpeg(struct backend *b, int s, struct job *job);
 /* Host ms of the nvJPEG stages of the GPU lane since open (gconv_jpeg_profile's): header reads,
  * decodes, enqueues, bitstream copies. Call from the GPU worker's thread. */

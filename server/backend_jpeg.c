@@ -88,15 +88,15 @@ void backend_submit_jpeg(struct backend *b, struct job *const *jobs, const int *
     }
 }
 
-/* backend_finish left the pixels of a job with JPEG output on the device side: they are copied
- * only when the device encode fails and the connection encodes them. */
+/* The pixels of a job with JPEG output are copied to the host only when the device encode fails
+ * and the connection encodes them. */
 int backend_finish_jpeg(struct backend *b, int s, struct job *job)
 {
     char err[EDGED_ERR_LEN];
     int rc;
 
     if (job->jpeg_quality <= 0)
-        return 0;
+        return 1;
     rc = gconv_jpeg_encode_result(backend_gpu(b), s, job->jpeg_quality, &job->out_jpeg, &job->out_jpeg_len,
                                   err);
     if (rc == 0) {
@@ -108,7 +108,7 @@ int backend_finish_jpeg(struct backend *b, int s, struct job *job)
         return EDGED_E_GPU_FATAL;
     }
     atomic_fetch_add(&n_fallback_encode, 1); /* the connection encodes out on the CPU */
-    return gconv_finish_copy(backend_gpu(b), s, &job->out, job->err);
+    return 1;
 }
 
 void backend_jpeg_profile(struct backend *b, double ms[BACKEND_JPEG_STAGES])

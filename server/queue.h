@@ -83,9 +83,9 @@ void job_release(struct queue *q, struct job *job);
 int queue_push(struct queue *q, struct job *job, char *err);
 
 /* Waits until job is done, takes its result (job->take); returns job->rc and copies its message
- * into err. A job still queued
- * at its deadline is taken out and fails with EDGED_E_DEADLINE; a running job after queue_fail is
- * abandoned with that code: then its output must not be read, only released. */
+ * into err. A job still queued at its deadline is taken out and fails with EDGED_E_DEADLINE; a
+ * running job after queue_fail is abandoned with that code: then its output must not be read, only
+ * released. */
 int queue_wait(struct queue *q, struct job *job, char *err);
 
 /* Tells queue_wait_watch whether the client that waits for a job is still there (1) or gone (0). */

@@ -24,7 +24,7 @@ void backend_submit_jpeg(struct backend *b, struct job *const *jobs, const int *
 int backend_finish_jpeg(struct backend *b, int s, struct job *job)
 {
     (void)b, (void)s, (void)job;
-    return 0;
+    return 1; /* no JPEG output here: the pixels are left for backend_take */
 }
 
 void backend_jpeg_profile(struct backend *b, double ms[BACKEND_JPEG_STAGES])

@@ -27,11 +27,9 @@ struct client {
     int rc;
 };
 
-/* One GPU-lane job through push and wait, as pipeline.c does it; -99 for a wrong result. */
-static void *client(void *p)
+/* A GPU-lane job of an 8 x 8 RGB image to a gray map, variant auto. */
+static struct job *gpu_job(void)
 {
-    struct client *c = p;
-    char e[EDGED_ERR_LEN];
     struct job *j = job_new();
 
     j->lane = LANE_GPU;
@@ -40,6 +38,16 @@ static void *client(void *p)
     j->plan.out_ch = 1;
     img_alloc(&j->in, 8, 8, 3, NULL);
     img_alloc(&j->out, 8, 8, 1, NULL);
+    return j;
+}
+
+/* One GPU-lane job through push and wait, as pipeline.c does it; -99 for a wrong result. */
+static void *client(void *p)
+{
+    struct client *c = p;
+    char e[EDGED_ERR_LEN];
+    struct job *j = gpu_job();
+
     if ((c->rc = queue_push(c->q, j, e)) == 0)
         c->rc = queue_wait(c->q, j, e);
     if (c->rc == 0 && (j->out.px[0] != 7 || j->used != VARIANT_NAIVE || j->t.kernel != 2))
@@ -170,7 +178,7 @@ static void test_abandoned_at_run_limit(void)
 {
     struct queue *q;
     struct worker *w;
-    struct job *j = job_new();
+    struct job *j = gpu_job();
     int codes[64], ok;
     double t0;
 
@@ -179,13 +187,7 @@ static void test_abandoned_at_run_limit(void)
     mock_streams = 4;
     mock_dur_ms = 300;
     start(&q, &w);
-    j->lane = LANE_GPU;
-    j->variant = VARIANT_AUTO;
-    j->plan.in_ch = 3;
-    j->plan.out_ch = 1;
     j->timeout_ms = 50;
-    img_alloc(&j->in, 8, 8, 3, NULL);
-    img_alloc(&j->out, 8, 8, 1, NULL);
     t0 = clock_ms();
     CHECK(queue_push(q, j, err) == 0 && queue_wait_watch(q, j, NULL, NULL, err) == EDGED_E_DEADLINE,
           "run limit: %s", err);
@@ -196,19 +198,6 @@ static void test_abandoned_at_run_limit(void)
     ok = burst(q, 8, codes);
     CHECK(ok == 8 && !worker_fatal(w, NULL), "after an abandoned job: %d ok", ok);
     stop(q, w);
-}
-
-static struct job *gpu_job(void)
-{
-    struct job *j = job_new();
-
-    j->lane = LANE_GPU;
-    j->variant = VARIANT_AUTO;
-    j->plan.in_ch = 3;
-    j->plan.out_ch = 1;
-    img_alloc(&j->in, 8, 8, 3, NULL);
-    img_alloc(&j->out, 8, 8, 1, NULL);
-    return j;
 }
 
 /* One stream: a finished job's result stays in the stream until its waiter copies it (queue_wait),

@@ -92,6 +92,22 @@ static int take_segment(int m, const uint8_t *s, size_t sl, struct jpegio_info *
     return 0;
 }
 
+#define MARKER_NONE (-1)  /* next_marker: the byte there is not 0xFF */
+#define MARKER_ENDED (-2) /* next_marker: the data ends first */
+
+/* The code of the marker at d[*at] (0xFF, any fill bytes 0xFF, then the code), *at moved past it;
+ * MARKER_NONE or MARKER_ENDED. */
+static int next_marker(const uint8_t *d, size_t n, size_t *at)
+{
+    if (*at >= n)
+        return MARKER_ENDED;
+    if (d[*at] != 0xFF)
+        return MARKER_NONE;
+    while (*at < n && d[*at] == 0xFF)
+        (*at)++;
+    return *at < n ? d[(*at)++] : MARKER_ENDED;
+}
+
 /* Markers from after SOI up to the first SOS, whose header must be complete. */
 static int walk_markers(const uint8_t *d, size_t n, struct jpegio_info *info, struct walk *wk, char *err)
 {
@@ -99,17 +115,11 @@ static int walk_markers(const uint8_t *d, size_t n, struct jpegio_info *info, st
     int m, rc;
 
     for (;;) {
-        if (at >= n)
+        if ((m = next_marker(d, n, &at)) == MARKER_ENDED)
             return edged_fail(err, EDGED_E_BAD_IMAGE,
                               "corrupt JPEG: truncated before the first scan (%zu bytes)", n);
-        if (d[at] != 0xFF)
+        if (m == MARKER_NONE)
             return edged_fail(err, EDGED_E_BAD_IMAGE, "corrupt JPEG: no marker at byte %zu", at);
-        while (at < n && d[at] == 0xFF)
-            at++;
-        if (at >= n)
-            return edged_fail(err, EDGED_E_BAD_IMAGE,
-                              "corrupt JPEG: truncated before the first scan (%zu bytes)", n);
-        m = d[at++];
         if ((m >= 0xD0 && m <= 0xD7) || m == 0x01)
             continue;
         if (m == 0x00 || m == JPEG_M_SOI || m == JPEG_M_EOI)
@@ -190,13 +200,8 @@ int jpegio_complete(const uint8_t *d, size_t n)
                 return 0;
             at = (size_t)(ff - d);
         }
-        if (d[at] != 0xFF)
+        if ((m = next_marker(d, n, &at)) < 0)
             return 0;
-        while (at < n && d[at] == 0xFF)
-            at++;
-        if (at >= n)
-            return 0;
-        m = d[at++];
         if (m == JPEG_M_EOI)
             return 1;
         if (m == 0x00 || (m >= 0xD0 && m <= 0xD7) || m == 0x01) { /* stuffed byte, restart, TEM */

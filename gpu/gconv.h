@@ -163,6 +163,9 @@ struct gconv_jpeg_job {
  * job's rc says how it went (a GCONV_E_JPEG_REFUSED job: decode on the CPU, then gconv_submit).
  * Returns the number submitted, or EDGED_E_GPU_FATAL / EDGED_E_NO_CUDA for the whole call. */
 int gconv_submit_jpeg(struct gconv_ctx *ctx, struct gconv_jpeg_job *jobs, int n);
+/* 1 while the device still decodes the last batch gconv_submit_jpeg gave it, else 0. A batch
+ * submitted now would wait behind it: the caller may gather more jobs into it meanwhile. */
+int gconv_jpeg_decoding(const struct gconv_ctx *ctx);
 
 /* Decodes n JPEGs (tests, bench) on the device, orientation orient[i] applied (NULL: none), and
  * downloads each into out[i] (allocated here, img_free). batched: 1 one batched decode, 0 one

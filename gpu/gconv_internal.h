@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define GCONV_MAX_STREAMS 16
+#define GCONV_MAX_STREAMS 32
 /* __constant__ tap slots in each constant-memory family (conv_global.cu, conv_shared.cu): 4 slots
  * of 63*63 floats are 63,504 bytes, just under the 64 KiB constant bank of a module. */
 #define GCONV_CSLOTS 4

@@ -500,6 +500,11 @@ int gconv_submit_jpeg(struct gconv_ctx *ctx, struct gconv_jpeg_job *jobs, int n)
     return done;
 }
 
+int gconv_jpeg_decoding(const struct gconv_ctx *ctx)
+{
+    return ctx && ctx->jpeg && cudaEventQuery(ctx->jpeg->ev_dec) == cudaErrorNotReady;
+}
+
 /* ---- decode to the host (tests, bench) ---- */
 
 /* Device buffers of the n images in js (d_raw and, for an orientation, d_dst), images sized by

@@ -24,6 +24,12 @@ int gconv_submit_jpeg(struct gconv_ctx *ctx, struct gconv_jpeg_job *jobs, int n)
     return EDGED_E_NO_CUDA;
 }
 
+int gconv_jpeg_decoding(const struct gconv_ctx *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
 int gconv_jpeg_decode_host(struct gconv_ctx *ctx, int n, const uint8_t *const *data, const size_t *len,
                            const int *orient, int batched, struct img *out, int *rc, double *ms, char *err)
 {

@@ -70,6 +70,8 @@ int backend_decode_src(struct job *job);
  * streams[i], as one batched device decode; a job nvJPEG refuses is decoded on the CPU and
  * submitted with its pixels (counted). rcs[i]: each job's result, as backend_submit's. */
 void backend_submit_jpeg(struct backend *b, struct job *const *jobs, const int *streams, int n, int *rcs);
+/* 1 while the device still decodes the last batch backend_submit_jpeg gave it (gconv_jpeg_decoding). */
+int backend_jpeg_decoding(struct backend *b);
 /* backend_finish's second half: a job with jpeg_quality has its result encoded on the device into
  * job->out_jpeg (0). The pixels of a job without, and of one nvJPEG refuses to encode (alpha, a
  * packed map: counted, the CPU encoder then serves it), are left for backend_take (1).

@@ -88,6 +88,8 @@ void backend_submit_jpeg(struct backend *b, struct job *const *jobs, const int *
     }
 }
 
+int backend_jpeg_decoding(struct backend *b) { return backend_has_gpu(b) && gconv_jpeg_decoding(backend_gpu(b)); }
+
 /* The pixels of a job with JPEG output are copied to the host only when the device encode fails
  * and the connection encodes them. */
 int backend_finish_jpeg(struct backend *b, int s, struct job *job)

@@ -148,7 +148,7 @@ static void bench_codec_print(const char *file, const char *codec, const struct 
 
 /* ---- nvJPEG rows (GPU builds with nvJPEG) ---- */
 
-/* Copies of one JPEG per call in the batched nvJPEG row. */
+/* Copies of one JPEG per call in the largest batched nvJPEG row. */
 #define BENCH_CODEC_BATCH 32
 
 static struct gconv_ctx *bench_gpu; /* opened by the first JPEG file; NULL: no nvJPEG rows */
@@ -196,7 +196,7 @@ static int bench_codec_nvjpeg(int batch, const uint8_t *data, size_t len, const 
 static int bench_codec_gpu_rows(const char *path, const uint8_t *data, size_t len,
                                 const struct bench_codec_opts *o)
 {
-    static const int batches[] = {1, BENCH_CODEC_BATCH};
+    static const int batches[] = {1, 4, 8, 16, BENCH_CODEC_BATCH};
     char err[EDGED_ERR_LEN], name[32];
     int rc = EXIT_OK;
 
@@ -271,9 +271,9 @@ static void bench_codec_usage(FILE *f)
 {
     fprintf(f, "usage: edged bench --codec [--json] [--reps N] [--level L] [--quality Q] FILE...\n"
                "  per file: median decode and encode ms of the codecs of its format (PNG: edged's and\n"
-               "  libpng; JPEG: libjpeg-turbo, and nvJPEG one at a time and %d per batch when the GPU\n"
-               "  has it; WebP: libwebp), measured in the same run, and the bytes each encodes the\n"
-               "  decoded image to\n", BENCH_CODEC_BATCH);
+               "  libpng; JPEG: libjpeg-turbo, and nvJPEG one at a time and in batches of 4, 8, 16\n"
+               "  and %d when the GPU has it; WebP: libwebp), measured in the same run, and the bytes\n"
+               "  each encodes the decoded image to\n", BENCH_CODEC_BATCH);
     opts_print(f, bench_codec_specs, BENCH_CODEC_NSPECS);
 }
 

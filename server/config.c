@@ -45,7 +45,7 @@ static const struct opt opts[] = {
      "jobs waiting for a worker (429 with Retry-After when full)"},
     {"queue-deadline-ms", "EDGED_QUEUE_DEADLINE_MS", OPT_INT, O(queue_deadline_ms), 1, 3600000, "30000",
      "a job still queued after this is answered 504"},
-    {"streams", "EDGED_STREAMS", OPT_INT, O(streams), 1, 16, "16",
+    {"streams", "EDGED_STREAMS", OPT_INT, O(streams), 1, 32, "16",
      "CUDA streams of the GPU worker: jobs on the device at once, and the largest batch of JPEG decodes"},
     {"threads", "EDGED_THREADS", OPT_INT, O(threads), 0, 1024, "0",
      "PNG codec slots and CPU compute threads (0 = online cores)"},

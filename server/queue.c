@@ -350,21 +350,27 @@ struct job *queue_pop(struct queue *q, enum job_lane lane, double wait_ms)
     return job;
 }
 
-void queue_complete(struct queue *q, struct job *job, int rc)
+void queue_complete_many(struct queue *q, struct job *const *jobs, const int *rcs, int n)
 {
-    struct job *dead;
+    struct job *dead = NULL, *d;
 
     pthread_mutex_lock(&q->mu);
-    list_remove(&q->running, NULL, job);
-    if (job->large) {
-        q->large_running[job->lane]--;
-        pthread_cond_broadcast(&q->work); /* a large job passed over may now be taken */
+    for (int i = 0; i < n; i++) {
+        list_remove(&q->running, NULL, jobs[i]);
+        if (jobs[i]->large) {
+            q->large_running[jobs[i]->lane]--;
+            pthread_cond_broadcast(&q->work); /* a large job passed over may now be taken */
+        }
+        if ((d = finish_locked(jobs[i], rcs[i], NULL))) {
+            d->next = dead;
+            dead = d;
+        }
     }
-    dead = finish_locked(job, rc, NULL);
     pthread_mutex_unlock(&q->mu);
-    if (dead)
-        job_free(dead);
+    free_chain(dead);
 }
+
+void queue_complete(struct queue *q, struct job *job, int rc) { queue_complete_many(q, &job, &rc, 1); }
 
 void queue_close(struct queue *q)
 {

@@ -105,6 +105,9 @@ int queue_wait_watch(struct queue *q, struct job *job, queue_alive_fn alive, voi
 struct job *queue_pop(struct queue *q, enum job_lane lane, double wait_ms);
 /* Marks a popped job done with rc (message in job->err when rc < 0) and wakes its submitter. */
 void queue_complete(struct queue *q, struct job *job, int rc);
+/* queue_complete of n jobs, jobs[i] with rcs[i], under one lock: a worker that finds several done
+ * at once takes the queue's lock once, not once per job. */
+void queue_complete_many(struct queue *q, struct job *const *jobs, const int *rcs, int n);
 
 /* Refuses new jobs (EDGED_E_UNAVAILABLE, "draining"); queued ones still run. Wakes the workers. */
 void queue_close(struct queue *q);

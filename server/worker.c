@@ -15,7 +15,7 @@
 #include "gconv.h"
 #include "log.h"
 
-#define GPU_MAX_STREAMS 16
+#define GPU_MAX_STREAMS 32
 /* While streams are busy the GPU worker waits this long for a new job before polling them again:
  * short enough to add < 0.1 ms to a job, long enough not to spin a core. */
 #define GPU_POLL_MS 0.05
@@ -23,6 +23,7 @@
 struct gpu_slot {
     struct job *job;
     double t_submit;
+    int pending; /* job waits in the pending JPEG batch, not yet on the device */
 };
 
 /* Host time of the GPU worker's thread by what it did, logged when the thread ends: where a lane
@@ -151,19 +152,19 @@ static void publish_oldest(struct worker *w, const struct gpu_slot *slots, int n
  * (its message in fatal_msg). */
 static int gpu_reap(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot *slots, int ns, char *fatal_msg)
 {
-    int busy = 0, rc, fatal = 0, done = 0;
+    struct job *done_jobs[GPU_MAX_STREAMS];
+    int busy = 0, rc, fatal = 0, done = 0, rcs[GPU_MAX_STREAMS];
     double t0, t1;
 
     for (int s = 0; s < ns; s++) {
         struct job *job = slots[s].job;
-        if (!job || gconv_poll(ctx, s) == 0) {
+        if (!job || slots[s].pending || gconv_poll(ctx, s) == 0) {
             busy += job != NULL;
             continue;
         }
         t0 = clock_ms();
         rc = backend_finish(w->b, s, job);
-        t1 = clock_ms();
-        w->prof.ms[GS_FINISH] += t1 - t0;
+        w->prof.ms[GS_FINISH] += clock_ms() - t0;
         if (!fatal && gpu_is_fatal(ctx, rc))
             snprintf(fatal_msg, EDGED_ERR_LEN, "%s", rc < 0 ? job->err : "sticky CUDA error: GPU context lost");
         fatal = fatal || gpu_is_fatal(ctx, rc);
@@ -171,10 +172,13 @@ static int gpu_reap(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot *sl
             rc = edged_fail(job->err, EDGED_E_GPU_FATAL, "GPU context lost");
         if (rc == 1)
             gpu_hold(w, s, job), rc = 0;
-        queue_complete(w->q, job, rc);
-        w->prof.ms[GS_COMPLETE] += clock_ms() - t1;
+        done_jobs[done] = job, rcs[done++] = rc;
         slots[s].job = NULL;
-        done++;
+    }
+    if (done) {
+        t1 = clock_ms();
+        queue_complete_many(w->q, done_jobs, rcs, done);
+        w->prof.ms[GS_COMPLETE] += clock_ms() - t1;
     }
     w->prof.jobs += done;
     if (done && !fatal)
@@ -205,42 +209,69 @@ static int free_slot(struct worker *w, const struct gpu_slot *slots, int ns)
     return -1;
 }
 
-/* A job with JPEG input and the jobs queued behind it, one per free stream, go to the device
- * together: the JPEG ones as one batched decode, any other by itself. Returns the jobs started. */
-static int gpu_submit_jpeg_batch(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot *slots, int ns,
-                                 struct job *first)
-{
+/* JPEG jobs gathered for the next batched decode: each holds its stream's slot (pending) until the
+ * batch goes to the device. A batch waits while the device still decodes the previous one (it
+ * would queue behind it anyway) and grows meanwhile, up to JPEG_BATCH_FULL: the JPEG engines decode
+ * a large batch faster per image than several small ones. */
+struct jpeg_pend {
     struct job *jobs[GCONV_JPEG_MAX_BATCH];
-    int streams[GCONV_JPEG_MAX_BATCH], rcs[GCONV_JPEG_MAX_BATCH], n = 0, started = 0, s, rc;
+    int streams[GCONV_JPEG_MAX_BATCH];
+    int n;
+};
+#define JPEG_BATCH_FULL 8
+
+static int is_jpeg_job(const struct job *job) { return job->src && !job->in.px; }
+
+/* Adds first and the jobs queued behind it, one per free stream, to the pending batch; a job
+ * without JPEG input among them is submitted by itself. */
+static void jpeg_gather(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot *slots, int ns,
+                       struct jpeg_pend *p, struct job *first)
+{
     struct job *job = first;
+    int s, rc;
 
     do {
         s = free_slot(w, slots, ns);
-        slots[s].job = job; /* reserved while the batch is gathered */
-        if (job->src && !job->in.px) {
-            jobs[n] = job, streams[n++] = s;
+        slots[s] = (struct gpu_slot){job, clock_ms(), 0};
+        if (is_jpeg_job(job)) {
+            slots[s].pending = 1;
+            p->jobs[p->n] = job, p->streams[p->n++] = s;
         } else if ((rc = gpu_submit(w, s, job)) < 0) {
             slots[s].job = NULL;
             if (gpu_is_fatal(ctx, rc))
                 set_fatal(w, job->err);
             queue_complete(w->q, job, rc);
-        } else {
-            slots[s].t_submit = clock_ms(), started++;
         }
-    } while (n < GCONV_JPEG_MAX_BATCH && free_slot(w, slots, ns) >= 0 && (job = queue_pop(w->q, LANE_GPU, 0)));
-    backend_submit_jpeg(w->b, jobs, streams, n, rcs);
-    w->prof.jpeg_batches += n > 0, w->prof.jpeg_jobs += n;
-    for (int i = 0; i < n; i++) {
+    } while (p->n < GCONV_JPEG_MAX_BATCH && free_slot(w, slots, ns) >= 0 && (job = queue_pop(w->q, LANE_GPU, 0)));
+}
+
+/* Sends the pending batch to the device as one batched decode. */
+static void jpeg_flush(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot *slots, struct jpeg_pend *p)
+{
+    int rcs[GCONV_JPEG_MAX_BATCH];
+
+    backend_submit_jpeg(w->b, p->jobs, p->streams, p->n, rcs);
+    w->prof.jpeg_batches++, w->prof.jpeg_jobs += p->n;
+    for (int i = 0; i < p->n; i++) {
+        struct gpu_slot *slot = &slots[p->streams[i]];
+        slot->pending = 0;
         if (rcs[i] < 0) {
-            slots[streams[i]].job = NULL;
+            slot->job = NULL;
             if (gpu_is_fatal(ctx, rcs[i]))
-                set_fatal(w, jobs[i]->err);
-            queue_complete(w->q, jobs[i], rcs[i]);
+                set_fatal(w, p->jobs[i]->err);
+            queue_complete(w->q, p->jobs[i], rcs[i]);
         } else {
-            slots[streams[i]].t_submit = clock_ms(), started++;
+            slot->t_submit = clock_ms();
         }
     }
-    return started;
+    p->n = 0;
+}
+
+/* 1 when the pending batch should go now: it is full, or the device has finished decoding the
+ * previous one. */
+static int jpeg_due(struct worker *w, const struct jpeg_pend *p)
+{
+    return p->n > 0 && (p->n >= JPEG_BATCH_FULL || !backend_jpeg_decoding(w->b));
 }
 
 /* The GPU worker's profile (struct gpu_prof), with the nvJPEG stages inside its JPEG submits and
@@ -260,13 +291,15 @@ static void gpu_prof_log(struct worker *w)
               p->ms[GS_COMPLETE], nj[0], nj[1], nj[2], nj[3]);
 }
 
-/* Fills free streams from the queue (blocking only when none is busy), then reaps finished ones.
- * Ends when the queue is closed and drained, or on a fatal error. */
+/* Fills free streams from the queue (blocking only when none is busy), sends the pending JPEG batch
+ * when it is due, then reaps finished streams. Ends when the queue is closed and drained, or on a
+ * fatal error. */
 static void *gpu_main(void *arg)
 {
     struct worker *w = arg;
     struct gconv_ctx *ctx = backend_gpu(w->b);
     struct gpu_slot slots[GPU_MAX_STREAMS] = {{0}};
+    struct jpeg_pend pend = {.n = 0};
     int ns = gconv_stream_count(ctx), busy = 0, s, rc;
     struct job *job;
     struct timespec nap = {0, (long)(GPU_POLL_MS * 1e6)};
@@ -280,34 +313,36 @@ static void *gpu_main(void *arg)
             job = queue_pop(w->q, LANE_GPU, busy ? GPU_POLL_MS : -1);
             if (!job && !busy)
                 break; /* closed and drained */
-            if (!job && queue_closed_empty(w->q, LANE_GPU))
+            if (!job && queue_closed_empty(w->q, LANE_GPU) && !jpeg_due(w, &pend))
                 nanosleep(&nap, NULL); /* draining: pop no longer waits, do not spin */
             t1 = clock_ms();
             w->prof.ms[GS_WAIT] += t1 - t0;
-            if (job && job->src && !job->in.px) { /* JPEG input: decoded on the device, batched */
-                busy += gpu_submit_jpeg_batch(w, ctx, slots, ns, job);
-                publish_oldest(w, slots, ns);
+            if (job && is_jpeg_job(job)) { /* JPEG input: decoded on the device, batched */
+                jpeg_gather(w, ctx, slots, ns, &pend, job); /* reaped below: pending counts as busy */
                 w->prof.ms[GS_SUBMIT_JPEG] += clock_ms() - t1;
-                continue;
-            }
-            rc = job ? gpu_submit(w, s, job) : 0;
-            w->prof.ms[GS_SUBMIT] += clock_ms() - t1;
-            if (job && rc < 0) {
-                if (gpu_is_fatal(ctx, rc))
-                    set_fatal(w, job->err);
-                queue_complete(w->q, job, rc);
-                continue;
-            }
-            if (job) {
-                slots[s] = (struct gpu_slot){job, clock_ms()};
+            } else if (job) {
+                rc = gpu_submit(w, s, job);
+                w->prof.ms[GS_SUBMIT] += clock_ms() - t1;
+                if (rc < 0) {
+                    if (gpu_is_fatal(ctx, rc))
+                        set_fatal(w, job->err);
+                    queue_complete(w->q, job, rc);
+                    continue;
+                }
+                slots[s] = (struct gpu_slot){job, clock_ms(), 0};
                 busy++;
                 publish_oldest(w, slots, ns);
                 fault_job_started(); /* debug builds only: may poison the context, or block (spin) */
                 continue;            /* fill the other free streams first */
             }
-        } else {
+        } else if (!jpeg_due(w, &pend)) {
             nanosleep(&nap, NULL);
             w->prof.ms[GS_WAIT] += clock_ms() - t0;
+        }
+        if (jpeg_due(w, &pend)) {
+            t1 = clock_ms();
+            jpeg_flush(w, ctx, slots, &pend);
+            w->prof.ms[GS_SUBMIT_JPEG] += clock_ms() - t1;
         }
         if ((busy = gpu_reap(w, ctx, slots, ns, msg)) < 0)
             set_fatal(w, msg);

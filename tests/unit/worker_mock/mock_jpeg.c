@@ -1,7 +1,13 @@
-/* mock_jpeg.c — backend_jpeg.c's entry points for the worker mock, whose jobs carry pixels, never
- * JPEG bytes: the real file would pull in every codec. */
+/* mock_jpeg.c — backend_jpeg.c's entry points for the worker mock: the real file would pull in
+ * every codec. A job with JPEG bytes "decodes" to an 8 x 8 RGB image and goes on as a pixel job;
+ * the sizes of the batches are recorded, and the test says whether the decoder is busy. */
+#include <stdatomic.h>
+
 #include "backend.h"
 #include "errors.h"
+
+atomic_int mock_jpeg_busy, mock_jpeg_nbatches;
+int mock_jpeg_batch[64];
 
 int backend_gpu_jpeg(const struct backend *b)
 {
@@ -11,14 +17,28 @@ int backend_gpu_jpeg(const struct backend *b)
 
 int backend_decode_src(struct job *job)
 {
-    return job->src ? edged_fail(job->err, EDGED_E_INTERNAL, "the worker mock has no JPEG decoder") : 0;
+    return job->src && !job->in.px ? edged_fail(job->err, EDGED_E_INTERNAL, "the worker mock has no JPEG decoder")
+                                   : 0;
 }
 
 void backend_submit_jpeg(struct backend *b, struct job *const *jobs, const int *streams, int n, int *rcs)
 {
-    (void)b, (void)streams;
-    for (int i = 0; i < n; i++)
-        rcs[i] = backend_decode_src(jobs[i]);
+    int k = atomic_fetch_add(&mock_jpeg_nbatches, 1);
+
+    if (k < 64)
+        mock_jpeg_batch[k] = n;
+    for (int i = 0; i < n; i++) {
+        img_free(&jobs[i]->in);
+        rcs[i] = img_alloc(&jobs[i]->in, 8, 8, 3, jobs[i]->err);
+        if (rcs[i] == 0)
+            rcs[i] = backend_submit(b, streams[i], jobs[i]);
+    }
+}
+
+int backend_jpeg_decoding(struct backend *b)
+{
+    (void)b;
+    return atomic_load(&mock_jpeg_busy);
 }
 
 int backend_finish_jpeg(struct backend *b, int s, struct job *job)

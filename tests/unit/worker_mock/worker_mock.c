@@ -2,11 +2,13 @@
  * 32 x 20 ms jobs in ~160 ms), 1 stream serialises, one job's OOM fails only that job, a sticky
  * error fails every queued job and the queue, the watchdog catches a hung job, the busy time
  * (edged_gpu_busy_seconds_total) counts the time the device had work and no more, and a job past
- * its run limit is abandoned at the limit and freed when its stream finishes (ASan: no leak), and a
- * finished result holds its stream until its waiter has copied it, or until the job is freed. */
+ * its run limit is abandoned at the limit and freed when its stream finishes (ASan: no leak), a
+ * finished result holds its stream until its waiter has copied it, or until the job is freed, and
+ * JPEG jobs gather into one batch while the decoder is busy. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "check.h"
@@ -15,6 +17,8 @@
 #include "worker.h"
 
 extern int mock_streams;
+extern atomic_int mock_jpeg_busy, mock_jpeg_nbatches;
+extern int mock_jpeg_batch[64];
 extern double mock_dur_ms;
 extern atomic_int mock_busy, mock_max_busy, mock_dead, mock_fatal_at, mock_oom_at, mock_submits, mock_hang;
 struct backend *mock_backend(void);
@@ -235,6 +239,60 @@ static void test_result_held_until_taken(void)
     stop(q, w);
 }
 
+/* A GPU-lane job with JPEG input: bytes, and in sized but without pixels. */
+static struct job *jpeg_job(void)
+{
+    struct job *j = gpu_job();
+
+    img_free(&j->in);
+    j->in = (struct img){.w = 8, .h = 8, .ch = 3};
+    j->src = malloc(4);
+    j->src_len = 4;
+    return j;
+}
+
+/* While the decoder is busy, JPEG jobs wait in one pending batch, which goes once it holds 8 (with
+ * every job queued by then); an idle decoder takes a job at once. */
+static void test_jpeg_batch_gated(void)
+{
+    struct queue *q;
+    struct worker *w;
+    struct job *j[13];
+    struct timespec nap = {0, 50 * 1000000L};
+    int ok = 0;
+
+    mock_reset();
+    mock_hang = mock_dead = mock_busy = mock_max_busy = 0;
+    mock_streams = 16;
+    mock_dur_ms = 5;
+    atomic_store(&mock_jpeg_busy, 1);
+    atomic_store(&mock_jpeg_nbatches, 0);
+    start(&q, &w);
+    for (int i = 0; i < 5; i++)
+        CHECK(queue_push(q, j[i] = jpeg_job(), err) == 0, "push: %s", err);
+    nanosleep(&nap, NULL);
+    CHECK(atomic_load(&mock_jpeg_nbatches) == 0, "%d batches sent while the decoder was busy",
+          atomic_load(&mock_jpeg_nbatches));
+    for (int i = 5; i < 13; i++)
+        CHECK(queue_push(q, j[i] = jpeg_job(), err) == 0, "push: %s", err);
+    nanosleep(&nap, NULL);
+    CHECK(atomic_load(&mock_jpeg_nbatches) == 1 && mock_jpeg_batch[0] == 13,
+          "busy decoder: %d batches, the first of %d (want one batch of all 13 once 8 were pending)",
+          atomic_load(&mock_jpeg_nbatches), mock_jpeg_batch[0]);
+    for (int i = 0; i < 13; i++) {
+        ok += queue_wait(q, j[i], err) == 0 && j[i]->out.px[0] == 7;
+        job_release(q, j[i]);
+    }
+    CHECK(ok == 13, "%d of 13 done", ok);
+    atomic_store(&mock_jpeg_busy, 0); /* an idle decoder takes a single job at once */
+    j[0] = jpeg_job();
+    CHECK(queue_push(q, j[0], err) == 0 && queue_wait(q, j[0], err) == 0 && atomic_load(&mock_jpeg_nbatches) == 2 &&
+              mock_jpeg_batch[1] == 1,
+          "idle decoder: %d batches, the second of %d (want 1)", atomic_load(&mock_jpeg_nbatches), mock_jpeg_batch[1]);
+    job_release(q, j[0]);
+    stop(q, w);
+}
+
 int main(void)
 {
     test_streams_oom_fatal();
@@ -242,5 +300,6 @@ int main(void)
     test_one_stream();
     test_abandoned_at_run_limit();
     test_result_held_until_taken();
+    test_jpeg_batch_gated();
     return check_summary();
 }

@@ -374,6 +374,8 @@ void queue_complete(struct queue *q, struct job *job, int rc) { queue_complete_m
 
 void queue_close(struct queue *q)
 {
+    if (!q)
+        return;
     pthread_mutex_lock(&q->mu);
     q->closed = 1;
     pthread_cond_broadcast(&q->work);

@@ -1,11 +1,9 @@
 /* cmd_serve.c — `edged serve`: configuration, start-up in data-path order (queue, backend,
  * workers, metrics, HTTP), then the main loop: signals, the GPU watchdog, drain and exit. */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #ifdef __GLIBC__ /* defined by the headers above */
 #include <malloc.h>
@@ -176,23 +174,6 @@ static int open_backend(struct service *s, const struct serve_config *cfg)
     return rc;
 }
 
-/* --lock-memory: pages stay in RAM once touched (MCL_ONFAULT: a thread's stack or a buffer is not
- * filled in ahead of use). A host that pages out memory left alone for a while (proactive
- * reclaim) otherwise makes the next request that touches it wait for the disk. */
-static int lock_memory(const struct serve_config *cfg, char *err)
-{
-    if (!cfg->lock_memory)
-        return 0;
-#if defined(MCL_ONFAULT)
-    if (mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) == 0)
-        return 0;
-    return edged_fail(err, EDGED_E_USAGE, "--lock-memory: mlockall failed: %s (needs CAP_IPC_LOCK or a higher "
-                      "RLIMIT_MEMLOCK, ulimit -l)", strerror(errno));
-#else
-    return edged_fail(err, EDGED_E_USAGE, "--lock-memory: this system has no mlockall(MCL_ONFAULT)");
-#endif
-}
-
 static int serve_run(const struct serve_config *cfg, const sigset_t *set)
 {
     struct service s = {0};
@@ -215,7 +196,7 @@ static int serve_run(const struct serve_config *cfg, const sigset_t *set)
     int nroutes, rc, status = EXIT_FAIL, fatal, left;
 
     /* large CPU jobs leave one worker to small ones (--large-pixels) */
-    if ((rc = lock_memory(cfg, err)) < 0 || (rc = service_init(&s, cfg, err)) < 0 ||
+    if ((rc = service_init(&s, cfg, err)) < 0 ||
         (rc = queue_new(&s.q, cfg->queue_depth, cfg->queue_deadline_ms,
                         service_large_slots(cfg->cpu_workers), err)) < 0)
         goto out;

@@ -90,10 +90,6 @@ static const struct opt opts[] = {
      "naming a cheaper variant"},
     {"job-timeout-s", "EDGED_JOB_TIMEOUT_S", OPT_INT, O(job_timeout_s), 1, 3600, "30",
      "a job running longer is cancelled (CPU loops stop, a GPU result is dropped): 504 deadline_exceeded"},
-    {"lock-memory", "EDGED_LOCK_MEMORY", OPT_INT, O(lock_memory), 0, 1, "0",
-     "1: keep the process's pages in RAM once touched (mlockall on fault), so that the kernel never pages "
-     "out its code or heap and a request never waits for them to be read back; needs CAP_IPC_LOCK or a "
-     "memlock limit above the process's memory"},
 };
 #undef O
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))

@@ -37,7 +37,6 @@ struct serve_config {
     int max_memory_mb;      /* memory budget of requests, MiB; 0 = half the cgroup or machine memory */
     int max_job_cpu_s;      /* a job estimated over this many CPU seconds is refused (422) */
     int job_timeout_s;      /* a running job is cancelled after this (504) */
-    int lock_memory;        /* 1: mlockall, pages stay in RAM once touched */
 };
 
 /* Fills cfg from defaults, then EDGED_<NAME> variables, then argv flags (`--name V` or

@@ -1,11 +1,9 @@
 """test_hardening.py — docs/reliability.md and docs/security.md: signals that are not a drain
 (SIGHUP, SIGUSR1, SIGUSR2) are logged and ignored with no request lost, SIGQUIT drains like
-SIGTERM, an unparsable --host is a configuration error (exit 2), --lock-memory locks the pages or
-exits 2 naming why not, and every answer (pages, the API, errors, the raw early refusal) carries
-the anti-sniffing and anti-framing headers."""
+SIGTERM, an unparsable --host is a configuration error (exit 2), and every answer (pages, the API,
+errors, the raw early refusal) carries the anti-sniffing and anti-framing headers."""
 import concurrent.futures as cf
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -92,29 +90,6 @@ def test_unparsable_host_from_environment_exits_2():
                        env=dict(os.environ, EDGED_HOST="localhost"))
     assert p.returncode == 2, (p.returncode, p.stderr[-2000:])
     assert "host: 'localhost' is not an IPv4 address" in p.stderr, p.stderr[-2000:]
-
-
-def vm_locked_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        return int(next(line.split()[1] for line in f if line.startswith("VmLck:")))
-
-
-@pytest.mark.skipif(K >= 20, reason="under valgrind the locked pages would be valgrind's")
-def test_lock_memory_keeps_touched_pages_in_ram(make_server, slow_png):
-    s = make_server("--lock-memory", "1")
-    assert upload(s.url, slow_png, '{"filter":"edge"}').status_code == 200
-    assert vm_locked_kb(s.proc.pid) > 1024, "VmLck %d kB" % vm_locked_kb(s.proc.pid)
-
-
-def test_lock_memory_refused_exits_2():
-    if not shutil.which("prlimit") or (os.geteuid() == 0 and not shutil.which("setpriv")):
-        pytest.skip("needs prlimit (and setpriv as root), from util-linux")
-    # a memlock limit of 0, and as root no CAP_IPC_LOCK to pass it
-    wrap = ["prlimit", "--memlock=0:0"] + (["setpriv", "--bounding-set=-ipc_lock"] if os.geteuid() == 0 else [])
-    p = subprocess.run(wrap + [BIN, "serve", "--lock-memory", "1", "--port", str(free_port()), "--backend", "cpu"],
-                       capture_output=True, text=True, timeout=30 * K)
-    assert p.returncode == 2, (p.returncode, p.stderr[-2000:])
-    assert "--lock-memory: mlockall failed" in p.stderr and "RLIMIT_MEMLOCK" in p.stderr, p.stderr[-2000:]
 
 
 def test_unbindable_host_is_a_runtime_failure():

@@ -23,10 +23,11 @@ int backend_decode_src(struct job *job)
 
 void backend_submit_jpeg(struct backend *b, struct job *const *jobs, const int *streams, int n, int *rcs)
 {
-    int k = atomic_fetch_add(&mock_jpeg_nbatches, 1);
+    int k = atomic_load(&mock_jpeg_nbatches); /* one writer: the worker's thread */
 
     if (k < 64)
         mock_jpeg_batch[k] = n;
+    atomic_store(&mock_jpeg_nbatches, k + 1); /* after the size, for the test thread's reads */
     for (int i = 0; i < n; i++) {
         img_free(&jobs[i]->in);
         rcs[i] = img_alloc(&jobs[i]->in, 8, 8, 3, jobs[i]->err);

@@ -252,14 +252,15 @@ static struct job *jpeg_job(void)
 }
 
 /* While the decoder is busy, JPEG jobs wait in one pending batch, which goes once it holds 8 (with
- * every job queued by then); an idle decoder takes a job at once. */
+ * every job queued by then); the rest go when the decoder is done, and an idle decoder takes a job
+ * at once. */
 static void test_jpeg_batch_gated(void)
 {
     struct queue *q;
     struct worker *w;
     struct job *j[13];
     struct timespec nap = {0, 50 * 1000000L};
-    int ok = 0;
+    int ok = 0, sent = 0;
 
     mock_reset();
     mock_hang = mock_dead = mock_busy = mock_max_busy = 0;
@@ -276,19 +277,22 @@ static void test_jpeg_batch_gated(void)
     for (int i = 5; i < 13; i++)
         CHECK(queue_push(q, j[i] = jpeg_job(), err) == 0, "push: %s", err);
     nanosleep(&nap, NULL);
-    CHECK(atomic_load(&mock_jpeg_nbatches) == 1 && mock_jpeg_batch[0] == 13,
-          "busy decoder: %d batches, the first of %d (want one batch of all 13 once 8 were pending)",
+    CHECK(atomic_load(&mock_jpeg_nbatches) == 1 && mock_jpeg_batch[0] >= 8,
+          "busy decoder: %d batches, the first of %d (want one batch of at least 8)",
           atomic_load(&mock_jpeg_nbatches), mock_jpeg_batch[0]);
+    atomic_store(&mock_jpeg_busy, 0); /* the rest, if any, go now */
     for (int i = 0; i < 13; i++) {
         ok += queue_wait(q, j[i], err) == 0 && j[i]->out.px[0] == 7;
         job_release(q, j[i]);
     }
-    CHECK(ok == 13, "%d of 13 done", ok);
-    atomic_store(&mock_jpeg_busy, 0); /* an idle decoder takes a single job at once */
+    for (int k = 0; k < atomic_load(&mock_jpeg_nbatches) && k < 64; k++)
+        sent += mock_jpeg_batch[k];
+    CHECK(ok == 13 && sent == 13, "%d of 13 done, %d sent in %d batches", ok, sent, atomic_load(&mock_jpeg_nbatches));
+    atomic_store(&mock_jpeg_nbatches, 0);
     j[0] = jpeg_job();
-    CHECK(queue_push(q, j[0], err) == 0 && queue_wait(q, j[0], err) == 0 && atomic_load(&mock_jpeg_nbatches) == 2 &&
-              mock_jpeg_batch[1] == 1,
-          "idle decoder: %d batches, the second of %d (want 1)", atomic_load(&mock_jpeg_nbatches), mock_jpeg_batch[1]);
+    CHECK(queue_push(q, j[0], err) == 0 && queue_wait(q, j[0], err) == 0 && atomic_load(&mock_jpeg_nbatches) == 1 &&
+              mock_jpeg_batch[0] == 1,
+          "idle decoder: %d batches, the first of %d (want 1)", atomic_load(&mock_jpeg_nbatches), mock_jpeg_batch[0]);
     job_release(q, j[0]);
     stop(q, w);
 }

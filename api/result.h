@@ -20,9 +20,11 @@ extern "C" {
 /* THE list of the stages of a request, in the order the access log and the metrics list them:
  * X(ID, field, api). api 0: the stage is logged and in the metrics but not in the API's timings
  * (JSON timings_ms, Server-Timing): receive, headers to the last body byte, mostly the client's
- * upload. total is the whole request, the others its parts. */
+ * upload; codec_wait, the waits for a codec slot before the decode and the encode. total is the
+ * whole request, the others its parts. */
 #define EDGED_STAGES(X)                                                                                      \
     X(RECEIVE, receive, 0)                                                                                   \
+    X(CODEC_WAIT, codec_wait, 0)                                                                             \
     X(QUEUE, queue, 1)                                                                                       \
     X(DECODE, decode, 1)                                                                                     \
     X(UPLOAD, upload, 1)                                                                                     \

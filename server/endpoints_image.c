@@ -65,16 +65,16 @@ static struct imageio_enc output_encoding(struct http_req *r, const struct param
 /* Decodes in a codec slot the image whose header image_reserve read and held to the limits, so a
  * refused image never waits for a slot. */
 static int decode_image(struct service *s, const struct params *p, const struct imageio_head *head, const uint8_t *d,
-                        size_t n, struct img *in, double *ms, char *err)
+                        size_t n, struct img *in, struct result_times *t, char *err)
 {
     long long px = (long long)head->w * head->h;
     double t0;
     int rc;
 
-    service_codec_enter(s, px);
+    t->codec_wait += service_codec_enter(s, px);
     t0 = clock_ms();
     rc = imageio_decode(d, n, &s->lim, head, p->orientation == PARAMS_ORIENT_EXIF, in, err);
-    *ms = clock_ms() - t0;
+    t->decode = clock_ms() - t0;
     service_codec_leave(s, px);
     return rc;
 }
@@ -267,7 +267,7 @@ static void answer(struct http_req *r, struct service *s, const struct upload *u
     double t0;
     int rc;
 
-    service_codec_enter(s, (long long)job->out.w * job->out.h);
+    t->codec_wait += service_codec_enter(s, (long long)job->out.w * job->out.h);
     t0 = clock_ms();
     rc = encode_output(job, &enc, &png, &png_len, err);
     t->encode = clock_ms() - t0;
@@ -307,7 +307,7 @@ void endpoint_filter(struct http_req *r, void *app)
     }
     if ((rc = job_take_jpeg(s, r, &u.p, &head, u.image, u.image_len, job, err)) < 0 ||
         (rc == 0 &&
-         (rc = decode_image(s, &u.p, &head, u.image, u.image_len, &job->in, &http_req_times(r)->decode, err)) < 0))
+         (rc = decode_image(s, &u.p, &head, u.image, u.image_len, &job->in, http_req_times(r), err)) < 0))
         goto fail;
     http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), job->in.w, job->in.h);
     if ((!job->src && (rc = job_prepare(s, &u.p, job, err)) < 0) || (rc = job_run(s, r, job, err)) < 0)
@@ -419,7 +419,7 @@ void endpoint_compare(struct http_req *r, void *app)
         rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");
     else if ((rc = read_upload(r, PARAMS_COMPARE, &u, err)) == 0 &&
              (rc = image_reserve(s, &u, 2, &head, &reserved, err)) == 0 &&
-             (rc = decode_image(s, &u.p, &head, u.image, u.image_len, &in, &http_req_times(r)->decode, err)) == 0)
+             (rc = decode_image(s, &u.p, &head, u.image, u.image_len, &in, http_req_times(r), err)) == 0)
         rc = compare_all(s, r, &u.p, &in, c, err);
     if (rc < 0) {
         http_respond_error(r, rc, err);

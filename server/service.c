@@ -80,11 +80,14 @@ int service_large_slots(int slots) { return slots > 1 ? slots - 1 : 1; }
  * slot is always left to images at or under --large-pixels (with threads >= 2), and a small
  * request waits at most behind other small ones, never behind seconds of a 50 MP decode. Both
  * semaphores are taken in the same order by everyone, so there is no deadlock. */
-void service_codec_enter(struct service *s, long long pixels)
+double service_codec_enter(struct service *s, long long pixels)
 {
+    double t0 = clock_ms();
+
     if (service_is_large(s, pixels))
         sem_wait_intr(&s->codec_large);
     sem_wait_intr(&s->codec);
+    return clock_ms() - t0;
 }
 
 void service_codec_leave(struct service *s, long long pixels)

@@ -53,8 +53,8 @@ const char *service_backend(const struct service *s);
 
 /* A PNG codec slot for an image of pixels pixels: at most cfg->threads decodes and encodes run at
  * once, of which images over cfg->large_pixels hold at most max(1, threads - 1). Leave with the
- * same pixel count. */
-void service_codec_enter(struct service *s, long long pixels);
+ * same pixel count. Returns the ms it waited (the request's codec_wait stage). */
+double service_codec_enter(struct service *s, long long pixels);
 void service_codec_leave(struct service *s, long long pixels);
 /* 1 when an image of pixels pixels is large (over cfg->large_pixels): capped codec slots and CPU
  * workers. The one rule for both. */

@@ -2,8 +2,9 @@
 """load.py — HTTP load on `edged serve`: req/s, p50 and p99 latency of POST /v1/filter for each
 image size and concurrency, plus the per-stage breakdown (from /metrics deltas, ms per request),
 the share of the PNG codec (decode + encode) in decode + compute + encode, and `overhead`: what the
-server adds (total - receive - queue - stages) relative to decode + compute + encode. receive is
-the body's arrival (the client's upload), queue the wait for a worker.
+server adds (total - receive - codec_wait - queue - stages) relative to decode + compute + encode.
+receive is the body's arrival (the client's upload), codec_wait the waits for a codec slot, queue
+the wait for a worker.
 
 The images are synthetic photographs (smooth gradients, shapes, sensor noise), so that PNG sizes
 and codec times resemble real photos rather than random noise. Each client thread keeps one
@@ -35,7 +36,7 @@ import requests
 
 from photos import photo  # the synthetic photographs (tests/bench/photos.py)
 
-STAGES = ["receive", "queue", "decode", "upload", "kernel", "download", "encode", "total"]
+STAGES = ["receive", "codec_wait", "queue", "decode", "upload", "kernel", "download", "encode", "total"]
 
 
 def png_bytes(a, level=6):
@@ -164,10 +165,10 @@ def main():
                     mean[st] = 1e3 * ds / dc if dc else 0.0
                 lat_ms = np.array(lat) * 1e3
                 # work = decode + upload + kernel + download + encode; codec share is of that
-                work = sum(mean[s] for s in STAGES[2:-1])
+                work = sum(mean[s] for s in STAGES[3:-1])
                 codec = (mean["decode"] + mean["encode"]) / work if work else 0.0
                 # what the server adds: total minus the body's arrival, the queue and the work
-                overhead = (mean["total"] - mean["receive"] - mean["queue"] - work) / work if work else 0.0
+                overhead = (mean["total"] - mean["receive"] - mean["codec_wait"] - mean["queue"] - work) / work if work else 0.0
                 row = (side, conc, len(lat), len(lat) / wall, float(np.percentile(lat_ms, 50)) if len(lat) else 0,
                        float(np.percentile(lat_ms, 99)) if len(lat) else 0, len(errors)) + tuple(
                     mean[s] for s in STAGES) + (codec, overhead, len(png), out_bytes)

@@ -230,7 +230,7 @@ def measure(args, server, conns, body_path, ctype, raw_path):
         m = re.fullmatch(r'edged_stage_seconds_sum\{stage="(\w+)"\}', key)
         if m:
             row["stage_" + m.group(1)] = 1e3 * (after[key] - before.get(key, 0)) / served if served else 0
-    # what total holds beyond the named stages: mostly the wait for a codec slot
+    # what total holds beyond the named stages (codec_wait is one of them)
     named = sum(v for k, v in row.items() if k.startswith("stage_") and k != "stage_total")
     row["other_ms"] = row.get("stage_total", 0) - named
     return row

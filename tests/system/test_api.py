@@ -621,7 +621,7 @@ def test_metrics_parse_and_balance(server, image):
                  "edged_rejections_total", "edged_gpu_memory_used_bytes", "edged_build_info"):
         assert want in names, want
     stages = {dict(l)["stage"] for n, l in m if n == "edged_stage_seconds_count"}
-    assert stages == TIMING_KEYS | {"receive"}
+    assert stages == TIMING_KEYS | {"receive", "codec_wait"}
     accepted = total(m, "edged_requests_accepted_total")
     ok, failed = total(m, "edged_requests_succeeded_total"), total(m, "edged_requests_failed_total")
     in_flight = total(m, "edged_requests_in_flight")
@@ -631,7 +631,7 @@ def test_metrics_parse_and_balance(server, image):
     ok_codes = sum(v for (n, l), v in m.items() if n == "edged_requests_total" and dict(l)["code"].startswith("2"))
     assert ok_codes == ok
     # histogram buckets are cumulative and end at the count
-    for stage in TIMING_KEYS | {"receive"}:
+    for stage in TIMING_KEYS | {"receive", "codec_wait"}:
         b = sorted((float(dict(l)["le"]), v) for (n, l), v in m.items()
                    if n == "edged_stage_seconds_bucket" and dict(l)["stage"] == stage)
         assert [v for _, v in b] == sorted(v for _, v in b)

@@ -2,7 +2,6 @@
  * large-image rule, and the --openapi file read at start. */
 #include "service.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,11 +41,11 @@ int service_init(struct service *s, const struct serve_config *cfg, char *err)
     pngio_default_limits(&s->lim);
     s->lim.max_side = (uint32_t)cfg->max_side;
     s->lim.max_pixels = (uint64_t)cfg->max_pixels;
-    if (sem_init(&s->codec, 0, (unsigned)cfg->threads) != 0)
-        return edged_fail(err, EDGED_E_INTERNAL, "sem_init: %s", strerror(errno));
-    if (sem_init(&s->codec_large, 0, (unsigned)service_large_slots(cfg->threads)) != 0) {
-        sem_destroy(&s->codec);
-        return edged_fail(err, EDGED_E_INTERNAL, "sem_init: %s", strerror(errno));
+    if (fair_slots_init(&s->codec, cfg->threads) != 0)
+        return edged_fail(err, EDGED_E_INTERNAL, "cannot make the codec slots");
+    if (fair_slots_init(&s->codec_large, service_large_slots(cfg->threads)) != 0) {
+        fair_slots_destroy(&s->codec);
+        return edged_fail(err, EDGED_E_INTERNAL, "cannot make the codec slots");
     }
     s->codec_ready = 1;
     load_openapi(s);
@@ -56,20 +55,14 @@ int service_init(struct service *s, const struct serve_config *cfg, char *err)
 void service_destroy(struct service *s)
 {
     if (s->codec_ready) {
-        sem_destroy(&s->codec_large);
-        sem_destroy(&s->codec);
+        fair_slots_destroy(&s->codec_large);
+        fair_slots_destroy(&s->codec);
     }
     s->codec_ready = 0;
     free(s->openapi);
     s->openapi = NULL;
     budget_free(s->budget);
     s->budget = NULL;
-}
-
-static void sem_wait_intr(sem_t *sem)
-{
-    while (sem_wait(sem) != 0 && errno == EINTR)
-        ;
 }
 
 int service_is_large(const struct service *s, long long pixels) { return pixels > s->cfg->large_pixels; }
@@ -79,22 +72,23 @@ int service_large_slots(int slots) { return slots > 1 ? slots - 1 : 1; }
 /* A large image first takes one of the threads - 1 large slots, then a shared one: so one shared
  * slot is always left to images at or under --large-pixels (with threads >= 2), and a small
  * request waits at most behind other small ones, never behind seconds of a 50 MP decode. Both
- * semaphores are taken in the same order by everyone, so there is no deadlock. */
+ * slot sets are taken in the same order by everyone, so there is no deadlock; each hands its slots
+ * out first come, first served (fair_slots.h). */
 double service_codec_enter(struct service *s, long long pixels)
 {
     double t0 = clock_ms();
 
     if (service_is_large(s, pixels))
-        sem_wait_intr(&s->codec_large);
-    sem_wait_intr(&s->codec);
+        fair_slots_enter(&s->codec_large);
+    fair_slots_enter(&s->codec);
     return clock_ms() - t0;
 }
 
 void service_codec_leave(struct service *s, long long pixels)
 {
-    sem_post(&s->codec);
+    fair_slots_leave(&s->codec);
     if (service_is_large(s, pixels))
-        sem_post(&s->codec_large);
+        fair_slots_leave(&s->codec_large);
 }
 
 const char *service_backend(const struct service *s)

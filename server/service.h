@@ -3,7 +3,6 @@
 #ifndef EDGED_SERVICE_H
 #define EDGED_SERVICE_H
 
-#include <semaphore.h>
 #include <stdatomic.h>
 #include <stddef.h>
 
@@ -11,6 +10,7 @@
 #include "backend.h"
 #include "budget.h"
 #include "errors.h"
+#include "fair_slots.h"
 #include "metrics.h"
 #include "png_io.h"
 #include "queue.h"
@@ -24,8 +24,8 @@ struct service {
     struct worker *w;
     struct metrics *m;
     struct png_limits lim;
-    sem_t codec;                        /* PNG decode/encode slots: cfg->threads */
-    sem_t codec_large;                  /* of which large images may hold: max(1, threads - 1) */
+    struct fair_slots codec;            /* PNG decode/encode slots: cfg->threads */
+    struct fair_slots codec_large;      /* of which large images may hold: max(1, threads - 1) */
     int codec_ready;                    /* both initialised (service_destroy undoes only that) */
     char *openapi;                      /* the bytes of --openapi's file; NULL without --openapi or */
     size_t openapi_len;                 /* when it could not be read (then /openapi.yaml is 404) */

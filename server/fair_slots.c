@@ -11,7 +11,6 @@ struct fair_waiter {
 int fair_slots_init(struct fair_slots *f, int n)
 {
     f->free = n > 0 ? n : 1;
-    f->waiting = 0;
     f->head = f->tail = NULL;
     return pthread_mutex_init(&f->mu, NULL) == 0 ? 0 : -1;
 }
@@ -34,7 +33,6 @@ void fair_slots_enter(struct fair_slots *f)
     else
         f->head = &w;
     f->tail = &w;
-    f->waiting++;
     while (!w.granted)
         pthread_cond_wait(&w.cv, &f->mu);
     pthread_mutex_unlock(&f->mu);
@@ -50,11 +48,21 @@ void fair_slots_leave(struct fair_slots *f)
         f->head = w->next;
         if (!f->head)
             f->tail = NULL;
-        f->waiting--;
         w->granted = 1;
         pthread_cond_signal(&w->cv);
     } else {
         f->free++;
     }
     pthread_mutex_unlock(&f->mu);
+}
+
+int fair_slots_waiting(struct fair_slots *f)
+{
+    int n = 0;
+
+    pthread_mutex_lock(&f->mu);
+    for (const struct fair_waiter *w = f->head; w; w = w->next)
+        n++;
+    pthread_mutex_unlock(&f->mu);
+    return n;
 }

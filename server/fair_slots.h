@@ -12,7 +12,6 @@ struct fair_waiter;
 struct fair_slots {
     pthread_mutex_t mu;
     int free;                        /* slots nobody holds; 0 while anyone waits */
-    int waiting;                     /* threads in the queue */
     struct fair_waiter *head, *tail; /* the waiters, oldest first */
 };
 
@@ -24,5 +23,7 @@ void fair_slots_destroy(struct fair_slots *f);
 void fair_slots_enter(struct fair_slots *f);
 /* Gives a slot back: to the oldest waiter, if any. */
 void fair_slots_leave(struct fair_slots *f);
+/* Threads waiting now. */
+int fair_slots_waiting(struct fair_slots *f);
 
 #endif

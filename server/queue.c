@@ -353,19 +353,20 @@ struct job *queue_pop(struct queue *q, enum job_lane lane, double wait_ms)
 void queue_complete_many(struct queue *q, struct job *const *jobs, const int *rcs, int n)
 {
     struct job *dead = NULL, *d;
+    int large = 0;
 
     pthread_mutex_lock(&q->mu);
     for (int i = 0; i < n; i++) {
         list_remove(&q->running, NULL, jobs[i]);
-        if (jobs[i]->large) {
-            q->large_running[jobs[i]->lane]--;
-            pthread_cond_broadcast(&q->work); /* a large job passed over may now be taken */
-        }
+        if (jobs[i]->large)
+            q->large_running[jobs[i]->lane]--, large = 1;
         if ((d = finish_locked(jobs[i], rcs[i], NULL))) {
             d->next = dead;
             dead = d;
         }
     }
+    if (large)
+        pthread_cond_broadcast(&q->work); /* a large job passed over may now be taken */
     pthread_mutex_unlock(&q->mu);
     free_chain(dead);
 }

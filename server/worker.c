@@ -113,6 +113,14 @@ static int gpu_submit(struct worker *w, int s, struct job *job)
 
 static int gpu_is_fatal(struct gconv_ctx *ctx, int rc) { return rc == EDGED_E_GPU_FATAL || gconv_is_dead(ctx); }
 
+/* A job that could not be started fails with rc; a fatal rc marks the GPU dead first. */
+static void gpu_start_failed(struct worker *w, struct gconv_ctx *ctx, struct job *job, int rc)
+{
+    if (gpu_is_fatal(ctx, rc))
+        set_fatal(w, job->err);
+    queue_complete(w->q, job, rc);
+}
+
 /* job->take of a GPU job: its waiter's thread copies the result out of the stream's staging, so
  * that the one worker thread spends no time on copies. */
 static int gpu_take(struct job *job, int copy)
@@ -238,9 +246,7 @@ static void jpeg_gather(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot
             p->jobs[p->n] = job, p->streams[p->n++] = s;
         } else if ((rc = gpu_submit(w, s, job)) < 0) {
             slots[s].job = NULL;
-            if (gpu_is_fatal(ctx, rc))
-                set_fatal(w, job->err);
-            queue_complete(w->q, job, rc);
+            gpu_start_failed(w, ctx, job, rc);
         }
     } while (p->n < GCONV_JPEG_MAX_BATCH && free_slot(w, slots, ns) >= 0 && (job = queue_pop(w->q, LANE_GPU, 0)));
 }
@@ -257,9 +263,7 @@ static void jpeg_flush(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot 
         slot->pending = 0;
         if (rcs[i] < 0) {
             slot->job = NULL;
-            if (gpu_is_fatal(ctx, rcs[i]))
-                set_fatal(w, p->jobs[i]->err);
-            queue_complete(w->q, p->jobs[i], rcs[i]);
+            gpu_start_failed(w, ctx, p->jobs[i], rcs[i]);
         } else {
             slot->t_submit = clock_ms();
         }
@@ -308,13 +312,13 @@ static void *gpu_main(void *arg)
 
     ns = ns < 1 ? 1 : ns > GPU_MAX_STREAMS ? GPU_MAX_STREAMS : ns;
     while (!atomic_load(&w->fatal)) {
+        int idle = 1; /* nothing to do this turn but wait */
         t0 = clock_ms();
         if ((s = free_slot(w, slots, ns)) >= 0) {
             job = queue_pop(w->q, LANE_GPU, busy ? GPU_POLL_MS : -1);
             if (!job && !busy)
                 break; /* closed and drained */
-            if (!job && queue_closed_empty(w->q, LANE_GPU) && !jpeg_due(w, &pend))
-                nanosleep(&nap, NULL); /* draining: pop no longer waits, do not spin */
+            idle = !job && queue_closed_empty(w->q, LANE_GPU); /* draining: pop no longer waits */
             t1 = clock_ms();
             w->prof.ms[GS_WAIT] += t1 - t0;
             if (job && is_jpeg_job(job)) { /* JPEG input: decoded on the device, batched */
@@ -324,9 +328,7 @@ static void *gpu_main(void *arg)
                 rc = gpu_submit(w, s, job);
                 w->prof.ms[GS_SUBMIT] += clock_ms() - t1;
                 if (rc < 0) {
-                    if (gpu_is_fatal(ctx, rc))
-                        set_fatal(w, job->err);
-                    queue_complete(w->q, job, rc);
+                    gpu_start_failed(w, ctx, job, rc);
                     continue;
                 }
                 slots[s] = (struct gpu_slot){job, clock_ms(), 0};
@@ -335,14 +337,14 @@ static void *gpu_main(void *arg)
                 fault_job_started(); /* debug builds only: may poison the context, or block (spin) */
                 continue;            /* fill the other free streams first */
             }
-        } else if (!jpeg_due(w, &pend)) {
-            nanosleep(&nap, NULL);
-            w->prof.ms[GS_WAIT] += clock_ms() - t0;
         }
+        t1 = clock_ms();
         if (jpeg_due(w, &pend)) {
-            t1 = clock_ms();
             jpeg_flush(w, ctx, slots, &pend);
             w->prof.ms[GS_SUBMIT_JPEG] += clock_ms() - t1;
+        } else if (idle) { /* do not spin */
+            nanosleep(&nap, NULL);
+            w->prof.ms[GS_WAIT] += clock_ms() - t1;
         }
         if ((busy = gpu_reap(w, ctx, slots, ns, msg)) < 0)
             set_fatal(w, msg);

@@ -263,7 +263,8 @@ def wrk_phase(args, conns, seconds, rate=0.0, on_tick=None):
            "generator_lags": sum(r["lags"] for r in runs), "generator_lag_s": None, "client": "wrk",
            "client_cpu_s": round(sum(r["cpu"] for r in runs), 1)}
     if len(runs) > 1:
-        out["segments"] = [{"rps": round(r["codes"].get("200", 0) / r["wall"], 1), "p50_ms": round(float(r["q_ms"][49]), 1), "p99_ms": round(float(r["q_ms"][98]), 1),
+        out["segments"] = [{"rps": round(r["codes"].get("200", 0) / r["wall"], 1), "p50_ms": round(merged_quantile([r], 0.5), 1),
+            "p99_ms": round(merged_quantile([r], 0.99), 1),
             "max_ms": round(float(r["q_ms"][-1]), 1), "errors": sum(r["codes"].values()) - r["codes"].get("200", 0)}
             for r in runs]
     return out

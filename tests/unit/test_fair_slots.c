@@ -18,17 +18,6 @@ static void nap_ms(int ms)
     nanosleep(&t, NULL);
 }
 
-/* Waiters queued now (read under the lock, as leave does). */
-static int waiting(void)
-{
-    int n;
-
-    pthread_mutex_lock(&fs.mu);
-    n = fs.waiting;
-    pthread_mutex_unlock(&fs.mu);
-    return n;
-}
-
 static void *one_entry(void *arg)
 {
     fair_slots_enter(&fs);
@@ -47,10 +36,10 @@ static void test_fifo_order(void)
     fair_slots_enter(&fs); /* held here while the others queue, one after another */
     for (long i = 0; i < 8; i++) {
         pthread_create(&t[i], NULL, one_entry, (void *)i);
-        for (int k = 0; k < 2000 && waiting() < i + 1; k++)
+        for (int k = 0; k < 2000 && fair_slots_waiting(&fs) < i + 1; k++)
             nap_ms(1);
     }
-    CHECK(waiting() == 8, "%d waiters queued", waiting());
+    CHECK(fair_slots_waiting(&fs) == 8, "%d waiters queued", fair_slots_waiting(&fs));
     fair_slots_leave(&fs);
     for (int i = 0; i < 8; i++)
         pthread_join(t[i], NULL);
@@ -69,7 +58,7 @@ static void test_no_barging(void)
     atomic_store(&next_entry, 0);
     fair_slots_enter(&fs);
     pthread_create(&t, NULL, one_entry, (void *)7L);
-    for (int k = 0; k < 2000 && waiting() < 1; k++)
+    for (int k = 0; k < 2000 && fair_slots_waiting(&fs) < 1; k++)
         nap_ms(1);
     fair_slots_leave(&fs);
     fair_slots_enter(&fs); /* asks again at once: the queued thread goes first */
@@ -105,8 +94,8 @@ static void test_bound(void)
         pthread_join(t[i], NULL);
     CHECK(atomic_load(&most) <= 2 && atomic_load(&most) >= 1, "%d threads held one of 2 slots at once",
           atomic_load(&most));
-    CHECK(fs.free == 2 && fs.waiting == 0 && fs.head == NULL, "after the churn: %d free, %d waiting", fs.free,
-          fs.waiting);
+    CHECK(fs.free == 2 && fair_slots_waiting(&fs) == 0, "after the churn: %d free, %d waiting", fs.free,
+          fair_slots_waiting(&fs));
     fair_slots_destroy(&fs);
 }
 

@@ -35,6 +35,7 @@
 #define CANNY_STATE CANNY_PERIM            /* d_flag slot of a tile's state: CANNY_HAS_* bits */
 #define CANNY_HAS_CAND 1                   /* the tile holds a candidate */
 #define CANNY_HAS_NODE 2                   /* ... and one on its border (a node) */
+#define CANNY_EDGES CANNY_PERIM            /* d_parent slot of the node that all edge nodes join */
 
 /* ---- gray conversion and pre-blur ------------------------------------------------------------ */
 
@@ -90,7 +91,8 @@ __global__ void k_canny_blur(const float *__restrict__ d_l, const float *__restr
 /* ---- union-find over the global border graph --------------------------------------------------- */
 
 /* Labels only ever decrease and point to a member of the same component with a smaller or equal
- * index; a root points to itself. uf_find_split finds the root while other threads link: path
+ * index; a root points to itself. (One exception: the edge nodes of tile 0 point up to the edges'
+ * node CANNY_EDGES; nothing ever points at them, so no cycle can pass through them.) uf_find_split finds the root while other threads link: path
  * splitting (each visited label moves on to its grandparent, with atomicMin so that it only ever
  * decreases) keeps the trees shallow, so that a chain of unions (a spiral) does not make every
  * later find walk the whole chain. Reads are volatile: other threads lower labels meanwhile. */
@@ -535,8 +537,9 @@ static __device__ __forceinline__ void canny_load(const uint8_t *__restrict__ d_
  * a magnitude over low) and thresholds into row masks of candidates and strong pixels, then
  * canny_tile_label. Writes the tile's state (slot CANNY_STATE of d_flag); for a tile with
  * candidates also its candidate and edge masks (the tail of its slots in d_parent and d_flag) and
- * per border pixel its node's parent (its component's smallest node, -1 when not a candidate) and
- * flag (1: in E). A tile without nodes gets its map here: 0, or E. */
+ * per border pixel its node's parent (-1 when not a candidate; CANNY_EDGES of tile 0 when in E,
+ * since all edges may form one component; else its component's smallest node) and flag (1: in E).
+ * A tile without nodes gets its map here: 0, or E. */
 template <int R, bool L2>
 __global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS)
     k_canny_tile(const uint8_t *__restrict__ d_gray, int w, int h, int low, int high, int *__restrict__ d_parent,
@@ -556,6 +559,8 @@ __global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS)
 
     if (tid < 2)
         s_rows[tid] = 0;
+    if (tile == 0 && tid == 0) /* the root of the edges, before any union (the next kernel's) */
+        d_parent[CANNY_EDGES] = CANNY_EDGES;
     (tid < 2 * CANNY_T ? &s_cand[0][0] : &s_strong[0][0])[tid % (2 * CANNY_T)] = 0;
     /* the tile and its halo lie inside the image: no clamps, no bounds */
     const bool inner = x0 >= 4 && x0 + CANNY_SPAN - 4 <= w && y0 >= HR && y0 + CANNY_T + HR <= h;
@@ -631,7 +636,7 @@ __global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS)
     for (int i = tid; i < CANNY_PERIM; i += 32) {
         int v = s_blab[i];
         size_t node = (size_t)tile * CANNY_SLOTS + i;
-        d_parent[node] = v < 0 ? -1 : tile * CANNY_SLOTS + (v & ~CANNY_SB);
+        d_parent[node] = v < 0 ? -1 : v & CANNY_SB ? CANNY_EDGES : tile * CANNY_SLOTS + v;
         d_flag[node] = v >= 0 && (v & CANNY_SB);
     }
 }
@@ -650,7 +655,7 @@ static __device__ __forceinline__ bool canny_has_nodes(const int *d_flag, int ti
 __global__ void k_canny_seams(int w, int h, int tiles_x, int tiles, int *d_parent, const int *__restrict__ d_flag)
 {
     long t = blockIdx.x * (long)blockDim.x + threadIdx.x;
-    int tile = (int)(t / (2 * CANNY_T)), k = (int)(t % (2 * CANNY_T)), x, y, a;
+    int tile = (int)(t / (2 * CANNY_T)), k = (int)(t % (2 * CANNY_T)), x, y, a, strong;
 
     if (tile >= tiles || !canny_has_nodes(d_flag, tile))
         return;
@@ -658,6 +663,7 @@ __global__ void k_canny_seams(int w, int h, int tiles_x, int tiles, int *d_paren
     y = (tile / tiles_x) * CANNY_T + (k < CANNY_T ? k : CANNY_T - 1);
     if (x >= w || y >= h || d_parent[a = canny_node(x, y, tiles_x)] < 0)
         return;
+    strong = d_flag[a] & 1;
     for (int d = 0; d <= 2; d++) { /* across, then the two diagonals, which only matter without it */
         int e = d == 0 ? 0 : d == 1 ? -1 : 1, b;
         int nx = k < CANNY_T ? x + 1 : x + e, ny = k < CANNY_T ? y + e : y + 1;
@@ -666,42 +672,26 @@ __global__ void k_canny_seams(int w, int h, int tiles_x, int tiles, int *d_paren
         b = canny_node(nx, ny, tiles_x);
         if (!canny_has_nodes(d_flag, b / CANNY_SLOTS) || d_parent[b] < 0)
             continue;
-        uf_union(d_parent, a, b);
+        if (!(strong && (d_flag[b] & 1))) /* two edge nodes: one tree already */
+            uf_union(d_parent, a, b);
         if (d == 0) /* the diagonal neighbours touch that one: joined through it */
             return;
     }
 }
 
-/* Points candidate node i at its root; marks the root when i's component in its tile holds a
- * strong pixel. */
-static __device__ __forceinline__ void canny_root(int *d_parent, int *d_flag, int i)
+/* The root of x's tree, once the unions are done. */
+static __device__ __forceinline__ int canny_root(const int *__restrict__ d_parent, int x)
 {
-    int r;
+    int p;
 
-    if (d_parent[i] < 0)
-        return;
-    r = uf_find_split(d_parent, i);
-    atomicMin(d_parent + i, r);
-    /* read before the atomic: in a dense map most nodes share one root, and their atomics on one
-     * word would run one after another */
-    if ((d_flag[i] & 1) && !(((const volatile int *)d_flag)[r] & 2))
-        atomicOr(d_flag + r, 2);
+    while ((p = d_parent[x]) != x)
+        x = p;
+    return x;
 }
 
-/* One thread per node (the first CANNY_PERIM slots of each tile): canny_root. Threads of tiles
- * without nodes leave at once. */
-__global__ void k_canny_roots(int tiles, int *d_parent, int *d_flag)
-{
-    int t = blockIdx.x * blockDim.x + threadIdx.x, tile = t / CANNY_PERIM;
-
-    if (tile >= tiles || !canny_has_nodes(d_flag, tile))
-        return;
-    canny_root(d_parent, d_flag, tile * CANNY_SLOTS + t % CANNY_PERIM);
-}
-
-/* One warp per tile: the edge mask grown by the border pixels whose global component holds a
- * strong pixel, written as the 0/255 map (16 bytes a lane, 8 rows a step; `vec`: rows and base
- * allow 16-byte stores). */
+/* One warp per tile: the edge mask grown by the border pixels whose global component holds an
+ * edge (their root is the root of CANNY_EDGES), written as the 0/255 map (16 bytes a lane, 8 rows
+ * a step; `vec`: rows and base allow 16-byte stores). */
 __global__ void __launch_bounds__(128) k_canny_final(uint8_t *__restrict__ d_out, int w, int h, int tiles_x,
                                                      int tiles, int vec, const int *__restrict__ d_parent,
                                                      const int *__restrict__ d_flag)
@@ -711,6 +701,7 @@ __global__ void __launch_bounds__(128) k_canny_final(uint8_t *__restrict__ d_out
     const canny_row *cm, *em;
     canny_row c0, c1, r0, r1;
     unsigned wait, seed = 0;
+    int edges;
 
     if (tile >= tiles)
         return;
@@ -720,9 +711,10 @@ __global__ void __launch_bounds__(128) k_canny_final(uint8_t *__restrict__ d_out
     em = (const canny_row *)(d_flag + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
     c0 = cm[2 * l], c1 = cm[2 * l + 1], r0 = em[2 * l], r1 = em[2 * l + 1];
     wait = canny_border8(c0, c1, l) & ~canny_border8(r0, r1, l);
+    edges = wait ? canny_root(d_parent, CANNY_EDGES) : -1;
     for (unsigned m = wait; m; m &= m - 1) {
         int b = __ffs(m) - 1;
-        if (d_flag[d_parent[(size_t)tile * CANNY_SLOTS + canny_bid(l, b)]] & 2)
+        if (canny_root(d_parent, tile * CANNY_SLOTS + canny_bid(l, b)) == edges)
             seed |= 1u << b;
     }
     if (__any_sync(CANNY_ALL, seed != 0)) {
@@ -791,10 +783,6 @@ cudaError_t canny_core(const struct canny_dev *d, const struct canny_params *p, 
     *what = "canny seam kernel";
     k_canny_seams<<<div_up(tiles * 2 * CANNY_T, 256), 256, 0, d->stream>>>(d->w, d->h, tiles_x, tiles, d->d_parent,
                                                                             d->d_flag);
-    if ((e = cudaGetLastError()) != cudaSuccess)
-        return e;
-    *what = "canny roots kernel";
-    k_canny_roots<<<div_up(tiles * CANNY_PERIM, 256), 256, 0, d->stream>>>(tiles, d->d_parent, d->d_flag);
     if ((e = cudaGetLastError()) != cudaSuccess)
         return e;
     *what = "canny final kernel";

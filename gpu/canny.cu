@@ -28,7 +28,6 @@
 #define CANNY_SS (CANNY_T + 2 * CANNY_OX)  /* 16-byte aligned where the image rows are */
 #define CANNY_SPAN (CANNY_T + 8)           /* the columns a tile reads: x0 - 4 .. x0 + 67 */
 #define CANNY_ROWS (CANNY_THREADS / CANNY_T) /* rows a tile's threads cover at once */
-#define CANNY_PX (CANNY_T * CANNY_T / CANNY_THREADS) /* pixels per thread */
 #define CANNY_TG22 13573u                  /* tan(22.5 deg) in Q15, cv::Canny's sector test */
 #define CANNY_EDGE 255                     /* an edge pixel in the map */
 #define CANNY_SB (1 << 9)                  /* a border label's mark: its component holds a strong pixel */
@@ -398,7 +397,7 @@ static __device__ __forceinline__ void canny_mags_pair3(const uint8_t *s_in, uns
     canny_hpair(p, &dea, &sma);
     canny_hpair(p + SW, &deb, &smb);
     p += 2 * SW;
-#pragma unroll 2
+#pragma unroll 3
     for (int my = my0; my < my1; my++, p += SW) {
         canny_hpair(p, &dec, &smc);
         unsigned sx = dea + dec + (deb << 1), sy = smc + 0x04000400u - sma;
@@ -478,6 +477,16 @@ static __device__ __forceinline__ unsigned canny_bytes4(unsigned b)
 static __device__ __forceinline__ void canny_write_map(uint8_t *__restrict__ d_out, int w, int h, int x0, int y0,
                                                        int vec, const canny_row *s_rows, int t, int n)
 {
+    if (vec && x0 + CANNY_T <= w && y0 + CANNY_T <= h) { /* a whole tile: no bounds */
+        uint8_t *o = d_out + (size_t)y0 * w + x0;
+        for (int q = t; q < CANNY_T * 4; q += n) {
+            unsigned bits = s_rows ? (unsigned)(s_rows[q / 4] >> ((q % 4) * 16)) & 0xffffu : 0;
+            *(uint4 *)(o + (size_t)(q / 4) * w + (q % 4) * 16) =
+                make_uint4(canny_bytes4(bits & 15), canny_bytes4((bits >> 4) & 15), canny_bytes4((bits >> 8) & 15),
+                           canny_bytes4(bits >> 12));
+        }
+        return;
+    }
     for (int q = t; q < CANNY_T * 4; q += n) {
         int ly = q / 4, x = x0 + (q % 4) * 16, y = y0 + ly;
         unsigned bits = s_rows ? (unsigned)(s_rows[ly] >> ((q % 4) * 16)) & 0xffffu : 0;
@@ -577,13 +586,13 @@ __global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS)
         canny_mags<R, L2>(s_in, s_mag, s_sec, s_rows, x0, y0, w, h, low);
     }
     __syncthreads();
+    /* the rows of this thread (tid / CANNY_T + k * CANNY_ROWS: the same for the whole warp) that hold
+     * a magnitude over low; the others keep 0 in s_cand and s_strong */
     const canny_row over = s_rows[0] | (canny_row)s_rows[1] << 32;
     int any = 0;
-#pragma unroll
-    for (int k = 0; k < CANNY_PX; k++) {
-        int ly = tid / CANNY_T + k * CANNY_ROWS, c = 0;
-        if (!((over >> ly) & 1)) /* the same for the whole warp: one row; s_cand and s_strong hold 0 */
-            continue;
+    static_assert(CANNY_ROWS == 4, "every fourth row");
+    for (canny_row todo = (over >> (tid / CANNY_T)) & 0x1111111111111111ull; todo; todo &= todo - 1) {
+        int ly = tid / CANNY_T + __ffsll((long long)todo) - 1, c = 0;
         if (inner || (x0 + lx < w && y0 + ly < h)) {
             const MT *mp = s_mag + (ly + 1) * MW + lx + 1;
             int m = mp[0], keep;

@@ -91,10 +91,11 @@ __global__ void k_canny_blur(const float *__restrict__ d_l, const float *__restr
 
 /* Labels only ever decrease and point to a member of the same component with a smaller or equal
  * index; a root points to itself. (One exception: the edge nodes of tile 0 point up to the edges'
- * node CANNY_EDGES; nothing ever points at them, so no cycle can pass through them.) uf_find_split finds the root while other threads link: path
- * splitting (each visited label moves on to its grandparent, with atomicMin so that it only ever
- * decreases) keeps the trees shallow, so that a chain of unions (a spiral) does not make every
- * later find walk the whole chain. Reads are volatile: other threads lower labels meanwhile. */
+ * node CANNY_EDGES; nothing ever points at them, so no cycle can pass through them.) uf_find_split
+ * finds the root while other threads link: path splitting (each visited label moves on to its
+ * grandparent, with atomicMin so that it only ever decreases) keeps the trees shallow, so that a
+ * chain of unions (a spiral) does not make every later find walk the whole chain. Reads are
+ * volatile: other threads lower labels meanwhile. */
 static __device__ __forceinline__ int uf_find_split(int *lab, int x)
 {
     const volatile int *v = lab;
@@ -472,6 +473,19 @@ static __device__ __forceinline__ unsigned canny_bytes4(unsigned b)
     return ((b * 0x00204081u) & 0x01010101u) * 255u;
 }
 
+/* 16 bits to 16 bytes of 0 or 255. */
+static __device__ __forceinline__ uint4 canny_bytes16(unsigned b)
+{
+    return make_uint4(canny_bytes4(b & 15), canny_bytes4((b >> 4) & 15), canny_bytes4((b >> 8) & 15),
+                      canny_bytes4(b >> 12));
+}
+
+/* The 16 map bits of step q (row q / 4, columns (q % 4) * 16 ..) of s_rows (NULL: none). */
+static __device__ __forceinline__ unsigned canny_bits16(const canny_row *s_rows, int q)
+{
+    return s_rows ? (unsigned)(s_rows[q / 4] >> ((q % 4) * 16)) & 0xffffu : 0;
+}
+
 /* Thread t of n writes its share of a tile's 0/255 map from the row masks s_rows (NULL: no edge), 16
  * bytes a step (`vec`: rows and base allow 16-byte stores). */
 static __device__ __forceinline__ void canny_write_map(uint8_t *__restrict__ d_out, int w, int h, int x0, int y0,
@@ -479,23 +493,18 @@ static __device__ __forceinline__ void canny_write_map(uint8_t *__restrict__ d_o
 {
     if (vec && x0 + CANNY_T <= w && y0 + CANNY_T <= h) { /* a whole tile: no bounds */
         uint8_t *o = d_out + (size_t)y0 * w + x0;
-        for (int q = t; q < CANNY_T * 4; q += n) {
-            unsigned bits = s_rows ? (unsigned)(s_rows[q / 4] >> ((q % 4) * 16)) & 0xffffu : 0;
-            *(uint4 *)(o + (size_t)(q / 4) * w + (q % 4) * 16) =
-                make_uint4(canny_bytes4(bits & 15), canny_bytes4((bits >> 4) & 15), canny_bytes4((bits >> 8) & 15),
-                           canny_bytes4(bits >> 12));
-        }
+        for (int q = t; q < CANNY_T * 4; q += n)
+            *(uint4 *)(o + (size_t)(q / 4) * w + (q % 4) * 16) = canny_bytes16(canny_bits16(s_rows, q));
         return;
     }
     for (int q = t; q < CANNY_T * 4; q += n) {
-        int ly = q / 4, x = x0 + (q % 4) * 16, y = y0 + ly;
-        unsigned bits = s_rows ? (unsigned)(s_rows[ly] >> ((q % 4) * 16)) & 0xffffu : 0;
+        int x = x0 + (q % 4) * 16, y = y0 + q / 4;
+        unsigned bits = canny_bits16(s_rows, q);
         uint8_t *o = d_out + (size_t)y * w + x;
         if (y >= h || x >= w)
             continue;
         if (vec) {
-            *(uint4 *)o = make_uint4(canny_bytes4(bits & 15), canny_bytes4((bits >> 4) & 15),
-                                     canny_bytes4((bits >> 8) & 15), canny_bytes4(bits >> 12));
+            *(uint4 *)o = canny_bytes16(bits);
         } else {
             for (int j = 0; j < 16 && x + j < w; j++)
                 o[j] = (bits >> j) & 1 ? CANNY_EDGE : 0;

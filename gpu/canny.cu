@@ -393,14 +393,14 @@ static __device__ __forceinline__ void canny_mags_pair3(const uint8_t *s_in, uns
     if (strip >= CANNY_STRIPS)
         return;
     const int my0 = strip * MW / CANNY_STRIPS, my1 = (strip + 1) * MW / CANNY_STRIPS;
-    const uint8_t *p = s_in + my0 * SW + mx + CANNY_OX - 2;
-    unsigned dea, sma, deb, smb, dec, smc;
-    canny_hpair(p, &dea, &sma);
-    canny_hpair(p + SW, &deb, &smb);
-    p += 2 * SW;
-#pragma unroll 3
-    for (int my = my0; my < my1; my++, p += SW) {
-        canny_hpair(p, &dec, &smc);
+    const uint8_t *p = s_in + mx + CANNY_OX - 2; /* the window's first column */
+    unsigned dea, sma, deb, smb;
+    canny_hpair(p + my0 * SW, &dea, &sma);
+    canny_hpair(p + (my0 + 1) * SW, &deb, &smb);
+    /* row my of the magnitudes from the row sums above (a), at (b) and below (read here) */
+    auto row = [&](int my) {
+        unsigned dec, smc;
+        canny_hpair(p + (my + 2) * SW, &dec, &smc);
         unsigned sx = dea + dec + (deb << 1), sy = smc + 0x04000400u - sma;
         unsigned p1 = sx + sy + (CANNY_MB - 2048) * k1, p2 = (CANNY_MB + 2048) * k1 - sx - sy;
         unsigned p3 = sx - sy + CANNY_MB * k1, p4 = sy - sx + CANNY_MB * k1;
@@ -413,7 +413,17 @@ static __device__ __forceinline__ void canny_mags_pair3(const uint8_t *s_in, uns
                 canny_mark_row(s_rows, my - 1);
         }
         dea = deb, sma = smb, deb = dec, smb = smc;
-    }
+    };
+    /* a strip holds NR or NR + 1 rows: the odd one first, then NR unrolled whole (constant offsets,
+     * no loop counter) */
+    constexpr int NR = MW / CANNY_STRIPS;
+    static_assert((MW + CANNY_STRIPS - 1) / CANNY_STRIPS == NR + 1, "strips of NR or NR + 1 rows");
+    const int my = my0 + (my1 - my0 - NR);
+    if (my != my0)
+        row(my0);
+#pragma unroll
+    for (int k = 0; k < NR; k++)
+        row(my + k);
 }
 
 /* The position of border label id in the tile. */

@@ -126,6 +126,7 @@ int backend_run_cpu(const struct backend *b, struct job *job, int threads)
     if ((rc = backend_decode_src(job)) < 0)
         return rc;
     job->used = job->variant == VARIANT_AUTO ? VARIANT_CPU : job->variant;
+    job->threads = job->used == VARIANT_CPU_SERIAL ? 1 : cpu_threads(threads, job->in.h);
     if (job->plan.filter == FILTER_CANNY)
         rc = canny_plan_run(&job->in, &job->plan, job->used == VARIANT_CPU_SERIAL, threads, &job->out, job->err);
     else if (job->used == VARIANT_CPU_SERIAL)

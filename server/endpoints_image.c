@@ -166,8 +166,8 @@ static const char *job_device(struct service *s, const struct job *job, char *bu
 {
     if (variant_is_gpu(job->used))
         return backend_device(s->backend);
-    snprintf(buf, cap, "cpu (%d thread%s)", job->used == VARIANT_CPU_SERIAL ? 1 : s->cfg->threads,
-             job->used == VARIANT_CPU_SERIAL || s->cfg->threads == 1 ? "" : "s");
+    (void)s;
+    snprintf(buf, cap, "cpu (%d thread%s)", job->threads, job->threads == 1 ? "" : "s");
     return buf;
 }
 

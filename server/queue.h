@@ -50,6 +50,7 @@ struct job {
     void *take_cls;
     int take_slot;
     enum variant used;
+    int threads; /* CPU lane: the threads the filter ran on (1 for cpu_serial); 0 on the GPU lane */
     struct job_times t;
     int rc;
     char err[EDGED_ERR_LEN];

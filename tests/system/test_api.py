@@ -232,6 +232,34 @@ def test_json_output_and_accept(server, image):
     assert r.headers["Content-Type"] == "image/png"
 
 
+def test_cpu_job_reports_its_threads(make_server, image):
+    """A CPU job alone takes every compute thread (--threads); cpu_serial runs on one. The result's
+    device names the threads the job ran on."""
+    s = make_server("--threads", "3")
+    for variant, want in (("cpu", "cpu (3 threads)"), ("cpu_serial", "cpu (1 thread)")):
+        r = post(s.url, image, {"filter": "sobel", "variant": variant, "output": "json"})
+        assert r.status_code == 200, r.text
+        assert r.json()["device"] == want, r.json()
+
+
+def test_cpu_jobs_share_the_threads(make_server, image):
+    """A CPU job that starts while another runs takes half of --threads: the pool runs about as many
+    threads as there are, not cpu-workers times as many. The long job (a 63x63 kernel on 4000x3000,
+    over a second on two cores) holds the four threads it took alone."""
+    s = make_server("--threads", "4", "--cpu-workers", "2")
+    ramp = png_bytes(np.tile(np.linspace(0, 255, 4000).astype(np.uint8), (3000, 1)))
+    taps = (np.random.RandomState(1).rand(63, 63) - 0.5).round(3).tolist()
+    long_params = {"filter": "custom", "taps": taps, "variant": "cpu", "output": "json"}
+    with cf.ThreadPoolExecutor(1) as ex:
+        long_job = ex.submit(post, s.url, ramp, long_params)
+        time.sleep(0.3)
+        r = post(s.url, image, {"filter": "sobel", "variant": "cpu", "output": "json"})
+        assert not long_job.done(), "the long job ended before the second one ran: make it longer"
+        first = long_job.result()
+    assert r.status_code == 200 and first.status_code == 200, (r.text, first.text)
+    assert (first.json()["device"], r.json()["device"]) == ("cpu (4 threads)", "cpu (2 threads)")
+
+
 def test_query_form_and_json_precedence(server, image):
     sobel = oracle(image, {"filter": "sobel"}, "cpu_serial")
     g5 = oracle(image, {"filter": "gaussian5"}, "cpu_serial")

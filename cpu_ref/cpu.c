@@ -182,6 +182,41 @@ int cpu_threads(int threads, int h)
     return (int)(n < h ? n : h);
 }
 
+void cpu_share_init(struct cpu_share *s, int threads)
+{
+    s->threads = cpu_threads(threads, CPU_MAX_THREADS);
+    atomic_init(&s->running, 0);
+}
+
+void cpu_share_enter(struct cpu_share *s) { atomic_fetch_add(&s->running, 1); }
+
+void cpu_share_leave(struct cpu_share *s) { atomic_fetch_sub(&s->running, 1); }
+
+int cpu_share_threads(struct cpu_share *s)
+{
+    int running = atomic_load(&s->running), n = s->threads / (running > 1 ? running : 1);
+
+    return n > 0 ? n : 1;
+}
+
+/* How a job's stages get their threads: a fixed count, or a share; and its cancel flag. */
+struct cpu_ctl {
+    int threads;             /* 0 = online cores; used without a share */
+    struct cpu_share *share; /* may be NULL */
+    const atomic_int *cancel;
+    int most; /* the most threads a stage took */
+};
+
+/* The threads of a stage over h rows that starts now. */
+static int cpu_ctl_threads(struct cpu_ctl *c, int h)
+{
+    int n = cpu_threads(c->share ? cpu_share_threads(c->share) : c->threads, h);
+
+    if (n > c->most)
+        c->most = n;
+    return n;
+}
+
 /* Runs fn over rows [0, h) on n threads (the calling one included), in about 8 chunks per thread
  * of at least `grain` rows each (fewer where the rows run out). fn(ctx, t, y0, y1) may be called
  * several times per thread t, never concurrently for one t. When a thread cannot be started the
@@ -420,7 +455,7 @@ static void cpu_store_band(void *ctx, int t, int y0, int y1)
 /* One plane: src holds the input plane; dst receives the combined result; tmp is the second buffer
  * MAGNITUDE and CHAIN need. */
 static int cpu_plane(const struct img *in, const struct filter_plan *plan, const float *src, float *dst, float *tmp,
-                     int nt, const atomic_int *cancel, char *err)
+                     struct cpu_ctl *c, char *err)
 {
     int w = in->w, h = in->h, rc;
     const struct kernel2d *k0 = &plan->conv[0], *k1 = &plan->conv[1];
@@ -428,34 +463,33 @@ static int cpu_plane(const struct img *in, const struct filter_plan *plan, const
 
     switch (plan->combine) {
     case COMBINE_MAGNITUDE:
-        if ((rc = cpu_conv_run(src, dst, w, h, (size_t)w, k0, plan->border, nt, cancel, err)) < 0 ||
-            (rc = cpu_conv_run(src, tmp, w, h, (size_t)w, k1, plan->border, nt, cancel, err)) < 0)
+        if ((rc = cpu_conv_run(src, dst, w, h, (size_t)w, k0, plan->border, cpu_ctl_threads(c, h), c->cancel, err)) < 0 ||
+            (rc = cpu_conv_run(src, tmp, w, h, (size_t)w, k1, plan->border, cpu_ctl_threads(c, h), c->cancel, err)) < 0)
             return rc;
-        return cpu_parallel(nt, h, CPU_GRAIN, cpu_magnitude_band, &mag, cancel, err);
+        return cpu_parallel(cpu_ctl_threads(c, h), h, CPU_GRAIN, cpu_magnitude_band, &mag, c->cancel, err);
     case COMBINE_CHAIN:
-        if ((rc = cpu_conv_run(src, tmp, w, h, (size_t)w, k0, plan->border, nt, cancel, err)) < 0)
+        if ((rc = cpu_conv_run(src, tmp, w, h, (size_t)w, k0, plan->border, cpu_ctl_threads(c, h), c->cancel, err)) < 0)
             return rc;
-        return cpu_conv_run(tmp, dst, w, h, (size_t)w, k1, plan->border, nt, cancel, err);
+        return cpu_conv_run(tmp, dst, w, h, (size_t)w, k1, plan->border, cpu_ctl_threads(c, h), c->cancel, err);
     default:
-        return cpu_conv_run(src, dst, w, h, (size_t)w, k0, plan->border, nt, cancel, err);
+        return cpu_conv_run(src, dst, w, h, (size_t)w, k0, plan->border, cpu_ctl_threads(c, h), c->cancel, err);
     }
 }
 
-static int cpu_compute_cancel(const struct img *in, const struct filter_plan *plan, float *planes, int threads,
-                              const atomic_int *cancel, char *err)
+static int cpu_compute_ctl(const struct img *in, const struct filter_plan *plan, float *planes, struct cpu_ctl *c,
+                           char *err)
 {
     struct cpu_stage load = {.in = in, .plan = plan};
     float *src = NULL, *tmp = NULL;
     size_t n;
-    int rc, nt;
+    int rc;
 
     if ((rc = planes_check(in, plan, &n, err)) < 0)
         return rc;
     if (plan->filter == FILTER_CANNY)
         return edged_fail(err, EDGED_E_PARAM, "canny has no float result (cpu_ref/canny.h runs it)");
-    if (threads < 0 || !planes)
-        return edged_fail(err, EDGED_E_PARAM, "threads %d or planes %p invalid", threads, (void *)planes);
-    nt = cpu_threads(threads, in->h);
+    if (c->threads < 0 || !planes)
+        return edged_fail(err, EDGED_E_PARAM, "threads %d or planes %p invalid", c->threads, (void *)planes);
     src = malloc(n * sizeof(float));
     if (plan->nconv == 2)
         tmp = malloc(n * sizeof(float));
@@ -466,8 +500,9 @@ static int cpu_compute_cancel(const struct img *in, const struct filter_plan *pl
     load.a = src;
     for (int p = 0; p < plan->planes; p++) {
         load.p = p;
-        if ((rc = cpu_parallel(nt, in->h, CPU_GRAIN, cpu_load_band, &load, cancel, err)) < 0 ||
-            (rc = cpu_plane(in, plan, src, planes + (size_t)p * n, tmp, nt, cancel, err)) < 0)
+        if ((rc = cpu_parallel(cpu_ctl_threads(c, in->h), in->h, CPU_GRAIN, cpu_load_band, &load, c->cancel,
+                               err)) < 0 ||
+            (rc = cpu_plane(in, plan, src, planes + (size_t)p * n, tmp, c, err)) < 0)
             goto out;
     }
     rc = 0;
@@ -479,7 +514,9 @@ out:
 
 int cpu_compute(const struct img *in, const struct filter_plan *plan, float *planes, int threads, char *err)
 {
-    return cpu_compute_cancel(in, plan, planes, threads, NULL, err);
+    struct cpu_ctl c = {.threads = threads};
+
+    return cpu_compute_ctl(in, plan, planes, &c, err);
 }
 
 int cpu_run(const struct img *in, const struct filter_plan *plan, struct img *out, int threads, char *err)
@@ -487,8 +524,8 @@ int cpu_run(const struct img *in, const struct filter_plan *plan, struct img *ou
     return cpu_run_cancel(in, plan, out, threads, NULL, err);
 }
 
-int cpu_run_cancel(const struct img *in, const struct filter_plan *plan, struct img *out, int threads,
-                   const atomic_int *cancel, char *err)
+static int cpu_run_ctl(const struct img *in, const struct filter_plan *plan, struct img *out, struct cpu_ctl *c,
+                       char *err)
 {
     struct cpu_stage store = {.in = in, .plan = plan, .out = out};
     float *planes = NULL;
@@ -498,20 +535,39 @@ int cpu_run_cancel(const struct img *in, const struct filter_plan *plan, struct 
     *out = (struct img){0};
     if ((rc = planes_check(in, plan, &n, err)) < 0)
         return rc;
-    if (threads < 0)
-        return edged_fail(err, EDGED_E_PARAM, "threads %d invalid: must be >= 0", threads);
+    if (c->threads < 0)
+        return edged_fail(err, EDGED_E_PARAM, "threads %d invalid: must be >= 0", c->threads);
     if (!(planes = malloc(n * (size_t)plan->planes * sizeof(float)))) {
         rc = edged_fail(err, EDGED_E_NOMEM, "cannot allocate float planes for a %dx%d image", in->w, in->h);
         goto out;
     }
-    if ((rc = cpu_compute_cancel(in, plan, planes, threads, cancel, err)) < 0 ||
+    if ((rc = cpu_compute_ctl(in, plan, planes, c, err)) < 0 ||
         (rc = img_alloc(out, in->w, in->h, plan->out_ch, err)) < 0)
         goto out;
     store.planes = planes;
-    rc = cpu_parallel(cpu_threads(threads, in->h), in->h, CPU_GRAIN, cpu_store_band, &store, NULL, err);
+    rc = cpu_parallel(cpu_ctl_threads(c, in->h), in->h, CPU_GRAIN, cpu_store_band, &store, NULL, err);
 out:
     free(planes);
     if (rc < 0)
         img_free(out);
+    return rc;
+}
+
+int cpu_run_cancel(const struct img *in, const struct filter_plan *plan, struct img *out, int threads,
+                   const atomic_int *cancel, char *err)
+{
+    struct cpu_ctl c = {.threads = threads, .cancel = cancel};
+
+    return cpu_run_ctl(in, plan, out, &c, err);
+}
+
+int cpu_run_shared(const struct img *in, const struct filter_plan *plan, struct img *out, struct cpu_share *s,
+                   const atomic_int *cancel, int *most, char *err)
+{
+    struct cpu_ctl c = {.share = s, .cancel = cancel};
+    int rc = cpu_run_ctl(in, plan, out, &c, err);
+
+    if (most)
+        *most = c.most;
     return rc;
 }

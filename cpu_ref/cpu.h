@@ -25,6 +25,26 @@ int cpu_run(const struct img *in, const struct filter_plan *plan, struct img *ou
 int cpu_run_cancel(const struct img *in, const struct filter_plan *plan, struct img *out, int threads,
                    const atomic_int *cancel, char *err);
 
+/* The threads that the CPU jobs of a process share (the service's CPU pool). Each stage of a job
+ * (a load, a convolution, a store) takes `threads` divided by the jobs running when the stage
+ * starts, at least one: a lone job uses them all, a busy pool about `threads` in all, and a job
+ * takes back the threads of jobs that have ended at its next stage. */
+struct cpu_share {
+    int threads;        /* resolved: at least 1 */
+    atomic_int running; /* jobs between cpu_share_enter and cpu_share_leave */
+};
+/* threads: 0 = one per online core. */
+void cpu_share_init(struct cpu_share *s, int threads);
+void cpu_share_enter(struct cpu_share *s);
+void cpu_share_leave(struct cpu_share *s);
+/* The threads a stage that starts now takes. */
+int cpu_share_threads(struct cpu_share *s);
+
+/* As cpu_run_cancel, each stage on its share of s (the job inside cpu_share_enter/leave); *most
+ * (may be NULL) receives the most threads a stage ran on. */
+int cpu_run_shared(const struct img *in, const struct filter_plan *plan, struct img *out, struct cpu_share *s,
+                   const atomic_int *cancel, int *most, char *err);
+
 /* A stage over rows [y0, y1) run by thread t (which selects its scratch). */
 typedef void (*cpu_band_fn)(void *ctx, int t, int y0, int y1);
 

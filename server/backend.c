@@ -117,7 +117,7 @@ int backend_route(const struct backend *b, struct job *job, char *err)
     return 0;
 }
 
-int backend_run_cpu(const struct backend *b, struct job *job, int threads)
+int backend_run_cpu(const struct backend *b, struct job *job, int threads, struct cpu_share *share)
 {
     double t0 = clock_ms();
     int rc;
@@ -126,13 +126,16 @@ int backend_run_cpu(const struct backend *b, struct job *job, int threads)
     if ((rc = backend_decode_src(job)) < 0)
         return rc;
     job->used = job->variant == VARIANT_AUTO ? VARIANT_CPU : job->variant;
+    if (share) /* canny takes its share once, for the whole job */
+        threads = cpu_share_threads(share);
     job->threads = job->used == VARIANT_CPU_SERIAL ? 1 : cpu_threads(threads, job->in.h);
     if (job->plan.filter == FILTER_CANNY)
         rc = canny_plan_run(&job->in, &job->plan, job->used == VARIANT_CPU_SERIAL, threads, &job->out, job->err);
     else if (job->used == VARIANT_CPU_SERIAL)
         rc = cpu_serial_run_cancel(&job->in, &job->plan, &job->out, &job->cancel, job->err);
     else
-        rc = cpu_run_cancel(&job->in, &job->plan, &job->out, threads, &job->cancel, job->err);
+        rc = share ? cpu_run_shared(&job->in, &job->plan, &job->out, share, &job->cancel, &job->threads, job->err)
+                   : cpu_run_cancel(&job->in, &job->plan, &job->out, threads, &job->cancel, job->err);
     job->t.kernel = clock_ms() - t0;
     return rc;
 }
@@ -199,7 +202,7 @@ int backend_run(struct backend *b, struct job *job)
     int rc;
 
     if (job->lane != LANE_GPU)
-        return backend_run_cpu(b, job, b->threads);
+        return backend_run_cpu(b, job, b->threads, NULL);
     if (!b->gpu)
         return edged_fail(job->err, EDGED_E_NO_CUDA, "a GPU job needs a GPU backend");
     if ((rc = backend_submit(b, 0, job)) < 0 || (rc = backend_finish(b, 0, job)) <= 0)

@@ -42,9 +42,12 @@ double backend_cpu_seconds(const struct backend *b, const struct filter_plan *pl
  * (EDGED_E_NO_CUDA), sets the lane and, for the GPU lane, allocates the output. */
 int backend_route(const struct backend *b, struct job *job, char *err);
 
-/* CPU lane: runs the job on this thread (auto is cpu) with `threads` threads; sets used and the
- * kernel time. Returns 0 or a negative EDGED_E_* code with the message in job->err. */
-int backend_run_cpu(const struct backend *b, struct job *job, int threads);
+/* CPU lane: runs the job on this thread (auto is cpu), each stage on its share of `share` (the
+ * job counted in it by the caller), or on `threads` threads when share is NULL; sets used, the
+ * threads and the kernel time. Returns 0 or a negative EDGED_E_* code with the message in
+ * job->err. */
+struct cpu_share;
+int backend_run_cpu(const struct backend *b, struct job *job, int threads, struct cpu_share *share);
 
 /* GPU lane, asynchronous: submit resolves auto and enqueues the job on stream s (its input may be
  * freed once this returns 0); finish waits for stream s and fills the stage times. It returns 1

@@ -41,8 +41,7 @@ struct worker {
     struct worker_config c;
     pthread_t *cpu;
     int ncpu;
-    int cpu_threads;        /* c.cpu_threads, 0 resolved to the online cores */
-    atomic_int cpu_running; /* CPU jobs running now */
+    struct cpu_share cpu_share; /* the CPU pool's threads, shared by its running jobs */
     pthread_t gpu;
     int has_gpu;
     atomic_int gpu_ended;
@@ -80,26 +79,18 @@ static void set_fatal(struct worker *w, const char *msg)
 
 /* ---- CPU pool ---------------------------------------------------------------------------- */
 
-/* Threads for a CPU job that starts while `running` CPU jobs run (itself included): the pool's
- * threads shared among them, at least one. A lone job uses every core; a full pool runs about as
- * many threads as cores, not cpu_workers times as many: each stage of a job ends when its slowest
- * thread does, and threads queued for a core held every stage up (the pool served 1.5x the
- * requests once it stopped oversubscribing; docs/performance.md). */
-static int cpu_job_threads(int threads, int running)
-{
-    int n = threads / (running > 1 ? running : 1);
-
-    return n > 0 ? n : 1;
-}
-
+/* Each stage of a CPU job takes its share of the pool's threads (cpu_share): a busy pool runs
+ * about as many threads as cores, not cpu_workers times as many. Each stage of a job ends when its
+ * slowest thread does, and threads queued for a core held every stage up (the pool served about
+ * 1.3x the requests once it stopped oversubscribing; docs/performance.md). */
 static void cpu_job(struct worker *w, struct job *job)
 {
     int rc = fault_cpu_job(job->err); /* debug builds only; 0 otherwise */
-    int running = atomic_fetch_add(&w->cpu_running, 1) + 1;
 
+    cpu_share_enter(&w->cpu_share);
     if (rc == 0)
-        rc = backend_run_cpu(w->b, job, cpu_job_threads(w->cpu_threads, running));
-    atomic_fetch_sub(&w->cpu_running, 1);
+        rc = backend_run_cpu(w->b, job, w->c.cpu_threads, &w->cpu_share);
+    cpu_share_leave(&w->cpu_share);
     queue_complete(w->q, job, rc);
 }
 
@@ -390,7 +381,7 @@ int worker_start(struct worker **out, struct queue *q, struct backend *b, const 
     w->q = q;
     w->b = b;
     w->c = *c;
-    w->cpu_threads = cpu_threads(c->cpu_threads, 1 << 30);
+    cpu_share_init(&w->cpu_share, c->cpu_threads);
     pthread_mutex_init(&w->mu, NULL);
     fault_init(); /* debug builds only */
     for (int i = 0; i < c->cpu_workers && rc == 0; i++) {

@@ -17,11 +17,21 @@ import pytest
 import requests
 from PIL import Image
 
-from conftest import BIN, png_decode
+from conftest import BIN, Server, png_decode
 from helpers import error_of
 
 IDENTITY = {"filter": "custom", "taps": "[[1]]", "post": "clamp"}
 H, W = 47, 61  # odd sides: partial MCUs on both axes
+
+
+@pytest.fixture(scope="module")
+def server():
+    """A server on the CPU codec whatever the backend (EDGED_GPU_JPEG=0): these tests hold decoded
+    pixels to libjpeg-turbo's exactly, and nvJPEG's differ by a few levels (test_nvjpeg.py covers
+    the device decoder against these bounds)."""
+    s = Server([], env=dict(os.environ, EDGED_GPU_JPEG="0"))
+    yield s
+    s.stop()
 
 
 def smooth_rgb(seed=7):

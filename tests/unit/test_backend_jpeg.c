@@ -51,9 +51,9 @@ static void test_orientations(const uint8_t *jpg, size_t len, const struct img *
         CHECK(filter_plan_make(&spec, src->ch, &job->plan, err) == 0, "plan: %s", err);
         ref->plan = job->plan;
         job->variant = ref->variant = VARIANT_CPU;
-        CHECK(backend_run_cpu(b, job, 1) == 0, "orientation %d: %s", o, job->err);
+        CHECK(backend_run_cpu(b, job, 1, NULL) == 0, "orientation %d: %s", o, job->err);
         CHECK(job->in.px && imgdiff_max(&job->in, &ref->in) == 0, "orientation %d: decode differs", o);
-        CHECK(backend_run_cpu(b, ref, 1) == 0, "reference: %s", ref->err);
+        CHECK(backend_run_cpu(b, ref, 1, NULL) == 0, "reference: %s", ref->err);
         CHECK(imgdiff_max(&job->out, &ref->out) == 0, "orientation %d: output differs", o);
         job_release(NULL, job);
         job_release(NULL, ref);

@@ -399,6 +399,48 @@ static void test_thread_counts(void)
     }
 }
 
+/* A shared pool: each stage takes the pool's threads over the jobs running (at least one), and a
+ * job run on its share gives the same bytes as on one thread, reporting the most threads a stage
+ * took. */
+static void test_shared_threads(void)
+{
+    static const int want[] = {6, 6, 3, 2, 1, 1, 1, 1};
+    struct cpu_share sh;
+    struct img in = {0}, a = {0}, b = {0};
+    struct filter_spec s;
+    struct filter_plan p;
+    char err[EDGED_ERR_LEN];
+    int most = 0;
+
+    cpu_share_init(&sh, 6);
+    for (int r = 0; r < 8; r++) { /* r jobs running */
+        CHECK(cpu_share_threads(&sh) == want[r], "%d jobs running: a stage takes %d threads, want %d", r,
+              cpu_share_threads(&sh), want[r]);
+        cpu_share_enter(&sh);
+    }
+    for (int r = 0; r < 7; r++)
+        cpu_share_leave(&sh);
+    random_spec(&s, FILTER_EDGE, 3, 0);
+    if (filter_plan_make(&s, 3, &p, err) < 0 || random_img(&in, 41, 29, 3) < 0) {
+        CHECK(0, "shared: setup: %s", err);
+        return;
+    }
+    CHECK(cpu_run_shared(&in, &p, &a, &sh, NULL, &most, err) == 0 && cpu_run(&in, &p, &b, 1, err) == 0 &&
+              memcmp(a.px, b.px, a.stride * (size_t)a.h) == 0,
+          "cpu_run_shared differs from 1 thread (%s)", err);
+    CHECK(most == 6, "one job running: its stages took at most %d threads, want 6", most);
+    cpu_share_enter(&sh);
+    img_free(&a);
+    CHECK(cpu_run_shared(&in, &p, &a, &sh, NULL, &most, err) == 0 && memcmp(a.px, b.px, a.stride * (size_t)a.h) == 0 &&
+              most == 3,
+          "two jobs running: %d threads a stage, want 3 (%s)", most, err);
+    cpu_share_leave(&sh);
+    cpu_share_leave(&sh);
+    img_free(&a);
+    img_free(&b);
+    img_free(&in);
+}
+
 /* The stages around the convolutions, checked against direct formulas rather than against each
  * other (cpu and serial share them): input planes (luma 0.299R + 0.587G + 0.114B in float for gray
  * of 3/4 channels, the gray channel of gray+alpha, channel p for rgb), alpha copied, MAGNITUDE =
@@ -696,6 +738,7 @@ int main(void)
     test_matrix_large();
     test_conv_random();
     test_thread_counts();
+    test_shared_threads();
     test_thread_failure();
     test_alloc_failure();
     printf("worst |cpu - serial| / (sum|taps| * max|in|) = %.3g (tolerance %g); worst edge |dL| = %.3g\n"

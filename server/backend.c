@@ -120,22 +120,26 @@ int backend_route(const struct backend *b, struct job *job, char *err)
 int backend_run_cpu(const struct backend *b, struct job *job, int threads, struct cpu_share *share)
 {
     double t0 = clock_ms();
-    int rc;
+    int rc, serial;
 
     (void)b;
     if ((rc = backend_decode_src(job)) < 0)
         return rc;
     job->used = job->variant == VARIANT_AUTO ? VARIANT_CPU : job->variant;
-    if (share) /* canny takes its share once, for the whole job */
-        threads = cpu_share_threads(share);
-    job->threads = job->used == VARIANT_CPU_SERIAL ? 1 : cpu_threads(threads, job->in.h);
-    if (job->plan.filter == FILTER_CANNY)
-        rc = canny_plan_run(&job->in, &job->plan, job->used == VARIANT_CPU_SERIAL, threads, &job->out, job->err);
-    else if (job->used == VARIANT_CPU_SERIAL)
+    serial = job->used == VARIANT_CPU_SERIAL;
+    if (job->plan.filter == FILTER_CANNY) { /* canny takes its share once, for the whole job */
+        int nt = share ? cpu_share_threads(share) : threads;
+        job->threads = serial ? 1 : cpu_threads(nt, job->in.h);
+        rc = canny_plan_run(&job->in, &job->plan, serial, nt, &job->out, job->err);
+    } else if (serial) {
+        job->threads = 1;
         rc = cpu_serial_run_cancel(&job->in, &job->plan, &job->out, &job->cancel, job->err);
-    else
-        rc = share ? cpu_run_shared(&job->in, &job->plan, &job->out, share, &job->cancel, &job->threads, job->err)
-                   : cpu_run_cancel(&job->in, &job->plan, &job->out, threads, &job->cancel, job->err);
+    } else if (share) {
+        rc = cpu_run_shared(&job->in, &job->plan, &job->out, share, &job->cancel, &job->threads, job->err);
+    } else {
+        job->threads = cpu_threads(threads, job->in.h);
+        rc = cpu_run_cancel(&job->in, &job->plan, &job->out, threads, &job->cancel, job->err);
+    }
     job->t.kernel = clock_ms() - t0;
     return rc;
 }

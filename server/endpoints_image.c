@@ -166,7 +166,6 @@ static const char *job_device(struct service *s, const struct job *job, char *bu
 {
     if (variant_is_gpu(job->used))
         return backend_device(s->backend);
-    (void)s;
     snprintf(buf, cap, "cpu (%d thread%s)", job->threads, job->threads == 1 ? "" : "s");
     return buf;
 }

@@ -9,7 +9,7 @@
 # R580 or newer for CUDA 13), CUDA_ARCHS (nvcc -gencode flags; empty = the Makefile's default,
 # sm_80 + sm_90 + compute_90 PTX) and CPU_BASE (the CPU image's base, default debian:12-slim), e.g.
 #   docker build --build-arg CUDA_ARCHS="-gencode arch=compute_90,code=sm_90" -t edged:0.1.0 .
-# The version in the tags is the one in server/version.h.
+# The version in the tags is the one in server/ops/version.h.
 # Packages come from docker/deps.sh (the one list, also used by `make deps`); this file has none.
 # Configuration is only through EDGED_* environment variables (docs/configuration.md).
 # Both images run as uid/gid 10001 (docker/runtime_user.sh), which docker/k8s/base/deployment.yaml names.

@@ -21,9 +21,9 @@ MANDIR ?= $(PREFIX)/share/man
 DOCDIR ?= $(PREFIX)/share/doc/edged
 DATADIR ?= $(PREFIX)/share/edged
 NPROC := $(shell nproc 2>/dev/null || echo 1)
-VERSION := $(shell sed -n 's/^\#define EDGED_VERSION "\(.*\)"/\1/p' $(wildcard server/*.h api/*.h))
+VERSION := $(shell sed -n 's/^\#define EDGED_VERSION "\(.*\)"/\1/p' server/ops/version.h)
 
-# Quiet command lines ("  CC server/main.c"); V=1 prints the full commands.
+# Quiet command lines ("  CC server/cli/main.c"); V=1 prints the full commands.
 ifeq ($(V),1)
   Q :=
   say :=
@@ -72,7 +72,7 @@ NVCCFLAGS ?= -O3 -lineinfo
 # given in NVCCFLAGS (--use_fast_math) may flush them
 override NVCCFLAGS += -std=c++17 $(CUDA_ARCHS) -ftz=false -Xcompiler -Wall,-Wextra -Werror all-warnings
 
-C_SRCS := $(wildcard api/*.c cpu_ref/*.c server/*.c)
+C_SRCS := $(wildcard api/*.c cpu_ref/*.c server/*/*.c)
 ifeq ($(GPU),1)
   CU_SRCS := $(wildcard gpu/*.cu)
   GPU_C_SRCS := $(filter-out %_stub.c,$(wildcard gpu/*.c))
@@ -93,9 +93,9 @@ else
   GPU_C_SRCS := $(wildcard gpu/*_stub.c)
 endif
 
-LIB_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(filter-out server/main.c,$(C_SRCS)) $(GPU_C_SRCS)) \
+LIB_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(filter-out server/cli/main.c,$(C_SRCS)) $(GPU_C_SRCS)) \
             $(patsubst %.cu,$(BUILD)/%.o,$(CU_SRCS))
-MAIN_OBJ := $(BUILD)/server/main.o
+MAIN_OBJ := $(BUILD)/server/cli/main.o
 TEST_SRCS := $(wildcard tests/unit/test_*.c)
 # The nvJPEG test needs the GPU build with nvJPEG.
 ifneq ($(NVJPEG),1)
@@ -104,8 +104,8 @@ endif
 TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # The worker's GPU loop against a fake gconv, under ASan/UBSan: linked on its own because the
 # fake replaces the gconv symbols every other program links for real.
-MOCK_SRCS := $(wildcard tests/unit/worker_mock/*.c) server/worker.c server/backend.c server/queue.c \
-             server/log.c api/errors.c api/result.c api/image.c api/variant.c api/filter.c api/tuning.c $(wildcard cpu_ref/*.c)
+MOCK_SRCS := $(wildcard tests/unit/worker_mock/*.c) server/jobs/worker.c server/jobs/backend.c server/jobs/queue.c \
+             server/ops/log.c api/errors.c api/result.c api/image.c api/variant.c api/filter.c api/tuning.c $(wildcard cpu_ref/*.c)
 MOCK_BIN := $(BUILD)/tests/test_worker_mock
 BENCH_SRCS := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
@@ -136,14 +136,14 @@ $(BUILD)/bench/%: $(BUILD)/tests/bench/%.o $(LIB_OBJS)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# The web page (server/web) and api/openapi.yaml as C arrays in $(BUILD)/gen/web_data.inc,
-# included by server/web_assets.c.
-WEB_FILES := $(sort $(wildcard server/web/*.html server/web/*.js server/web/*.css))
-$(BUILD)/gen/web_data.inc: $(WEB_FILES) api/openapi.yaml server/web/embed.sh
+# The web page (server/http/web) and api/openapi.yaml as C arrays in $(BUILD)/gen/web_data.inc,
+# included by server/http/web_assets.c.
+WEB_FILES := $(sort $(wildcard server/http/web/*.html server/http/web/*.js server/http/web/*.css))
+$(BUILD)/gen/web_data.inc: $(WEB_FILES) api/openapi.yaml server/http/web/embed.sh
 	$(call say,GEN,$@)
-	$(Q)sh server/web/embed.sh $@ $(WEB_FILES) /openapi.yaml=api/openapi.yaml
-$(BUILD)/server/web_assets.o: $(BUILD)/gen/web_data.inc
-$(BUILD)/server/web_assets.o: override CPPFLAGS += -I$(BUILD)/gen
+	$(Q)sh server/http/web/embed.sh $@ $(WEB_FILES) /openapi.yaml=api/openapi.yaml
+$(BUILD)/server/http/web_assets.o: $(BUILD)/gen/web_data.inc
+$(BUILD)/server/http/web_assets.o: override CPPFLAGS += -I$(BUILD)/gen
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -189,7 +189,7 @@ plots:
 	$(PYTHON) tests/bench/plots.py $(or $(CSV),docs/perf/bench.csv) $(or $(PLOTS),docs/perf)
 
 # The man page, from `edged --help` (and --version when the binary has it, else the version in
-# server/config.h), through help2man (Debian package help2man); install skips it without help2man.
+# server/ops/config.h), through help2man (Debian package help2man); install skips it without help2man.
 HELP2MAN = v=; $(BUILD)/edged --version >/dev/null 2>&1 || v="--version-string=$(VERSION)"; \
   help2man --no-info --no-discard-stderr -n "GPU image convolution and edge detection service" \
     $$v -o $(1) $(BUILD)/edged

@@ -19,12 +19,12 @@ build() { # NAME SOURCES...
     # shellcheck disable=SC2086
     $CLANG $CFLAGS -o "$OUT/$name" "tests/fuzz/$name.c" "$@" $LIBS
 }
-PNG="server/png_io.c server/png_decode.c server/png_encode.c api/errors.c api/image.c"
+PNG="server/codec/png_io.c server/codec/png_decode.c server/codec/png_encode.c api/errors.c api/image.c"
 # shellcheck disable=SC2086
 build fuzz_png $PNG
 # shellcheck disable=SC2086
 build fuzz_png_diff $PNG
 # shellcheck disable=SC2086
-build fuzz_image server/image_io.c server/jpeg_io.c server/webp_io.c server/exif.c $PNG
+build fuzz_image server/codec/image_io.c server/codec/jpeg_io.c server/codec/webp_io.c server/codec/exif.c $PNG
 build fuzz_params $API
-build fuzz_request server/upload.c server/multipart.c $API
+build fuzz_request server/http/upload.c server/http/multipart.c $API

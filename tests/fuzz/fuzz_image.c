@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "errors.h"
-#include "image_io.h"
+#include "codec/image_io.h"
 
 /* Small limits keep each run fast and far below libFuzzer's RSS cap. */
 #define FUZZ_MAX_SIDE 4096u

@@ -10,7 +10,7 @@
 #include "errors.h"
 #include "fuzz_png_util.h"
 #include "image.h"
-#include "png_io.h"
+#include "codec/png_io.h"
 
 /* Small limits keep each run fast and far below libFuzzer's RSS cap; the size checks are the
  * same code whatever the numbers. */

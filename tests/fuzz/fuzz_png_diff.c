@@ -11,8 +11,8 @@
 #include "errors.h"
 #include "fuzz_png_util.h"
 #include "image.h"
-#include "png_decode.h"
-#include "png_io.h"
+#include "codec/png_decode.h"
+#include "codec/png_io.h"
 
 /* Small limits keep each run fast; the decoders see the same ones. */
 #define FUZZ_MAX_SIDE 4096u

@@ -11,7 +11,7 @@
 
 #include "errors.h"
 #include "params.h"
-#include "upload.h"
+#include "http/upload.h"
 
 #define FUZZ_MAX_BODY (1u << 20)
 #define FUZZ_MAX_CTYPE 256

@@ -22,7 +22,7 @@ if [ -d .debs ]; then
 fi
 nvidia-smi -L | tee -a "$log"
 
-# Only the server binary: the fault switch lives in server/fault.c and gpu/gconv_fault.cu.
+# Only the server binary: the fault switch lives in server/ops/fault.c and gpu/gconv_fault.cu.
 t0=$(date +%s)
 if ! timeout 150 make -j16 BUILD="$BUILD" GPU=1 NPP=0 CUDA_ARCHS="$ARCHS" CFLAGS="-O1 -g" \
         CPPFLAGS="${CPPFLAGS:-} -DEDGED_DEBUG=1" "$BUILD/edged" >> "$log" 2>&1; then

@@ -167,7 +167,7 @@ def test_openapi(server):
 
 
 def test_embedded_files_from_any_directory(tmp_path):
-    """openapi.yaml and the web page come from the binary: started in /tmp (no api/ or server/web
+    """openapi.yaml and the web page come from the binary: started in /tmp (no api/ or server/http/web
     beside it), it serves them byte for byte, and the page shows the version /version gives."""
     port = free_port()
     url = "http://127.0.0.1:%d" % port
@@ -182,8 +182,8 @@ def test_embedded_files_from_any_directory(tmp_path):
                     break
             except requests.ConnectionError:
                 time.sleep(0.05)
-        for path, file in (("/openapi.yaml", "api/openapi.yaml"), ("/", "server/web/index.html"),
-                           ("/web/app.js", "server/web/app.js")):
+        for path, file in (("/openapi.yaml", "api/openapi.yaml"), ("/", "server/http/web/index.html"),
+                           ("/web/app.js", "server/http/web/app.js")):
             r = requests.get(url + path, timeout=10)
             with open(os.path.join(ROOT, file), "rb") as f:
                 want = f.read()

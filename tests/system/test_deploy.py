@@ -105,10 +105,10 @@ def port_names(c):
 
 
 def version():
-    """EDGED_VERSION of server/version.h."""
-    text = packaging.read(os.path.join(ROOT, "server", "version.h"))
+    """EDGED_VERSION of server/ops/version.h."""
+    text = packaging.read(os.path.join(ROOT, "server", "ops", "version.h"))
     m = re.search(r'#define\s+EDGED_VERSION\s+"([^"]+)"', text)
-    assert m, "no EDGED_VERSION in server/version.h"
+    assert m, "no EDGED_VERSION in server/ops/version.h"
     return m.group(1)
 
 
@@ -178,7 +178,7 @@ def test_image_tag_pinned_to_the_version(overlay):
     image = container(rendered(overlay))["image"]
     name, _, tag = image.rpartition(":")
     assert name and "/" not in tag, f"image {image} has no tag"
-    assert tag == want, f"overlay {overlay}: image {image}, want tag {want} (server/version.h)"
+    assert tag == want, f"overlay {overlay}: image {image}, want tag {want} (server/ops/version.h)"
     for path in packaging.glob.glob(os.path.join(K8S, "**", "*.yaml"), recursive=True):
         for doc in yaml.safe_load_all(packaging.read(path)):
             for image in re.findall(r"'image': '([^']+)'", repr(doc)) + [i.get("newTag", "") for i in

@@ -1,7 +1,7 @@
 """test_tables.py — the copies of edged's tables in other languages agree with what the server
 serves. The C code holds each table once (the filter bank and its knobs in api/filter.c, the
 variants in api/variant.h, the request stages in api/result.h); openapi.yaml, the web page
-(server/web/app.js, index.html), the CLI usage and the Python tools write them out again. Each
+(server/http/web/app.js, index.html), the CLI usage and the Python tools write them out again. Each
 test here reads the table from a real `edged serve` (GET /v1/filters, /v1/variants, a JSON result,
 Server-Timing, /metrics) and compares every copy with it, strictly (same names, same order where
 order shows).
@@ -18,7 +18,7 @@ import yaml
 
 from conftest import BIN, ROOT, png_bytes, random_image
 
-WEB = os.path.join(ROOT, "server", "web")
+WEB = os.path.join(ROOT, "server", "http", "web")
 
 
 def read(*parts):
@@ -124,7 +124,7 @@ def test_openapi_filter_and_variant_enums(server, catalogue, openapi):
 
 def test_web_page_knobs_match_the_catalogue(catalogue):
     knobs = set(knob_takers(catalogue))
-    html, js = read("server", "web", "index.html"), read("server", "web", "app.js")
+    html, js = read("server", "http", "web", "index.html"), read("server", "http", "web", "app.js")
     assert set(re.findall(r'data-knob="([a-z_0-9]+)"', html)) == knobs
     assert set(re.findall(r"knobs\.has\('([a-z_0-9]+)'\)", js)) == knobs
 
@@ -187,5 +187,5 @@ def test_python_and_page_copies_of_the_stages(result, metric_stages):
     assert py_list(read("tests", "bench", "load.py"), "STAGES") == metric_stages
     assert py_set(read("tests", "system", "test_api.py"), "TIMING_KEYS") == set(api)
     # the page draws the parts of total (its own order: the order the request meets them)
-    assert sorted(js_list(read("server", "web", "app.js"), "STAGES") + ["total"]) == sorted(api)
+    assert sorted(js_list(read("server", "http", "web", "app.js"), "STAGES") + ["total"]) == sorted(api)
     assert sorted(py_list(read("tests", "system", "test_web.py"), "STAGES") + ["total"]) == sorted(api)

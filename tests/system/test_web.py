@@ -1,7 +1,7 @@
 """test_web.py — the page at GET /, driven in headless Chromium (Selenium + chromedriver)
 against a real `edged serve` (backend from EDGED_TEST_BACKEND, default cpu; binary EDGED_BIN).
 
-Outcomes asserted: the page and its files are served from the binary (byte-identical to server/web),
+Outcomes asserted: the page and its files are served from the binary (byte-identical to server/http/web),
 nothing is fetched from elsewhere, the filter and variant lists come from the API, the result the
 page shows has the input's size and the very pixels the API returns for the parameters set in the
 form (exact match), the timing bar shows the stages, compare draws one bar per API row, API errors
@@ -29,7 +29,7 @@ import requests
 from conftest import ROOT, Server, png_bytes, png_decode, random_image
 
 SEED = 8
-WEB = os.path.join(ROOT, "server", "web")
+WEB = os.path.join(ROOT, "server", "http", "web")
 OUT = os.path.join(ROOT, "tests", "out", "web")
 STAGES = ["decode", "queue", "upload", "kernel", "download", "encode"]
 W, H = 97, 61  # odd sizes: a transposed or padded result would show
@@ -135,7 +135,7 @@ def wait(d, js, what, timeout=WAIT_S):
 def open_page(d, srv, ready=True):
     r = requests.get(srv.url + "/", timeout=10)
     if r.status_code != 200 or not r.headers.get("Content-Type", "").startswith("text/html"):
-        pytest.fail("GET / does not serve the page (%d %s): is the web hook in server/http.c and the "
+        pytest.fail("GET / does not serve the page (%d %s): is the web hook in server/http/http.c and the "
                     "web_data.inc rule in the Makefile there?" % (r.status_code, r.text[:200]))
     d.get_log("browser")  # drop what earlier tests left (their expected 4xx answers)
     d.get(srv.url + "/")
@@ -246,7 +246,7 @@ def test_page_and_files_served_from_the_binary(srv):
     r = requests.get(srv.url + "/", timeout=10)
     assert r.status_code == 200, r.text
     assert r.headers["Content-Type"].startswith("text/html")
-    assert r.content == web_file("index.html"), "GET / is not server/web/index.html (binary not rebuilt?)"
+    assert r.content == web_file("index.html"), "GET / is not server/http/web/index.html (binary not rebuilt?)"
     refs = re.findall(r'(?:src|href)="(web/[^"]+)"', r.text)
     assert sorted(refs) == ["web/app.js", "web/style.css"]
     types = {".js": "text/javascript", ".css": "text/css"}
@@ -254,13 +254,13 @@ def test_page_and_files_served_from_the_binary(srv):
         a = requests.get(srv.url + "/" + ref, timeout=10)
         assert a.status_code == 200, (ref, a.text)
         assert a.headers["Content-Type"].startswith(types[os.path.splitext(ref)[1]]), a.headers["Content-Type"]
-        assert a.content == web_file(os.path.basename(ref)), ref + " differs from the file in server/web"
+        assert a.content == web_file(os.path.basename(ref)), ref + " differs from the file in server/http/web"
     h = requests.head(srv.url + "/", timeout=10)
     assert h.status_code == 200 and int(h.headers["Content-Length"]) == len(r.content)
 
 
 @pytest.mark.parametrize("path", ["/web/nope.js", "/web/", "/web", "/index.html", "/web/../web/app.js",
-                                  "/web/%2e%2e/server/http.c", "/web/app.js/x"])
+                                  "/web/%2e%2e/server/http/http.c", "/web/app.js/x"])
 def test_other_paths_are_not_found(srv, path):
     c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
     c.request("GET", path)  # sent as is: no client-side normalisation of ..

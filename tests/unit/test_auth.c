@@ -2,7 +2,7 @@
  * (exact match only: no prefix, suffix, case change or other scheme passes). */
 #include <string.h>
 
-#include "auth.h"
+#include "ops/auth.h"
 #include "check.h"
 #include "errors.h"
 

@@ -1,16 +1,17 @@
-/* test_backend_jpeg.c — jobs that carry JPEG bytes (server/backend_jpeg.c) on the CPU: the decode
+/* test_backend_jpeg.c — jobs that carry JPEG bytes (server/jobs/jpeg_job.c) on the CPU: the decode
  * that serves what nvJPEG refuses gives the pixels and orientation of imageio_load's decode, a job
  * with bytes runs on the CPU lane as the job with pixels does (exactly equal output), a header that
  * does not match the bytes is refused, and the counters start at zero. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "jobs/backend.h"
+#include "jobs/jpeg_job.h"
 #include "check.h"
 #include "filter.h"
-#include "image_io.h"
+#include "codec/image_io.h"
 #include "imgdiff.h"
-#include "queue.h"
+#include "jobs/queue.h"
 
 /* A job with a copy of the JPEG jpg as its input, sized w x h x ch after orientation o. */
 static struct job *jpeg_job(const uint8_t *jpg, size_t len, int w, int h, int ch, int o)
@@ -64,7 +65,7 @@ int main(void)
 {
     char err[EDGED_ERR_LEN];
     struct backend *b = NULL;
-    struct backend_jpeg_counts c;
+    struct jpegjob_counts c;
     struct img src = {0};
     uint8_t *jpg = NULL;
     size_t len = 0;
@@ -80,14 +81,14 @@ int main(void)
         test_orientations(jpg, len, &src, b);
 
     job = jpeg_job(jpg, len, 36, 23, 3, 1); /* a header that does not match the bytes */
-    CHECK(job && backend_decode_src(job) == EDGED_E_BAD_IMAGE && !job->in.px,
+    CHECK(job && jpegjob_decode_src(job) == EDGED_E_BAD_IMAGE && !job->in.px,
           "a size mismatch must be refused");
     job_release(NULL, job);
     job = job_new();
-    CHECK(job && backend_decode_src(job) == 0, "a job without bytes has nothing to decode");
+    CHECK(job && jpegjob_decode_src(job) == 0, "a job without bytes has nothing to decode");
     job_release(NULL, job);
 
-    backend_jpeg_counts(&c);
+    jpegjob_counts(&c);
     CHECK(c.gpu_decoded == 0 && c.gpu_encoded == 0 && c.cpu_fallback_decode == 0 &&
               c.cpu_fallback_encode == 0,
           "no counts without nvJPEG work");

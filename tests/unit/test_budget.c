@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "budget.h"
+#include "jobs/budget.h"
 #include "check.h"
 #include "clock.h"
 #include "errors.h"

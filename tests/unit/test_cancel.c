@@ -12,7 +12,7 @@
 #include "cpu_serial.h"
 #include "errors.h"
 #include "filter.h"
-#include "queue.h"
+#include "jobs/queue.h"
 
 static char err[EDGED_ERR_LEN];
 

@@ -6,7 +6,7 @@
 #include <time.h>
 
 #include "check.h"
-#include "fair_slots.h"
+#include "jobs/fair_slots.h"
 
 static struct fair_slots fs;
 static atomic_int next_entry, holders, most;

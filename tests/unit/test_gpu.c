@@ -33,7 +33,7 @@
 #include "check.h"
 #include "clock.h"
 #include "cpu_serial.h"
-#include "backend.h"
+#include "jobs/backend.h"
 #include "canny.h"
 #include "canny_spiral.h"
 #include "errors.h"

@@ -17,9 +17,9 @@
 #include "filter.h"
 #include "gconv.h"
 #include "image.h"
-#include "image_io.h"
+#include "codec/image_io.h"
 #include "imgdiff.h"
-#include "jpeg_io.h"
+#include "codec/jpeg_io.h"
 
 /* Largest per-sample difference from libjpeg-turbo's decode: full-resolution chroma and gray
  * differ by IDCT rounding only; subsampled chroma also by the upsampling filter (smooth test

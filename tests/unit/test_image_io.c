@@ -4,8 +4,8 @@
 #include <webp/encode.h>
 
 #include "check.h"
-#include "exif.h"
-#include "image_io.h"
+#include "codec/exif.h"
+#include "codec/image_io.h"
 
 /* A JPEG header up to SOS: SOI, optional extra segment, SOF (marker m, precision p, nf
  * components with sampling hv[]), a one-component SOS and a few entropy bytes. */

@@ -5,7 +5,7 @@
 
 #include "check.h"
 #include "errors.h"
-#include "multipart.h"
+#include "http/multipart.h"
 
 static char err[EDGED_ERR_LEN];
 

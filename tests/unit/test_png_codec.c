@@ -13,8 +13,8 @@
 #include "clock.h"
 #include "errors.h"
 #include "image.h"
-#include "png_decode.h"
-#include "png_io.h"
+#include "codec/png_decode.h"
+#include "codec/png_io.h"
 
 
 static uint32_t be32(const uint8_t *p)

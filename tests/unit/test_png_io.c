@@ -12,7 +12,7 @@
 #include "pngbuf.h"
 #include "errors.h"
 #include "image.h"
-#include "png_io.h"
+#include "codec/png_io.h"
 
 /* Peak-RSS growth allowed while rejecting a huge or bomb file (the bad cases would need 64+ MB). */
 #define RSS_BUDGET_KB (16 * 1024)

@@ -8,7 +8,7 @@
 #include "check.h"
 #include "clock.h"
 #include "errors.h"
-#include "queue.h"
+#include "jobs/queue.h"
 
 static char err[EDGED_ERR_LEN];
 

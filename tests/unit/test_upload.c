@@ -6,7 +6,7 @@
 
 #include "check.h"
 #include "errors.h"
-#include "upload.h"
+#include "http/upload.h"
 
 static char err[EDGED_ERR_LEN];
 

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "clock.h"
-#include "backend.h"
+#include "jobs/backend.h"
 #include "errors.h"
 #include "gconv.h"
 

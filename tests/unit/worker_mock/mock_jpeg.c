@@ -1,9 +1,11 @@
-/* mock_jpeg.c — backend_jpeg.c's entry points for the worker mock: the real file would pull in
- * every codec. A job with JPEG bytes "decodes" to an 8 x 8 RGB image and goes on as a pixel job;
- * the sizes of the batches are recorded, and the test says whether the decoder is busy. */
+/* mock_jpeg.c — the entry points of backend_jpeg.c and jpeg_job.c for the worker mock: the real
+ * files would pull in every codec. A job with JPEG bytes "decodes" to an 8 x 8 RGB image and goes
+ * on as a pixel job; the sizes of the batches are recorded, and the test says whether the decoder
+ * is busy. */
 #include <stdatomic.h>
 
-#include "backend.h"
+#include "jobs/backend.h"
+#include "jobs/jpeg_job.h"
 #include "errors.h"
 
 atomic_int mock_jpeg_busy, mock_jpeg_nbatches;
@@ -15,7 +17,7 @@ int backend_gpu_jpeg(const struct backend *b)
     return 0;
 }
 
-int backend_decode_src(struct job *job)
+int jpegjob_decode_src(struct job *job)
 {
     return job->src && !job->in.px ? edged_fail(job->err, EDGED_E_INTERNAL, "the worker mock has no JPEG decoder")
                                    : 0;
@@ -42,9 +44,9 @@ int backend_jpeg_decoding(struct backend *b)
     return atomic_load(&mock_jpeg_busy);
 }
 
-int backend_finish_jpeg(struct backend *b, int s, struct job *job)
+int jpegjob_encode_result(struct gconv_ctx *g, int s, struct job *job)
 {
-    (void)b, (void)s, (void)job;
+    (void)g, (void)s, (void)job;
     return 1; /* no JPEG output here: the pixels are left for backend_take */
 }
 
@@ -55,7 +57,7 @@ void backend_jpeg_profile(struct backend *b, double ms[BACKEND_JPEG_STAGES])
         ms[i] = 0.0;
 }
 
-void backend_jpeg_counts(struct backend_jpeg_counts *c)
+void jpegjob_counts(struct jpegjob_counts *c)
 {
-    *c = (struct backend_jpeg_counts){0};
+    *c = (struct jpegjob_counts){0};
 }

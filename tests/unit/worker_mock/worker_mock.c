@@ -13,8 +13,8 @@
 
 #include "check.h"
 #include "clock.h"
-#include "queue.h"
-#include "worker.h"
+#include "jobs/queue.h"
+#include "jobs/worker.h"
 
 extern int mock_streams;
 extern atomic_int mock_jpeg_busy, mock_jpeg_nbatches;

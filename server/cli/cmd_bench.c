@@ -1,0 +1,514 @@
+/* cmd_bench.c — `edged bench`: times the convolution variants (GPU, NPP, CPU) over image, kernel
+ * and block sizes; bench_report.c prints the rows. Without a GPU it times the CPU rows. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/bench_codec.h"
+#include "cli/bench_report.h"
+#include "clock.h"
+#include "cli/commands.h"
+#include "cpu.h"
+#include "cpu_serial.h"
+#include "errors.h"
+#include "filter.h"
+#include "gconv.h"
+#include "ops/opts.h"
+#include "cli/progress.h"
+#include "variant.h"
+
+#define BENCH_MAX_LIST 32
+#define BENCH_STREAMS 1
+#define BENCH_FP32_BYTES_PX 8.0 /* fp32 in + out: the memory floor of a correlation */
+
+struct bench_opts {
+    int variants[VARIANT_COUNT], nv;
+    int sizes[BENCH_MAX_LIST], ns;
+    int ks[BENCH_MAX_LIST], nk;
+    int blocks[4], nb;
+    enum filter_id filter;
+    enum border border;
+    int reps, warmup, channels, serial_max, compare, cpu, u8_edge, progress;
+    int canny_spiral; /* --canny-input spiral */
+    enum bench_fmt fmt;
+};
+
+struct bench_env {
+    struct gconv_ctx *ctx; /* NULL without a GPU: CPU rows only */
+    struct bench_report rep;
+    int step, steps; /* progress: (size, kernel) steps done and in all */
+    struct progress line; /* on a terminal one line, rewritten */
+};
+
+enum {
+    OPT_VARIANTS, OPT_SIZES, OPT_KSIZES, OPT_BLOCKS, OPT_FILTER, OPT_BORDER, OPT_REPS, OPT_WARMUP, OPT_CHANNELS,
+    OPT_SERIAL_MAX, OPT_CANNY_INPUT, OPT_CSV, OPT_JSON, OPT_COMPARE, OPT_CPU, OPT_U8_EDGE, OPT_PROGRESS,
+};
+static const struct opts_spec bench_opts_spec[] = {
+    [OPT_VARIANTS] = {"variants", "a,b", "GPU variants (default all; `edged variants` lists them)"},
+    [OPT_SIZES] = {"sizes", "N,...", "image sides (default 256,512,1024,2048,4096,8192)"},
+    [OPT_KSIZES] = {"ksizes", "K,...", "odd kernel sides (default 3,5,7,11,15,21,31; custom allows 1..63)"},
+    [OPT_BLOCKS] = {"blocks", "B,...", "block sides 8, 16, 24, 32 (default 16)"},
+    [OPT_FILTER] = {"filter", "F", "gaussian (default), box, custom (random non-separable taps), or canny\n"
+                                   "(u8 gray in, map out, every stage on the device; --ksizes 3,5,7 are its\n"
+                                   "apertures; --compare adds NPP's nppiFilterCannyBorder_8u_C1R)"},
+    [OPT_BORDER] = {"border", "B", "zero (default here, as in docs/performance.md), replicate, reflect (the\n"
+                                   "default of requests); the u8 edge pipeline too"},
+    [OPT_REPS] = {"reps", "N", "timed runs per row, the median is reported (default 10)"},
+    [OPT_WARMUP] = {"warmup", "N", "untimed runs before them (default 2)"},
+    [OPT_CHANNELS] = {"channels", "C", "planes per image (default 1): times are per image, C planes of one\n"
+                                       "launch each"},
+    [OPT_SERIAL_MAX] = {"serial-max", "N", "largest side timed with cpu_serial (default 2048)"},
+    [OPT_CANNY_INPUT] = {"canny-input", "I", "canny's image: photo (default; smooth shading, steps, noise) or\n"
+                                             "spiral (hysteresis worst case: one weak chain across the image,\n"
+                                             "knobs 100/1000, aperture 3, L1)"},
+    [OPT_CSV] = {"csv", NULL, "print CSV instead of the table"},
+    [OPT_JSON] = {"json", NULL, "print JSON instead of the table"},
+    [OPT_COMPARE] = {"compare", NULL, "adds NVIDIA NPP nppiFilterBorder_32f_C1R (replicate border) when built\n"
+                                      "with NPP"},
+    [OPT_CPU] = {"cpu", NULL, "adds cpu (threaded, median of 3) and cpu_serial (once, sides <=\n"
+                              "--serial-max) rows, and speedup columns against them; without a GPU\n"
+                              "these are the only rows"},
+    [OPT_U8_EDGE] = {"u8-edge", NULL, "instead: the whole edge pipeline (gaussian5 -> laplacian3 -> threshold)\n"
+                                      "on u8 images of each size, gray (1 byte in, 1 out) and RGB (3 in, 1 out),\n"
+                                      "all kernels of a job on the device; fast_1bit: fast writing the map as\n"
+                                      "1-bit rows (1/8 byte out, as for bit_depth 1); --compare adds NPP's u8\n"
+                                      "Gauss 5x5 + Laplace 3x3 (gray)"},
+    [OPT_PROGRESS] = {"progress", NULL, "report progress on stderr (default: when stderr is a terminal)"},
+};
+#define BENCH_NOPTS ((int)(sizeof(bench_opts_spec) / sizeof(bench_opts_spec[0])))
+
+static void bench_usage(FILE *f)
+{
+    fputs("usage: edged bench [options]\n"
+          "Times each GPU variant on N x N float planes (random data on the device, input/output pairs\n"
+          "rotated past L2, CUDA events, median of --reps after --warmup) for every kernel size and block.\n",
+          f);
+    opts_print(f, bench_opts_spec, BENCH_NOPTS);
+    fputs("Columns: ms; GPix/s; GFLOP/s counting 2*rows*cols per pixel (the direct method, also for\n"
+          "separable, so it can pass the FP32 peak); GB/s counting 8 bytes per pixel (fp32 in + out);\n"
+          "%copy and %fp32: fractions of the measured copy bandwidth and of the FP32 peak; floor: the\n"
+          "memory floor (bytes per pixel over the measured copy bandwidth; edge rows count their own\n"
+          "bytes), x_floor = ms / floor. The table, CSV or JSON goes to stdout, progress to stderr.\n",
+          f);
+}
+
+static int parse_ints(const char *s, int *out, int max, int lo, int hi, int odd)
+{
+    int n = 0;
+    char *end;
+
+    while (*s) {
+        long v = strtol(s, &end, 10);
+        if (end == s || v < lo || v > hi || (odd && v % 2 == 0) || n == max || (*end && *end != ','))
+            return -1;
+        out[n++] = (int)v;
+        s = *end ? end + 1 : end;
+    }
+    return n;
+}
+
+static int parse_variants(const char *s, struct bench_opts *o, char *err)
+{
+    char buf[512], *tok, *save = NULL;
+
+    snprintf(buf, sizeof(buf), "%s", s);
+    o->nv = 0;
+    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int v = variant_from_name(tok);
+        if (v < 0 || !variant_is_gpu(v) || o->nv == VARIANT_COUNT)
+            return edged_fail(err, EDGED_E_USAGE, "'%s' is not a GPU variant (see `edged variants`)", tok);
+        o->variants[o->nv++] = v;
+    }
+    return o->nv ? 0 : edged_fail(err, EDGED_E_USAGE, "--variants: no variant named");
+}
+
+static void opts_default(struct bench_opts *o)
+{
+    static const int sizes[] = {256, 512, 1024, 2048, 4096, 8192}, ks[] = {3, 5, 7, 11, 15, 21, 31};
+
+    memset(o, 0, sizeof(*o));
+    for (int v = VARIANT_FIRST_GPU; v < VARIANT_COUNT; v++)
+        o->variants[o->nv++] = v;
+    memcpy(o->sizes, sizes, sizeof(sizes));
+    o->ns = 6;
+    memcpy(o->ks, ks, sizeof(ks));
+    o->nk = 7;
+    o->blocks[0] = VARIANT_DEFAULT_BLOCK;
+    o->nb = 1;
+    o->filter = FILTER_GAUSSIAN;
+    o->border = BORDER_ZERO;
+    o->reps = 10;
+    o->warmup = 2;
+    o->channels = 1;
+    o->serial_max = 2048;
+}
+
+/* A value option: its count of numbers parsed (> 0), or -1 for a bad value. */
+static int value_opt(struct bench_opts *o, int i, const char *val)
+{
+    int n = -1, f;
+
+    switch (i) {
+    case OPT_SIZES:
+        return o->ns = parse_ints(val, o->sizes, BENCH_MAX_LIST, 1, IMG_MAX_SIDE, 0);
+    case OPT_KSIZES:
+        return o->nk = parse_ints(val, o->ks, BENCH_MAX_LIST, 1, FILTER_MAX_SIDE, 1);
+    case OPT_BLOCKS:
+        n = o->nb = parse_ints(val, o->blocks, 4, 8, 32, 0);
+        for (int b = 0; b < o->nb; b++)
+            if (!variant_block_ok(o->blocks[b]))
+                n = -1;
+        return n;
+    case OPT_FILTER:
+        f = filter_from_name(val);
+        o->filter = f;
+        return f == FILTER_BOX || f == FILTER_GAUSSIAN || f == FILTER_CUSTOM || f == FILTER_CANNY ? 1 : -1;
+    case OPT_CANNY_INPUT:
+        o->canny_spiral = strcmp(val, "spiral") == 0;
+        return o->canny_spiral || strcmp(val, "photo") == 0 ? 1 : -1;
+    case OPT_BORDER:
+        return (int)(o->border = border_from_name(val)) < 0 ? -1 : 1;
+    case OPT_REPS:
+        return parse_ints(val, &o->reps, 1, 1, 10000, 0);
+    case OPT_WARMUP:
+        return parse_ints(val, &o->warmup, 1, 0, 10000, 0);
+    case OPT_CHANNELS:
+        return parse_ints(val, &o->channels, 1, 1, 4, 0);
+    case OPT_SERIAL_MAX:
+        return parse_ints(val, &o->serial_max, 1, 0, IMG_MAX_SIDE, 0);
+    default:
+        return -1;
+    }
+}
+
+static int bench_opt(void *app, int i, const char *val, char *err)
+{
+    struct bench_opts *o = app;
+    int *flag[] = {[OPT_COMPARE] = &o->compare, [OPT_CPU] = &o->cpu, [OPT_U8_EDGE] = &o->u8_edge,
+                   [OPT_PROGRESS] = &o->progress};
+
+    if (i == OPT_CSV || i == OPT_JSON) {
+        o->fmt = i == OPT_CSV ? BENCH_CSV : BENCH_JSON;
+        return 0;
+    }
+    if (i >= OPT_COMPARE) {
+        *flag[i] = 1;
+        return 0;
+    }
+    if (i == OPT_VARIANTS)
+        return parse_variants(val, o, err);
+    if (value_opt(o, i, val) <= 0)
+        return edged_fail(err, EDGED_E_USAGE, "invalid value '%s' for --%s", val, bench_opts_spec[i].name);
+    return 0;
+}
+
+/* Returns 0 to run, OPTS_HELP, or EDGED_E_USAGE with the message in err. */
+static int parse_args(int argc, char **argv, struct bench_opts *o, char *err)
+{
+    int rc;
+
+    opts_default(o);
+    if ((rc = opts_parse(argc, argv, bench_opts_spec, BENCH_NOPTS, bench_opt, o, NULL, err)) != 0)
+        return rc;
+    for (int i = 0; i < o->nk; i++)
+        if (o->ks[i] < (o->filter == FILTER_CUSTOM ? 1 : 3))
+            return edged_fail(err, EDGED_E_USAGE, "%s needs kernel sides >= 3", filter_name(o->filter));
+    return 0;
+}
+
+/* The bench kernel: the filter bank's taps, or random full-rank taps for custom. */
+static int bench_kernel(const struct bench_opts *o, int size, struct kernel2d *k, char *err)
+{
+    struct filter_spec spec;
+
+    filter_spec_init(&spec, o->filter);
+    if (o->filter != FILTER_CUSTOM) {
+        spec.size = size;
+        return filter_kernel(&spec, k, err);
+    }
+    spec.custom_rows = spec.custom_cols = size;
+    srand(12345 + size);
+    for (int i = 0; i < size * size; i++)
+        spec.custom_taps[i] = (float)rand() / RAND_MAX - 0.5f;
+    return filter_kernel(&spec, k, err);
+}
+
+/* ---- progress (stderr) --------------------------------------------------------------------- */
+
+/* Says which (size, kernel) step starts. On a terminal one line is rewritten in place; with
+ * --progress elsewhere each step is a line. Never touches stdout, where the rows go. */
+static void progress(struct bench_env *env, const struct bench_opts *o, int n, const char *what)
+{
+    if (!env->line.tty && !o->progress)
+        return;
+    env->step++;
+    progress_show(&env->line, 0, "bench: step %d/%d: %dx%d %s", env->step, env->steps, n, n, what);
+}
+
+/* ---- measurements ------------------------------------------------------------------------ */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* cpu (median of 3 after one warm-up) and, up to serial_max, cpu_serial (once) on host planes. */
+static void bench_cpu_rows(struct bench_env *env, const struct bench_opts *o, int n, const struct kernel2d *k)
+{
+    size_t px = (size_t)n * n;
+    float *in = malloc(px * sizeof(float)), *out = malloc(px * sizeof(float));
+    struct bench_row r = {"cpu_serial", 0, n, n, k->rows, -1.0, border_name(o->border), "",
+                          o->channels, o->channels, BENCH_FP32_BYTES_PX, 2.0 * k->rows * k->cols};
+    double t[3], t0;
+
+    env->rep.serial_ms = env->rep.cpu_ms = -1.0;
+    if (!in || !out) {
+        fprintf(stderr, "edged bench: no memory for %dx%d CPU planes\n", n, n);
+        goto out;
+    }
+    for (size_t i = 0; i < px; i++)
+        in[i] = (float)(i * 2654435761u % 255u);
+    if (n <= o->serial_max) {
+        t0 = clock_ms();
+        cpu_serial_conv(in, out, n, n, (size_t)n, k, o->border);
+        r.ms = (clock_ms() - t0) * o->channels;
+        bench_report_row(&env->rep, &r);
+        env->rep.serial_ms = r.ms;
+    }
+    r.impl = "cpu";
+    r.ms = -1.0;
+    for (int i = -1; i < 3; i++) {
+        t0 = clock_ms();
+        if (cpu_conv(in, out, n, n, (size_t)n, k, o->border, 0, r.note) < 0)
+            break;
+        if (i >= 0)
+            t[i] = clock_ms() - t0;
+        if (i == 2) {
+            qsort(t, 3, sizeof(double), cmp_double);
+            r.ms = t[1] * o->channels;
+        }
+    }
+    bench_report_row(&env->rep, &r);
+    env->rep.cpu_ms = r.ms;
+out:
+    free(in);
+    free(out);
+}
+
+/* Returns -1 when the context died (nothing further can run), else 0. */
+static int bench_gpu_row(struct bench_env *env, const struct bench_opts *o, int n, const struct kernel2d *k,
+                         enum variant v, int block)
+{
+    struct bench_row r = {variant_name(v), block, n, n, k->rows, -1.0, border_name(o->border), "",
+                          o->channels, o->channels, BENCH_FP32_BYTES_PX, 2.0 * k->rows * k->cols};
+    double ms = -1.0;
+    int rc = gconv_bench_conv(env->ctx, n, n, k, o->border, v, block, o->warmup, o->reps, &ms, r.note);
+
+    if (rc == 0)
+        r.ms = ms * o->channels;
+    bench_report_row(&env->rep, &r);
+    return rc == EDGED_E_GPU_FATAL ? -1 : 0;
+}
+
+static void bench_npp_row(struct bench_env *env, const struct bench_opts *o, int n, const struct kernel2d *k)
+{
+    struct bench_row r = {"npp", 0, n, n, k->rows, -1.0, "replicate", "", o->channels, o->channels,
+                          BENCH_FP32_BYTES_PX, 2.0 * k->rows * k->cols};
+    double ms = -1.0;
+
+    if (gconv_bench_npp(env->ctx, n, n, k, o->warmup, o->reps, &ms, r.note) == 0) {
+        r.ms = ms * o->channels;
+        snprintf(r.note, sizeof(r.note), "nppiFilterBorder_32f_C1R; replicate border");
+    }
+    bench_report_row(&env->rep, &r);
+}
+
+/* One u8 edge row: variant v on an n x n image of ch channels, the map as bytes or (packed) as
+ * 1-bit rows, which move ch + 1/8 bytes per pixel. Returns the gconv code. */
+static int bench_edge_row(struct bench_env *env, const struct bench_opts *o, int n, int ch, enum variant v,
+                          int packed)
+{
+    struct bench_row r = {packed ? "fast_1bit" : variant_name(v), o->blocks[0], n, n, 5, -1.0, border_name(o->border),
+                          "", ch, 1, ch + (packed ? 0.125 : 1.0), 0.0}; /* no flop model: see struct bench_row */
+    double ms = -1.0;
+    int rc = gconv_bench_edge(env->ctx, n, n, ch, packed, o->border, v, o->blocks[0], o->warmup, o->reps, &ms,
+                              r.note);
+
+    if (rc == 0) {
+        r.ms = ms;
+        snprintf(r.note, sizeof(r.note), "u8 edge %s, %s map (%g B/px)", ch == 1 ? "gray" : "rgb",
+                 packed ? "1-bit" : "u8", r.bytes_px);
+    }
+    bench_report_row(&env->rep, &r);
+    return rc;
+}
+
+/* The u8 edge pipeline of an n x n image with ch input channels (1 gray, 3 RGB): one row per GPU
+ * variant, for fast also the map packed (bit_depth 1 responses; n a multiple of 8) and, with
+ * --compare, NPP's gray pipeline. Returns -1 when the context died. */
+static int bench_edge_rows(struct bench_env *env, const struct bench_opts *o, int n, int ch)
+{
+    for (int vi = 0; vi < o->nv; vi++) {
+        enum variant v = o->variants[vi];
+        if (bench_edge_row(env, o, n, ch, v, 0) == EDGED_E_GPU_FATAL ||
+            (v == VARIANT_FAST && n % 8 == 0 && bench_edge_row(env, o, n, ch, v, 1) == EDGED_E_GPU_FATAL))
+            return -1;
+    }
+    if (o->compare && ch == 1) {
+        struct bench_row r = {"npp", 0, n, n, 5, -1.0, "replicate", "", ch, 1, ch + 1.0, 0.0};
+        double ms = -1.0;
+        if (gconv_bench_edge_npp(env->ctx, n, n, o->warmup, o->reps, &ms, r.note) == 0) {
+            r.ms = ms;
+            snprintf(r.note, sizeof(r.note), "u8 edge gray, u8 map (2 B/px): nppiFilterGaussBorder 5x5 + "
+                                             "nppiFilterLaplaceBorder 3x3 u8");
+        }
+        bench_report_row(&env->rep, &r);
+    }
+    return 0;
+}
+
+/* Canny of an n x n u8 gray image with aperture ap (fast; --compare: NPP), or the spiral: one row
+ * each, 2 bytes per pixel (1 in, 1 out). Returns -1 when the context died. */
+static int bench_canny_rows(struct bench_env *env, const struct bench_opts *o, int n, int ap)
+{
+    struct canny_params p = {FILTER_CANNY_LOW, FILTER_CANNY_HIGH, ap, 0};
+    struct bench_row r = {"fast", 0, n, n, ap, -1.0, "replicate", "", 1, 1, 2.0, 0.0};
+    double ms = -1.0;
+    int rc = o->canny_spiral ? gconv_bench_canny_spiral(env->ctx, n, n, o->warmup, o->reps, &ms, r.note)
+                             : gconv_bench_canny(env->ctx, n, n, &p, o->warmup, o->reps, &ms, r.note);
+
+    if (rc == 0) {
+        r.ms = ms;
+        snprintf(r.note, sizeof(r.note), "canny %s, thresholds %g/%g, L1", o->canny_spiral ? "spiral" : "photo",
+                 o->canny_spiral ? 100.0 : (double)p.low, o->canny_spiral ? 1000.0 : (double)p.high);
+    }
+    bench_report_row(&env->rep, &r);
+    if (rc == EDGED_E_GPU_FATAL)
+        return -1;
+    if (o->compare && !o->canny_spiral) {
+        struct bench_row q = {"npp", 0, n, n, ap, -1.0, "replicate", "", 1, 1, 2.0, 0.0};
+        if (gconv_bench_canny_npp(env->ctx, n, n, &p, o->warmup, o->reps, &ms, q.note) == 0) {
+            q.ms = ms;
+            snprintf(q.note, sizeof(q.note), "canny photo: nppiFilterCannyBorder_8u_C1R, NPP_FILTER_SOBEL, L1");
+        }
+        bench_report_row(&env->rep, &q);
+    }
+    return 0;
+}
+
+static int bench_all(struct bench_env *env, const struct bench_opts *o)
+{
+    struct kernel2d k;
+    char err[EDGED_ERR_LEN], what[32];
+
+    if (o->u8_edge) {
+        for (int si = 0; env->ctx && si < o->ns; si++)
+            for (int ch = 1; ch <= 3; ch += 2) {
+                progress(env, o, o->sizes[si], ch == 1 ? "u8 edge, gray" : "u8 edge, rgb");
+                if (bench_edge_rows(env, o, o->sizes[si], ch) < 0) {
+                    fprintf(stderr, "edged bench: the GPU failed; stopping\n");
+                    return EXIT_FAIL;
+                }
+            }
+        return EXIT_OK;
+    }
+    if (o->filter == FILTER_CANNY) {
+        for (int si = 0; env->ctx && si < o->ns; si++)
+            for (int ki = 0; ki < o->nk; ki++) {
+                if (o->ks[ki] != 3 && o->ks[ki] != 5 && o->ks[ki] != 7)
+                    continue;
+                progress(env, o, o->sizes[si], "canny");
+                if (bench_canny_rows(env, o, o->sizes[si], o->ks[ki]) < 0) {
+                    fprintf(stderr, "edged bench: the GPU failed; stopping\n");
+                    return EXIT_FAIL;
+                }
+            }
+        return EXIT_OK;
+    }
+    for (int si = 0; si < o->ns; si++)
+        for (int ki = 0; ki < o->nk; ki++) {
+            int n = o->sizes[si];
+            if (bench_kernel(o, o->ks[ki], &k, err) < 0) {
+                fprintf(stderr, "edged bench: %s\n", err);
+                return EXIT_USAGE;
+            }
+            snprintf(what, sizeof(what), "k=%d", o->ks[ki]);
+            progress(env, o, n, what);
+            env->rep.serial_ms = env->rep.cpu_ms = -1.0;
+            if (o->cpu)
+                bench_cpu_rows(env, o, n, &k);
+            for (int vi = 0; env->ctx && vi < o->nv; vi++)
+                for (int bi = 0; bi < o->nb; bi++)
+                    if (bench_gpu_row(env, o, n, &k, o->variants[vi], o->blocks[bi]) < 0) {
+                        fprintf(stderr, "edged bench: the GPU failed; stopping\n");
+                        return EXIT_FAIL;
+                    }
+            if (env->ctx && o->compare)
+                bench_npp_row(env, o, n, &k);
+        }
+    return EXIT_OK;
+}
+
+/* Opens the GPU; without one the CPU rows are the bench (the u8 edge pipeline has none: error). */
+static int open_gpu(struct bench_env *env, struct bench_opts *o, char *err)
+{
+    char why[EDGED_ERR_LEN];
+    int rc;
+
+    if ((rc = gconv_open(&env->ctx, 0, BENCH_STREAMS, why)) == 0)
+        return 0;
+    env->ctx = NULL;
+    if (o->u8_edge || o->filter == FILTER_CANNY)
+        return edged_fail(err, rc, "--u8-edge and --filter canny time GPU kernels only, and there is no GPU (%s)",
+                          why);
+    fprintf(stderr, "edged bench: no GPU (%s); timing the CPU rows (cpu_serial, cpu)\n", why);
+    o->cpu = 1;
+    return 0;
+}
+
+/* --codec anywhere selects the codec bench (bench_codec.c), which has options of its own. */
+static int wants_codec(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--codec") == 0)
+            return 1;
+    return 0;
+}
+
+int bench_main(int argc, char **argv)
+{
+    struct bench_opts o;
+    struct bench_env env = {0};
+    char err[EDGED_ERR_LEN] = "";
+    int rc;
+
+    if (wants_codec(argc, argv))
+        return bench_codec_main(argc, argv);
+    rc = parse_args(argc, argv, &o, err);
+
+    if (rc != 0)
+        return opts_usage_exit(rc, "bench", err, bench_usage);
+    if ((rc = open_gpu(&env, &o, err)) < 0) {
+        fprintf(stderr, "edged bench: %s\n", err);
+        return exit_status_for(rc);
+    }
+    if (o.compare && !EDGED_NPP) {
+        fprintf(stderr,
+                "edged bench: --compare: NVIDIA NPP unavailable (this build has no NPP: libnppif was not "
+                "found in CUDA_HOME at build time)\n");
+        o.compare = 0;
+    }
+    env.rep = (struct bench_report){o.fmt, gconv_get_info(env.ctx), filter_name(o.filter), border_name(o.border),
+                                    o.reps, o.warmup, o.channels, o.u8_edge, -1.0, -1.0, 0};
+    env.steps = o.u8_edge ? o.ns * 2 : o.ns * o.nk;
+    progress_init(&env.line);
+    bench_report_begin(&env.rep);
+    rc = bench_all(&env, &o);
+    progress_end(&env.line);
+    bench_report_end(&env.rep);
+    gconv_close(env.ctx);
+    return rc;
+}

@@ -1,0 +1,124 @@
+/* cmd_health.c — `edged health [--url URL]`, the probe client: exit 0 iff GET URL/readyz answers 200
+ * (container health checks; a plain HTTP/1.0 GET over a socket, no client library). */
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "errors.h"
+#include "ops/opts.h"
+
+#define HEALTH_TIMEOUT_S 3
+
+struct url {
+    char host[256], port[8], path[512];
+};
+
+/* http://host[:port][/base]; the probe goes to base + /readyz. */
+static int url_parse(const char *s, struct url *u)
+{
+    const char *host = s + 7, *slash, *colon;
+    size_t hn;
+
+    if (strncmp(s, "http://", 7) != 0)
+        return -1;
+    slash = strchr(host, '/');
+    colon = memchr(host, ':', slash ? (size_t)(slash - host) : strlen(host));
+    hn = colon ? (size_t)(colon - host) : slash ? (size_t)(slash - host) : strlen(host);
+    if (hn == 0 || hn >= sizeof(u->host))
+        return -1;
+    memcpy(u->host, host, hn);
+    u->host[hn] = '\0';
+    snprintf(u->port, sizeof(u->port), "%.*s", colon ? (int)((slash ? slash : colon + strlen(colon)) - colon - 1) : 2,
+             colon ? colon + 1 : "80");
+    snprintf(u->path, sizeof(u->path), "%s", slash ? slash : "");
+    while (strlen(u->path) > 0 && u->path[strlen(u->path) - 1] == '/')
+        u->path[strlen(u->path) - 1] = '\0';
+    strncat(u->path, "/readyz", sizeof(u->path) - strlen(u->path) - 1);
+    return 0;
+}
+
+static int dial(const struct url *u)
+{
+    struct addrinfo hints = {0}, *res = NULL, *ai;
+    struct timeval tv = {HEALTH_TIMEOUT_S, 0};
+    int fd = -1;
+
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(u->host, u->port, &hints, &res) != 0)
+        return -1;
+    for (ai = res; ai && fd < 0; ai = ai->ai_next) {
+        if ((fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol)) < 0)
+            continue;
+        /* On Linux SO_SNDTIMEO also bounds connect(). */
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+/* The status code of GET u, or -1 when there is no HTTP answer. */
+static int probe(const struct url *u)
+{
+    char req[1024], resp[64] = {0};
+    int fd = dial(u), status = -1, n;
+    size_t got = 0;
+
+    if (fd < 0)
+        return -1;
+    n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s\r\nUser-Agent: edged-health\r\n\r\n", u->path,
+                 u->host);
+    if (send(fd, req, (size_t)n, MSG_NOSIGNAL) == n)
+        while (got < sizeof(resp) - 1 && (n = (int)recv(fd, resp + got, sizeof(resp) - 1 - got, 0)) > 0)
+            got += (size_t)n;
+    close(fd);
+    if (strncmp(resp, "HTTP/1.", 7) == 0 && strlen(resp) >= 12)
+        status = atoi(resp + 9);
+    return status;
+}
+
+static const struct opts_spec health_opts[] = {
+    {"url", "URL", "the service's base URL (default http://127.0.0.1:$EDGED_PORT, port 8080)"},
+};
+
+static int health_opt(void *app, int i, const char *val, char *err)
+{
+    (void)i, (void)err;
+    *(const char **)app = val;
+    return 0;
+}
+
+static void health_usage(FILE *f)
+{
+    fputs("usage: edged health [--url http://HOST:PORT]\n  exits 0 when GET URL/readyz answers 200, else 1\n", f);
+    opts_print(f, health_opts, 1);
+}
+
+int health_main(int argc, char **argv)
+{
+    char dflt[64], err[EDGED_ERR_LEN];
+    const char *port = getenv("EDGED_PORT"), *base = dflt;
+    struct url u;
+    int status, rc;
+
+    snprintf(dflt, sizeof(dflt), "http://127.0.0.1:%.8s", port && *port ? port : "8080");
+    if ((rc = opts_parse(argc, argv, health_opts, 1, health_opt, &base, NULL, err)) != 0)
+        return opts_usage_exit(rc, "health", err, health_usage);
+    if (url_parse(base, &u) < 0) {
+        fprintf(stderr, "edged health: '%s' is not an http://host[:port] URL\n", base);
+        return EXIT_USAGE;
+    }
+    status = probe(&u);
+    if (status != 200)
+        fprintf(stderr, "edged health: %s answered %s%d\n", u.path, status < 0 ? "nothing, " : "", status);
+    return status == 200 ? EXIT_OK : EXIT_FAIL;
+}

@@ -1,0 +1,68 @@
+/* image_io.h — every input format (PNG, JPEG, WebP): sniff from the bytes, header peek, limits,
+ * CPU decode dispatch, EXIF orientation, and the output encoders (PNG, JPEG). */
+#ifndef EDGED_IMAGE_IO_H
+#define EDGED_IMAGE_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "image.h"
+#include "codec/jpeg_io.h"
+#include "codec/png_io.h"
+#include "codec/webp_io.h"
+
+enum imageio_format { IMAGEIO_PNG, IMAGEIO_JPEG, IMAGEIO_WEBP };
+
+/* What the header says, before any pixel memory. */
+struct imageio_head {
+    enum imageio_format fmt;
+    int w, h, ch;            /* as decoded, before orientation */
+    int orientation;         /* EXIF 1..8 (JPEG, WebP); 1 for PNG */
+    struct jpegio_info jpeg; /* fmt JPEG: the frame (progressive, colour model, subsampling) */
+    struct webpio_info webp; /* fmt WEBP */
+};
+
+/* The input format from the first bytes, never from a name or Content-Type. Returns the
+ * imageio_format, EDGED_E_BAD_PNG (a PNG whose signature is damaged) or EDGED_E_NOT_PNG (415
+ * naming the accepted formats). */
+int imageio_sniff(const uint8_t *data, size_t len, char *err);
+
+/* Sniffs and reads the header (pngio_peek, jpegio_peek, webpio_peek) into *head, then checks
+ * its size against lim (pngio_check_size; NULL: the defaults). 0 or the peek's/limit's error. */
+int imageio_peek(const uint8_t *data, size_t len, const struct png_limits *lim, struct imageio_head *head,
+                 char *err);
+
+/* Decodes data on the CPU after imageio_peek accepted head; with orient nonzero the EXIF
+ * orientation is applied (imageio_orient). out allocated here (img_free). 0, EDGED_E_BAD_PNG /
+ * EDGED_E_BAD_IMAGE (corrupt, truncated), EDGED_E_IMAGE_TOO_LARGE or EDGED_E_NOMEM. */
+int imageio_decode(const uint8_t *data, size_t len, const struct png_limits *lim,
+                   const struct imageio_head *head, int orient, struct img *out, char *err);
+
+/* Peek, limits and decode in one call (the CLI and batch); orientation applied when orient. */
+int imageio_load(const uint8_t *data, size_t len, const struct png_limits *lim, int orient, struct img *out,
+                 char *err);
+
+/* Rotates/flips im in place (new pixel buffer) so that EXIF orientation o (1..8) becomes 1:
+ * 5..8 swap width and height. Unpacked images only. 0 or EDGED_E_NOMEM. */
+int imageio_orient(struct img *im, int o, char *err);
+
+/* "PNG", "JPEG", "WebP". */
+const char *imageio_format_name(enum imageio_format fmt);
+
+/* Output encoders: PNG (level, bit_depth as pngio_encode) or JPEG (quality, jpegio_encode). */
+enum imageio_out { IMAGEIO_OUT_PNG, IMAGEIO_OUT_JPEG };
+
+struct imageio_enc {
+    enum imageio_out fmt;
+    int png_level, bit_depth; /* PNG */
+    int quality;              /* JPEG 1..100 */
+};
+
+/* Encodes im into a malloc'd buffer (*out, *out_len; caller frees). 0 or a negative EDGED_E_*. */
+int imageio_encode(const struct img *im, const struct imageio_enc *enc, uint8_t **out, size_t *out_len,
+                   char *err);
+
+/* The media type of an output format: "image/png", "image/jpeg". */
+const char *imageio_out_mime(enum imageio_out fmt);
+
+#endif

@@ -1,0 +1,441 @@
+/* endpoints_image.c — POST /v1/filter and /v1/compare on the connection thread: read the upload
+ * and its parameters, decode (codec slot), queue the job and wait for the worker, encode (codec
+ * slot), answer. Every failure answers through http_respond_error, so there is one error format. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "gconv.h"
+#include "params.h"
+#include "codec/image_io.h"
+#include "result.h"
+#include "http/routes.h"
+#include "jobs/service.h"
+#include "http/upload.h"
+
+/* ---- upload and parameters ------------------------------------------------------------------ */
+
+struct param_sink {
+    struct params *p;
+    char *err;
+};
+
+static int query_param(void *cls, const char *key, const char *value)
+{
+    struct param_sink *sink = cls;
+
+    return params_set_text(sink->p, key, value, sink->err);
+}
+
+/* Query string, then the body (multipart fields and params, or a raw image/png body). */
+static int read_upload(struct http_req *r, enum params_mode mode, struct upload *u, char *err)
+{
+    struct param_sink sink = {&u->p, err};
+    const uint8_t *body;
+    size_t len;
+    int rc;
+
+    memset(u, 0, sizeof(*u));
+    params_init(&u->p, mode);
+    if ((rc = http_req_query(r, query_param, &sink)) < 0)
+        return rc;
+    body = http_req_body(r, &len);
+    return upload_parse(http_req_header(r, "Content-Type"), body, len, u, err);
+}
+
+static int wants_json(struct http_req *r, const struct params *p)
+{
+    if (p->output != PARAMS_OUTPUT_AUTO)
+        return p->output == PARAMS_OUTPUT_JSON;
+    return http_req_prefers(r, "application/json", "image/png");
+}
+
+/* The output encoding: `format`, else JPEG only when Accept prefers image/jpeg to image/png. */
+static struct imageio_enc output_encoding(struct http_req *r, const struct params *p)
+{
+    int jpeg = p->format == PARAMS_FORMAT_JPEG ||
+               (p->format == PARAMS_FORMAT_AUTO && http_req_prefers(r, "image/jpeg", "image/png"));
+
+    return (struct imageio_enc){jpeg ? IMAGEIO_OUT_JPEG : IMAGEIO_OUT_PNG, p->png_level, p->bit_depth, p->quality};
+}
+
+/* ---- decode ------------------------------------------------------------------------------- */
+
+/* Decodes in a codec slot the image whose header image_reserve read and held to the limits, so a
+ * refused image never waits for a slot. */
+static int decode_image(struct service *s, const struct params *p, const struct imageio_head *head, const uint8_t *d,
+                        size_t n, struct img *in, struct result_times *t, char *err)
+{
+    long long px = (long long)head->w * head->h;
+    double t0;
+    int rc;
+
+    t->codec_wait += service_codec_enter(s, px);
+    t0 = clock_ms();
+    rc = imageio_decode(d, n, &s->lim, head, p->orientation == PARAMS_ORIENT_EXIF, in, err);
+    t->decode = clock_ms() - t0;
+    service_codec_leave(s, px);
+    return rc;
+}
+
+/* /v1/compare always runs cpu_serial (its reference), so no cheaper variant can be offered. */
+static int compare_cost(struct service *s, const struct filter_plan *plan, int w, int h, char *err)
+{
+    double est = backend_cpu_seconds(s->backend, plan, w, h, VARIANT_CPU_SERIAL);
+
+    if (est <= s->cfg->max_job_cpu_s)
+        return 0;
+    return edged_fail(err, EDGED_E_TOO_COSTLY, "/v1/compare runs cpu_serial as its reference: on %dx%d it is "
+                      "estimated at %.0f CPU seconds, over --max-job-cpu-s %d; use a smaller image or kernel", w, h,
+                      est, s->cfg->max_job_cpu_s);
+}
+
+/* Reads the image header once into *head (sniff and limits: a refused image costs no pixel
+ * memory, slot or budget), then, before anything is decoded, refuses a job over --max-job-cpu-s
+ * (the cost of the variant asked for; compare: cpu_serial) and reserves in the memory budget what
+ * `copies` images of that size will hold (service_image_bytes); *bytes is what to give back.
+ * Parameters that make no plan reserve nothing here: job_prepare refuses them with their own
+ * message. */
+static int image_reserve(struct service *s, const struct upload *u, int copies, struct imageio_head *head,
+                         size_t *bytes, char *err)
+{
+    struct filter_plan plan;
+    char perr[EDGED_ERR_LEN];
+    size_t need;
+    int rc;
+
+    *bytes = 0;
+    if ((rc = imageio_peek(u->image, u->image_len, &s->lim, head, err)) < 0)
+        return rc;
+    if (params_plan(&u->p, head->ch, &plan, perr) < 0)
+        return 0;
+    if ((rc = copies > 1 ? compare_cost(s, &plan, head->w, head->h, err)
+                         : service_check_cost(s, &plan, head->w, head->h, u->p.variant, err)) < 0)
+        return rc;
+    need = service_image_bytes(head->w, head->h, head->ch) * (size_t)copies;
+    if ((rc = budget_take(s->budget, need, SERVICE_BUDGET_WAIT_MS, err)) < 0)
+        return rc;
+    *bytes = need;
+    return 0;
+}
+
+/* ---- jobs --------------------------------------------------------------------------------- */
+
+/* Fills the job's plan and routing from the request; the job's input is already decoded. A CPU job
+ * over --max-job-cpu-s is refused here, before it is queued. */
+static int job_prepare(struct service *s, const struct params *p, struct job *job, char *err)
+{
+    int rc;
+
+    if ((rc = params_plan(p, job->in.ch, &job->plan, err)) < 0 ||
+        (rc = service_check_cost(s, &job->plan, job->in.w, job->in.h, p->variant, err)) < 0)
+        return rc;
+    job->timeout_ms = s->cfg->job_timeout_s * 1000.0;
+    job->variant = p->variant;
+    job->block = p->block;
+    job->large = service_is_large(s, (long long)job->in.w * job->in.h);
+    return backend_route(s->backend, job, err);
+}
+
+/* Queues the job and waits for it; a client that leaves meanwhile cancels it. */
+static int job_run(struct service *s, struct http_req *r, struct job *job, char *err)
+{
+    int rc;
+
+    if ((rc = queue_push(s->q, job, err)) < 0) {
+        if (rc == EDGED_E_QUEUE_FULL)
+            metrics_busy(s->m); /* readiness: work refused for capacity */
+        return rc;
+    }
+    if ((rc = queue_wait_watch(s->q, job, http_req_alive, r, err)) == 0)
+        metrics_queue_wait(s->m, job->t.queue);
+    return rc;
+}
+
+static void stage_times(struct result_times *t, const struct job *job)
+{
+    t->queue = job->t.queue;
+    t->upload = job->t.upload;
+    t->kernel = job->t.kernel;
+    t->download = job->t.download;
+}
+
+/* The device a finished job ran on, as results name it. */
+static const char *job_device(struct service *s, const struct job *job, char *buf, size_t cap)
+{
+    if (variant_is_gpu(job->used))
+        return backend_device(s->backend);
+    snprintf(buf, cap, "cpu (%d thread%s)", job->threads, job->threads == 1 ? "" : "s");
+    return buf;
+}
+
+/* ---- JPEG left to the GPU (nvJPEG) --------------------------------------------------------- */
+
+/* When the GPU lane has nvJPEG, a JPEG that the header peek and the limits accept goes to the job
+ * undecoded: the GPU worker decodes it in device memory (batched with other JPEG jobs), and a JPEG
+ * result is encoded there too. Kinds nvJPEG never takes (CMYK, YCCK, RGB-coded, arithmetic coding)
+ * stay on the CPU path, and so does a file that ends before its EOI marker: nvJPEG decodes a
+ * truncated scan without an error, libjpeg-turbo refuses it (422, as on the CPU backend). Returns 1 when the job took the bytes (plan and route set), 0 when the
+ * input goes through decode_image, or job_prepare's error. */
+static int job_take_jpeg(struct service *s, struct http_req *r, const struct params *p,
+                         const struct imageio_head *head, const uint8_t *d, size_t n, struct job *job, char *err)
+{
+    int o, swap, rc;
+
+    if (!s->cfg->gpu_jpeg || !backend_gpu_jpeg(s->backend) ||
+        (p->variant != VARIANT_AUTO && !variant_is_gpu(p->variant)))
+        return 0;
+    if (head->fmt != IMAGEIO_JPEG || head->jpeg.arithmetic ||
+        (head->jpeg.cs != JPEGIO_CS_YCBCR && head->jpeg.cs != JPEGIO_CS_GRAY) || !jpegio_complete(d, n))
+        return 0;
+    o = p->orientation == PARAMS_ORIENT_EXIF ? head->orientation : 1;
+    swap = o >= 5 && o <= 8;
+    job->in = (struct img){.w = swap ? head->h : head->w, .h = swap ? head->w : head->h, .ch = head->ch};
+    if ((rc = job_prepare(s, p, job, err)) < 0)
+        return rc;
+    if (job->lane != LANE_GPU || !(job->src = malloc(n))) { /* no memory: the CPU path says so */
+        img_free(&job->out);
+        job->in = (struct img){0};
+        return 0;
+    }
+    memcpy(job->src, d, n);
+    job->src_len = n;
+    job->orientation = o;
+    if (output_encoding(r, p).fmt == IMAGEIO_OUT_JPEG)
+        job->jpeg_quality = p->quality;
+    return 1;
+}
+
+/* The output bytes: the device's JPEG when the worker made one, else the CPU encoder's. */
+static int encode_output(const struct job *job, const struct imageio_enc *enc, uint8_t **out, size_t *len,
+                         char *err)
+{
+    if (enc->fmt != IMAGEIO_OUT_JPEG || !job->out_jpeg)
+        return imageio_encode(&job->out, enc, out, len, err);
+    if (!(*out = malloc(job->out_jpeg_len)))
+        return edged_fail(err, EDGED_E_NOMEM, "out of memory");
+    memcpy(*out, job->out_jpeg, job->out_jpeg_len);
+    *len = job->out_jpeg_len;
+    return 0;
+}
+
+/* ---- POST /v1/filter ---------------------------------------------------------------------- */
+
+static void answer_json(struct http_req *r, struct service *s, const struct params *p, const struct job *job,
+                        size_t png_len, int jpeg)
+{
+    struct result_filter res = {0};
+    char dev[64];
+    char *text;
+    int gpu = variant_is_gpu(job->used);
+    double copy_gbps = gpu ? gconv_get_info(backend_gpu(s->backend))->copy_gbps : 0.0;
+
+    res.request_id = http_req_id(r);
+    res.filter = filter_name(job->plan.filter);
+    res.variant = variant_name(job->used);
+    res.backend = gpu ? "gpu" : "cpu";
+    res.device = job_device(s, job, dev, sizeof(dev));
+    res.width = job->out.w;
+    res.height = job->out.h;
+    res.channels = job->out.ch;
+    res.t = *http_req_times(r);
+    result_kernel_rates(&job->plan, job->out.w, job->out.h, job->t.kernel, &res.gflops, &res.effective_gbps);
+    res.bandwidth_fraction = copy_gbps > 0.0 ? res.effective_gbps / copy_gbps : -1.0;
+    res.block = gpu ? (job->block ? job->block : VARIANT_DEFAULT_BLOCK) : 0;
+    res.output_bytes = png_len;
+    res.output_jpeg = jpeg;
+    res.params = p;
+    res.plan = &job->plan;
+    if (!(text = result_filter_json(&res))) {
+        http_respond_error(r, EDGED_E_NOMEM, "out of memory rendering the result");
+        return;
+    }
+    http_respond(r, 200, "application/json", text, strlen(text), "X-Edged-Variant", res.variant);
+}
+
+/* Encodes the finished job (PNG or JPEG) and answers; the image is encoded even for JSON, whose
+ * output.bytes and encode time then describe what the image answer would have been. */
+static void answer(struct http_req *r, struct service *s, const struct upload *u, const struct job *job)
+{
+    struct result_times *t = http_req_times(r);
+    struct imageio_enc enc = output_encoding(r, &u->p);
+    uint8_t *png = NULL;
+    size_t png_len = 0;
+    char err[EDGED_ERR_LEN];
+    double t0;
+    int rc;
+
+    t->codec_wait += service_codec_enter(s, (long long)job->out.w * job->out.h);
+    t0 = clock_ms();
+    rc = encode_output(job, &enc, &png, &png_len, err);
+    t->encode = clock_ms() - t0;
+    service_codec_leave(s, (long long)job->out.w * job->out.h);
+    if (rc < 0) {
+        http_respond_error(r, rc, err);
+        return;
+    }
+    t->total = clock_ms() - http_req_start(r);
+    metrics_stages(s->m, t);
+    if (wants_json(r, &u->p)) {
+        free(png);
+        answer_json(r, s, &u->p, job, png_len, enc.fmt == IMAGEIO_OUT_JPEG);
+        return;
+    }
+    http_respond(r, 200, imageio_out_mime(enc.fmt), png, png_len, "X-Edged-Variant", variant_name(job->used));
+}
+
+void endpoint_filter(struct http_req *r, void *app)
+{
+    struct service *s = app;
+    struct upload u;
+    struct job *job = NULL;
+    struct imageio_head head;
+    char err[EDGED_ERR_LEN];
+    size_t reserved = 0;
+    int rc;
+
+    if ((rc = read_upload(r, PARAMS_FILTER, &u, err)) < 0)
+        goto fail;
+    http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), 0, 0);
+    if ((rc = image_reserve(s, &u, 1, &head, &reserved, err)) < 0)
+        goto fail;
+    if (!(job = job_new())) {
+        rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    if ((rc = job_take_jpeg(s, r, &u.p, &head, u.image, u.image_len, job, err)) < 0 ||
+        (rc == 0 &&
+         (rc = decode_image(s, &u.p, &head, u.image, u.image_len, &job->in, http_req_times(r), err)) < 0))
+        goto fail;
+    http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), job->in.w, job->in.h);
+    if ((!job->src && (rc = job_prepare(s, &u.p, job, err)) < 0) || (rc = job_run(s, r, job, err)) < 0)
+        goto fail;
+    stage_times(http_req_times(r), job);
+    http_req_note(r, filter_name(job->plan.filter), variant_name(job->used), job->out.w, job->out.h);
+    answer(r, s, &u, job);
+    job_release(s->q, job);
+    budget_give(s->budget, reserved);
+    return;
+fail:
+    http_respond_error(r, rc, err);
+    if (job)
+        job_release(s->q, job);
+    budget_give(s->budget, reserved);
+}
+
+/* ---- POST /v1/compare --------------------------------------------------------------------- */
+
+struct compare {
+    struct img ref;                       /* cpu_serial's output */
+    struct result_compare_row rows[VARIANT_COUNT];
+    char msgs[VARIANT_COUNT][EDGED_ERR_LEN];
+    int nrows;
+};
+
+/* A geometry that differs counts as the largest difference a sample can have. */
+static int max_abs_diff(const struct img *a, const struct img *b)
+{
+    int d = img_max_diff(a, b);
+
+    return d < 0 ? 255 : d;
+}
+
+/* Runs variant v on a copy of in. A variant that cannot serve the case becomes a skipped row;
+ * any other failure (queue full, deadline, GPU fatal) fails the whole request. */
+static int compare_one(struct service *s, struct http_req *r, const struct params *p, const struct img *in,
+                       enum variant v, struct compare *c, char *err)
+{
+    struct result_compare_row *row = &c->rows[c->nrows];
+    struct params pv = *p;
+    struct job *job = job_new();
+    int rc;
+
+    *row = (struct result_compare_row){.variant = variant_name(v)};
+    pv.variant = v;
+    if (!job || (rc = img_alloc(&job->in, in->w, in->h, in->ch, err)) < 0) {
+        job_release(s->q, job);
+        return edged_fail(err, EDGED_E_NOMEM, "out of memory");
+    }
+    memcpy(job->in.px, in->px, in->stride * (size_t)in->h);
+    if ((rc = job_prepare(s, &pv, job, c->msgs[c->nrows])) == 0) {
+        job->plan.accept_packed = 0; /* max_abs_diff reads the maps byte for byte; nothing is encoded */
+        rc = job_run(s, r, job, c->msgs[c->nrows]);
+    }
+    if (rc == EDGED_E_VARIANT_LIMIT || rc == EDGED_E_NO_CUDA || rc == EDGED_E_PARAM) {
+        row->code = rc;
+        row->message = c->msgs[c->nrows++];
+        rc = 0;
+    } else if (rc == 0) {
+        row->kernel_ms = job->t.kernel;
+        result_kernel_rates(&job->plan, in->w, in->h, job->t.kernel, &row->gflops, &row->effective_gbps);
+        if (v == VARIANT_CPU_SERIAL) {
+            c->ref = job->out; /* keep it: the reference for the other rows */
+            job->out = (struct img){0};
+        }
+        row->max_abs_diff = v == VARIANT_CPU_SERIAL ? 0 : max_abs_diff(&c->ref, &job->out);
+        c->nrows++;
+    } else {
+        edged_fail(err, rc, "%s: %s", variant_name(v), c->msgs[c->nrows]);
+    }
+    job_release(s->q, job);
+    return rc;
+}
+
+/* cpu_serial first (the reference), then the listed variants or every one this server has. */
+static int compare_all(struct service *s, struct http_req *r, const struct params *p, const struct img *in,
+                       struct compare *c, char *err)
+{
+    unsigned want = p->variants;
+    int rc;
+
+    if (!want)
+        for (int v = VARIANT_CPU_SERIAL; v < VARIANT_COUNT; v++)
+            if (!variant_is_gpu(v) || backend_has_gpu(s->backend))
+                want |= 1u << v;
+    want |= 1u << VARIANT_CPU_SERIAL;
+    for (int v = VARIANT_CPU_SERIAL; v < VARIANT_COUNT; v++)
+        if ((want & (1u << v)) && (rc = compare_one(s, r, p, in, (enum variant)v, c, err)) < 0)
+            return rc;
+    return 0;
+}
+
+void endpoint_compare(struct http_req *r, void *app)
+{
+    struct service *s = app;
+    struct upload u;
+    struct img in = {0};
+    struct compare *c = calloc(1, sizeof(*c));
+    struct result_compare res = {0};
+    struct imageio_head head;
+    char err[EDGED_ERR_LEN], dev[64];
+    char *text;
+    size_t reserved = 0;
+    int rc;
+
+    /* the input, the reference and the row running: two images' worth */
+    if (!c)
+        rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");
+    else if ((rc = read_upload(r, PARAMS_COMPARE, &u, err)) == 0 &&
+             (rc = image_reserve(s, &u, 2, &head, &reserved, err)) == 0 &&
+             (rc = decode_image(s, &u.p, &head, u.image, u.image_len, &in, http_req_times(r), err)) == 0)
+        rc = compare_all(s, r, &u.p, &in, c, err);
+    if (rc < 0) {
+        http_respond_error(r, rc, err);
+        goto out;
+    }
+    http_req_note(r, filter_name(u.p.spec.filter), "compare", in.w, in.h);
+    snprintf(dev, sizeof(dev), "%s", backend_device(s->backend));
+    res = (struct result_compare){http_req_id(r), filter_name(u.p.spec.filter), service_backend(s), dev,
+                                  in.w, in.h, c->ref.ch, c->rows, c->nrows};
+    if (!(text = result_compare_json(&res)))
+        http_respond_error(r, EDGED_E_NOMEM, "out of memory rendering the result");
+    else
+        http_respond(r, 200, "application/json", text, strlen(text), NULL, NULL);
+out:
+    if (c)
+        img_free(&c->ref);
+    free(c);
+    img_free(&in);
+    budget_give(s->budget, reserved);
+}

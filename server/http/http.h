@@ -1,0 +1,108 @@
+/* http.h — the HTTP transport (libmicrohttpd): routing, body limits, request ids, one answer per
+ * request, access log and request counters. The route table is routes.c; the endpoints are
+ * endpoints_image.c and endpoints_info.c. */
+#ifndef EDGED_HTTP_H
+#define EDGED_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops/metrics.h"
+#include "result.h"
+
+#define HTTP_ID_MAX 64 /* longest request id echoed; longer or odder ones are replaced */
+#define HTTP_QUERY_MAX_ARGS 64    /* query arguments a request may carry (else 414 uri_too_long) */
+#define HTTP_QUERY_MAX_BYTES 8192 /* decoded query keys and values with separators (else 414) */
+/* Connections past --max-connections (or an address's --max-conn-per-ip) that are still accepted:
+ * they are answered /healthz, /readyz and /metrics, every other request 503 (429 past the
+ * per-address cap) in JSON, and cut after HTTP_OVER_IDLE_MS without a request. */
+#define HTTP_CONN_RESERVE 32
+#define HTTP_OVER_IDLE_MS 1000
+#define HTTP_BUDGET_WAIT_MS 500 /* a body chunk waits this long for the memory budget, then 503 */
+
+struct budget;
+
+struct http_server;
+struct http_req;
+
+typedef void (*http_handler)(struct http_req *r, void *app);
+
+/* One endpoint. GET routes also answer HEAD; POST routes read a body first, of one of the media
+ * types in `types` (comma-separated, "multipart/form-data,image/png"; else 415). A path ending in
+ * '*' matches every path that starts with the part before the '*' (e.g. "/web/" + '*'). `open`
+ * routes need no API key (health, readiness, metrics, the static web page). */
+struct http_route {
+    const char *path;
+    int post;
+    const char *types;
+    http_handler handle;
+    int open;
+};
+
+struct http_config {
+    const char *host;
+    int port;
+    size_t max_body;          /* bytes; 413 above */
+    int max_connections;
+    int max_conn_per_ip;      /* connections from one IP address at once; 0 = no cap */
+    int conn_timeout_s;       /* idle connection timeout */
+    int request_timeout_s;    /* headers and body must arrive within this */
+    int max_active;           /* POST requests admitted and not yet answered; more get 429 at once */
+    int queue_depth;          /* the job queue's bound, named in that 429's message */
+    const char *api_keys;     /* comma-separated (auth.h); NULL or "" = no authentication */
+    const char *cors_origin;  /* Access-Control-Allow-Origin value; NULL or "" = CORS off */
+    struct budget *budget;    /* body buffers reserve here as they grow; NULL = not counted */
+};
+
+/* Called on the first callback of a POST to a known route, before its body is read: 0 to go on,
+ * or an EDGED_E_* code (with a message) to refuse at once (503 while draining). */
+typedef int (*http_admit)(void *app, char *err);
+
+/* Starts the daemon: thread per connection (see http.c for why). Returns 0 or EDGED_E_IO with
+ * a message (port in use, bad host). routes and app must outlive the server. */
+int http_start(struct http_server **out, const struct http_config *c, const struct http_route *routes,
+               int nroutes, http_admit admit, void *app, struct metrics *m, char *err);
+/* Closes the listening socket: new connections are refused, open ones are served. */
+void http_quiesce(struct http_server *s);
+/* Requests read but not yet answered and completed. */
+int http_in_flight(struct http_server *s);
+/* From now on every answer carries `Connection: close` (draining). */
+void http_set_closing(struct http_server *s);
+/* Cuts connections whose request (headers and body) has not fully arrived request_timeout_s
+ * after the connection opened or its previous answer (slowloris, slow bodies), and connections
+ * over a cap idle for HTTP_OVER_IDLE_MS. Called periodically by the main loop. Returns how many
+ * were cut. */
+int http_reap(struct http_server *s);
+/* Stops the daemon (joins the connection threads) and frees s; accepts NULL. */
+void http_stop(struct http_server *s);
+
+/* Request accessors for handlers. */
+const char *http_req_id(const struct http_req *r);
+const char *http_req_path(const struct http_req *r); /* the URL path, without the query */
+const char *http_req_header(struct http_req *r, const char *name); /* NULL when absent */
+const uint8_t *http_req_body(const struct http_req *r, size_t *len);
+double http_req_start(const struct http_req *r); /* clock_ms() at the first callback */
+/* 1 while the client can still read the answer; 0 once it has closed or reset the connection.
+ * Takes a void * so that it serves as a queue_alive_fn. */
+int http_req_alive(void *r);
+/* Calls cb for each query-string argument (decoded); stops at and returns the first non-zero. */
+int http_req_query(struct http_req *r, int (*cb)(void *cls, const char *key, const char *value), void *cls);
+/* The stage times of this request, filled by the handler; sent as Server-Timing and logged. */
+struct result_times *http_req_times(struct http_req *r);
+/* Access-log fields: filter and variant names (static strings) and the image size. */
+void http_req_note(struct http_req *r, const char *filter, const char *variant, int w, int h);
+/* 1 when the Accept header ranks media type `type` strictly above `other` (the q of the most
+ * specific matching entry each); 0 without an Accept header. */
+int http_req_prefers(struct http_req *r, const char *type, const char *other);
+
+/* Answers (http_answer.c): exactly one per request. http_respond takes a malloc'd body (freed by the library;
+ * may be NULL when len is 0); extra_header/value (may be NULL) adds one header. */
+void http_respond(struct http_req *r, int status, const char *content_type, void *body, size_t len,
+                  const char *extra_header, const char *extra_value);
+/* As http_respond for a body that outlives the request (static data): not copied, not freed. */
+void http_respond_static(struct http_req *r, int status, const char *content_type, const void *body, size_t len);
+/* The error answer for code through result_error (JSON, status from the error table), with
+ * Retry-After on 429 and 503. msg NULL: the table's default message. */
+void http_respond_error(struct http_req *r, int code, const char *msg);
+
+#endif

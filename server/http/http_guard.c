@@ -1,0 +1,393 @@
+/* http_guard.c — what keeps a request or a client from hurting the server: body framing and
+ * media-type checks before the body is read, early refusals (with their own raw writer),
+ * admission of image requests, connection accounting and reaping, the descriptor cap on
+ * connections, and the rate limit on libmicrohttpd's log messages.
+ *
+ * Why a second writer: libmicrohttpd (0.9.75) can queue a response only before the body or after
+ * all of it. A refusal whose body must not be read (over the cap, ambiguous framing, a streamed
+ * body that grows past --max-body-mb) is therefore written to the socket here, directly, and the
+ * caller returns MHD_NO, which closes the connection. */
+#include <errno.h>
+#include <poll.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "clock.h"
+#include "http/http_answer.h"
+#include "http/http_guard.h"
+#include "ops/log.h"
+
+#define HTTP_LINGER_MS 1000              /* after an early 413: read and drop the client's rest */
+#define HTTP_LINGER_BYTES (8u << 20)
+#define HTTP_LOG_BURST 20          /* libmicrohttpd messages logged per second at most */
+#define HTTP_ACCEPT_BACKOFF_MS 20  /* accept failed for lack of descriptors: wait before retrying */
+#define HTTP_FD_RESERVE 64         /* descriptors kept for everything but connections */
+
+static struct http_conn *conn_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+    return ci ? ci->socket_context : NULL;
+}
+
+/* ---- the raw writer ------------------------------------------------------------------------ */
+
+static int send_all(int fd, const char *p, size_t n)
+{
+    struct pollfd pfd = {fd, POLLOUT, 0};
+    ssize_t k;
+
+    while (n > 0) {
+        k = send(fd, p, n, MSG_NOSIGNAL);
+        if (k > 0) {
+            p += k;
+            n -= (size_t)k;
+        } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            if (poll(&pfd, 1, HTTP_LINGER_MS) <= 0)
+                return -1;
+        } else {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Reads and drops what the client still sends (bounded), so that closing does not reset the
+ * connection before the client has read the answer. */
+static void linger_drain(int fd)
+{
+    char scratch[16384];
+    struct pollfd pfd = {fd, POLLIN, 0};
+    size_t total = 0;
+    double until = clock_ms() + HTTP_LINGER_MS;
+    ssize_t k;
+
+    while (total < HTTP_LINGER_BYTES && clock_ms() < until) {
+        if (poll(&pfd, 1, (int)(until - clock_ms()) + 1) <= 0)
+            return;
+        k = recv(fd, scratch, sizeof(scratch), 0);
+        if (k <= 0 && !(k < 0 && (errno == EAGAIN || errno == EINTR)))
+            return;
+        total += k > 0 ? (size_t)k : 0;
+    }
+}
+
+#define HTTP_RAW_HEADER(name, value) name ": " value "\r\n"
+
+/* The answer is written like add_common_headers would, plus Content-Length and Connection: close;
+ * then the write side is shut and the client's rest read for a moment (linger_drain). */
+void http_guard_raw_error(struct http_req *r, int code, const char *msg, const char *xh, const char *xv)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    char body[RESULT_ERROR_MAX], head[2048], timing[512], cors[400] = "", extra[300] = "";
+    int status = result_error(code, http_public_message(r, code, msg), r->id, body, sizeof(body));
+    size_t blen = strlen(body);
+
+    r->t.total = clock_ms() - r->t0;
+    result_server_timing(&r->t, timing, sizeof(timing));
+    if (r->s->cors[0])
+        snprintf(cors, sizeof(cors), "Access-Control-Allow-Origin: %.255s\r\nAccess-Control-Expose-Headers: %s\r\n",
+                 r->s->cors, HTTP_CORS_EXPOSE);
+    if (!xh && http_retry_after(code)) {
+        xh = "Retry-After";
+        xv = http_retry_after(code);
+    }
+    if (xh && xv)
+        snprintf(extra, sizeof(extra), "%.40s: %.200s\r\n", xh, xv);
+    snprintf(head, sizeof(head),
+             "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n"
+             "X-Request-ID: %s\r\nServer-Timing: %.511s\r\nCache-Control: no-store\r\n" HTTP_SECURITY_HEADERS(
+                 HTTP_RAW_HEADER) "%.399s%.299s\r\n",
+             status, MHD_get_reason_phrase_for((unsigned)status), blen, r->id, timing, cors, extra);
+    r->error = edged_err_name(code);
+    metrics_reject(r->s->m, code);
+    if (!ci || send_all(ci->connect_fd, head, strlen(head)) < 0 || send_all(ci->connect_fd, body, blen) < 0)
+        return;
+    shutdown(ci->connect_fd, SHUT_WR);
+    linger_drain(ci->connect_fd);
+    r->answered = 1;
+    r->raw = 1;
+    r->status = status;
+    r->bytes_out = blen;
+}
+
+/* ---- checks before the body ---------------------------------------------------------------- */
+
+/* Admission control: at most max_active image requests in the server at once, wherever they are
+ * (receiving, waiting for a codec slot, queued, running, encoding). The job queue alone bounds
+ * only the jobs waiting for a worker; without this, requests beyond it would pile up in front of
+ * the decode slots with ever longer latency instead of being told to retry (429). */
+int http_guard_admit_active(struct http_req *r, int count, char *err)
+{
+    struct http_server *s = r->s;
+
+    if (s->c.max_active <= 0)
+        return 0;
+    if (count ? atomic_fetch_add(&s->active, 1) >= s->c.max_active : atomic_load(&s->active) >= s->c.max_active) {
+        if (count)
+            atomic_fetch_sub(&s->active, 1);
+        metrics_busy(s->m);
+        return edged_fail(err, EDGED_E_QUEUE_FULL, "server busy: %d image requests in progress (--queue-depth %d "
+                          "plus the processing slots)", s->c.max_active, s->c.queue_depth);
+    }
+    r->active = count;
+    return 0;
+}
+
+int http_guard_conn_over(struct http_req *r, char *err)
+{
+    struct http_conn *c = conn_of(r->conn);
+    int over;
+
+    pthread_mutex_lock(&r->s->conns_mu);
+    over = c ? c->over : 0;
+    pthread_mutex_unlock(&r->s->conns_mu);
+    if (!over || r->route->open)
+        return 0;
+    r->close = 1;
+    if (over == EDGED_E_QUEUE_FULL)
+        return edged_fail(err, over, "too many connections from your address (--max-conn-per-ip %d)",
+                          r->s->c.max_conn_per_ip);
+    return edged_fail(err, over, "too many connections (--max-connections %d)", r->s->c.max_connections);
+}
+
+static enum MHD_Result count_content_length(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    (void)value;
+    if (strcasecmp(key, "Content-Length") == 0)
+        (*(int *)cls)++;
+    return MHD_YES;
+}
+
+/* Framing and size, decided before the body is read (so no 100 Continue is sent for a refusal). */
+int http_guard_body_headers(struct http_req *r, char *err)
+{
+    const char *cl = http_req_header(r, "Content-Length"), *te = http_req_header(r, "Transfer-Encoding");
+    unsigned long long n;
+    char *end;
+    int ncl = 0;
+
+    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, count_content_length, &ncl);
+    if (ncl > 1)
+        return edged_fail(err, EDGED_E_USAGE, "%d Content-Length headers", ncl);
+    if (cl && te)
+        return edged_fail(err, EDGED_E_USAGE, "Content-Length together with Transfer-Encoding");
+    if (te && strcasecmp(te, "chunked") != 0) /* else libmicrohttpd would read the body until EOF */
+        return edged_fail(err, EDGED_E_USAGE, "Transfer-Encoding '%.32s' not supported (only chunked)", te);
+    if (!cl)
+        return 0;
+    errno = 0;
+    n = strtoull(cl, &end, 10);
+    if (errno || end == cl || *end || cl[0] == '-')
+        return edged_fail(err, EDGED_E_USAGE, "malformed Content-Length '%.32s'", cl);
+    if (n > r->s->c.max_body)
+        return edged_fail(err, EDGED_E_BODY_TOO_LARGE, "body of %llu bytes exceeds --max-body-mb %zu MiB", n,
+                          r->s->c.max_body >> 20);
+    r->body.max = (size_t)n; /* the buffer grows to it as bytes arrive, never reserved up front */
+    return 0;
+}
+
+/* The media type is Content-Type up to any ';' or blank; parameters (charset, boundary) are not
+ * compared. */
+int http_guard_media_type(const char *ctype, const char *types, char *err)
+{
+    size_t n = 0;
+
+    while (ctype && ctype[n] && ctype[n] != ';' && ctype[n] != ' ' && ctype[n] != '\t')
+        n++;
+    for (const char *t = types; n && t && *t;) {
+        const char *comma = strchr(t, ',');
+        size_t tn = comma ? (size_t)(comma - t) : strlen(t);
+        if (tn == n && strncasecmp(t, ctype, n) == 0)
+            return 0;
+        t = comma ? comma + 1 : NULL;
+    }
+    return edged_fail(err, EDGED_E_NOT_PNG, "Content-Type '%.64s' not accepted; send %s", ctype ? ctype : "(none)",
+                      types);
+}
+
+/* An answer decided on the first callback. A request without a body, or with a body of at most
+ * HTTP_DRAIN_MAX bytes, is answered on the final callback, its body read and dropped (never
+ * kept): the client reads the answer whole and the connection stays usable, where closing on
+ * unread data would reset it and lose the answer. A body over the cap (413), a larger body, or
+ * framing that leaves the body's length in doubt is not read: the answer is written to the
+ * socket at once, without a 100 Continue, and the connection closed after a short linger.
+ * xh/xv: one extra header (Allow, WWW-Authenticate), static strings or NULL. */
+enum MHD_Result http_guard_refuse(struct http_req *r, int code, const char *msg, const char *xh, const char *xv)
+{
+    const char *cl = http_req_header(r, "Content-Length"), *te = http_req_header(r, "Transfer-Encoding");
+    int ncl = 0;
+
+    if (cl || te)
+        MHD_get_connection_values(r->conn, MHD_HEADER_KIND, count_content_length, &ncl);
+    if (code == EDGED_E_BODY_TOO_LARGE || ncl > 1 || (cl && te) || (te && strcasecmp(te, "chunked") != 0) ||
+        (cl && strtoull(cl, NULL, 10) > HTTP_DRAIN_MAX)) {
+        http_guard_raw_error(r, code, msg, xh, xv);
+        return MHD_NO;
+    }
+    r->pending = code;
+    r->pending_xh = xh;
+    r->pending_xv = xv;
+    snprintf(r->pending_msg, sizeof(r->pending_msg), "%s", msg);
+    return MHD_YES;
+}
+
+
+void http_guard_conn_phase(struct http_server *s, struct MHD_Connection *conn, int receiving)
+{
+    struct http_conn *c = conn_of(conn);
+
+    if (!c)
+        return;
+    pthread_mutex_lock(&s->conns_mu);
+    c->receiving = receiving;
+    c->t_phase = clock_ms();
+    pthread_mutex_unlock(&s->conns_mu);
+}
+
+/* IPv4 peer address of conn in network order, 0 when unknown. */
+static uint32_t conn_ip(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
+    if (!ci || !ci->client_addr || ci->client_addr->sa_family != AF_INET)
+        return 0;
+    return ((const struct sockaddr_in *)(const void *)ci->client_addr)->sin_addr.s_addr;
+}
+
+/* Marks a new connection over a cap: libmicrohttpd accepts HTTP_CONN_RESERVE more than
+ * --max-connections and has no per-address cap of its own, so that a connection past either cap
+ * gets a JSON answer (or health served) instead of a reset. Called with conns_mu held. */
+static void conn_mark_over(struct http_server *s, struct http_conn *c)
+{
+    int total = 0, same = 0;
+
+    for (struct http_conn *it = s->conns; it; it = it->next) {
+        total += !it->over;
+        same += !it->over && c->ip && it->ip == c->ip;
+    }
+    if (s->c.max_conn_per_ip > 0 && same > s->c.max_conn_per_ip)
+        c->over = EDGED_E_QUEUE_FULL; /* the address's own cap first: it is that client's to fix */
+    else if (total > s->c.max_connections)
+        c->over = EDGED_E_UNAVAILABLE;
+}
+
+/* libmicrohttpd calls this on accept and right before it closes the socket (in the connection's
+ * thread), so an fd in the list is always still open while the lock is held. */
+void http_guard_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                              enum MHD_ConnectionNotificationCode code)
+{
+    struct http_server *s = cls;
+    struct http_conn *c = *socket_context;
+    const union MHD_ConnectionInfo *ci;
+
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!ci || !(c = calloc(1, sizeof(*c))))
+            return;
+        *c = (struct http_conn){ci->connect_fd, 1, clock_ms(), conn_ip(conn), 0, NULL, NULL};
+        pthread_mutex_lock(&s->conns_mu);
+        c->next = s->conns;
+        if (s->conns)
+            s->conns->prev = c;
+        s->conns = c;
+        conn_mark_over(s, c);
+        pthread_mutex_unlock(&s->conns_mu);
+        *socket_context = c;
+        return;
+    }
+    if (!c)
+        return;
+    pthread_mutex_lock(&s->conns_mu);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    pthread_mutex_unlock(&s->conns_mu);
+    free(c);
+    *socket_context = NULL;
+}
+
+/* shutdown(2), not close: the connection's thread sees the end of input and closes it itself. */
+int http_reap(struct http_server *s)
+{
+    double now = clock_ms(), limit = s->c.request_timeout_s * 1000.0;
+    int cut = 0;
+
+    pthread_mutex_lock(&s->conns_mu);
+    for (struct http_conn *c = s->conns; c; c = c->next)
+        if (c->receiving && now - c->t_phase > (c->over ? HTTP_OVER_IDLE_MS : limit)) {
+            shutdown(c->fd, SHUT_RDWR);
+            c->receiving = 0;
+            cut++;
+        }
+    pthread_mutex_unlock(&s->conns_mu);
+    if (cut)
+        log_event("warn", "request_timeout", "%d connection(s) cut: request not complete within %d s", cut,
+                  s->c.request_timeout_s);
+    return cut;
+}
+
+/* ---- descriptors and libmicrohttpd's log -------------------------------------------------- */
+
+/* The connection cap, lowered so that connections alone cannot exhaust the descriptors: at its
+ * own limit libmicrohttpd refuses a connection cleanly; out of descriptors it can only retry. */
+int http_guard_fit_connections(int want)
+{
+    struct rlimit rl;
+    long room;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return want;
+    room = (long)rl.rlim_cur - HTTP_FD_RESERVE;
+    room = room < 1 ? 1 : room;
+    if (want <= room)
+        return want;
+    log_event("warn", "config", "--max-connections %d lowered to %ld: only %ld file descriptors (ulimit -n)", want,
+              room, (long)rl.rlim_cur);
+    return (int)room;
+}
+
+/* libmicrohttpd's messages, at most HTTP_LOG_BURST a second (the rest counted and reported):
+ * a client can make it log once per connection. Out of descriptors, its accept loop (thread per
+ * connection, poll) retries at once, forever: a message saying accept failed for lack of
+ * resources therefore also pauses that thread for HTTP_ACCEPT_BACKOFF_MS, turning a spin that
+ * burns a core and floods the log into a retry every few milliseconds. */
+void http_guard_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    struct http_server *s = cls;
+    struct timespec nap = {0, HTTP_ACCEPT_BACKOFF_MS * 1000000L};
+    char msg[512];
+    size_t n;
+    long dropped = 0;
+    int emit;
+
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    n = strlen(msg);
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
+    pthread_mutex_lock(&s->log_mu);
+    if (clock_ms() - s->log_window > 1000.0) {
+        dropped = s->log_dropped;
+        s->log_window = clock_ms();
+        s->log_count = s->log_dropped = 0;
+    }
+    emit = s->log_count++ < HTTP_LOG_BURST;
+    s->log_dropped += !emit;
+    pthread_mutex_unlock(&s->log_mu);
+    if (dropped)
+        log_event("warn", "http", "%ld libmicrohttpd messages suppressed in the last second", dropped);
+    if (emit)
+        log_event("warn", "http", "%s", msg);
+    if (strncmp(msg, "Error accepting connection", 26) == 0 || strncmp(msg, "Hit process or system resource", 30) == 0)
+        nanosleep(&nap, NULL);
+}

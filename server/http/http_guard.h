@@ -1,0 +1,38 @@
+/* http_guard.h — what keeps a request or a client from hurting the server: refusals before the
+ * body, admission, connection accounting and caps, the descriptor limit, the log limiter. */
+#ifndef EDGED_HTTP_GUARD_H
+#define EDGED_HTTP_GUARD_H
+
+#include <microhttpd.h>
+#include <stdarg.h>
+
+#include "http/http_state.h"
+
+/* POST admission: at most c.max_active image requests in the server. With count 0 (first
+ * callback) it only looks; with count 1 (body complete) the request counts in s->active until it
+ * completes. 0, or EDGED_E_QUEUE_FULL with a message. */
+int http_guard_admit_active(struct http_req *r, int count, char *err);
+/* A request on a connection over a cap (http_conn.over): 0 for an open route (health, readiness,
+ * metrics), else the refusal code with a message; the answer then closes the connection. */
+int http_guard_conn_over(struct http_req *r, char *err);
+/* Content-Type's media type against the route's comma-separated list: 0 or EDGED_E_NOT_PNG. */
+int http_guard_media_type(const char *ctype, const char *types, char *err);
+/* Framing and size of the announced body (Content-Length, Transfer-Encoding): 0 (and the body
+ * buffer reserved), EDGED_E_USAGE, EDGED_E_BODY_TOO_LARGE or EDGED_E_NOMEM. */
+int http_guard_body_headers(struct http_req *r, char *err);
+/* Refuses the request on its first callback: answered now on the raw socket (MHD_NO: close) when
+ * the body cannot or should not be read, else kept pending for the last callback (MHD_YES). */
+enum MHD_Result http_guard_refuse(struct http_req *r, int code, const char *msg, const char *xh, const char *xv);
+/* Writes the error answer straight to the socket and lingers; the caller then returns MHD_NO. */
+void http_guard_raw_error(struct http_req *r, int code, const char *msg, const char *xh, const char *xv);
+/* Marks the request's connection as receiving (1) or not (0) for http_reap. */
+void http_guard_conn_phase(struct http_server *s, struct MHD_Connection *conn, int receiving);
+/* MHD_OPTION_NOTIFY_CONNECTION: adds and removes connections of the reap list. */
+void http_guard_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                              enum MHD_ConnectionNotificationCode code);
+/* The connection cap, lowered to fit the descriptor limit (logged when lowered). */
+int http_guard_fit_connections(int want);
+/* MHD_OPTION_EXTERNAL_LOGGER: libmicrohttpd's messages, rate-limited. */
+void http_guard_mhd_log(void *cls, const char *fmt, va_list ap);
+
+#endif

@@ -1,0 +1,71 @@
+/* http_state.c — the request accessors handlers use (http.h), over the per-request state of
+ * http_state.h. */
+#include <errno.h>
+#include <sys/socket.h>
+
+#include "http/http_state.h"
+
+const char *http_req_id(const struct http_req *r) { return r->id; }
+const char *http_req_path(const struct http_req *r) { return r->path; }
+
+const char *http_req_header(struct http_req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+const uint8_t *http_req_body(const struct http_req *r, size_t *len)
+{
+    *len = r->body.len;
+    return r->body.p;
+}
+
+double http_req_start(const struct http_req *r) { return r->t0; }
+
+/* The connection thread is blocked in the handler, so nothing else reads the socket: a peek that
+ * sees end of input or an error means the client closed (or half-closed) its side. Bytes waiting
+ * (a pipelined request) mean it is still there. */
+int http_req_alive(void *cls)
+{
+    struct http_req *r = cls;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    char c;
+    ssize_t k;
+
+    if (!ci)
+        return 1;
+    k = recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return k > 0 || (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
+}
+
+struct query_walk {
+    int (*cb)(void *cls, const char *key, const char *value);
+    void *cls;
+    int rc;
+};
+
+static enum MHD_Result query_step(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    struct query_walk *q = cls;
+
+    (void)kind;
+    q->rc = q->cb(q->cls, key, value ? value : "");
+    return q->rc ? MHD_NO : MHD_YES;
+}
+
+int http_req_query(struct http_req *r, int (*cb)(void *cls, const char *key, const char *value), void *cls)
+{
+    struct query_walk q = {cb, cls, 0};
+
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, query_step, &q);
+    return q.rc;
+}
+
+struct result_times *http_req_times(struct http_req *r) { return &r->t; }
+
+void http_req_note(struct http_req *r, const char *filter, const char *variant, int w, int h)
+{
+    r->filter = filter;
+    r->variant = variant;
+    r->w = w;
+    r->h = h;
+}

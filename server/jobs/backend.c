@@ -1,0 +1,204 @@
+/* backend.c — the backend handle (GPU context or CPU threads), the choice of `auto`, and the one
+ * dispatch of a job to cpu_serial, cpu or a GPU variant. */
+#include "jobs/backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "canny.h"
+#include "clock.h"
+#include "cpu.h"
+#include "cpu_serial.h"
+#include "errors.h"
+#include "gconv.h"
+#include "jobs/jpeg_job.h"
+
+struct backend {
+    struct gconv_ctx *gpu; /* NULL on the CPU backend */
+    int threads;
+    char device[160];
+};
+
+int backend_open(struct backend **out, enum backend_kind want, int streams, int threads, char *err)
+{
+    struct backend *b = calloc(1, sizeof(*b));
+    int rc = 0;
+
+    *out = NULL;
+    if (!b)
+        return edged_fail(err, EDGED_E_NOMEM, "cannot allocate the backend");
+    b->threads = threads > 0 ? threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (b->threads < 1)
+        b->threads = 1;
+    if (want != BACKEND_CPU) {
+        rc = gconv_open(&b->gpu, 0, streams, err);
+        if (rc < 0 && want == BACKEND_GPU) {
+            free(b);
+            return rc;
+        }
+    }
+    if (b->gpu)
+        snprintf(b->device, sizeof(b->device), "%s", gconv_get_info(b->gpu)->name);
+    else
+        snprintf(b->device, sizeof(b->device), "cpu (%d threads)", b->threads);
+    *out = b;
+    return 0;
+}
+
+void backend_close(struct backend *b)
+{
+    if (!b)
+        return;
+    gconv_close(b->gpu);
+    free(b);
+}
+
+int backend_has_gpu(const struct backend *b) { return b && b->gpu != NULL; }
+const char *backend_device(const struct backend *b) { return b->device; }
+struct gconv_ctx *backend_gpu(struct backend *b) { return b->gpu; }
+int backend_threads(const struct backend *b) { return b->threads; }
+
+/* auto = fast wherever fast can serve the case (its only limit is opt-in shared memory per block),
+ * because `edged bench --compare` measured it fastest in every case (notes in docs/performance.md);
+ * else the seed variant the bench found fastest: separable passes for rank-1 taps from 7x7 up, else
+ * the adaptive tiled kernel; cpu without a GPU. */
+enum variant backend_pick(const struct backend *b, const struct filter_plan *plan, int w, int h)
+{
+    char err[EDGED_ERR_LEN];
+    int sep = 1;
+
+    if (!b->gpu)
+        return VARIANT_CPU;
+    if (!filter_variant_serves(plan->filter, VARIANT_TILED)) /* canny: fast is its only GPU variant */
+        return VARIANT_FAST;
+    if (gconv_check(b->gpu, plan, w, h, VARIANT_FAST, VARIANT_DEFAULT_BLOCK, err) == 0)
+        return VARIANT_FAST;
+    for (int i = 0; i < plan->nconv; i++) {
+        const struct kernel2d *k = &plan->conv[i];
+        sep = sep && k->separable && (k->rows >= 7 || k->cols >= 7);
+    }
+    if (sep && gconv_check(b->gpu, plan, w, h, VARIANT_SEPARABLE, VARIANT_DEFAULT_BLOCK, err) == 0)
+        return VARIANT_SEPARABLE;
+    if (gconv_check(b->gpu, plan, w, h, VARIANT_TILED, VARIANT_DEFAULT_BLOCK, err) == 0)
+        return VARIANT_TILED;
+    return VARIANT_NAIVE;
+}
+
+/* ---- one job ---------------------------------------------------------------------------- */
+
+int backend_route(const struct backend *b, struct job *job, char *err)
+{
+    char who[160];
+
+    if (!filter_variant_serves(job->plan.filter, job->variant))
+        return edged_fail(err, EDGED_E_VARIANT_LIMIT, "variant %s does not run filter %s; %s do",
+                          variant_name(job->variant), filter_name(job->plan.filter),
+                          filter_variants_serving(job->plan.filter, who, sizeof(who)));
+    if (variant_is_gpu(job->variant) && !backend_has_gpu(b))
+        return edged_fail(err, EDGED_E_NO_CUDA, "variant %s needs a GPU; the CPU backend is in use (%s)",
+                          variant_name(job->variant), EDGED_GPU ? "no CUDA device in use" : "built without CUDA");
+    job->lane = variant_is_gpu(job->variant) || (job->variant == VARIANT_AUTO && backend_has_gpu(b)) ? LANE_GPU
+                                                                                                    : LANE_CPU;
+    if (job->lane == LANE_GPU)
+        return img_alloc(&job->out, job->in.w, job->in.h, job->plan.out_ch, err);
+    return 0;
+}
+
+int backend_run_cpu(const struct backend *b, struct job *job, int threads, struct cpu_share *share)
+{
+    double t0 = clock_ms();
+    int rc, serial;
+
+    (void)b;
+    if ((rc = jpegjob_decode_src(job)) < 0)
+        return rc;
+    job->used = job->variant == VARIANT_AUTO ? VARIANT_CPU : job->variant;
+    serial = job->used == VARIANT_CPU_SERIAL;
+    if (job->plan.filter == FILTER_CANNY) { /* canny takes its share once, for the whole job */
+        int nt = share ? cpu_share_threads(share) : threads;
+        job->threads = serial ? 1 : cpu_threads(nt, job->in.h);
+        rc = canny_plan_run(&job->in, &job->plan, serial, nt, &job->out, job->err);
+    } else if (serial) {
+        job->threads = 1;
+        rc = cpu_serial_run_cancel(&job->in, &job->plan, &job->out, &job->cancel, job->err);
+    } else if (share) {
+        rc = cpu_run_shared(&job->in, &job->plan, &job->out, share, &job->cancel, &job->threads, job->err);
+    } else {
+        job->threads = cpu_threads(threads, job->in.h);
+        rc = cpu_run_cancel(&job->in, &job->plan, &job->out, threads, &job->cancel, job->err);
+    }
+    job->t.kernel = clock_ms() - t0;
+    return rc;
+}
+
+/* Multiply-adds per second of one thread with a 63x63 custom kernel: the serial loop (about
+ * 1.3e9 measured) and the vectorised direct loop of cpu (1.6e10 with AVX-512, half with AVX2),
+ * rounded down so that a slower machine is not underestimated. Rough on purpose: the estimate
+ * only has to tell a seconds-long job from a minutes-long one. */
+#define BACKEND_SERIAL_MACS_PER_S 1.0e9
+#define BACKEND_CPU_MACS_PER_S 8.0e9
+#define BACKEND_CPU_DIRECT_MAX_TAPS 25 /* cpu.c runs larger separable kernels as two passes */
+
+static double plan_macs(const struct filter_plan *plan, int w, int h, int serial)
+{
+    double taps = 0.0;
+
+    for (int i = 0; i < plan->nconv; i++) {
+        const struct kernel2d *k = &plan->conv[i];
+        int sep = !serial && k->separable && k->rows * k->cols > BACKEND_CPU_DIRECT_MAX_TAPS;
+        taps += sep ? k->rows + k->cols : (double)k->rows * k->cols;
+    }
+    return (double)w * h * (plan->planes > 0 ? plan->planes : 1) * taps;
+}
+
+double backend_cpu_seconds(const struct backend *b, const struct filter_plan *plan, int w, int h, enum variant v)
+{
+    if (v == VARIANT_AUTO)
+        v = backend_has_gpu(b) ? VARIANT_FAST : VARIANT_CPU;
+    if (variant_is_gpu(v))
+        return 0.0;
+    if (v == VARIANT_CPU_SERIAL)
+        return plan_macs(plan, w, h, 1) / BACKEND_SERIAL_MACS_PER_S;
+    return plan_macs(plan, w, h, 0) / BACKEND_CPU_MACS_PER_S;
+}
+
+/* gconv_submit checks the variant's limits against the plan and size. */
+int backend_submit(struct backend *b, int s, struct job *job)
+{
+    int block = job->block ? job->block : VARIANT_DEFAULT_BLOCK, rc;
+
+    if ((rc = jpegjob_decode_src(job)) < 0) /* JPEG bytes submitted one at a time: CPU decode */
+        return rc;
+    if (job->variant == VARIANT_AUTO)
+        job->variant = backend_pick(b, &job->plan, job->in.w, job->in.h);
+    job->used = job->variant;
+    return gconv_submit(b->gpu, s, &job->in, &job->plan, job->used, block, job->err);
+}
+
+int backend_finish(struct backend *b, int s, struct job *job)
+{
+    struct gconv_times gt = {0};
+    int rc = gconv_finish(b->gpu, s, NULL, &gt, job->err);
+
+    job->t.upload = gt.upload_ms;
+    job->t.kernel = gt.kernel_ms;
+    job->t.download = gt.download_ms;
+    return rc < 0 ? rc : jpegjob_encode_result(b->gpu, s, job);
+}
+
+int backend_take(struct backend *b, int s, struct job *job) { return gconv_finish_copy(b->gpu, s, &job->out, job->err); }
+
+int backend_run(struct backend *b, struct job *job)
+{
+    int rc;
+
+    if (job->lane != LANE_GPU)
+        return backend_run_cpu(b, job, b->threads, NULL);
+    if (!b->gpu)
+        return edged_fail(job->err, EDGED_E_NO_CUDA, "a GPU job needs a GPU backend");
+    if ((rc = backend_submit(b, 0, job)) < 0 || (rc = backend_finish(b, 0, job)) <= 0)
+        return rc;
+    return backend_take(b, 0, job);
+}

@@ -1,0 +1,74 @@
+/* backend.h — the compute backend (a GPU context or the CPU) and the one dispatch of a job to it,
+ * shared by the service's workers and `edged filter`. */
+#ifndef EDGED_BACKEND_H
+#define EDGED_BACKEND_H
+
+#include "filter.h"
+#include "image.h"
+#include "jobs/queue.h"
+#include "ops/config.h"
+#include "variant.h"
+
+struct backend;
+
+/* Opens the backend: auto takes the GPU when one works, else the CPU; gpu fails without a device
+ * (EDGED_E_NO_CUDA, message says why); cpu never touches CUDA. threads: CPU threads, 0 = cores. */
+int backend_open(struct backend **out, enum backend_kind want, int streams, int threads, char *err);
+/* Closes the GPU context, if any, and frees b; accepts NULL. */
+void backend_close(struct backend *b);
+/* 1 when a GPU context is open. */
+int backend_has_gpu(const struct backend *b);
+/* Device name, or "cpu (N threads)". */
+const char *backend_device(const struct backend *b);
+struct gconv_ctx *backend_gpu(struct backend *b);
+int backend_threads(const struct backend *b);
+
+/* The variant `auto` resolves to for this plan and size. */
+enum variant backend_pick(const struct backend *b, const struct filter_plan *plan, int w, int h);
+
+/* CPU seconds (thread-seconds) a job of plan on a w x h image would take with variant v, estimated
+ * from pixels x taps x the variant's measured rate; 0 for a GPU variant. */
+double backend_cpu_seconds(const struct backend *b, const struct filter_plan *plan, int w, int h, enum variant v);
+
+/* ---- one job (struct job, queue.h) ---------------------------------------------------------- */
+
+/* Routes a job whose input, plan, variant and block are set: refuses a GPU variant without a GPU
+ * (EDGED_E_NO_CUDA), sets the lane and, for the GPU lane, allocates the output. */
+int backend_route(const struct backend *b, struct job *job, char *err);
+
+/* CPU lane: runs the job on this thread (auto is cpu), each stage on its share of `share` (the
+ * job counted in it by the caller), or on `threads` threads when share is NULL; sets used, the
+ * threads and the kernel time. Returns 0 or a negative EDGED_E_* code with the message in
+ * job->err. */
+struct cpu_share;
+int backend_run_cpu(const struct backend *b, struct job *job, int threads, struct cpu_share *share);
+
+/* GPU lane, asynchronous: submit resolves auto and enqueues the job on stream s (its input may be
+ * freed once this returns 0); finish waits for stream s and fills the stage times. It returns 1
+ * when the result is left in the stream's staging for backend_take to copy into job->out (stream s
+ * must take no other job before), 0 when there is nothing to take (encoded as JPEG on the device),
+ * or an EDGED_E_* code. */
+int backend_submit(struct backend *b, int s, struct job *job);
+int backend_finish(struct backend *b, int s, struct job *job);
+int backend_take(struct backend *b, int s, struct job *job);
+
+/* Runs a routed job to the end on this thread, through the same calls as the workers (the CPU
+ * with the backend's threads, or the GPU on stream 0). Returns 0 or an EDGED_E_* code. */
+int backend_run(struct backend *b, struct job *job);
+
+/* ---- the GPU lane's jobs whose input is JPEG bytes (backend_jpeg.c) ------------------------- */
+
+/* 1 when the GPU lane decodes JPEG input on the device (a GPU backend built with nvJPEG). */
+int backend_gpu_jpeg(const struct backend *b);
+/* GPU lane: submits n (1..GCONV_JPEG_MAX_BATCH) jobs with JPEG input, jobs[i] on free stream
+ * streams[i], as one batched device decode; a job nvJPEG refuses is decoded on the CPU and
+ * submitted with its pixels (counted). rcs[i]: each job's result, as backend_submit's. */
+void backend_submit_jpeg(struct backend *b, struct job *const *jobs, const int *streams, int n, int *rcs);
+/* 1 while the device still decodes the last batch backend_submit_jpeg gave it (gconv_jpeg_decoding). */
+int backend_jpeg_decoding(struct backend *b);
+/* Host ms of the nvJPEG stages of the GPU lane since open (gconv_jpeg_profile's): header reads,
+ * decodes, enqueues, bitstream copies. Call from the GPU worker's thread. */
+#define BACKEND_JPEG_STAGES 4
+void backend_jpeg_profile(struct backend *b, double ms[BACKEND_JPEG_STAGES]);
+
+#endif

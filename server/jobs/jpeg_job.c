@@ -1,0 +1,69 @@
+/* jpeg_job.c — a job's JPEG parts that every lane shares: the CPU decode of its input bytes, the
+ * device encode of its answer, and the nvJPEG path's counters. */
+#include "jobs/jpeg_job.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+#include "codec/image_io.h"
+#include "errors.h"
+#include "gconv.h"
+
+/* Process-wide: one backend serves a process. Indexed by enum jpegjob_event. */
+static atomic_ullong counts[4];
+
+void jpegjob_count(enum jpegjob_event e) { atomic_fetch_add(&counts[e], 1); }
+
+void jpegjob_counts(struct jpegjob_counts *c)
+{
+    c->gpu_decoded = atomic_load(&counts[JPEGJOB_GPU_DECODED]);
+    c->gpu_encoded = atomic_load(&counts[JPEGJOB_GPU_ENCODED]);
+    c->cpu_fallback_decode = atomic_load(&counts[JPEGJOB_CPU_DECODED]);
+    c->cpu_fallback_encode = atomic_load(&counts[JPEGJOB_CPU_ENCODED]);
+}
+
+int jpegjob_decode_src(struct job *job)
+{
+    struct jpegio_info info;
+    struct img im = {0};
+    int rc;
+
+    if (!job->src || job->in.px)
+        return 0;
+    if ((rc = jpegio_peek(job->src, job->src_len, &info, job->err)) < 0 ||
+        (rc = jpegio_decode(job->src, job->src_len, &info, &im, job->err)) < 0 ||
+        (rc = imageio_orient(&im, job->orientation, job->err)) < 0) {
+        img_free(&im);
+        return rc;
+    }
+    if (im.w != job->in.w || im.h != job->in.h || im.ch != job->in.ch) {
+        img_free(&im);
+        return edged_fail(job->err, EDGED_E_BAD_IMAGE,
+                          "the JPEG decodes to %d x %d x %d, its header said %d x %d x %d", im.w, im.h, im.ch,
+                          job->in.w, job->in.h, job->in.ch);
+    }
+    job->in = im;
+    return 0;
+}
+
+/* The pixels of a job with JPEG output are copied to the host only when the device encode fails
+ * and the connection encodes them. */
+int jpegjob_encode_result(struct gconv_ctx *g, int s, struct job *job)
+{
+    char err[EDGED_ERR_LEN];
+    int rc;
+
+    if (job->jpeg_quality <= 0)
+        return 1;
+    rc = gconv_jpeg_encode_result(g, s, job->jpeg_quality, &job->out_jpeg, &job->out_jpeg_len, err);
+    if (rc == 0) {
+        jpegjob_count(JPEGJOB_GPU_ENCODED);
+        return 0;
+    }
+    if (rc == EDGED_E_GPU_FATAL || gconv_is_dead(g)) {
+        memcpy(job->err, err, EDGED_ERR_LEN);
+        return EDGED_E_GPU_FATAL;
+    }
+    jpegjob_count(JPEGJOB_CPU_ENCODED); /* the connection encodes out on the CPU */
+    return 1;
+}

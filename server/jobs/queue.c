@@ -1,0 +1,442 @@
+/* queue.c — bounded FIFO of jobs with lanes, a cap on large CPU jobs, deadlines, drain and
+ * fail-all; one mutex. */
+#include "jobs/queue.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+
+/* Jobs are in exactly one of the two lists while the queue holds them: `queued` (FIFO, at most
+ * `depth`) or `running` (popped, not yet complete), so that queue_fail can reach both. */
+struct queue {
+    pthread_mutex_t mu;
+    pthread_cond_t work; /* a job was pushed, a large one completed, or the queue closed: workers wake */
+    struct job *head, *tail, *running;
+    int count, depth, deadline_ms;
+    int large_max[LANE_COUNT];     /* large jobs of a lane running at once, at most; 0: no cap */
+    int large_running[LANE_COUNT]; /* popped large jobs not yet completed */
+    int closed, fail_code;
+    char fail_msg[EDGED_ERR_LEN];
+};
+
+static void cond_init_monotonic(pthread_cond_t *c)
+{
+    pthread_condattr_t a;
+
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(c, &a);
+    pthread_condattr_destroy(&a);
+}
+
+/* The GPU lane has no cap: its one worker keeps a job per stream in flight and a large job costs
+ * it milliseconds, so plain FIFO starves nobody there. */
+int queue_new(struct queue **out, int depth, int deadline_ms, int cpu_large_max, char *err)
+{
+    struct queue *q = calloc(1, sizeof(*q));
+
+    *out = NULL;
+    if (!q)
+        return edged_fail(err, EDGED_E_NOMEM, "cannot allocate the queue");
+    pthread_mutex_init(&q->mu, NULL);
+    cond_init_monotonic(&q->work);
+    q->depth = depth;
+    q->deadline_ms = deadline_ms;
+    q->large_max[LANE_CPU] = cpu_large_max > 0 ? cpu_large_max : 0;
+    *out = q;
+    return 0;
+}
+
+void queue_free(struct queue *q)
+{
+    if (!q)
+        return;
+    pthread_cond_destroy(&q->work);
+    pthread_mutex_destroy(&q->mu);
+    free(q);
+}
+
+struct job *job_new(void)
+{
+    struct job *job = calloc(1, sizeof(*job));
+
+    if (!job)
+        return NULL;
+    job->refs = 1;
+    job->state = JOB_NEW;
+    cond_init_monotonic(&job->done);
+    return job;
+}
+
+/* Takes the result a worker left for job (copy 1: into job->out) once; 0 when there is none. */
+static int take_result(struct job *job, int copy)
+{
+    int (*take)(struct job *, int) = job->take;
+
+    job->take = NULL;
+    return take ? take(job, copy) : 0;
+}
+
+static void job_free(struct job *job)
+{
+    take_result(job, 0);
+    img_free(&job->in);
+    img_free(&job->out);
+    free(job->src);
+    free(job->out_jpeg);
+    pthread_cond_destroy(&job->done);
+    free(job);
+}
+
+/* Drops one reference under q->mu; returns the job when it must be freed (outside the lock). */
+static struct job *unref_locked(struct job *job)
+{
+    return --job->refs == 0 ? job : NULL;
+}
+
+void job_release(struct queue *q, struct job *job)
+{
+    struct job *dead;
+
+    if (!job)
+        return;
+    if (q) {
+        pthread_mutex_lock(&q->mu);
+        dead = unref_locked(job);
+        pthread_mutex_unlock(&q->mu);
+    } else {
+        dead = unref_locked(job); /* never queued: no other thread holds it */
+    }
+    if (dead)
+        job_free(dead);
+}
+
+static void list_remove(struct job **head, struct job **tail, struct job *job)
+{
+    struct job *prev = NULL;
+
+    for (struct job *it = *head; it; prev = it, it = it->next) {
+        if (it != job)
+            continue;
+        if (prev)
+            prev->next = it->next;
+        else
+            *head = it->next;
+        if (tail && *tail == it)
+            *tail = prev;
+        it->next = NULL;
+        return;
+    }
+}
+
+/* Completes a job the queue holds (queued or running) with rc and drops the queue's reference. */
+static struct job *finish_locked(struct job *job, int rc, const char *msg)
+{
+    job->rc = rc;
+    if (rc < 0 && msg)
+        snprintf(job->err, sizeof(job->err), "%s", msg);
+    job->state = JOB_DONE;
+    pthread_cond_broadcast(&job->done);
+    return unref_locked(job);
+}
+
+int queue_push(struct queue *q, struct job *job, char *err)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&q->mu);
+    if (q->fail_code)
+        rc = edged_fail(err, q->fail_code, "%s", q->fail_msg);
+    else if (q->closed)
+        rc = edged_fail(err, EDGED_E_UNAVAILABLE, "server is draining (shutting down)");
+    else if (q->count >= q->depth)
+        rc = edged_fail(err, EDGED_E_QUEUE_FULL, "queue full: %d jobs waiting (--queue-depth %d)", q->count,
+                        q->depth);
+    if (rc == 0) {
+        job->refs++;
+        job->state = JOB_QUEUED;
+        job->t_push = clock_ms();
+        job->next = NULL;
+        if (q->tail)
+            q->tail->next = job;
+        else
+            q->head = job;
+        q->tail = job;
+        q->count++;
+        pthread_cond_broadcast(&q->work);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return rc;
+}
+
+static void deadline_msg(const struct queue *q, const struct job *job, char *msg)
+{
+    edged_fail(msg, EDGED_E_DEADLINE, "job waited %.0f ms in the queue, past its deadline of %d ms",
+               clock_ms() - job->t_push, q->deadline_ms);
+}
+
+int queue_wait(struct queue *q, struct job *job, char *err) { return queue_wait_watch(q, job, NULL, NULL, err); }
+
+/* Why a job not yet done must stop being waited for: 0 (wait on), or the code with its message.
+ * Called with q->mu held; alive is asked without it. */
+static int stop_reason_locked(struct queue *q, struct job *job, queue_alive_fn alive, void *cls, char *msg)
+{
+    int gone;
+
+    if (job->state == JOB_QUEUED && clock_ms() >= job->t_push + q->deadline_ms) {
+        deadline_msg(q, job, msg);
+        return EDGED_E_DEADLINE;
+    }
+    if (job->state == JOB_RUNNING && q->fail_code)
+        return edged_fail(msg, q->fail_code, "%s", q->fail_msg);
+    if (job->state == JOB_RUNNING && job->timeout_ms > 0 && clock_ms() - job->t_start >= job->timeout_ms)
+        return edged_fail(msg, EDGED_E_DEADLINE, "job ran %.0f ms and was cancelled at its limit of %.0f ms "
+                          "(--job-timeout-s)", clock_ms() - job->t_start, job->timeout_ms);
+    if (!alive)
+        return 0;
+    pthread_mutex_unlock(&q->mu);
+    gone = !alive(cls);
+    pthread_mutex_lock(&q->mu);
+    if (gone && job->state != JOB_DONE)
+        return edged_fail(msg, EDGED_E_CLIENT_GONE, "client closed the connection; job cancelled");
+    return 0;
+}
+
+/* The next time to look again: the queue deadline, the run limit or the next alive check. */
+static double next_look(const struct queue *q, const struct job *job, int watching)
+{
+    double t = job->state == JOB_QUEUED ? job->t_push + q->deadline_ms : 0.0;
+
+    if (job->state == JOB_RUNNING && job->timeout_ms > 0)
+        t = job->t_start + job->timeout_ms;
+    if (watching && (t == 0.0 || t > clock_ms() + QUEUE_WATCH_MS))
+        t = clock_ms() + QUEUE_WATCH_MS;
+    return t;
+}
+
+int queue_wait_watch(struct queue *q, struct job *job, queue_alive_fn alive, void *cls, char *err)
+{
+    struct job *dead = NULL;
+    char msg[EDGED_ERR_LEN];
+    int rc = 0;
+
+    pthread_mutex_lock(&q->mu);
+    while (job->state != JOB_DONE) {
+        double until;
+        if ((rc = stop_reason_locked(q, job, alive, cls, msg)) < 0 && job->state == JOB_QUEUED) {
+            list_remove(&q->head, &q->tail, job);
+            q->count--;
+            dead = finish_locked(job, rc, msg);
+            break;
+        }
+        if (rc < 0 && job->state == JOB_RUNNING) {
+            atomic_store(&job->cancel, 1); /* abandoned: the worker completes and releases it */
+            break;
+        }
+        if (job->state == JOB_DONE)
+            break;
+        if ((until = next_look(q, job, alive != NULL)) > 0.0) {
+            struct timespec ts = clock_abs(until);
+            pthread_cond_timedwait(&job->done, &q->mu, &ts);
+        } else {
+            pthread_cond_wait(&job->done, &q->mu);
+        }
+    }
+    if (job->state == JOB_DONE) {
+        rc = job->rc;
+        edged_fail(err, rc, "%s", job->err);
+    } else {
+        edged_fail(err, rc, "%s", msg);
+    }
+    pthread_mutex_unlock(&q->mu);
+    if (dead)
+        job_free(dead); /* cannot happen: the caller still holds its reference */
+    else if (rc == 0 && (rc = take_result(job, 1)) < 0) /* done: the worker no longer touches it */
+        job->rc = rc, edged_fail(err, rc, "%s", job->err);
+    return rc;
+}
+
+/* Completes queued jobs past their deadline; returns the first one to free, chained via next. */
+static struct job *expire_locked(struct queue *q)
+{
+    struct job *it = q->head, *next, *dead = NULL, *d;
+    char msg[EDGED_ERR_LEN];
+    double now = clock_ms();
+
+    for (; it; it = next) {
+        next = it->next;
+        if (now - it->t_push < q->deadline_ms)
+            continue;
+        list_remove(&q->head, &q->tail, it);
+        q->count--;
+        deadline_msg(q, it, msg);
+        if ((d = finish_locked(it, EDGED_E_DEADLINE, msg))) {
+            d->next = dead;
+            dead = d;
+        }
+    }
+    return dead;
+}
+
+/* The oldest job of lane, passing over large jobs while the lane's cap of them is running: with
+ * the cap below the worker count, a worker is always left for small jobs, which then wait behind
+ * small ones only. The passed-over job keeps its place and is the next large one taken. */
+static struct job *take_locked(struct queue *q, enum job_lane lane)
+{
+    int large_full = q->large_max[lane] > 0 && q->large_running[lane] >= q->large_max[lane];
+
+    for (struct job *it = q->head; it; it = it->next) {
+        if (it->lane != lane || (it->large && large_full))
+            continue;
+        if (it->large)
+            q->large_running[lane]++;
+        list_remove(&q->head, &q->tail, it);
+        q->count--;
+        it->state = JOB_RUNNING;
+        it->t_start = clock_ms();
+        it->t.queue = it->t_start - it->t_push;
+        it->next = q->running;
+        q->running = it;
+        if (it->timeout_ms > 0)
+            pthread_cond_broadcast(&it->done); /* its waiter now times the run */
+        return it;
+    }
+    return NULL;
+}
+
+static int lane_empty_locked(const struct queue *q, enum job_lane lane)
+{
+    for (const struct job *it = q->head; it; it = it->next)
+        if (it->lane == lane)
+            return 0;
+    return 1;
+}
+
+static void free_chain(struct job *dead)
+{
+    for (struct job *next; dead; dead = next) {
+        next = dead->next;
+        job_free(dead);
+    }
+}
+
+struct job *queue_pop(struct queue *q, enum job_lane lane, double wait_ms)
+{
+    struct job *job = NULL, *dead;
+    double until = clock_ms() + wait_ms;
+
+    pthread_mutex_lock(&q->mu);
+    for (;;) {
+        dead = expire_locked(q);
+        if (dead) {
+            pthread_mutex_unlock(&q->mu);
+            free_chain(dead);
+            pthread_mutex_lock(&q->mu);
+            continue;
+        }
+        if ((job = take_locked(q, lane)) || ((q->closed || q->fail_code) && lane_empty_locked(q, lane)))
+            break;
+        if (wait_ms < 0) {
+            pthread_cond_wait(&q->work, &q->mu);
+        } else {
+            struct timespec ts = clock_abs(until);
+            if (clock_ms() >= until || pthread_cond_timedwait(&q->work, &q->mu, &ts) != 0)
+                break;
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+    return job;
+}
+
+void queue_complete_many(struct queue *q, struct job *const *jobs, const int *rcs, int n)
+{
+    struct job *dead = NULL, *d;
+    int large = 0;
+
+    pthread_mutex_lock(&q->mu);
+    for (int i = 0; i < n; i++) {
+        list_remove(&q->running, NULL, jobs[i]);
+        if (jobs[i]->large)
+            q->large_running[jobs[i]->lane]--, large = 1;
+        if ((d = finish_locked(jobs[i], rcs[i], NULL))) {
+            d->next = dead;
+            dead = d;
+        }
+    }
+    if (large)
+        pthread_cond_broadcast(&q->work); /* a large job passed over may now be taken */
+    pthread_mutex_unlock(&q->mu);
+    free_chain(dead);
+}
+
+void queue_complete(struct queue *q, struct job *job, int rc) { queue_complete_many(q, &job, &rc, 1); }
+
+void queue_close(struct queue *q)
+{
+    if (!q)
+        return;
+    pthread_mutex_lock(&q->mu);
+    q->closed = 1;
+    pthread_cond_broadcast(&q->work);
+    pthread_mutex_unlock(&q->mu);
+}
+
+void queue_fail(struct queue *q, int code, const char *msg)
+{
+    struct job *it, *dead = NULL, *d;
+
+    pthread_mutex_lock(&q->mu);
+    if (!q->fail_code) {
+        q->fail_code = code;
+        snprintf(q->fail_msg, sizeof(q->fail_msg), "%s", msg);
+    }
+    while ((it = q->head)) {
+        list_remove(&q->head, &q->tail, it);
+        q->count--;
+        if ((d = finish_locked(it, code, msg))) {
+            d->next = dead;
+            dead = d;
+        }
+    }
+    for (it = q->running; it; it = it->next) {
+        atomic_store(&it->cancel, 1);
+        pthread_cond_broadcast(&it->done);
+    }
+    pthread_cond_broadcast(&q->work);
+    pthread_mutex_unlock(&q->mu);
+    free_chain(dead);
+}
+
+int queue_closed_empty(struct queue *q, enum job_lane lane)
+{
+    int r;
+
+    pthread_mutex_lock(&q->mu);
+    r = (q->closed || q->fail_code) && lane_empty_locked(q, lane);
+    pthread_mutex_unlock(&q->mu);
+    return r;
+}
+
+int queue_running_large(struct queue *q, enum job_lane lane)
+{
+    int n;
+
+    pthread_mutex_lock(&q->mu);
+    n = q->large_running[lane];
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+int queue_depth(struct queue *q)
+{
+    int n;
+
+    pthread_mutex_lock(&q->mu);
+    n = q->count;
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+int queue_capacity(const struct queue *q) { return q->depth; }

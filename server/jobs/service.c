@@ -1,0 +1,163 @@
+/* service.c — the state every endpoint shares: admission and readiness, the codec slots and the
+ * large-image rule, and the --openapi file read at start. */
+#include "jobs/service.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "ops/file_io.h"
+#include "ops/log.h"
+
+#define OPENAPI_MAX (1u << 20)
+
+/* --openapi FILE replaces the embedded copy (endpoint_openapi); a file that cannot be read is
+ * logged with its path (never put in an answer) and /openapi.yaml then answers 404. */
+static void load_openapi(struct service *s)
+{
+    char err[EDGED_ERR_LEN] = "";
+    uint8_t *text;
+
+    if (!s->cfg->openapi[0])
+        return;
+    if (fileio_read(s->cfg->openapi, OPENAPI_MAX, &text, &s->openapi_len, err) == 0 && s->openapi_len > 0) {
+        s->openapi = (char *)text;
+        return;
+    }
+    free(text);
+    s->openapi_len = 0;
+    log_event("warn", "openapi", "--openapi: %s: GET /openapi.yaml answers 404", err[0] ? err : "empty file");
+}
+
+int service_init(struct service *s, const struct serve_config *cfg, char *err)
+{
+    size_t limit = cfg->max_memory_mb ? (size_t)cfg->max_memory_mb << 20 : budget_default_bytes();
+    int rc;
+
+    s->cfg = cfg;
+    if ((rc = budget_new(&s->budget, limit, err)) < 0)
+        return rc;
+    pngio_default_limits(&s->lim);
+    s->lim.max_side = (uint32_t)cfg->max_side;
+    s->lim.max_pixels = (uint64_t)cfg->max_pixels;
+    if (fair_slots_init(&s->codec, cfg->threads) != 0)
+        return edged_fail(err, EDGED_E_INTERNAL, "cannot make the codec slots");
+    if (fair_slots_init(&s->codec_large, service_large_slots(cfg->threads)) != 0) {
+        fair_slots_destroy(&s->codec);
+        return edged_fail(err, EDGED_E_INTERNAL, "cannot make the codec slots");
+    }
+    s->codec_ready = 1;
+    load_openapi(s);
+    return 0;
+}
+
+void service_destroy(struct service *s)
+{
+    if (s->codec_ready) {
+        fair_slots_destroy(&s->codec_large);
+        fair_slots_destroy(&s->codec);
+    }
+    s->codec_ready = 0;
+    free(s->openapi);
+    s->openapi = NULL;
+    budget_free(s->budget);
+    s->budget = NULL;
+}
+
+int service_is_large(const struct service *s, long long pixels) { return pixels > s->cfg->large_pixels; }
+
+int service_large_slots(int slots) { return slots > 1 ? slots - 1 : 1; }
+
+/* A large image first takes one of the threads - 1 large slots, then a shared one: so one shared
+ * slot is always left to images at or under --large-pixels (with threads >= 2), and a small
+ * request waits at most behind other small ones, never behind seconds of a 50 MP decode. Both
+ * slot sets are taken in the same order by everyone, so there is no deadlock; each hands its slots
+ * out first come, first served (fair_slots.h). */
+double service_codec_enter(struct service *s, long long pixels)
+{
+    double t0 = clock_ms();
+
+    if (service_is_large(s, pixels))
+        fair_slots_enter(&s->codec_large);
+    fair_slots_enter(&s->codec);
+    return clock_ms() - t0;
+}
+
+void service_codec_leave(struct service *s, long long pixels)
+{
+    fair_slots_leave(&s->codec);
+    if (service_is_large(s, pixels))
+        fair_slots_leave(&s->codec_large);
+}
+
+const char *service_backend(const struct service *s)
+{
+    return !s->backend ? "unavailable" : backend_has_gpu(s->backend) ? "gpu" : "cpu";
+}
+
+int service_admit(void *app, char *err)
+{
+    struct service *s = app;
+    char msg[EDGED_ERR_LEN];
+
+    if (atomic_load(&s->draining))
+        return edged_fail(err, EDGED_E_UNAVAILABLE, "server is draining (shutting down)");
+    /* the reasons themselves (driver messages) are in the log, not in answers */
+    if (!s->backend)
+        return edged_fail(err, EDGED_E_UNAVAILABLE, "backend %s unavailable (see the server log)",
+                          config_backend_name(s->cfg->backend));
+    if (worker_fatal(s->w, msg))
+        return edged_fail(err, EDGED_E_GPU_FATAL, "GPU failed; the service is restarting");
+    return 0;
+}
+
+int service_ready(struct service *s, char *reason)
+{
+    double now = clock_ms(), last;
+    int depth;
+
+    if (service_admit(s, reason) < 0)
+        return 0;
+    if ((last = budget_last_refusal(s->budget)) > 0.0 && now - last < SERVICE_BUSY_WINDOW_MS) {
+        edged_fail(reason, EDGED_E_UNAVAILABLE, "memory budget spent (%zu of %zu MiB reserved)",
+                   budget_used(s->budget) >> 20, budget_limit(s->budget) >> 20);
+        return 0;
+    }
+    if ((last = metrics_last_busy(s->m)) > 0.0 && now - last < SERVICE_BUSY_WINDOW_MS) {
+        edged_fail(reason, EDGED_E_UNAVAILABLE, "busy: image requests refused (429) in the last %d ms",
+                   SERVICE_BUSY_WINDOW_MS);
+        return 0;
+    }
+    if ((depth = queue_depth(s->q)) >= queue_capacity(s->q)) {
+        edged_fail(reason, EDGED_E_UNAVAILABLE, "queue full (%d of %d jobs)", depth, queue_capacity(s->q));
+        return 0;
+    }
+    return 1;
+}
+
+/* Peak of one image request: the decoded image (ch bytes a pixel), the float planes (up to ch of
+ * them, 4 bytes each) with the source and second buffers (8 more), the output (up to 4 channels)
+ * and its PNG (no larger than the raw output plus a little). */
+size_t service_image_bytes(int w, int h, int ch)
+{
+    size_t px = (size_t)w * (size_t)h, per = (size_t)ch + 4 * (size_t)ch + 8 + 2 * 4;
+
+    return px * per + (64u << 10);
+}
+
+int service_check_cost(struct service *s, const struct filter_plan *plan, int w, int h, enum variant v, char *err)
+{
+    double est = backend_cpu_seconds(s->backend, plan, w, h, v), cheaper;
+
+    if (est <= s->cfg->max_job_cpu_s)
+        return 0;
+    cheaper = backend_cpu_seconds(s->backend, plan, w, h, VARIANT_CPU);
+    if (v == VARIANT_CPU_SERIAL && cheaper <= s->cfg->max_job_cpu_s)
+        return edged_fail(err, EDGED_E_TOO_COSTLY, "%s on %dx%d is estimated at %.0f CPU seconds, over "
+                          "--max-job-cpu-s %d: ask for variant=cpu (about %.1f s)%s", variant_name(v), w, h, est,
+                          s->cfg->max_job_cpu_s, cheaper, backend_has_gpu(s->backend) ? " or a GPU variant" : "");
+    return edged_fail(err, EDGED_E_TOO_COSTLY, "%s on %dx%d is estimated at %.0f CPU seconds, over --max-job-cpu-s "
+                      "%d: use a smaller image or kernel%s", variant_name(v == VARIANT_AUTO ? VARIANT_CPU : v), w, h,
+                      est, s->cfg->max_job_cpu_s, backend_has_gpu(s->backend) ? ", or a GPU variant" : "");
+}

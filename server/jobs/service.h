@@ -1,0 +1,73 @@
+/* service.h — the state every endpoint shares: backend, queue and worker, admission and
+ * readiness, the PNG limits and codec slots. The endpoints are in endpoints_*.c (routes.h). */
+#ifndef EDGED_SERVICE_H
+#define EDGED_SERVICE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "ops/config.h"
+#include "jobs/backend.h"
+#include "jobs/budget.h"
+#include "errors.h"
+#include "jobs/fair_slots.h"
+#include "ops/metrics.h"
+#include "codec/png_io.h"
+#include "jobs/queue.h"
+#include "jobs/worker.h"
+
+struct service {
+    const struct serve_config *cfg;
+    struct backend *backend;            /* NULL when the backend could not open: never ready */
+    char backend_err[EDGED_ERR_LEN];    /* why, when backend is NULL */
+    struct queue *q;
+    struct worker *w;
+    struct metrics *m;
+    struct png_limits lim;
+    struct fair_slots codec;            /* PNG decode/encode slots: cfg->threads */
+    struct fair_slots codec_large;      /* of which large images may hold: max(1, threads - 1) */
+    int codec_ready;                    /* both initialised (service_destroy undoes only that) */
+    char *openapi;                      /* the bytes of --openapi's file; NULL without --openapi or */
+    size_t openapi_len;                 /* when it could not be read (then /openapi.yaml is 404) */
+    atomic_int draining;
+    struct budget *budget;              /* --max-memory-mb */
+};
+
+/* Sets limits and codec slots and reads the file --openapi names, if any (a failure is logged,
+ * not fatal). The other members are set by the caller. Returns 0 or a negative EDGED_E_* code. */
+int service_init(struct service *s, const struct serve_config *cfg, char *err);
+void service_destroy(struct service *s);
+
+/* http_admit: refuses new POSTs while draining, without a backend or after a fatal GPU error. */
+int service_admit(void *app, char *err);
+
+/* 1 when /readyz answers 200; else 0 with the reason in reason (EDGED_ERR_LEN bytes). Not ready
+ * either while work is being refused for capacity: an admission or queue-full 429 (metrics_busy)
+ * or a memory_budget refusal in the last SERVICE_BUSY_WINDOW_MS, or the queue at its bound. */
+#define SERVICE_BUSY_WINDOW_MS 1000
+#define SERVICE_BUDGET_WAIT_MS 500 /* an image waits this long for the memory budget, then 503 */
+int service_ready(struct service *s, char *reason);
+
+/* "gpu", "cpu" or "unavailable". */
+const char *service_backend(const struct service *s);
+
+/* A PNG codec slot for an image of pixels pixels: at most cfg->threads decodes and encodes run at
+ * once, of which images over cfg->large_pixels hold at most max(1, threads - 1). Leave with the
+ * same pixel count. Returns the ms it waited (the request's codec_wait stage). */
+double service_codec_enter(struct service *s, long long pixels);
+void service_codec_leave(struct service *s, long long pixels);
+/* 1 when an image of pixels pixels is large (over cfg->large_pixels): capped codec slots and CPU
+ * workers. The one rule for both. */
+int service_is_large(const struct service *s, long long pixels);
+/* Of `slots` codec slots or CPU workers, how many large images may hold at once: all but one, so
+ * one is always left to small ones (at least 1). The one share for both. */
+int service_large_slots(int slots);
+
+/* Bytes an image request of w x h x ch holds at its peak: the decoded image, the float planes and
+ * their scratch, the output and its PNG (an upper bound; the body is reserved by http.c). */
+size_t service_image_bytes(int w, int h, int ch);
+/* Refuses a job over --max-job-cpu-s: EDGED_E_TOO_COSTLY naming the estimate, the limit and the
+ * cheaper variant to ask for; else 0. */
+int service_check_cost(struct service *s, const struct filter_plan *plan, int w, int h, enum variant v, char *err);
+
+#endif

@@ -1,0 +1,251 @@
+/* config.c — one table of options drives defaults, environment, flags, usage and the start line. */
+#include "ops/config.h"
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ops/auth.h"
+#include "errors.h"
+#include "ops/log.h"
+#include "ops/opts.h"
+#include "tuning.h"
+
+/* OPT_SECRET: a string read from the environment only (no flag: argv is visible in ps) and
+ * logged as a count, never as its value. */
+enum opt_kind { OPT_INT, OPT_LL, OPT_STR, OPT_BACKEND, OPT_SECRET, OPT_LOG_FORMAT };
+
+struct opt {
+    const char *flag, *env;
+    enum opt_kind kind;
+    size_t off, size;
+    long long lo, hi;
+    const char *dflt, *help;
+};
+
+#define O(field) offsetof(struct serve_config, field), sizeof(((struct serve_config *)0)->field)
+static const struct opt opts[] = {
+    {"host", "EDGED_HOST", OPT_STR, O(host), 0, 0, "0.0.0.0", "bind address (IPv4)"},
+    {"port", "EDGED_PORT", OPT_INT, O(port), 1, 65535, "8080", "TCP port"},
+    {"backend", "EDGED_BACKEND", OPT_BACKEND, O(backend), 0, 0, "auto",
+     "auto (GPU when one works, else CPU), gpu (not ready without one) or cpu"},
+    {"max-body-mb", "EDGED_MAX_BODY_MB", OPT_INT, O(max_body_mb), 1, 4096, "64",
+     "request body cap in MiB (413 above; decided from Content-Length, or while streaming chunked)"},
+    {"max-pixels", "EDGED_MAX_PIXELS", OPT_LL, O(max_pixels), 1, 2147483648LL, "50000000",
+     "image width*height cap (422 above, decided from IHDR)"},
+    {"large-pixels", "EDGED_LARGE_PIXELS", OPT_LL, O(large_pixels), 1, 2147483648LL, "4000000",
+     "an image with more pixels is large: large ones hold at most threads-1 codec slots and cpu-workers-1 "
+     "CPU workers at once, so small requests are not starved"},
+    {"max-side", "EDGED_MAX_SIDE", OPT_INT, O(max_side), 1, 65535, "32768", "image width and height cap (422)"},
+    {"queue-depth", "EDGED_QUEUE_DEPTH", OPT_INT, O(queue_depth), 1, 100000, "64",
+     "jobs waiting for a worker (429 with Retry-After when full)"},
+    {"queue-deadline-ms", "EDGED_QUEUE_DEADLINE_MS", OPT_INT, O(queue_deadline_ms), 1, 3600000, "30000",
+     "a job still queued after this is answered 504"},
+    {"streams", "EDGED_STREAMS", OPT_INT, O(streams), 1, 32, "16",
+     "CUDA streams of the GPU worker: jobs on the device at once, and the largest batch of JPEG decodes"},
+    {"threads", "EDGED_THREADS", OPT_INT, O(threads), 0, 1024, "0",
+     "PNG codec slots and CPU compute threads (0 = online cores)"},
+    {"cpu-workers", "EDGED_CPU_WORKERS", OPT_INT, O(cpu_workers), 0, 64, "0",
+     "CPU-backend jobs run at once, each with --threads threads (0 = a quarter of the cores, at least 2)"},
+    {"max-connections", "EDGED_MAX_CONNECTIONS", OPT_INT, O(max_connections), 1, 65536, "256",
+     "concurrent connections (one thread each); 32 more are accepted for health, readiness and metrics, "
+     "anything else on them is 503"},
+    {"conn-timeout-s", "EDGED_CONN_TIMEOUT_S", OPT_INT, O(conn_timeout_s), 1, 3600, "30",
+     "idle connection timeout (slow clients are cut)"},
+    {"request-timeout-s", "EDGED_REQUEST_TIMEOUT_S", OPT_INT, O(request_timeout_s), 1, 3600, "60",
+     "a request's headers and body must arrive within this (counted from the connection's start or its "
+     "previous answer; slowloris and slow bodies are cut)"},
+    {"drain-grace-ms", "EDGED_DRAIN_GRACE_MS", OPT_INT, O(drain_grace_ms), 0, 600000, "0",
+     "after SIGTERM, keep accepting (answering 503) this long before closing the listener"},
+    {"drain-timeout-s", "EDGED_DRAIN_TIMEOUT_S", OPT_INT, O(drain_timeout_s), 1, 3600, "60",
+     "at shutdown, longest wait for requests in flight"},
+    {"gpu-watchdog-ms", "EDGED_GPU_WATCHDOG_MS", OPT_INT, O(gpu_watchdog_ms), 100, 3600000, "60000",
+     "a GPU job running longer means a stuck device: not ready, exit non-zero"},
+    {"gpu-jpeg", "EDGED_GPU_JPEG", OPT_INT, O(gpu_jpeg), 0, 1, "1",
+     "1: the GPU lane decodes JPEG input and encodes JPEG output with nvJPEG when built with it; 0: the "
+     "CPU codec (libjpeg-turbo, bit-exact with it)"},
+    {"openapi", "EDGED_OPENAPI", OPT_STR, O(openapi), 0, 0, "",
+     "path of openapi.yaml (default: api/openapi.yaml beside the binary's build dir, then ./api/)"},
+    {"max-conn-per-ip", "EDGED_MAX_CONN_PER_IP", OPT_INT, O(max_conn_per_ip), 0, 65536, "64",
+     "connections from one IP address at once (0 = no cap); past it only health, readiness and metrics "
+     "are served, anything else is 429"},
+    {"cors-origin", "EDGED_CORS_ORIGIN", OPT_STR, O(cors_origin), 0, 0, "",
+     "CORS: the origin allowed (Access-Control-Allow-Origin, OPTIONS preflight); empty = CORS off"},
+    {"api-keys", "EDGED_API_KEYS", OPT_SECRET, O(api_keys), 0, 0, "",
+     "environment only: comma-separated API keys; requests need Authorization: Bearer KEY "
+     "(health, readiness, metrics and the web page exempt); empty = no authentication"},
+    {"log-format", "EDGED_LOG_FORMAT", OPT_LOG_FORMAT, O(log_format), 0, 0, "auto",
+     "log lines on stderr: json (one object per line), text (readable, one line per event) or auto "
+     "(text when stderr is a terminal, else json)"},
+    {"max-memory-mb", "EDGED_MAX_MEMORY_MB", OPT_INT, O(max_memory_mb), 0, 16777216, "0",
+     "memory budget of requests in MiB: bodies as they arrive, decoded images, float planes and output are "
+     "reserved before they are allocated; past it 503 memory_budget with Retry-After (0 = half of the "
+     "cgroup memory limit, else of the machine's memory)"},
+    {"max-job-cpu-s", "EDGED_MAX_JOB_CPU_S", OPT_INT, O(max_job_cpu_s), 1, 86400, "10",
+     "a CPU job estimated (pixels x taps x variant) over this many CPU seconds is refused: 422 job_too_costly "
+     "naming a cheaper variant"},
+    {"job-timeout-s", "EDGED_JOB_TIMEOUT_S", OPT_INT, O(job_timeout_s), 1, 3600, "30",
+     "a job running longer is cancelled (CPU loops stop, a GPU result is dropped): 504 deadline_exceeded"},
+};
+#undef O
+#define NOPTS (sizeof(opts) / sizeof(opts[0]))
+
+static const char *const backend_names[] = {"auto", "gpu", "cpu"};
+
+const char *config_backend_name(enum backend_kind k) { return (unsigned)k < 3 ? backend_names[k] : "?"; }
+
+int config_backend_parse(const char *name)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(name, backend_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* Stores text into the field of o; `src` ("--port", "EDGED_PORT") names it in the message. */
+static int opt_set(struct serve_config *cfg, const struct opt *o, const char *src, const char *text, char *err)
+{
+    char *field = (char *)cfg + o->off, *end;
+    long long v;
+
+    if (o->kind == OPT_STR || o->kind == OPT_SECRET) {
+        if (strlen(text) >= o->size)
+            return edged_fail(err, EDGED_E_USAGE, "%s: value longer than %zu bytes", src, o->size - 1);
+        memcpy(field, text, strlen(text) + 1);
+        return 0;
+    }
+    if (o->kind == OPT_BACKEND) {
+        int k = config_backend_parse(text);
+        if (k < 0)
+            return edged_fail(err, EDGED_E_USAGE, "%s: '%s' is not auto, gpu or cpu", src, text);
+        *(enum backend_kind *)(void *)field = (enum backend_kind)k;
+        return 0;
+    }
+    if (o->kind == OPT_LOG_FORMAT) {
+        int f = log_format_parse(text);
+        if (f < 0)
+            return edged_fail(err, EDGED_E_USAGE, "%s: '%s' is not auto, text or json", src, text);
+        *(int *)(void *)field = f;
+        return 0;
+    }
+    errno = 0;
+    v = strtoll(text, &end, 10);
+    if (errno || end == text || *end || v < o->lo || v > o->hi)
+        return edged_fail(err, EDGED_E_USAGE, "%s: '%s' is not an integer in %lld..%lld", src, text, o->lo, o->hi);
+    if (o->kind == OPT_LL)
+        *(long long *)(void *)field = v;
+    else
+        *(int *)(void *)field = (int)v;
+    return 0;
+}
+
+static int arg_set(void *app, int i, const char *val, char *err)
+{
+    char src[48];
+
+    snprintf(src, sizeof(src), "--%s", opts[i].flag);
+    return opt_set(app, &opts[i], src, val, err);
+}
+
+/* The flags are the table's rows, but for OPT_SECRET (environment only: argv is visible in ps). */
+static int load_args(struct serve_config *cfg, int argc, char **argv, char *err)
+{
+    struct opts_spec specs[NOPTS];
+
+    for (size_t i = 0; i < NOPTS; i++)
+        specs[i] = (struct opts_spec){opts[i].kind == OPT_SECRET ? NULL : opts[i].flag, "V", opts[i].help};
+    return opts_parse(argc, argv, specs, (int)NOPTS, arg_set, cfg, NULL, err);
+}
+
+int config_load(struct serve_config *cfg, int argc, char **argv, char *err)
+{
+    const char *env;
+    struct in_addr addr;
+    long cores;
+    int rc;
+
+    memset(cfg, 0, sizeof(*cfg));
+    for (size_t i = 0; i < NOPTS; i++)
+        if ((rc = opt_set(cfg, &opts[i], opts[i].flag, opts[i].dflt, err)) < 0)
+            return rc;
+    for (size_t i = 0; i < NOPTS; i++)
+        if ((env = getenv(opts[i].env)) && (rc = opt_set(cfg, &opts[i], opts[i].env, env, err)) < 0)
+            return rc;
+    if ((rc = load_args(cfg, argc, argv, err)) != 0)
+        return rc;
+    if (inet_pton(AF_INET, cfg->host, &addr) != 1)
+        return edged_fail(err, EDGED_E_USAGE, "host: '%.64s' is not an IPv4 address", cfg->host);
+    if ((rc = auth_keys_check(cfg->api_keys, NULL, err)) < 0)
+        return rc;
+    for (const char *p = cfg->cors_origin; *p; p++)
+        if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)
+            return edged_fail(err, EDGED_E_USAGE, "cors-origin: '%.64s' must be one origin (visible ASCII, no spaces)",
+                              cfg->cors_origin);
+    cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cfg->threads == 0)
+        cfg->threads = cores > 0 ? (int)cores : 1;
+    /* One job on every core scales badly on large images (a 2048x2048 edge job keeps about 8 of 16
+     * cores busy): a few jobs at once keep the cores full; two at least, so a small job always finds
+     * a worker beside a large one. */
+    if (cfg->cpu_workers == 0)
+        cfg->cpu_workers = cores >= 8 ? (int)(cores / 4) : 2;
+    return 0;
+}
+
+int config_tuning_load(char *err)
+{
+    struct edged_tuning t;
+    const char *env;
+
+    tuning_defaults(&t);
+    for (int i = 0; i < tuning_knob_count; i++)
+        if ((env = getenv(tuning_knobs[i].env)) && *env && tuning_parse(&t, tuning_knobs[i].env, env, err) < 0)
+            return EDGED_E_USAGE; /* a configuration error: exit 2 like a bad flag */
+    tuning_set(&t);
+    return 0;
+}
+
+struct cJSON *config_json(const struct serve_config *cfg)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    for (size_t i = 0; i < NOPTS; i++) {
+        const char *field = (const char *)cfg + opts[i].off;
+        switch (opts[i].kind) {
+        case OPT_STR:
+            cJSON_AddStringToObject(o, opts[i].flag, field);
+            break;
+        case OPT_SECRET: {
+            int n = 0;
+            auth_keys_check(field, &n, NULL);
+            cJSON_AddNumberToObject(o, opts[i].flag, n); /* how many keys, never the keys */
+            break;
+        }
+        case OPT_BACKEND:
+            cJSON_AddStringToObject(o, opts[i].flag, config_backend_name(*(const enum backend_kind *)(const void *)field));
+            break;
+        case OPT_LOG_FORMAT:
+            cJSON_AddStringToObject(o, opts[i].flag, log_format_name((enum log_format)*(const int *)(const void *)field));
+            break;
+        case OPT_LL:
+            cJSON_AddNumberToObject(o, opts[i].flag, (double)*(const long long *)(const void *)field);
+            break;
+        default:
+            cJSON_AddNumberToObject(o, opts[i].flag, *(const int *)(const void *)field);
+        }
+    }
+    return o;
+}
+
+void config_usage(FILE *f)
+{
+    fprintf(f, "usage: edged serve [--FLAG VALUE]...\n\nEvery flag also reads EDGED_<NAME>; flags win.\n\n");
+    for (size_t i = 0; i < NOPTS; i++)
+        fprintf(f, "  %s%-18s %-24s default %-9s %s\n", opts[i].kind == OPT_SECRET ? "  " : "--",
+                opts[i].kind == OPT_SECRET ? "(no flag)" : opts[i].flag, opts[i].env,
+                opts[i].dflt[0] ? opts[i].dflt : "\"\"", opts[i].help);
+}

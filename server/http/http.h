@@ -1,6 +1,7 @@
 /* http.h — the HTTP transport (libmicrohttpd): routing, body limits, request ids, one answer per
- * request, access log and request counters. The route table is routes.c; the endpoints are
- * endpoints_image.c and endpoints_info.c. */
+ * request, access log and request counters. The face of the layer for the endpoints and `edged
+ * serve`: the daemon is http_daemon.c, the accessors http_state.c, the answers http_answer.c. The
+ * route table is routes.c; the endpoints are endpoints_image.c and endpoints_info.c. */
 #ifndef EDGED_HTTP_H
 #define EDGED_HTTP_H
 
@@ -58,7 +59,7 @@ struct http_config {
  * or an EDGED_E_* code (with a message) to refuse at once (503 while draining). */
 typedef int (*http_admit)(void *app, char *err);
 
-/* Starts the daemon: thread per connection (see http.c for why). Returns 0 or EDGED_E_IO with
+/* Starts the daemon: thread per connection (see http_daemon.c for why). Returns 0 or EDGED_E_IO with
  * a message (port in use, bad host). routes and app must outlive the server. */
 int http_start(struct http_server **out, const struct http_config *c, const struct http_route *routes,
                int nroutes, http_admit admit, void *app, struct metrics *m, char *err);

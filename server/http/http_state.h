@@ -1,4 +1,4 @@
-/* http_state.h — the server and per-request state of the HTTP layer, shared by http.c,
+/* http_state.h — the server and per-request state of the HTTP layer, shared by http_daemon.c,
  * http_answer.c and http_guard.c; nothing outside server/http/ includes it. The accessors
  * handlers use (http.h) are in http_state.c. */
 #ifndef EDGED_HTTP_STATE_H

@@ -1,4 +1,4 @@
-/* routes.c — the route table: one row per path, read by http.c's dispatch. */
+/* routes.c — the route table: one row per path, read by http_daemon.c's dispatch. */
 #include "http/routes.h"
 
 #define POST_TYPES "multipart/form-data,image/png,image/jpeg,image/webp"

@@ -64,7 +64,7 @@ int service_is_large(const struct service *s, long long pixels);
 int service_large_slots(int slots);
 
 /* Bytes an image request of w x h x ch holds at its peak: the decoded image, the float planes and
- * their scratch, the output and its PNG (an upper bound; the body is reserved by http.c). */
+ * their scratch, the output and its PNG (an upper bound; the body is reserved by http_daemon.c). */
 size_t service_image_bytes(int w, int h, int ch);
 /* Refuses a job over --max-job-cpu-s: EDGED_E_TOO_COSTLY naming the estimate, the limit and the
  * cheaper variant to ask for; else 0. */

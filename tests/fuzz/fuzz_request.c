@@ -1,5 +1,5 @@
 /* fuzz_request.c — libFuzzer target: the request body path of POST /v1/filter as the server runs
- * it: pieces appended to the bounded body buffer (upload_body_append, as http.c does for each
+ * it: pieces appended to the bounded body buffer (upload_body_append, as http_daemon.c does for each
  * libmicrohttpd callback), then upload_parse (multipart, form fields, JSON params, validation).
  * Input: byte 0 seeds the split, then the Content-Type value up to the first '\n', then the body.
  * Oracles: the same body delivered whole and in random pieces gives the same outcome (code,

@@ -135,7 +135,7 @@ def wait(d, js, what, timeout=WAIT_S):
 def open_page(d, srv, ready=True):
     r = requests.get(srv.url + "/", timeout=10)
     if r.status_code != 200 or not r.headers.get("Content-Type", "").startswith("text/html"):
-        pytest.fail("GET / does not serve the page (%d %s): is the web hook in server/http/http.c and the "
+        pytest.fail("GET / does not serve the page (%d %s): is the web hook in server/http/http_daemon.c and the "
                     "web_data.inc rule in the Makefile there?" % (r.status_code, r.text[:200]))
     d.get_log("browser")  # drop what earlier tests left (their expected 4xx answers)
     d.get(srv.url + "/")
@@ -260,7 +260,7 @@ def test_page_and_files_served_from_the_binary(srv):
 
 
 @pytest.mark.parametrize("path", ["/web/nope.js", "/web/", "/web", "/index.html", "/web/../web/app.js",
-                                  "/web/%2e%2e/server/http/http.c", "/web/app.js/x"])
+                                  "/web/%2e%2e/server/http/http_daemon.c", "/web/app.js/x"])
 def test_other_paths_are_not_found(srv, path):
     c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
     c.request("GET", path)  # sent as is: no client-side normalisation of ..

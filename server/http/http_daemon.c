@@ -1,4 +1,4 @@
-/* http.c — the libmicrohttpd daemon: start and stop, per-request state in *con_cls, routing and
+/* http_daemon.c — the libmicrohttpd daemon: start and stop, per-request state in *con_cls, routing and
  * dispatch to the handlers, and the body as it arrives. The state and the request accessors
  * handlers use are in http_state.c, answers in http_answer.c, refusals and connection accounting
  * in http_guard.c.

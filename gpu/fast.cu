@@ -185,7 +185,7 @@ static cudaError_t fast_launch(const struct conv_args *a, const struct fast_plan
  * warp's loads in flight and reads each row once per 128-column strip, and wins up to full-rank
  * 9x9. From 11x11 the tile's 16 outputs per thread win (its FMA work dominates). Rank-1 5x5 goes
  * to the separable band kernel (a kernel per side, bulk staging), which is ahead there but not at
- * 3x3. Figures in docs/performance.md. Knobs: EDGED_FAST_STREAM=0 (all tiles),
+ * 3x3. Figures in docs/perf/journal.md. Knobs: EDGED_FAST_STREAM=0 (all tiles),
  * EDGED_FAST_STREAM_BIG=0 (7x7 and 9x9 on the tile). */
 static int fast_use_stream(const struct kernel2d *k)
 {

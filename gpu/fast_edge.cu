@@ -68,7 +68,7 @@
 /* Rows fetched ahead (< EDGE_P): 24-36 bytes of raw samples per lane (3 rows for gray with 8
  * pixels per lane, which then fits 80 registers), except for the packed gray map, which runs about
  * 2 % faster without the ring (the u8 map and packed RGB 3-5 % faster with it; figures in
- * docs/performance.md). */
+ * docs/perf/journal.md). */
 static constexpr int edge_prefetch(int ch, int px, bool pack)
 {
     return ch * px <= 4 ? 6 : px == 8 ? (pack ? 0 : 3) : ch * px <= 8 ? 4 : ch * px <= 12 ? 3 : 2;
@@ -581,7 +581,7 @@ static int edge_rows(int v) { return (v + EDGE_P - 1) / EDGE_P * EDGE_P; }
  * 6-row halo of a tall one. The tail covers EDGED_EDGE_TAIL % of one wave of warps. The defaults
  * (48-row strips, a tail of 16-row strips covering 100 % of a wave) were the fastest of the
  * heights and tails tried for gray, and within 1 % of the best for RGB, so one rule serves both
- * (figures in docs/performance.md). Knobs: EDGED_EDGE_SY, EDGED_EDGE_SY_TAIL, EDGED_EDGE_TAIL
+ * (figures in docs/perf/journal.md). Knobs: EDGED_EDGE_SY, EDGED_EDGE_SY_TAIL, EDGED_EDGE_TAIL
  * (percent; 0: every strip sy rows). Returns the warps of the grid. */
 static unsigned edge_strips(edge_geom *g, int gx, long resident)
 {

@@ -60,7 +60,7 @@ static __host__ __device__ constexpr int sep_mp(int n)
  * It takes the row's shared-space address and wraps with an unsigned minimum, so a load costs an
  * add, a VIADDMNMX and a LEA; with a generic pointer and `k >= len ? k - len : k` the compiler
  * spent 7 instructions per load, recomputing the row's address each time: 2-5 % slower at N = 25
- * to 63 (figures in docs/performance.md). */
+ * to 63 (figures in docs/perf/journal.md). */
 struct fast_ring {
     unsigned base; /* shared-space address of the ring's sample 0 */
     int start, len;
@@ -142,7 +142,7 @@ static __device__ __forceinline__ void sep_stage(float *s, const float *__restri
  * (address arithmetic and three padding instructions ptxas puts before each LDGSTS), 5-6 pieces
  * per thread and step. The copy is a uniform instruction, so a warp starts its lanes' copies one
  * after the other: all 32 rows from warp 0 held the block's barrier up (slower than no bulk copies
- * at all), hence four rows per warp (figures in docs/performance.md). Frame blocks and steps that
+ * at all), hence four rows per warp (figures in docs/perf/journal.md). Frame blocks and steps that
  * reach past the image take sep_stage. Rows are 16-byte aligned on both sides (pitched buffers;
  * staged columns start at a multiple of 4) and a multiple of 16 bytes. */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -201,7 +201,7 @@ static __device__ __forceinline__ void sep_bar_wait(unsigned bar, unsigned parit
 
 /* One kernel per odd side N (fast_pass_n: the taps are parameter-bank operands), rather than one
  * per N % 16 with a run-time chunk loop: 14-16 % less time at N = 41 to 63 (figures in
- * docs/performance.md). 3 blocks per SM asked of the register budget: ptxas takes 56-72 registers
+ * docs/perf/journal.md). 3 blocks per SM asked of the register budget: ptxas takes 56-72 registers
  * on sm_90 and sm_80, no spill (CUDA 13.0); the shared memory admits 3 blocks up to N = 33, 2
  * above. */
 template <int N>
@@ -292,7 +292,7 @@ __global__ void __launch_bounds__(SEP_THREADS, 3)
 /* Two staged buffers of SEP_ROWS rows and the ring of 128 columns. N = 63: 49 + 50 KiB; N = 31:
  * 41 + 34 KiB (3 blocks of 256 threads per SM up to N = 33, 2 above). At 31 the three fill the SM
  * exactly: 16 bytes more per block for the mbarriers would leave 2 (a fifth slower; figures in
- * docs/performance.md), so they live in the ring's pad, and the kernel has no static shared memory
+ * docs/perf/journal.md), so they live in the ring's pad, and the kernel has no static shared memory
  * (which would also lower the opt-in limit that fast_smem_attr sets). */
 struct fast_plan fast_sep_plan(const struct kernel2d *k)
 {
@@ -312,7 +312,7 @@ struct fast_plan fast_sep_plan(const struct kernel2d *k)
  * resident blocks) gets bands of at most EDGED_SEP_TAIL (128) rows, launched last, so that the GPU
  * drains in the time of a short band instead of idling SMs behind the tall ones. These defaults
  * were the best of the band heights and tails tried, or within 1 % of it, from N = 7 to 63
- * (figures in docs/performance.md). Multiples of SEP_ROWS. Knobs: EDGED_SEP_BAND (rows; 0: from
+ * (figures in docs/perf/journal.md). Multiples of SEP_ROWS. Knobs: EDGED_SEP_BAND (rows; 0: from
  * the SM count), EDGED_SEP_TAIL (rows; 0: no tail), EDGED_SEP_TAIL_PCT (the tail's blocks as a
  * percentage of one round). */
 #define SEP_WAVES 4

@@ -27,7 +27,7 @@
  * the body. Rows are fetched D steps before they are used, so a warp keeps about D rows of loads in
  * flight while it computes (ptxas may move a load within a period). Rotating the outputs through
  * acc[r % KR] instead needs a period that is a multiple of KR: the unrolled loop grows with KR^2,
- * and the warps stall on instruction fetch (slower from 7x7 on; figures in docs/performance.md).
+ * and the warps stall on instruction fetch (slower from 7x7 on; figures in docs/perf/journal.md).
  *
  * Bytes. A strip reads SY + KR - 1 rows for SY output rows; its KR - 1 halo rows are read by the
  * strip above or below as well, which runs at about the same time, so they come from L2. Lanes 0
@@ -47,7 +47,7 @@
 /* The interior depth for kr x kc taps: 2 for 9x9, whose unrolled period of 4 rows is the longest
  * (1412 instructions, 22 KB, against 1057 at depth 2: its warps stalled on instruction fetch), and
  * for 5x5, where it measured faster too; 3 elsewhere, the fastest there (figures in
- * docs/performance.md). */
+ * docs/perf/journal.md). */
 static __host__ __device__ constexpr int stream_depth(int kr, int kc)
 {
     return kr == kc && (kr == 5 || kr == 9) ? 2 : STREAM_DEPTH;

@@ -252,7 +252,7 @@ int gctx_tail_split(int h, int across, long resident, long pct, int tall, int sh
 /* Median of BW_REPS device-to-device copies timed with events, counting bytes read + written.
  * Falls back to 64 MiB when 512 MiB cannot be had. Each copy waits behind gctx_hold, so that its
  * events time the copy and not the host's call before it (timing the call too read about 3 % low,
- * and so the memory floors derived from it 3 % high; figures in docs/performance.md). */
+ * and so the memory floors derived from it 3 % high; figures in docs/perf/journal.md). */
 static cudaError_t measure_copy(struct gconv_ctx *ctx, double *gbps)
 {
     size_t n = BW_BYTES;

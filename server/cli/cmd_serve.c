@@ -112,7 +112,7 @@ int serve_left_gpu(void) { return serve_gpu_left; }
 
 /* Hands freed heap memory back to the system. Every connection has a thread and glibc gives
  * threads their own arenas, which keep the high-water mark of a burst long after it (the soak test
- * measured it: docs/performance.md). malloc_trim releases the free pages of every arena (a few ms,
+ * measured it: docs/perf/journal.md). malloc_trim releases the free pages of every arena (a few ms,
  * under each arena's lock), so RSS follows the load down again. */
 static void trim_heap(void)
 {

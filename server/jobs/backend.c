@@ -61,7 +61,7 @@ struct gconv_ctx *backend_gpu(struct backend *b) { return b->gpu; }
 int backend_threads(const struct backend *b) { return b->threads; }
 
 /* auto = fast wherever fast can serve the case (its only limit is opt-in shared memory per block),
- * because `edged bench --compare` measured it fastest in every case (notes in docs/performance.md);
+ * because `edged bench --compare` measured it fastest in every case (notes in docs/perf/journal.md);
  * else the seed variant the bench found fastest: separable passes for rank-1 taps from 7x7 up, else
  * the adaptive tiled kernel; cpu without a GPU. */
 enum variant backend_pick(const struct backend *b, const struct filter_plan *plan, int w, int h)

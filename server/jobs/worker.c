@@ -82,7 +82,7 @@ static void set_fatal(struct worker *w, const char *msg)
 /* Each stage of a CPU job takes its share of the pool's threads (cpu_share): a busy pool runs
  * about as many threads as cores, not cpu_workers times as many. Each stage of a job ends when its
  * slowest thread does, and threads queued for a core held every stage up (the pool served about
- * 1.3x the requests once it stopped oversubscribing; docs/performance.md). */
+ * 1.3x the requests once it stopped oversubscribing; docs/perf/journal.md). */
 static void cpu_job(struct worker *w, struct job *job)
 {
     int rc = fault_cpu_job(job->err); /* debug builds only; 0 otherwise */

@@ -104,7 +104,8 @@ static int probe(const struct url *u, char *err)
 }
 
 static const struct opts_spec health_opts[] = {
-    {"url", "URL", "the service's base URL (default http://127.0.0.1:$EDGED_PORT, port 8080)"},
+    {"url", "URL", "the service's base URL (default http://127.0.0.1:$EDGED_PORT; port 8080 when\n"
+                  "EDGED_PORT is unset)"},
 };
 
 static int health_opt(void *app, int i, const char *val, char *err)
@@ -116,7 +117,8 @@ static int health_opt(void *app, int i, const char *val, char *err)
 
 static void health_usage(FILE *f)
 {
-    fputs("usage: edged health [--url http://HOST:PORT]\n  exits 0 when GET URL/readyz answers 200, else 1\n", f);
+    fputs("usage: edged health [--url http://HOST:PORT]\n  exits 0 when GET URL/readyz answers 200, else 1 with the "
+          "reason on stderr\n", f);
     opts_print(f, health_opts, 1);
 }
 

@@ -225,11 +225,11 @@ static int build_items(struct cli_opts *o, char **paths, int n, char *err)
     int rc = 0;
 
     if (o->out_dir && n < 1)
-        return edged_fail(err, EDGED_E_USAGE, "--out-dir needs at least one INPUT.png");
+        return edged_fail(err, EDGED_E_USAGE, "--out-dir needs at least one INPUT");
     if (!o->out_dir && n < 2)
-        return edged_fail(err, EDGED_E_USAGE, "need INPUT.png and OUTPUT.png (got %d paths)", n);
+        return edged_fail(err, EDGED_E_USAGE, "need INPUT and OUTPUT (got %d paths)", n);
     if (!o->out_dir && n % 2)
-        return edged_fail(err, EDGED_E_USAGE, "need INPUT.png OUTPUT.png pairs, or --out-dir DIR (got %d paths)", n);
+        return edged_fail(err, EDGED_E_USAGE, "need INPUT OUTPUT pairs, or --out-dir DIR (got %d paths)", n);
     o->n = o->out_dir ? n : n / 2;
     if (!(o->items = calloc((size_t)o->n, sizeof(*o->items))))
         return edged_fail(err, EDGED_E_NOMEM, "cannot allocate %d images", o->n);

@@ -82,7 +82,7 @@ static const struct opts_spec bench_opts_spec[] = {
 static void bench_usage(FILE *f)
 {
     fputs("usage: edged bench [options]\n"
-          "       edged bench --codec [options] FILE...   (times the image codecs: edged bench --codec --help)\n"
+          "       edged bench --codec [options] FILE...   (the image codecs: edged bench --codec --help)\n"
           "Times each GPU variant on N x N float planes (random data on the device, input/output pairs\n"
           "rotated past L2, CUDA events, median of --reps after --warmup) for every kernel size and block.\n",
           f);

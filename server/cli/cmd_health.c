@@ -117,8 +117,9 @@ static int health_opt(void *app, int i, const char *val, char *err)
 
 static void health_usage(FILE *f)
 {
-    fputs("usage: edged health [--url http://HOST:PORT]\n  exits 0 when GET URL/readyz answers 200, else 1 with the "
-          "reason on stderr\n", f);
+    fputs("usage: edged health [--url http://HOST:PORT]\n"
+          "  exits 0 when GET URL/readyz answers 200, else 1 with the reason on stderr\n",
+          f);
     opts_print(f, health_opts, 1);
 }
 

@@ -110,7 +110,7 @@ MOCK_BIN := $(BUILD)/tests/test_worker_mock
 BENCH_SRCS := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
-.PHONY: all deps run test test-gpu bench bench-service plots install uninstall clean asan test-asan test-valgrind fuzz fuzz-smoke debug
+.PHONY: all deps run test test-gpu bench bench-service plots man install uninstall clean asan test-asan test-valgrind fuzz fuzz-smoke debug
 # Keep the test objects make would treat as intermediate, so a second make does not rebuild them.
 .SECONDARY:
 all: $(BUILD)/edged $(TEST_BINS) $(BENCH_BINS) $(MOCK_BIN)
@@ -188,22 +188,27 @@ bench-service: $(BUILD)/edged
 plots:
 	$(PYTHON) tests/bench/plots.py $(or $(CSV),docs/perf/bench.csv) $(or $(PLOTS),docs/perf)
 
-# The man page, from `edged --help` (and --version when the binary has it, else the version in
-# server/ops/config.h), through help2man (Debian package help2man); install skips it without help2man.
-HELP2MAN = v=; $(BUILD)/edged --version >/dev/null 2>&1 || v="--version-string=$(VERSION)"; \
-  help2man --no-info --no-discard-stderr -n "GPU image convolution and edge detection service" \
-    $$v -o $(1) $(BUILD)/edged
+# The man page: `edged --help`, then a section COMMANDS with every subcommand's --help
+# (server/cli/man_commands.sh), through help2man (Debian package help2man); --version from the
+# binary when it has it, else the version in server/ops/version.h. install skips it without help2man.
+HAVE_HELP2MAN := $(shell command -v help2man 2>/dev/null)
+man: $(BUILD)/edged.1
+$(BUILD)/edged.1: $(BUILD)/edged server/cli/man_commands.sh
+	@command -v help2man >/dev/null 2>&1 || { echo "man: help2man not found (Debian package help2man)" >&2; exit 1; }
+	@echo "  MAN $@"
+	$(Q)sh server/cli/man_commands.sh $(BUILD)/edged > $(BUILD)/edged.h2m
+	$(Q)v=; $(BUILD)/edged --version >/dev/null 2>&1 || v="--version-string=$(VERSION)"; \
+	  help2man --no-info --no-discard-stderr -n "GPU image convolution and edge detection service" \
+	    --include $(BUILD)/edged.h2m $$v -o $@ $(BUILD)/edged
 
 INSTALL_DOCS := README.md $(wildcard docs/*.md)
 CLIENT_FILES := $(wildcard docs/clients/*.py docs/clients/*.mjs)
 # The binary into $(DESTDIR)$(BINDIR), its man page, the docs into $(DOCDIR) and api/openapi.yaml
 # into $(DATADIR) (EDGED_OPENAPI names it).
-install: $(BUILD)/edged
+install: $(BUILD)/edged $(if $(HAVE_HELP2MAN),$(BUILD)/edged.1)
 	install -D -m 0755 $(BUILD)/edged $(DESTDIR)$(BINDIR)/edged
-	@if command -v help2man >/dev/null 2>&1; then \
-	  echo "  MAN $(BUILD)/edged.1"; $(call HELP2MAN,$(BUILD)/edged.1) && \
-	  install -D -m 0644 $(BUILD)/edged.1 $(DESTDIR)$(MANDIR)/man1/edged.1; \
-	else echo "install: help2man not found (Debian package help2man): no man page installed"; fi
+	$(if $(HAVE_HELP2MAN),install -D -m 0644 $(BUILD)/edged.1 $(DESTDIR)$(MANDIR)/man1/edged.1,\
+	  @echo "install: help2man not found (Debian package help2man): no man page installed")
 	install -d $(DESTDIR)$(DOCDIR)
 	install -m 0644 $(INSTALL_DOCS) $(DESTDIR)$(DOCDIR)
 	install -d $(DESTDIR)$(DOCDIR)/clients

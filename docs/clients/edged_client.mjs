@@ -1,9 +1,11 @@
 // edged_client.mjs — a client of the edged HTTP API with fetch, for Node 18+ and browsers alike:
 // the API key, the JSON error body, bounded retries on 429 and 503 that honour Retry-After, and the
-// PNG or JSON answer.
+// answer (the filtered image, PNG or JPEG, or the JSON result).
 //
-//   node edged_client.mjs URL INPUT.png OUTPUT [--param NAME=VALUE]... [--json] [--key KEY] [--retries N]
+//   node edged_client.mjs URL INPUT OUTPUT [--param NAME=VALUE]... [--json] [--key KEY] [--retries N]
 //
+// INPUT is a PNG, JPEG or WebP (the server tells them from the bytes); OUTPUT is a PNG, or a JPEG
+// with --param format=jpeg. --help prints the usage.
 // --param values are JSON where they parse as JSON (size=9), text otherwise (filter=gaussian). The
 // key may come from EDGED_API_KEY. OUTPUT `-` with --json prints the result. Exit status: 0 done,
 // 1 an error answer or no answer (`edged: STATUS CODE: MESSAGE (request ID)` on stderr), 2 bad usage.
@@ -37,16 +39,17 @@ export function retryDelay(res, attempt, base = 0.5, cap = 30) {
   return Math.min(Math.max(after, base * 2 ** attempt), cap);
 }
 
-/** Filters png (a Blob, File, ArrayBuffer or Uint8Array) on the edged server at url with params
- *  (an object of request parameters). Resolves to the PNG bytes (Uint8Array), or with
- *  output 'json' to the JSON result. Retries up to `retries` times on 429/503; rejects with
- *  EdgedError for an error answer, with fetch's TypeError when no answer came. */
-export async function filterImage(url, png, { params = {}, key, output = 'png', retries = 4, log } = {}) {
+/** Filters image (a PNG, JPEG or WebP as a Blob, File, ArrayBuffer or Uint8Array) on the edged
+ *  server at url with params (an object of request parameters). Resolves to the filtered image's
+ *  bytes (Uint8Array: PNG, or JPEG with params.format 'jpeg'), or with output 'json' to the JSON
+ *  result. Retries up to `retries` times on 429/503; rejects with EdgedError for an error answer,
+ *  with fetch's TypeError when no answer came. */
+export async function filterImage(url, image, { params = {}, key, output = 'png', retries = 4, log } = {}) {
   const headers = key ? { Authorization: `Bearer ${key}` } : {};
-  const image = png instanceof Blob ? png : new Blob([png], { type: 'image/png' });
+  const blob = image instanceof Blob ? image : new Blob([image]); // the server sniffs the format
   for (let attempt = 0; ; attempt++) {
     const form = new FormData();
-    form.append('image', image, 'image.png');
+    form.append('image', blob, 'image');
     form.append('params', JSON.stringify({ ...params, output }));
     const res = await fetch(url.replace(/\/+$/, '') + '/v1/filter', { method: 'POST', headers, body: form });
     if (res.ok) return output === 'json' ? res.json() : new Uint8Array(await res.arrayBuffer());
@@ -58,10 +61,25 @@ export async function filterImage(url, png, { params = {}, key, output = 'png', 
   }
 }
 
+const USAGE = `usage: edged_client.mjs URL INPUT OUTPUT [--param NAME=VALUE]... [--json] [--key KEY] [--retries N]
+
+Filter an image (PNG, JPEG or WebP) with an edged server; the result is a PNG, a JPEG with
+--param format=jpeg, or the JSON report with --json.
+
+  URL                 the server, e.g. http://localhost:8080
+  INPUT               the PNG, JPEG or WebP to filter
+  OUTPUT              where to write the image (or the JSON result with --json; - prints it)
+  --param NAME=VALUE  a request parameter, e.g. filter=gaussian, size=9, format=jpeg (JSON values as JSON)
+  --json              ask for the JSON result instead of the image
+  --key KEY           API key (default $EDGED_API_KEY)
+  --retries N         retries on 429/503 (default 4)
+  -h, --help          print this and exit`;
+
 function parseArgs(argv) {
   const args = { positional: [], params: {}, json: false, key: process.env.EDGED_API_KEY, retries: 4 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
+    if (a === '--help' || a === '-h') return { help: true };
     if (a === '--json') args.json = true;
     else if (a === '--key') args.key = argv[++i];
     else if (a === '--retries') args.retries = Number(argv[++i]);
@@ -74,7 +92,7 @@ function parseArgs(argv) {
     else args.positional.push(a);
   }
   if (args.positional.length !== 3 || !Number.isInteger(args.retries) || args.retries < 0)
-    throw new Error('usage: edged_client.mjs URL INPUT.png OUTPUT [--param NAME=VALUE]... [--json] [--key KEY] [--retries N]');
+    throw new Error(USAGE.split('\n')[0]);
   return args;
 }
 
@@ -86,6 +104,10 @@ async function main(argv) {
   } catch (e) {
     console.error(`edged_client: ${e.message}`);
     return 2;
+  }
+  if (args.help) {
+    console.log(USAGE);
+    return 0;
   }
   const [url, input, output] = args.positional;
   let got;

@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """edged_client.py — a client of the edged HTTP API with requests: the API key, the JSON error body,
-bounded retries on 429 and 503 that honour Retry-After, and the PNG or JSON answer written to a file.
+bounded retries on 429 and 503 that honour Retry-After, and the answer (the filtered image, PNG or
+JPEG, or the JSON result) written to a file.
 
-    python3 edged_client.py URL INPUT.png OUTPUT [--param NAME=VALUE]... [--json] [--key KEY] [--retries N]
+    python3 edged_client.py URL INPUT OUTPUT [--param NAME=VALUE]... [--json] [--key KEY] [--retries N]
+
+INPUT is a PNG, JPEG or WebP (the server tells them from the bytes); OUTPUT is a PNG, or a JPEG with
+--param format=jpeg.
 
 --param values are JSON where they parse as JSON (size=9, taps=[[1,2,1]], normalize=true), text
 otherwise (filter=gaussian). The key may come from EDGED_API_KEY instead of --key. OUTPUT `-` with
@@ -46,15 +50,16 @@ def retry_delay(r, attempt, base=0.5, cap=30.0):
     return min(max(after, base * 2 ** attempt), cap)
 
 
-def filter_image(url, png, params=None, key=None, output="png", retries=4, log=None, timeout=120):
-    """Filters png (bytes) on the edged server at url with params (a dict of request parameters).
-    Returns the PNG bytes, or with output="json" the JSON result as a dict. Retries up to `retries`
-    times on 429/503; raises EdgedError for an error answer, requests' exceptions when no answer came."""
+def filter_image(url, image, params=None, key=None, output="png", retries=4, log=None, timeout=120):
+    """Filters image (the bytes of a PNG, JPEG or WebP) on the edged server at url with params (a dict
+    of request parameters). Returns the filtered image's bytes (PNG, or JPEG with format="jpeg" in
+    params), or with output="json" the JSON result as a dict. Retries up to `retries` times on
+    429/503; raises EdgedError for an error answer, requests' exceptions when no answer came."""
     headers = {"Authorization": "Bearer " + key} if key else {}
     fields = json.dumps(dict(params or {}, output=output))
     for attempt in range(retries + 1):
         r = requests.post(url.rstrip("/") + "/v1/filter", headers=headers, timeout=timeout,
-                          files={"image": ("image.png", png, "image/png"),
+                          files={"image": ("image", image, "application/octet-stream"),
                                  "params": (None, fields, "application/json")})
         if r.status_code == 200:
             return r.json() if output == "json" else r.content
@@ -78,19 +83,21 @@ def param(text):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description="Filter a PNG with an edged server.")
+    ap = argparse.ArgumentParser(description="Filter an image (PNG, JPEG or WebP) with an edged server; the result "
+                                 "is a PNG, a JPEG with --param format=jpeg, or the JSON report with --json.")
     ap.add_argument("url", help="the server, e.g. http://localhost:8080")
-    ap.add_argument("input", help="the PNG to filter")
-    ap.add_argument("output", help="where to write the PNG (or the JSON result with --json; - prints it)")
-    ap.add_argument("--param", type=param, action="append", default=[], metavar="NAME=VALUE")
+    ap.add_argument("input", help="the PNG, JPEG or WebP to filter")
+    ap.add_argument("output", help="where to write the image (or the JSON result with --json; - prints it)")
+    ap.add_argument("--param", type=param, action="append", default=[], metavar="NAME=VALUE",
+                    help="a request parameter, e.g. filter=gaussian, size=9, format=jpeg (JSON values as JSON)")
     ap.add_argument("--json", action="store_true", help="ask for the JSON result instead of the image")
     ap.add_argument("--key", default=os.environ.get("EDGED_API_KEY"), help="API key (default $EDGED_API_KEY)")
-    ap.add_argument("--retries", type=int, default=4, help="retries on 429/503 (default 4)")
+    ap.add_argument("--retries", type=int, default=4, metavar="N", help="retries on 429/503 (default 4)")
     args = ap.parse_args(argv)
     with open(args.input, "rb") as f:
-        png = f.read()
+        image = f.read()
     try:
-        got = filter_image(args.url, png, dict(args.param), key=args.key, output="json" if args.json else "png",
+        got = filter_image(args.url, image, dict(args.param), key=args.key, output="json" if args.json else "png",
                            retries=args.retries, log=lambda line: print(line, file=sys.stderr))
     except EdgedError as e:
         print("edged: %s" % e, file=sys.stderr)

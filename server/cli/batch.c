@@ -364,8 +364,8 @@ static void image_finish(struct batch *bt, struct image *im)
                                     p->bit_depth, p->quality};
     struct job *job = im->job;
     struct result_times rt = {.decode = im->decode};
-    uint8_t *png = NULL;
-    size_t png_len = 0;
+    uint8_t *encoded = NULL; /* PNG or JPEG */
+    size_t encoded_len = 0;
     char err[EDGED_ERR_LEN] = "";
     double t1;
     int rc;
@@ -373,8 +373,8 @@ static void image_finish(struct batch *bt, struct image *im)
     if ((rc = queue_wait(bt->q, job, err)) < 0)
         goto out;
     t1 = clock_ms();
-    if ((rc = imageio_encode(&job->out, &enc, &png, &png_len, err)) < 0 ||
-        (rc = write_output(bt->items[im->idx].out, png, png_len, bt->umask, err)) < 0)
+    if ((rc = imageio_encode(&job->out, &enc, &encoded, &encoded_len, err)) < 0 ||
+        (rc = write_output(bt->items[im->idx].out, encoded, encoded_len, bt->umask, err)) < 0)
         goto out;
     rt.encode = clock_ms() - t1;
     rt.total = clock_ms() - im->t0;
@@ -383,9 +383,9 @@ static void image_finish(struct batch *bt, struct image *im)
     rt.kernel = job->t.kernel;
     rt.download = job->t.download;
     if (bt->c->json)
-        print_json(bt, im, &rt, rt.queue + rt.upload + rt.kernel + rt.download, png_len);
+        print_json(bt, im, &rt, rt.queue + rt.upload + rt.kernel + rt.download, encoded_len);
 out:
-    free(png);
+    free(encoded);
     job_release(bt->q, job); /* after a lost GPU a job still running stays the worker's */
     im->job = NULL;
     image_done(bt, im->idx, rc, err);

@@ -261,7 +261,7 @@ static int bench_codec_file(const char *path, const struct bench_codec_opts *o)
 static const struct opts_spec bench_codec_specs[] = {
     {"codec", NULL, "time the codecs of each FILE's format: PNG, JPEG, WebP (this mode)"},
     {"json", NULL, "one JSON object per line: file, codec, decode_ms, encode_ms, bytes"},
-    {"reps", "N", "timed repetitions after a warm-up, median reported (default 5, at most 1000)"},
+    {"reps", "N", "timed repetitions after a warm-up, median reported (default 5; at most 1000)"},
     {"level", "L", "PNG level of the encodes, 0..9 (default 1)"},
     {"quality", "Q", "JPEG and WebP quality of the encodes, 1..100 (default 90)"},
 };

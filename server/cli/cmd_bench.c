@@ -46,14 +46,14 @@ enum {
     OPT_SERIAL_MAX, OPT_CANNY_INPUT, OPT_CSV, OPT_JSON, OPT_COMPARE, OPT_CPU, OPT_U8_EDGE, OPT_PROGRESS,
 };
 static const struct opts_spec bench_opts_spec[] = {
-    [OPT_VARIANTS] = {"variants", "a,b", "GPU variants (default all; `edged variants` lists them)"},
+    [OPT_VARIANTS] = {"variants", "a,b", "GPU variants (default: all of them; `edged variants` lists them)"},
     [OPT_SIZES] = {"sizes", "N,...", "image sides (default 256,512,1024,2048,4096,8192)"},
     [OPT_KSIZES] = {"ksizes", "K,...", "odd kernel sides (default 3,5,7,11,15,21,31; custom allows 1..63)"},
     [OPT_BLOCKS] = {"blocks", "B,...", "block sides 8, 16, 24, 32 (default 16)"},
     [OPT_FILTER] = {"filter", "F", "gaussian (default), box, custom (random non-separable taps), or canny\n"
                                    "(u8 gray in, map out, every stage on the device; --ksizes 3,5,7 are its\n"
                                    "apertures; --compare adds NPP's nppiFilterCannyBorder_8u_C1R)"},
-    [OPT_BORDER] = {"border", "B", "zero (default here, as in docs/performance.md), replicate, reflect (the\n"
+    [OPT_BORDER] = {"border", "B", "zero (default, as in docs/performance.md), replicate, reflect (the\n"
                                    "default of requests); the u8 edge pipeline too"},
     [OPT_REPS] = {"reps", "N", "timed runs per row, the median is reported (default 10)"},
     [OPT_WARMUP] = {"warmup", "N", "untimed runs before them (default 2)"},
@@ -82,6 +82,7 @@ static const struct opts_spec bench_opts_spec[] = {
 static void bench_usage(FILE *f)
 {
     fputs("usage: edged bench [options]\n"
+          "       edged bench --codec [options] FILE...   (the image codecs: edged bench --codec --help)\n"
           "Times each GPU variant on N x N float planes (random data on the device, input/output pairs\n"
           "rotated past L2, CUDA events, median of --reps after --warmup) for every kernel size and block.\n",
           f);

@@ -32,7 +32,8 @@ struct cli_opts {
 enum { FILTER_OPT_JSON, FILTER_OPT_OUT_DIR, FILTER_OPT_THREADS, FILTER_OPT_PROGRESS, FILTER_OPT_NORMALIZE };
 static const struct opts_spec filter_opts[] = {
     {"json", NULL, "print timing metadata as JSON on stdout, a line per image (not with OUTPUT -)"},
-    {"out-dir", "DIR", "every path is an INPUT; each output is DIR/ the input's name (made if missing)"},
+    {"out-dir", "DIR", "every path is an INPUT; each output is DIR/ the input's name as .png (.jpg with\n"
+                       "--format jpeg); DIR is made if missing"},
     {"threads", "N", "threads that read, decode, encode and write (default: online cores)"},
     {"progress", NULL, "'N/M images, X img/s, ETA' on stderr (default: for several images on a terminal)"},
     {"normalize", NULL, "custom: divide the taps by their sum"},
@@ -40,11 +41,11 @@ static const struct opts_spec filter_opts[] = {
     {"filter", "NAME", "edge (default), gaussian5, gaussian, laplacian3, laplacian8, sobel_x,\n"
                        "sobel_y, sobel, sharpen, emboss, box, custom, canny (edged filters lists them)"},
     {"threshold", "T", "edge: |L| > T is an edge (default 5)"},
-    {"border", "B", "reflect (reflect-101, the default), replicate, zero"},
+    {"border", "B", "reflect (default, reflect-101), replicate, zero"},
     {"color", "C", "auto (default), gray, rgb"},
-    {"post", "P", "clamp, abs, offset (default depends on the filter)"},
+    {"post", "P", "clamp, abs, offset (default: the filter's)"},
     {"size", "N", "gaussian, box, canny: odd kernel side 3..63 (canny: of its gaussian pre-blur)"},
-    {"sigma", "S", "gaussian, canny: sigma (default from size, as OpenCV; canny: of its pre-blur)"},
+    {"sigma", "S", "gaussian, canny: sigma (default: from the size, as OpenCV; canny: of its pre-blur)"},
     {"low", "T", "canny: the low threshold (default 50)"},
     {"high", "T", "canny: the high threshold (default 150)"},
     {"aperture", "N", "canny: Sobel aperture 3 (default), 5 or 7"},
@@ -54,10 +55,11 @@ static const struct opts_spec filter_opts[] = {
     {"block", "N", "GPU block side 8, 16 (default), 24, 32"},
     {"png-level", "L", "zlib level of the output 0..9 (default 1)"},
     {"bit-depth", "D", "edge, canny: 8 (default) or 1 (1-bit PNG; single-channel results only)"},
-    {"format", "F", "png or jpeg: the output format (default: from the OUTPUT name, .jpg/.jpeg\n"
-                    "JPEG, else PNG)"},
+    {"format", "F", "png or jpeg: the output format (default: from the OUTPUT name; .jpg/.jpeg is\n"
+                    "JPEG, anything else PNG)"},
     {"quality", "Q", "JPEG output quality 1..100 (default 90)"},
-    {"orientation", "O", "exif (default: apply a JPEG/WebP input's EXIF orientation) or ignore"},
+    {"orientation", "O", "exif (default, apply a JPEG/WebP input's EXIF orientation) or ignore (the pixels\n"
+                         "as stored)"},
 };
 #define FILTER_NOPTS ((int)(sizeof(filter_opts) / sizeof(filter_opts[0])))
 
@@ -223,11 +225,11 @@ static int build_items(struct cli_opts *o, char **paths, int n, char *err)
     int rc = 0;
 
     if (o->out_dir && n < 1)
-        return edged_fail(err, EDGED_E_USAGE, "--out-dir needs at least one INPUT.png");
+        return edged_fail(err, EDGED_E_USAGE, "--out-dir needs at least one INPUT");
     if (!o->out_dir && n < 2)
-        return edged_fail(err, EDGED_E_USAGE, "need INPUT.png and OUTPUT.png (got %d paths)", n);
+        return edged_fail(err, EDGED_E_USAGE, "need INPUT and OUTPUT (got %d paths)", n);
     if (!o->out_dir && n % 2)
-        return edged_fail(err, EDGED_E_USAGE, "need INPUT.png OUTPUT.png pairs, or --out-dir DIR (got %d paths)", n);
+        return edged_fail(err, EDGED_E_USAGE, "need INPUT OUTPUT pairs, or --out-dir DIR (got %d paths)", n);
     o->n = o->out_dir ? n : n / 2;
     if (!(o->items = calloc((size_t)o->n, sizeof(*o->items))))
         return edged_fail(err, EDGED_E_NOMEM, "cannot allocate %d images", o->n);

@@ -1,5 +1,6 @@
 /* cmd_health.c — `edged health [--url URL]`, the probe client: exit 0 iff GET URL/readyz answers 200
  * (container health checks; a plain HTTP/1.0 GET over a socket, no client library). */
+#include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,52 +43,69 @@ static int url_parse(const char *s, struct url *u)
     return 0;
 }
 
-static int dial(const struct url *u)
+/* A connected socket to u (>= 0), or EDGED_E_IO with "cannot connect to HOST:PORT: why" in err
+ * (the last address's error when the name has several). */
+static int dial(const struct url *u, char *err)
 {
     struct addrinfo hints = {0}, *res = NULL, *ai;
     struct timeval tv = {HEALTH_TIMEOUT_S, 0};
-    int fd = -1;
+    int fd = -1, gai, why = 0;
 
     hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(u->host, u->port, &hints, &res) != 0)
-        return -1;
+    if ((gai = getaddrinfo(u->host, u->port, &hints, &res)) != 0)
+        return edged_fail(err, EDGED_E_IO, "cannot resolve %s: %s", u->host, gai_strerror(gai));
     for (ai = res; ai && fd < 0; ai = ai->ai_next) {
-        if ((fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol)) < 0)
+        if ((fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol)) < 0) {
+            why = errno;
             continue;
+        }
         /* On Linux SO_SNDTIMEO also bounds connect(). */
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+            why = errno;
             close(fd);
             fd = -1;
         }
     }
     freeaddrinfo(res);
+    if (fd < 0)
+        return edged_fail(err, EDGED_E_IO, "cannot connect to %s:%s: %s", u->host, u->port,
+                          why == EINPROGRESS || why == EAGAIN ? "timed out" : strerror(why));
     return fd;
 }
 
-/* The status code of GET u, or -1 when there is no HTTP answer. */
-static int probe(const struct url *u)
+/* The status code of GET u, or EDGED_E_IO with the reason in err when there is no HTTP answer
+ * (no connection, the request not sent, no status line before the close or the timeout). */
+static int probe(const struct url *u, char *err)
 {
     char req[1024], resp[64] = {0};
-    int fd = dial(u), status = -1, n;
+    int fd = dial(u, err), n, why = 0;
     size_t got = 0;
 
     if (fd < 0)
-        return -1;
+        return fd;
     n = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s\r\nUser-Agent: edged-health\r\n\r\n", u->path,
                  u->host);
-    if (send(fd, req, (size_t)n, MSG_NOSIGNAL) == n)
-        while (got < sizeof(resp) - 1 && (n = (int)recv(fd, resp + got, sizeof(resp) - 1 - got, 0)) > 0)
-            got += (size_t)n;
+    if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n)
+        why = errno ? errno : EIO;
+    while (!why && got < sizeof(resp) - 1 && (n = (int)recv(fd, resp + got, sizeof(resp) - 1 - got, 0)) > 0)
+        got += (size_t)n;
+    if (!why && n < 0)
+        why = errno;
     close(fd);
     if (strncmp(resp, "HTTP/1.", 7) == 0 && strlen(resp) >= 12)
-        status = atoi(resp + 9);
-    return status;
+        return atoi(resp + 9);
+    return edged_fail(err, EDGED_E_IO, "no HTTP answer from %s:%s: %s", u->host, u->port,
+                      why == EAGAIN || why == EWOULDBLOCK ? "timed out"
+                      : why                               ? strerror(why)
+                      : got                               ? "not an HTTP status line"
+                                                          : "connection closed");
 }
 
 static const struct opts_spec health_opts[] = {
-    {"url", "URL", "the service's base URL (default http://127.0.0.1:$EDGED_PORT, port 8080)"},
+    {"url", "URL", "the service's base URL (default http://127.0.0.1:$EDGED_PORT; port 8080 when\n"
+                  "EDGED_PORT is unset)"},
 };
 
 static int health_opt(void *app, int i, const char *val, char *err)
@@ -99,7 +117,9 @@ static int health_opt(void *app, int i, const char *val, char *err)
 
 static void health_usage(FILE *f)
 {
-    fputs("usage: edged health [--url http://HOST:PORT]\n  exits 0 when GET URL/readyz answers 200, else 1\n", f);
+    fputs("usage: edged health [--url http://HOST:PORT]\n"
+          "  exits 0 when GET URL/readyz answers 200, else 1 with the reason on stderr\n",
+          f);
     opts_print(f, health_opts, 1);
 }
 
@@ -117,8 +137,10 @@ int health_main(int argc, char **argv)
         fprintf(stderr, "edged health: '%s' is not an http://host[:port] URL\n", base);
         return EXIT_USAGE;
     }
-    status = probe(&u);
-    if (status != 200)
-        fprintf(stderr, "edged health: %s answered %s%d\n", u.path, status < 0 ? "nothing, " : "", status);
+    status = probe(&u, err);
+    if (status < 0)
+        fprintf(stderr, "edged health: %s\n", err);
+    else if (status != 200)
+        fprintf(stderr, "edged health: %s answered %d\n", u.path, status);
     return status == 200 ? EXIT_OK : EXIT_FAIL;
 }

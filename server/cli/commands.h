@@ -1,4 +1,4 @@
-/* commands.h — the subcommands of build/edged, one server/cmd_<command>.c each; each returns
+/* commands.h — the subcommands of build/edged, one cli/cmd_<command>.c each; each returns
  * main's exit status. */
 #ifndef EDGED_COMMANDS_H
 #define EDGED_COMMANDS_H

@@ -12,12 +12,13 @@ static const struct {
     int (*run)(int argc, char **argv);
 } commands[] = {
     {"serve", "run the HTTP service (POST /v1/filter ...)", serve_main},
-    {"filter", "filter PNG files: IN OUT pairs or --out-dir DIR (- for stdin/stdout)", filter_main},
-    {"bench", "time the variants on the GPU and CPU and print a table", bench_main},
+    {"filter", "filter PNG, JPEG or WebP images to PNG or JPEG: IN OUT pairs or --out-dir DIR", filter_main},
+    {"bench", "time the variants on the GPU and CPU and print a table (--codec: the image codecs)",
+     bench_main},
     {"health", "probe a running service: exit 0 when /readyz answers 200", health_main},
     {"variants", "list the convolution variants and whether they can run here", list_main},
     {"filters", "list the filters", list_main},
-    {"version", "print the version (also edged --version)", version_main},
+    {"version", "print the version and the build (also edged --version)", version_main},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

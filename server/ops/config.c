@@ -36,10 +36,10 @@ static const struct opt opts[] = {
     {"max-body-mb", "EDGED_MAX_BODY_MB", OPT_INT, O(max_body_mb), 1, 4096, "64",
      "request body cap in MiB (413 above; decided from Content-Length, or while streaming chunked)"},
     {"max-pixels", "EDGED_MAX_PIXELS", OPT_LL, O(max_pixels), 1, 2147483648LL, "50000000",
-     "image width*height cap (422 above, decided from IHDR)"},
+     "image width*height cap (422 above, decided from the image header before decoding)"},
     {"large-pixels", "EDGED_LARGE_PIXELS", OPT_LL, O(large_pixels), 1, 2147483648LL, "4000000",
-     "an image with more pixels is large: large ones hold at most threads-1 codec slots and cpu-workers-1 "
-     "CPU workers at once, so small requests are not starved"},
+     "an image with more pixels is large: large ones hold at most max(1, threads-1) codec slots and "
+     "max(1, cpu-workers-1) CPU workers at once, so small requests are not starved"},
     {"max-side", "EDGED_MAX_SIDE", OPT_INT, O(max_side), 1, 65535, "32768", "image width and height cap (422)"},
     {"queue-depth", "EDGED_QUEUE_DEPTH", OPT_INT, O(queue_depth), 1, 100000, "64",
      "jobs waiting for a worker (429 with Retry-After when full)"},
@@ -48,9 +48,11 @@ static const struct opt opts[] = {
     {"streams", "EDGED_STREAMS", OPT_INT, O(streams), 1, 32, "16",
      "CUDA streams of the GPU worker: jobs on the device at once, and the largest batch of JPEG decodes"},
     {"threads", "EDGED_THREADS", OPT_INT, O(threads), 0, 1024, "0",
-     "PNG codec slots and CPU compute threads (0 = online cores)"},
+     "codec slots (image decodes and encodes at once) and the CPU compute threads, which the running "
+     "CPU jobs share (0 = online cores)"},
     {"cpu-workers", "EDGED_CPU_WORKERS", OPT_INT, O(cpu_workers), 0, 64, "0",
-     "CPU-backend jobs run at once, each with --threads threads (0 = a quarter of the cores, at least 2)"},
+     "CPU-backend jobs run at once; they share --threads: each stage of a job takes --threads divided by "
+     "the CPU jobs running, at least 1 (0 = a quarter of the cores, at least 2)"},
     {"max-connections", "EDGED_MAX_CONNECTIONS", OPT_INT, O(max_connections), 1, 65536, "256",
      "concurrent connections (one thread each); 32 more are accepted for health, readiness and metrics, "
      "anything else on them is 503"},
@@ -69,7 +71,8 @@ static const struct opt opts[] = {
      "1: the GPU lane decodes JPEG input and encodes JPEG output with nvJPEG when built with it; 0: the "
      "CPU codec (libjpeg-turbo, bit-exact with it)"},
     {"openapi", "EDGED_OPENAPI", OPT_STR, O(openapi), 0, 0, "",
-     "path of openapi.yaml (default: api/openapi.yaml beside the binary's build dir, then ./api/)"},
+     "serve this openapi.yaml file at /openapi.yaml instead of the copy built into the binary (empty = the "
+     "built-in copy; a file that cannot be read makes /openapi.yaml answer 404)"},
     {"max-conn-per-ip", "EDGED_MAX_CONN_PER_IP", OPT_INT, O(max_conn_per_ip), 0, 65536, "64",
      "connections from one IP address at once (0 = no cap); past it only health, readiness and metrics "
      "are served, anything else is 429"},

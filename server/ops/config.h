@@ -25,7 +25,7 @@ struct serve_config {
     int queue_depth;        /* jobs waiting for a worker, at most */
     int queue_deadline_ms;  /* a job still queued after this is answered 504 */
     int streams;            /* CUDA streams of the GPU worker */
-    int threads;            /* PNG codec slots and CPU compute threads; 0 = online cores */
+    int threads;            /* codec slots and CPU compute threads; 0 = online cores */
     int cpu_workers;        /* CPU-backend jobs run at once */
     int max_connections;    /* concurrent connections (one thread each) */
     int conn_timeout_s;     /* idle connection timeout */
@@ -37,7 +37,7 @@ struct serve_config {
     int max_conn_per_ip;    /* connections from one IP address at once; 0 = no cap */
     char cors_origin[256];  /* Access-Control-Allow-Origin; "" = CORS off */
     char api_keys[8448];    /* EDGED_API_KEYS (environment only, never logged); "" = no auth */
-    char openapi[512];      /* openapi.yaml path; "" = api/openapi.yaml beside the binary's repo */
+    char openapi[512];      /* openapi.yaml served instead of the built-in copy; "" = the built-in one */
     int log_format;         /* enum log_format: auto (text on a terminal, else JSON), text, json */
     int max_memory_mb;      /* memory budget of requests, MiB; 0 = half the cgroup or machine memory */
     int max_job_cpu_s;      /* a job estimated over this many CPU seconds is refused (422) */

@@ -5,12 +5,14 @@ output extensions, the microsecond rounding of --json timings, and many images i
 import json
 import os
 import re
+import socket
 import subprocess
+import threading
 
 import pytest
 import requests
 
-from conftest import BIN, png_bytes, random_image
+from conftest import BIN, free_port, png_bytes, random_image
 
 
 def edged(*args, **kw):
@@ -67,6 +69,24 @@ def test_health_option_forms(server):
     for form in (["--url"], ["--url=ftp://x"], ["--nope=1"]):
         p = edged_text("health", *form)
         assert p.returncode == 2 and p.stderr.strip(), form
+
+
+def test_health_names_why_it_failed(server):
+    """Without an HTTP answer the probe says why (exit 1); a non-200 answer is named by its status."""
+    port = free_port()  # nothing listens there
+    p = edged_text("health", "--url", "http://127.0.0.1:%d" % port)
+    assert p.returncode == 1, p
+    assert p.stderr.strip() == "edged health: cannot connect to 127.0.0.1:%d: Connection refused" % port, p.stderr
+    with socket.socket() as quiet:  # accepts, then closes without a word
+        quiet.bind(("127.0.0.1", 0))
+        quiet.listen(1)
+        closer = threading.Thread(target=lambda: quiet.accept()[0].close())
+        closer.start()
+        p = edged_text("health", "--url", "http://127.0.0.1:%d" % quiet.getsockname()[1])
+        closer.join()
+    assert p.returncode == 1 and p.stderr.startswith("edged health: no HTTP answer from 127.0.0.1:"), p.stderr
+    p = edged_text("health", "--url", server.url + "/nowhere")
+    assert p.returncode == 1 and p.stderr.strip() == "edged health: /nowhere/readyz answered 404", p.stderr
 
 
 def test_serve_option_forms(make_server):

@@ -1,11 +1,12 @@
 """test_clients.py — the example clients of docs/clients.md (docs/clients/edged_client.py with
 requests, docs/clients/edged_client.mjs with fetch under node) run as programs against a real
 `edged serve`, once without API keys and once with EDGED_API_KEYS: the PNG they write is the
-server's answer byte for byte, the JSON they write is the result with its params echo, a missing or
+server's answer byte for byte (and the JPEG, for a JPEG sent with format=jpeg), the JSON they write
+is the result with its params echo, a missing or
 wrong key and a bad parameter end in exit status 1 naming the error's status and code, and with the
 queue held full they report the 429 when told not to retry, or retry (honouring Retry-After) until
-the server takes the job. The code docs/clients.md quotes is the code in the files. The JavaScript
-client is skipped, visibly, where node is not installed.
+the server takes the job. --help and -h print the usage and exit 0. The code docs/clients.md quotes
+is the code in the files. The JavaScript client is skipped, visibly, where node is not installed.
 Backend from EDGED_TEST_BACKEND (cpu by default); binary EDGED_BIN."""
 import concurrent.futures as cf
 import json
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import time
 
+import cv2
 import pytest
 import requests
 
@@ -79,6 +81,31 @@ def test_png_output(keyed, lang, src, png, tmp_path):
     p = run(lang, s.url, src, dst, "--param", "filter=sobel", "--param", "border=reflect", key=key)
     assert p.returncode == 0, p.stderr
     assert dst.read_bytes() == direct(s.url, png, {"filter": "sobel", "border": "reflect"}, key).content
+
+
+@pytest.mark.parametrize("lang", ["py", "js"])
+def test_jpeg_in_jpeg_out(keyed, lang, tmp_path):
+    """A JPEG is sent as it is (the server tells it from its bytes); format=jpeg brings a JPEG back."""
+    s, key = keyed
+    ok, enc = cv2.imencode(".jpg", random_image(48, 64, 3, seed=22), [cv2.IMWRITE_JPEG_QUALITY, 90])
+    assert ok
+    src, dst = tmp_path / "in.jpg", tmp_path / "out.jpg"
+    src.write_bytes(enc.tobytes())
+    p = run(lang, s.url, src, dst, "--param", "filter=gaussian", "--param", "format=jpeg", key=key)
+    assert p.returncode == 0, p.stderr
+    got = dst.read_bytes()
+    assert got[:3] == b"\xff\xd8\xff", "not a JPEG: %r" % got[:8]
+    assert got == direct(s.url, enc.tobytes(), {"filter": "gaussian", "format": "jpeg"}, key).content
+
+
+@pytest.mark.parametrize("lang", ["py", "js"])
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help(lang, flag):
+    """Usage on stdout, exit 0, before any other argument is looked at; it names the input formats."""
+    p = subprocess.run(client_cmd(lang) + [flag], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("usage: edged_client.") and not p.stderr, (p.stdout, p.stderr)
+    assert "PNG, JPEG or WebP" in p.stdout and "--retries" in p.stdout, p.stdout
 
 
 @pytest.mark.parametrize("lang", ["py", "js"])

@@ -1,7 +1,7 @@
 # Makefile — builds build/edged and its tests. Knobs: CC NVCC GPU=auto|0|1 NPP=auto|0|1
 # NVJPEG=auto|0|1 (NVJPEG_INC NVJPEG_LIBS) CFLAGS CPPFLAGS LDFLAGS CUDA_HOME CUDA_ARCHS PYTHON PREFIX
 # DESTDIR V=1 (full command lines). Targets:
-# all deps run test test-gpu bench bench-service plots install uninstall clean asan.
+# all deps deps-build run test test-gpu bench bench-service plots install uninstall clean asan.
 
 CC ?= cc
 BUILD ?= build
@@ -110,7 +110,7 @@ MOCK_BIN := $(BUILD)/tests/test_worker_mock
 BENCH_SRCS := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
-.PHONY: all deps run test test-gpu bench bench-service plots man install uninstall clean asan test-asan test-valgrind fuzz fuzz-smoke debug
+.PHONY: all deps deps-build run test test-gpu bench bench-service plots man install uninstall clean asan test-asan test-valgrind fuzz fuzz-smoke debug
 # Keep the test objects make would treat as intermediate, so a second make does not rebuild them.
 .SECONDARY:
 all: $(BUILD)/edged $(TEST_BINS) $(BENCH_BINS) $(MOCK_BIN)
@@ -155,12 +155,15 @@ $(BUILD)/%.o: %.cu
 	$(call say,NVCC,$<)
 	$(Q)$(NVCC) $(filter-out -MMD -MP -D_DEFAULT_SOURCE,$(CPPFLAGS)) $(NVCCFLAGS) -MMD -c -o $@ $<
 
-# Installs the missing Debian/Ubuntu packages (the list lives in docker/deps.sh).
+# Installs the missing Debian/Ubuntu packages (the list lives in docker/deps.sh): what building
+# needs (deps-build, all `make run` asks for) and what the tests need besides.
 deps:
 	@sh docker/deps.sh build test
+deps-build:
+	@sh docker/deps.sh build
 
 # Builds only the service (in parallel) and runs it.
-run: deps
+run: deps-build
 	@$(MAKE) --no-print-directory -j$(NPROC) $(BUILD)/edged
 	$(BUILD)/edged serve --port $(PORT)
 

@@ -178,6 +178,23 @@ def test_dockerfile_installs_only_through_deps_sh():
     assert {"build", "runtime"} <= set(groups), f"docker/deps.sh groups: {groups}"
 
 
+def make_dry_run(target):
+    """The commands `make -n TARGET` would run (recursive makes dry-run too)."""
+    r = subprocess.run(["make", "-n", "--no-print-directory", "BUILD=build-dry-run", target], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120,
+                       env={k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")})
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_make_run_installs_only_what_running_needs():
+    """`make run` asks deps.sh for the build group alone (no browser, no Python test packages);
+    `make test` for the build and test groups."""
+    groups = lambda out: [line.split("deps.sh", 1)[1].split() for line in out.splitlines() if "deps.sh" in line]
+    assert groups(make_dry_run("run")) == [["build"]], make_dry_run("run")
+    assert ["build", "test"] in groups(make_dry_run("test")), make_dry_run("test")
+
+
 def deps_group(name):
     """The package list of one docker/deps.sh group (BUILD, TEST, RUNTIME, DEV) as words; a|b
     alternatives stay one word."""

@@ -376,9 +376,8 @@ int filter_main(int argc, char **argv)
     if (rc == OPTS_HELP) {
         filter_usage(stdout);
     } else if (rc < 0) {
-        fprintf(stderr, "edged filter: %s: %s\n", edged_err_name(rc), err);
-        if (rc == EDGED_E_USAGE)
-            filter_usage(stderr);
+        fprintf(stderr, "edged filter: %s: %s%s\n", edged_err_name(rc), err,
+                rc == EDGED_E_USAGE ? " (edged filter --help lists the options)" : "");
         status = exit_status_for(rc);
     } else {
         struct batch_config bc = {.p = &opts.p, .threads = opts.threads, .json = opts.json,

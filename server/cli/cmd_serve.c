@@ -250,9 +250,13 @@ int serve_main(int argc, char **argv)
     sigset_t set;
     int rc = config_load(&cfg, argc, argv, err);
 
-    if (rc != 0)
+    if (rc == OPTS_HELP)
         return opts_usage_exit(rc, "serve", err, config_usage);
     log_set_format((enum log_format)cfg.log_format);
+    if (rc != 0) { /* one line in the log's format: what a crash-looping pod's last log line shows */
+        log_event("error", "config", "%s (edged serve --help lists every flag and variable)", err);
+        return EXIT_USAGE;
+    }
     signals_block(&set);
     return serve_run(&cfg, &set);
 }

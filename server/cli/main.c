@@ -64,7 +64,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < NCOMMANDS; i++)
         if (strcmp(cmd, commands[i].name) == 0)
             return run(i, argc - 1, argv + 1);
-    fprintf(stderr, "edged: unknown command '%s'\n", cmd);
-    usage(stderr);
+    fprintf(stderr, "edged: unknown command '%s' (edged --help lists the commands)\n", cmd);
     return EXIT_USAGE;
 }

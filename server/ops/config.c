@@ -164,9 +164,24 @@ static int load_args(struct serve_config *cfg, int argc, char **argv, char *err)
     return opts_parse(argc, argv, specs, (int)NOPTS, arg_set, cfg, NULL, err);
 }
 
+/* Every EDGED_* variable is read even after a bad one, so that the log format a bad setting is
+ * reported in is the one asked for; the first error is returned. */
+static int load_env(struct serve_config *cfg, char *err)
+{
+    char msg[EDGED_ERR_LEN];
+    const char *env;
+    int rc, first = 0;
+
+    for (size_t i = 0; i < NOPTS; i++)
+        if ((env = getenv(opts[i].env)) && (rc = opt_set(cfg, &opts[i], opts[i].env, env, msg)) < 0 && !first) {
+            first = rc;
+            memcpy(err, msg, EDGED_ERR_LEN);
+        }
+    return first;
+}
+
 int config_load(struct serve_config *cfg, int argc, char **argv, char *err)
 {
-    const char *env;
     struct in_addr addr;
     long cores;
     int rc;
@@ -175,19 +190,19 @@ int config_load(struct serve_config *cfg, int argc, char **argv, char *err)
     for (size_t i = 0; i < NOPTS; i++)
         if ((rc = opt_set(cfg, &opts[i], opts[i].flag, opts[i].dflt, err)) < 0)
             return rc;
-    for (size_t i = 0; i < NOPTS; i++)
-        if ((env = getenv(opts[i].env)) && (rc = opt_set(cfg, &opts[i], opts[i].env, env, err)) < 0)
-            return rc;
+    if ((rc = load_env(cfg, err)) < 0)
+        return rc;
     if ((rc = load_args(cfg, argc, argv, err)) != 0)
         return rc;
     if (inet_pton(AF_INET, cfg->host, &addr) != 1)
-        return edged_fail(err, EDGED_E_USAGE, "host: '%.64s' is not an IPv4 address", cfg->host);
+        return edged_fail(err, EDGED_E_USAGE, "--host (EDGED_HOST): '%.64s' is not an IPv4 address in dotted form "
+                          "(such as 0.0.0.0 or 127.0.0.1; names and IPv6 are not taken)", cfg->host);
     if ((rc = auth_keys_check(cfg->api_keys, NULL, err)) < 0)
         return rc;
     for (const char *p = cfg->cors_origin; *p; p++)
         if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)
-            return edged_fail(err, EDGED_E_USAGE, "cors-origin: '%.64s' must be one origin (visible ASCII, no spaces)",
-                              cfg->cors_origin);
+            return edged_fail(err, EDGED_E_USAGE, "--cors-origin (EDGED_CORS_ORIGIN): '%.64s' is not one origin "
+                              "(visible ASCII, no spaces, such as https://app.example)", cfg->cors_origin);
     cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (cfg->threads == 0)
         cfg->threads = cores > 0 ? (int)cores : 1;

@@ -73,8 +73,7 @@ int opts_usage_exit(int rc, const char *cmd, const char *err, void (*usage)(FILE
         usage(stdout);
         return 0;
     }
-    fprintf(stderr, "edged %s: %s\n", cmd, err);
-    usage(stderr);
+    fprintf(stderr, "edged %s: %s (edged %s --help lists the options)\n", cmd, err, cmd);
     return 2; /* EXIT_USAGE (commands.h) */
 }
 

@@ -28,8 +28,8 @@ int opts_parse(int argc, char **argv, const struct opts_spec *specs, int n, opts
                int *first, char *err);
 
 /* What a subcommand does when opts_parse did not return 0: for OPTS_HELP prints usage to stdout
- * and returns exit status 0; for an error prints "edged CMD: err" and usage to stderr and returns
- * exit status 2. */
+ * and returns exit status 0; for an error prints the one line "edged CMD: err (edged CMD --help
+ * lists the options)" to stderr, no usage dump, and returns exit status 2. */
 int opts_usage_exit(int rc, const char *cmd, const char *err, void (*usage)(FILE *f));
 
 /* Prints one "  --name ARG  help" entry per row of specs to f, aligned. */

@@ -98,6 +98,39 @@ def test_serve_option_forms(make_server):
         assert p.returncode == 2 and p.stderr.strip(), form
 
 
+SERVE_ERRORS = [  # (environment, arguments, what the one line must name)
+    ({"EDGED_PORT": "abc"}, [], ["EDGED_PORT", "'abc'", "1..65535"]),
+    ({}, ["--host", "localhost"], ["--host", "EDGED_HOST", "'localhost'", "dotted"]),
+    ({}, ["--log-format", "xml"], ["--log-format", "'xml'", "auto, text or json"]),
+    ({"EDGED_API_KEYS": "a,,b"}, [], ["EDGED_API_KEYS", "key 2"]),
+    ({}, ["--no-such-flag=1"], ["--no-such-flag"]),
+]
+
+
+@pytest.mark.parametrize("env,args,names", SERVE_ERRORS)
+def test_serve_config_error_is_one_log_line(env, args, names):
+    """A bad setting stops the start with exit 2 and one error line in the log's format (JSON when
+    stderr is no terminal, as in a container), naming the flag or variable, the value and what is
+    allowed: no usage dump after it."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("EDGED_")}
+    p = subprocess.run([BIN, "serve"] + args, capture_output=True, text=True, timeout=30, env=dict(base, **env))
+    lines = p.stderr.splitlines()
+    assert p.returncode == 2 and len(lines) == 1, (p.returncode, p.stderr)
+    line = json.loads(lines[0])
+    assert line["level"] == "error" and line["event"] == "config", line
+    assert all(n in line["msg"] for n in names), (names, line["msg"])
+    p = subprocess.run([BIN, "serve"] + args, capture_output=True, text=True, timeout=30,
+                       env=dict(base, EDGED_LOG_FORMAT="text", **env))
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and " error config " in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("cmd,bad", [("filter", "--bogus"), ("bench", "--sizes=x"), ("health", "--bogus"),
+                                     ("variants", "--bogus"), ("frob", None)])
+def test_usage_errors_are_one_line(cmd, bad):
+    p = edged_text(cmd, *([bad] if bad else []))
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "--help" in p.stderr, p.stderr
+
+
 @pytest.mark.parametrize("cmd", ["variants", "filters", "version"])
 def test_commands_without_options(cmd):
     assert edged_text(cmd, "--help").stdout.startswith("usage")

@@ -62,15 +62,20 @@ int upload_body_append(struct upload_body *b, const void *data, size_t n, char *
     return 0;
 }
 
-/* A form field's bytes as text: bounded, NUL-free, terminated. */
+#define UPLOAD_PARTS_HINT "the image goes in form field 'image' or 'file', the parameters in 'params' (JSON) or " \
+                          "in fields named after them"
+
+/* A form field's bytes as text: bounded, NUL-free, terminated. A file that is no text is an image
+ * sent under another name, not a parameter: the message says which names are expected. */
 static int form_param(struct params *p, const struct multipart_part *part, char *err)
 {
     char *text, q[PARAMS_QUOTE_MAX + 1];
     int rc;
 
     if (part->len > PARAMS_MAX_JSON || memchr(part->data, '\0', part->len))
-        return edged_fail(err, EDGED_E_PARAM, "form field '%s': over %d bytes or not text",
-                          params_quote(part->name, q), PARAMS_MAX_JSON);
+        return edged_fail(err, EDGED_E_PARAM, "form field '%s': %s, but %s", params_quote(part->name, q),
+                          part->has_filename ? "a file that is no parameter's text" : "over the size of a parameter "
+                          "or not text", UPLOAD_PARTS_HINT);
     if (!(text = malloc(part->len + 1)))
         return edged_fail(err, EDGED_E_NOMEM, "out of memory");
     memcpy(text, part->data, part->len);
@@ -116,7 +121,7 @@ static int parse_multipart(const char *ctype, const uint8_t *body, size_t len, s
     if (json && (rc = params_set_json(&u->p, (const char *)json->data, json->len, err)) < 0)
         return rc;
     if (!u->image)
-        return edged_fail(err, EDGED_E_MULTIPART, "no image part: send the image as form field 'image' or 'file'");
+        return edged_fail(err, EDGED_E_MULTIPART, "no image part: %s", UPLOAD_PARTS_HINT);
     return 0;
 }
 

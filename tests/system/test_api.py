@@ -448,6 +448,9 @@ def test_file_part_is_the_image(server, image, tmp_path):
         assert_error(r, 400, "bad_multipart", ["more than one image part"])
     r = requests.post(url, files={"params": (None, "{}")})
     assert_error(r, 400, "bad_multipart", ["no image part", "'image' or 'file'"])
+    # curl -F img=@x.png: a file under a name that is neither the image's nor a parameter's
+    r = requests.post(url, files={"img": ("x.png", image, "image/png")})
+    assert_error(r, 400, "invalid_parameter", ["'img'", "a file", "'image' or 'file'", "'params'"])
 
 
 def test_404_405(server):

@@ -104,8 +104,18 @@ static void test_image_part_names(void)
     rc = parse(MP, PART("params", "{}") "--B--\r\n", &u);
     CHECK(rc == EDGED_E_MULTIPART && strstr(err, "no image part") && strstr(err, "'image' or 'file'"),
           "no image part: %d %s", rc, err);
+    static const char wrong_name[] = "--B\r\nContent-Disposition: form-data; name=\"img\"; filename=\"x.png\"\r\n"
+                                     "\r\n\x89PNG\r\n\x1a\n\0\0\r\n--B--\r\n"; /* curl -F img=@x.png */
+
     rc = parse(MP, PART("picture", "a") PART("image", "b") "--B--\r\n", &u);
     CHECK(rc == EDGED_E_PARAM && strstr(err, "picture"), "other names stay parameters: %d %s", rc, err);
+    params_init(&u.p, PARAMS_FILTER);
+    rc = upload_parse(MP, (const uint8_t *)wrong_name, sizeof(wrong_name) - 1, &u, err);
+    CHECK(rc == EDGED_E_PARAM && strstr(err, "'img'") && strstr(err, "'image' or 'file'") && strstr(err, "'params'"),
+          "a binary file under another name names the expected parts: %d %s", rc, err);
+    rc = parse(MP, "--B\r\nContent-Disposition: form-data; name=\"filter\"; filename=\"f.txt\"\r\n\r\nsobel\r\n"
+               PART("image", "b") "--B--\r\n", &u);
+    CHECK(rc == 0 && u.p.spec.filter == FILTER_SOBEL, "a text file may still carry a parameter: %d %s", rc, err);
 }
 
 /* Form fields: a repeated field is refused naming it, a form field may override the query, and

@@ -20,7 +20,7 @@
 
 struct cli_opts {
     struct params p; /* the same request parameters the HTTP service takes */
-    int json, progress, threads;
+    int json, progress, threads, keep_ext;
     const char *out_dir;
     struct batch_item *items; /* malloc'd; with --out-dir the output names are malloc'd too */
     int n;
@@ -29,11 +29,20 @@ struct cli_opts {
 /* The rows from FILTER_OPT_NORMALIZE on are request parameters of the same name ('-' -> '_'),
  * parsed and checked by api/params.c exactly as the HTTP service does; a switch (no value) sets
  * its parameter to true. */
-enum { FILTER_OPT_JSON, FILTER_OPT_OUT_DIR, FILTER_OPT_THREADS, FILTER_OPT_PROGRESS, FILTER_OPT_NORMALIZE };
+enum {
+    FILTER_OPT_JSON,
+    FILTER_OPT_OUT_DIR,
+    FILTER_OPT_KEEP_EXT,
+    FILTER_OPT_THREADS,
+    FILTER_OPT_PROGRESS,
+    FILTER_OPT_NORMALIZE
+};
 static const struct opts_spec filter_opts[] = {
     {"json", NULL, "print timing metadata as JSON on stdout, a line per image (not with OUTPUT -)"},
     {"out-dir", "DIR", "every path is an INPUT; each output is DIR/ the input's name as .png (.jpg with\n"
                        "--format jpeg); DIR is made if missing"},
+    {"keep-ext", NULL, "with --out-dir: the output name keeps the input's extension before its own\n"
+                       "(a.jpg and a.webp give a.jpg.png and a.webp.png, not one a.png)"},
     {"threads", "N", "threads that read, decode, encode and write (default: online cores)"},
     {"progress", NULL, "'N/M images, X img/s, ETA' on stderr (default: for several images on a terminal)"},
     {"normalize", NULL, "custom: divide the taps by their sum"},
@@ -139,6 +148,8 @@ static int filter_opt(void *app, int i, const char *val, char *err)
         return o->json = 1, 0;
     case FILTER_OPT_OUT_DIR:
         return o->out_dir = val, 0;
+    case FILTER_OPT_KEEP_EXT:
+        return o->keep_ext = 1, 0;
     case FILTER_OPT_THREADS:
         return set_threads(o, val, err);
     case FILTER_OPT_PROGRESS:
@@ -198,8 +209,9 @@ static int choose_output(struct batch_item *it, const struct params *p, char *er
 
 /* DIR/NAME for the input's last component NAME, another image format's extension turned into
  * .png (x.jpg -> DIR/x.png), or with --format jpeg any image extension into .jpg, into *out
- * (malloc'd). EDGED_E_USAGE when the input names no file. */
-static int out_dir_name(const char *dir, const char *in, int jpeg, char **out, char *err)
+ * (malloc'd). With keep_ext the extension stays and the output's follows it (x.jpg ->
+ * DIR/x.jpg.png), unless it is the output's already. EDGED_E_USAGE when the input names no file. */
+static int out_dir_name(const char *dir, const char *in, int jpeg, int keep_ext, char **out, char *err)
 {
     static const char *const png_ext[] = {"png"};
     const char *base = strrchr(in, '/'), *ext, *newext = jpeg ? ".jpg" : ".png";
@@ -210,6 +222,8 @@ static int out_dir_name(const char *dir, const char *in, int jpeg, char **out, c
         return edged_fail(err, EDGED_E_USAGE, "--out-dir: INPUT '%s' names no file to name the output after", in);
     if (!(ext = foreign_ext(base)) && !(ext = ext_in(base, jpeg_exts, NEXTS(jpeg_exts))) && jpeg)
         ext = ext_in(base, png_ext, 1);
+    if (keep_ext && ext && !(jpeg ? ext_in(base, jpeg_exts, NEXTS(jpeg_exts)) : ext_in(base, png_ext, 1)))
+        ext = base + strlen(base); /* x.webp -> x.webp.png: the output's extension after the input's */
     keep = ext ? (size_t)(ext - base) : strlen(base);
     cap = dl + keep + sizeof("/.png");
     if (!(*out = malloc(cap)))
@@ -237,7 +251,7 @@ static int build_items(struct cli_opts *o, char **paths, int n, char *err)
         char *name = NULL;
         o->items[i].in = o->out_dir ? paths[i] : paths[2 * i];
         if (o->out_dir)
-            rc = out_dir_name(o->out_dir, paths[i], o->p.format == PARAMS_FORMAT_JPEG, &name, err);
+            rc = out_dir_name(o->out_dir, paths[i], o->p.format == PARAMS_FORMAT_JPEG, o->keep_ext, &name, err);
         o->items[i].out = o->out_dir ? name : paths[2 * i + 1];
     }
     return rc;
@@ -296,8 +310,8 @@ static int clash(const struct batch_item *items, const struct name_key *a, const
     if (!b->is_out || strcmp(a->key, b->key) != 0)
         return 0;
     if (a->is_out)
-        return edged_fail(err, EDGED_E_USAGE, "'%s' and '%s' would both be written to '%s'", items[a->idx].in,
-                          items[b->idx].in, items[b->idx].out);
+        return edged_fail(err, EDGED_E_USAGE, "'%s' and '%s' would both be written to '%s'; --keep-ext keeps "
+                          "them apart", items[a->idx].in, items[b->idx].in, items[b->idx].out);
     if (a->idx == b->idx)
         return edged_fail(err, EDGED_E_USAGE, "the output '%s' is its input '%s'", items[b->idx].out,
                           items[a->idx].in);
@@ -351,6 +365,9 @@ static int parse_args(int argc, char **argv, struct cli_opts *o, char *err)
         (rc = build_items(o, argv + first, argc - first, err)) < 0)
         return rc;
     several = o->n > 1 || o->out_dir;
+    if (o->keep_ext && !o->out_dir)
+        return edged_fail(err, EDGED_E_USAGE, "--keep-ext names the outputs of --out-dir; with INPUT OUTPUT pairs "
+                          "the names are yours");
     if (o->p.output == PARAMS_OUTPUT_JSON)
         return edged_fail(err, EDGED_E_USAGE, "use --json for the timing metadata");
     for (int i = 0; i < o->n; i++) {

@@ -315,6 +315,24 @@ def test_name_collisions_refused(tmp_path):
     assert a.read_bytes() == before and not (tmp_path / "o.png").exists()
 
 
+def test_keep_ext_keeps_one_name_apart(tmp_path):
+    """a.jpg and a.webp would both become out/a.png: refused, naming --keep-ext, which keeps the
+    input's extension before the output's (a.png stays a.png); without --out-dir it is refused."""
+    srcs = write_images(tmp_path / "in", 3, ["a.jpg", "a.webp", "a.png"])  # PNG bytes under each name
+    out = tmp_path / "out"
+    p = edged_text("filter", "--out-dir", "out", "in/a.jpg", "in/a.webp", cwd=tmp_path)
+    assert p.returncode == 2 and "--keep-ext" in p.stderr and not out.exists(), p.stderr
+    p = edged_text("filter", "--out-dir", out, "--keep-ext", *srcs, "--filter", "sobel")
+    assert p.returncode == 0, p.stderr
+    assert sorted(os.listdir(out)) == ["a.jpg.png", "a.png", "a.webp.png"]
+    for src, name in zip(srcs, ["a.jpg.png", "a.webp.png", "a.png"]):
+        assert (out / name).read_bytes() == single_run(src, tmp_path / "single.png", "--filter", "sobel")
+    p = edged_text("filter", "--out-dir", tmp_path / "j", "--keep-ext", "--format", "jpeg", *srcs)
+    assert p.returncode == 0 and sorted(os.listdir(tmp_path / "j")) == ["a.jpg", "a.png.jpg", "a.webp.jpg"], p.stderr
+    p = edged_text("filter", "--keep-ext", srcs[2], tmp_path / "o.png")
+    assert p.returncode == 2 and "--out-dir" in p.stderr and not (tmp_path / "o.png").exists(), p.stderr
+
+
 def test_usage_errors_before_any_work(tmp_path):
     srcs = write_images(tmp_path / "in", 2)
     for argv in ([srcs[0], tmp_path / "o0.png", srcs[1]],               # odd number of paths

@@ -124,7 +124,22 @@ static enum MHD_Result receive(struct http_req *r, const char *data, size_t *siz
     return MHD_YES;
 }
 
-/* First callback: id, counters, route, method, and for POST the admission and body framing. */
+/* With API keys on: 1 when the request carries none of them (it is then answered 401). */
+static int lacks_key(struct http_req *r)
+{
+    return r->s->keys.n && !auth_bearer_ok(&r->s->keys, http_req_header(r, "Authorization"));
+}
+
+static enum MHD_Result refuse_unauthorized(struct http_req *r, char *err)
+{
+    snprintf(err, EDGED_ERR_LEN, "%s: send Authorization: Bearer <key>",
+             http_req_header(r, "Authorization") ? "invalid API key" : "missing API key");
+    return http_guard_refuse(r, EDGED_E_UNAUTHORIZED, err, "WWW-Authenticate", "Bearer realm=\"edged\"");
+}
+
+/* First callback: id, counters, route, method, and for POST the admission and body framing. An
+ * unknown path is 401 without a key, like a known one: which paths exist is told to callers
+ * with a key only. */
 static enum MHD_Result begin(struct http_server *s, struct MHD_Connection *conn, const char *url, const char *method,
                              void **con_cls)
 {
@@ -149,7 +164,9 @@ static enum MHD_Result begin(struct http_server *s, struct MHD_Connection *conn,
         id_make(s, r->id);
     atomic_fetch_add(&s->in_flight, 1);
     metrics_request_begin(s->m);
-    if (!(r->route = route_find(s, url))) {
+    if (!(r->route = route_find(s, url)) && lacks_key(r))
+        return refuse_unauthorized(r, err);
+    if (!r->route) {
         snprintf(err, sizeof(err), "no resource at %.100s", url);
         return http_guard_refuse(r, EDGED_E_NOT_FOUND, err, NULL, NULL);
     }
@@ -159,11 +176,8 @@ static enum MHD_Result begin(struct http_server *s, struct MHD_Connection *conn,
         r->preflight = 1;
         return MHD_YES;
     }
-    if (s->keys.n && !r->route->open && !auth_bearer_ok(&s->keys, http_req_header(r, "Authorization"))) {
-        snprintf(err, sizeof(err), "%s: send Authorization: Bearer <key>",
-                 http_req_header(r, "Authorization") ? "invalid API key" : "missing API key");
-        return http_guard_refuse(r, EDGED_E_UNAUTHORIZED, err, "WWW-Authenticate", "Bearer realm=\"edged\"");
-    }
+    if (!r->route->open && lacks_key(r))
+        return refuse_unauthorized(r, err);
     allow = r->route->post ? "POST" : "GET, HEAD";
     if (r->route->post ? !method_is(method, "POST") : !(method_is(method, "GET") || method_is(method, "HEAD"))) {
         snprintf(err, sizeof(err), "%.15s not allowed on %.100s (allowed: %s)", method, url, allow);

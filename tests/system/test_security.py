@@ -60,13 +60,17 @@ def test_api_keys(make_server, small):
         assert requests.get(s.url + path, headers={"Authorization": "Bearer k1-abcdef"}).status_code == 200, path
     for path in ("/healthz", "/readyz", "/metrics"):  # probes and scrapes stay open
         assert requests.get(s.url + path).status_code == 200, path
+    for path in ("/nowhere", "/v2/filter", "/web/../x"):  # which paths exist is no news without a key
+        r = requests.get(s.url + path)
+        assert r.status_code == 401 and r.headers["WWW-Authenticate"] == 'Bearer realm="edged"', (path, r.status_code)
+        assert requests.get(s.url + path, headers={"Authorization": "Bearer k1-abcdef"}).status_code == 404, path
     # refused before the body: a large upload without a key gets 401 at once, no 100 Continue
     c = connect(s.port)
     c.sendall(post_head("/v1/filter", "image/png", 50 << 20, "Expect: 100-continue\r\n"))
     assert c.recv(12) == b"HTTP/1.1 401"
     c.close()
     m = assert_balanced(s.url)
-    assert total(m, "edged_rejections_total", reason="unauthorized") >= 13
+    assert total(m, "edged_rejections_total", reason="unauthorized") >= 16
     log = s.log_text()
     assert "k1-abcdef" not in log and "second.Key_2" not in log  # never logged
     cfg = [x for x in s.log_lines() if x.get("event") == "config"][0]["config"]
@@ -102,8 +106,9 @@ def test_cors_origin(make_server, small):
     assert int(r.headers["Access-Control-Max-Age"]) > 0
     r = requests.options(s.url + "/healthz")
     assert r.status_code == 204 and "GET" in r.headers["Access-Control-Allow-Methods"]
-    assert requests.options(s.url + "/nowhere").status_code == 404
     auth = {"Authorization": "Bearer k1-abcdef"}
+    assert requests.options(s.url + "/nowhere").status_code == 401  # with keys on, no path is told
+    assert requests.options(s.url + "/nowhere", headers=auth).status_code == 404
     for r in (upload(s.url, small, auth), upload(s.url, small), requests.get(s.url + "/healthz")):
         assert r.headers["Access-Control-Allow-Origin"] == origin
         assert "X-Request-ID" in r.headers["Access-Control-Expose-Headers"]

@@ -180,6 +180,18 @@ cudaError_t canny_core(const struct canny_dev *d, const struct canny_params *p, 
 cudaError_t canny_plan_launch(const struct filter_plan *plan, const uint8_t *d_in8, const float *d_taps,
                               uint8_t *d_out8, void *scratch, int w, int h, cudaStream_t s, const char **what);
 
+/* ---- canny_tile.cu, canny_seams.cu: the kernels canny_core enqueues ---- */
+
+/* Enqueues the tile kernel for p's aperture and norm on d->stream; ovec: d->d_out's rows take
+ * 16-byte stores. Returns the launch's error. */
+cudaError_t canny_tile_launch(const struct canny_dev *d, const struct canny_params *p, int ovec);
+/* Whether canny_seams_launch may enqueue its kernels as dependent launches (the device runs their
+ * code for compute capability 9.0 or later); the driver is asked once a process. */
+int canny_seams_pdl(void);
+/* Enqueues the seam kernel and the final kernel behind the tile kernel on d->stream (as dependent
+ * launches when pdl, from canny_seams_pdl); *what names the launch that failed. */
+cudaError_t canny_seams_launch(const struct canny_dev *d, int pdl, int ovec, const char **what);
+
 /* ---- gconv_plan.cu: a filter plan on the device ---- */
 
 /* The float planes of one image in an arena of 2*planes+2 planes of `stride` floats: src[planes],

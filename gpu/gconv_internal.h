@@ -70,7 +70,7 @@ struct gstream {
     char err[EDGED_ERR_LEN];
     int w, h, out_ch, planes, pitch;
     int packed; /* h_out holds the map packed, w/8 bytes per row */
-    int jpeg_enc; /* an nvJPEG encode of the result runs behind the job (gconv_jpeg.cu) */
+    int jpeg_enc; /* an nvJPEG encode of the result runs behind the job (gconv_jpeg_encode.cu) */
     size_t plane_stride;
 };
 
@@ -141,7 +141,7 @@ int fast_edge_packs(int in_ch, int w);
 int fast_edge_launch(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, int lpitch, int w, int h, int in_ch,
                      float threshold, enum border border, int pack, cudaStream_t s);
 
-/* ---- gconv_job.cu: the parts of a job that gconv_jpeg.cu shares ---- */
+/* ---- gconv_job.cu: the parts of a job that gconv_jpeg_decode.cu shares ---- */
 
 /* Grows stream st's pinned staging and device buffers for a w x h job with plan p; 0 or the CUDA
  * error with *what_out naming the call. */

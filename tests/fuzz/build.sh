@@ -19,7 +19,8 @@ build() { # NAME SOURCES...
     # shellcheck disable=SC2086
     $CLANG $CFLAGS -o "$OUT/$name" "tests/fuzz/$name.c" "$@" $LIBS
 }
-PNG="server/codec/png_io.c server/codec/png_decode.c server/codec/png_encode.c api/errors.c api/image.c"
+PNG="server/codec/png_io.c server/codec/png_decode.c server/codec/png_unfilter.c server/codec/png_encode.c \
+ api/errors.c api/image.c"
 # shellcheck disable=SC2086
 build fuzz_png $PNG
 # shellcheck disable=SC2086

@@ -80,7 +80,7 @@ ifeq ($(GPU),1)
     LDLIBS += $(NVJPEG_LIBS)
     override CPPFLAGS += -I$(NVJPEG_INC)
   else
-    CU_SRCS := $(filter-out gpu/gconv_jpeg.cu,$(CU_SRCS))
+    CU_SRCS := $(filter-out gpu/gconv_jpeg%.cu,$(CU_SRCS))
     GPU_C_SRCS += gpu/gconv_jpeg_stub.c
   endif
   LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++

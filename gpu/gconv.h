@@ -122,7 +122,7 @@ int gconv_bench_canny_npp(struct gconv_ctx *ctx, int w, int h, const struct cann
 int gconv_bench_canny_spiral(struct gconv_ctx *ctx, int w, int h, int warmup, int reps, double *median_ms,
                              char *err);
 
-/* ---- JPEG on the device with nvJPEG (gconv_jpeg.cu) ---- */
+/* ---- JPEG on the device with nvJPEG (gconv_jpeg*.cu) ---- */
 
 /* A gconv JPEG call's answer for a JPEG that nvJPEG cannot decode (CMYK or YCCK, a kind the
  * backend refuses, a stream it finds corrupt) or an image its encoder cannot take (alpha, a

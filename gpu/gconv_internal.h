@@ -70,7 +70,7 @@ struct gstream {
     char err[EDGED_ERR_LEN];
     int w, h, out_ch, planes, pitch;
     int packed; /* h_out holds the map packed, w/8 bytes per row */
-    int jpeg_enc; /* an nvJPEG encode of the result runs behind the job (gconv_jpeg.cu) */
+    int jpeg_enc; /* an nvJPEG encode of the result runs behind the job (gconv_jpeg_encode.cu) */
     size_t plane_stride;
 };
 
@@ -141,7 +141,7 @@ int fast_edge_packs(int in_ch, int w);
 int fast_edge_launch(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, int lpitch, int w, int h, int in_ch,
                      float threshold, enum border border, int pack, cudaStream_t s);
 
-/* ---- gconv_job.cu: the parts of a job that gconv_jpeg.cu shares ---- */
+/* ---- gconv_job.cu: the parts of a job that gconv_jpeg_decode.cu shares ---- */
 
 /* Grows stream st's pinned staging and device buffers for a w x h job with plan p; 0 or the CUDA
  * error with *what_out naming the call. */
@@ -179,6 +179,18 @@ cudaError_t canny_core(const struct canny_dev *d, const struct canny_params *p, 
  * then canny_core into d_out8; scratch holds canny_scratch_bytes. */
 cudaError_t canny_plan_launch(const struct filter_plan *plan, const uint8_t *d_in8, const float *d_taps,
                               uint8_t *d_out8, void *scratch, int w, int h, cudaStream_t s, const char **what);
+
+/* ---- canny_tile.cu, canny_seams.cu: the kernels canny_core enqueues ---- */
+
+/* Enqueues the tile kernel for p's aperture and norm on d->stream; ovec: d->d_out's rows take
+ * 16-byte stores. Returns the launch's error. */
+cudaError_t canny_tile_launch(const struct canny_dev *d, const struct canny_params *p, int ovec);
+/* Whether canny_seams_launch may enqueue its kernels as dependent launches (the device runs their
+ * code for compute capability 9.0 or later); the driver is asked once a process. */
+int canny_seams_pdl(void);
+/* Enqueues the seam kernel and the final kernel behind the tile kernel on d->stream (as dependent
+ * launches when pdl, from canny_seams_pdl); *what names the launch that failed. */
+cudaError_t canny_seams_launch(const struct canny_dev *d, int pdl, int ovec, const char **what);
 
 /* ---- gconv_plan.cu: a filter plan on the device ---- */
 

@@ -19,10 +19,6 @@
  * PNGDEC_DECLINED (nothing allocated, out zeroed) or EDGED_E_NOMEM with a message in err. */
 int pngdec_decode(const uint8_t *data, size_t len, struct img *out, char *err);
 
-/* For tests: nonzero makes the decoder use its baseline (SSE2) row code on any CPU; 0, the default,
- * picks the fastest the CPU has. */
-void pngdec_set_baseline(int on);
-
 /* Whether libpng's refusal message err names one of the deflate-stream faults that libdeflate
  * reads and zlib refuses: more than 286 length or 30 distance codes, a code-length repeat past
  * their count, length symbols 286-287, distance symbols 30-31, the unused codeword of an empty or

@@ -10,7 +10,7 @@ CFLAGS="-std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefi
  -Wall -Wextra -Wshadow -Wstrict-prototypes -D_DEFAULT_SOURCE -DEDGED_GPU=0 -Iapi -Iserver -Icpu_ref -Igpu \
  $(pkg-config --cflags $PKGS)"
 LIBS="$(pkg-config --libs $PKGS) -lm"
-API="api/errors.c api/filter.c api/image.c api/params.c api/variant.c"
+API="api/errors.c api/filter.c api/image.c api/params.c api/params_field.c api/params_parse.c api/variant.c"
 mkdir -p "$OUT"
 build() { # NAME SOURCES...
     name=$1
@@ -19,7 +19,8 @@ build() { # NAME SOURCES...
     # shellcheck disable=SC2086
     $CLANG $CFLAGS -o "$OUT/$name" "tests/fuzz/$name.c" "$@" $LIBS
 }
-PNG="server/codec/png_io.c server/codec/png_decode.c server/codec/png_encode.c api/errors.c api/image.c"
+PNG="server/codec/png_io.c server/codec/png_decode.c server/codec/png_unfilter.c server/codec/png_encode.c \
+ api/errors.c api/image.c"
 # shellcheck disable=SC2086
 build fuzz_png $PNG
 # shellcheck disable=SC2086

@@ -1,4 +1,4 @@
-/* fuzz_params.c — libFuzzer target: the parameter parser and validator (api/params.c).
+/* fuzz_params.c — libFuzzer target: the parameter parser and validator (api/params*.c).
  * Input: byte 0 picks the mode (bit 0: compare) and the path (bit 1: text fields, else one JSON
  * object); the rest is the JSON text, or "key=value" lines for the text path. Oracles: only
  * EDGED_E_PARAM / EDGED_E_NOMEM as errors, and a validated set of parameters holds values in

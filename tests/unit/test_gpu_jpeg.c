@@ -1,4 +1,4 @@
-/* test_gpu_jpeg.c — nvJPEG on the device (gpu/gconv_jpeg.cu) against libjpeg-turbo: decode of
+/* test_gpu_jpeg.c — nvJPEG on the device (gpu/gconv_jpeg*.cu) against libjpeg-turbo: decode of
  * JPEGs made here with TurboJPEG (4:4:4, 4:2:2, 4:2:0, gray; odd and even sides; baseline and
  * progressive) within JPEG_TOL levels of the CPU decoder (IDCT and chroma upsampling rounding; the
  * measured maxima are printed); batched decode equal to one at a time; every EXIF orientation equal

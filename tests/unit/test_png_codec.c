@@ -15,6 +15,7 @@
 #include "image.h"
 #include "codec/png_decode.h"
 #include "codec/png_io.h"
+#include "codec/png_unfilter.h"
 
 
 static uint32_t be32(const uint8_t *p)
@@ -605,10 +606,10 @@ int main(void)
     test_pngsuite();
     test_generated();
     test_big_rgb();
-    pngdec_set_baseline(1); /* the same on the SSE2 row code where the CPU has more */
+    pngunf_set_baseline(1); /* the same on the SSE2 row code where the CPU has more */
     test_generated();
     test_big_rgb();
-    pngdec_set_baseline(0);
+    pngunf_set_baseline(0);
     test_damaged();
     test_damaged_large();
     test_limits();

@@ -1,0 +1,434 @@
+/* params_field.c — the table of request fields: one row per field, one setter each, which checks
+ * the JSON value's type and range; and the check of the fields a request gives against its filter. */
+#include "params_field.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "errors.h"
+
+static int type_error(const char *field, const char *want, const cJSON *v, char *err)
+{
+    const char *got = cJSON_IsString(v)   ? "a string"
+                      : cJSON_IsNumber(v) ? "a number"
+                      : cJSON_IsBool(v)   ? "a boolean"
+                      : cJSON_IsArray(v)  ? "an array"
+                      : cJSON_IsObject(v) ? "an object"
+                                          : "null";
+    return edged_fail(err, EDGED_E_PARAM, "%s: expected %s, got %s", field, want, got);
+}
+
+static int get_number(const cJSON *v, const char *field, double lo, double hi, double *out, char *err)
+{
+    if (!cJSON_IsNumber(v))
+        return type_error(field, "a number", v, err);
+    if (!isfinite(v->valuedouble))
+        return edged_fail(err, EDGED_E_PARAM, "%s: not a finite number", field);
+    if (v->valuedouble < lo || v->valuedouble > hi)
+        return edged_fail(err, EDGED_E_PARAM, "%s: %g out of range %g..%g", field, v->valuedouble, lo, hi);
+    *out = v->valuedouble;
+    return 0;
+}
+
+static int get_int(const cJSON *v, const char *field, int lo, int hi, int *out, char *err)
+{
+    double d = 0.0;
+    int rc;
+
+    if ((rc = get_number(v, field, lo, hi, &d, err)) < 0)
+        return rc;
+    if (d != floor(d))
+        return edged_fail(err, EDGED_E_PARAM, "%s: %g is not an integer", field, d);
+    *out = (int)d;
+    return 0;
+}
+
+/* Looks a string value up with from_name; `names` lists the choices for the message. */
+static int get_enum(const cJSON *v, const char *field, int (*from_name)(const char *), const char *names,
+                    int *out, char *err)
+{
+    char q[PARAMS_QUOTE_MAX + 1];
+    int id;
+
+    if (!cJSON_IsString(v))
+        return type_error(field, "a string", v, err);
+    if ((id = from_name(v->valuestring)) < 0)
+        return edged_fail(err, EDGED_E_PARAM, "%s: unknown value '%s' (%s)", field, params_quote(v->valuestring, q),
+                          names);
+    *out = id;
+    return 0;
+}
+
+static int set_filter(struct params *p, const cJSON *v, char *err)
+{
+    int id = 0, rc;
+
+    if ((rc = get_enum(v, "filter", filter_from_name, "see GET /v1/filters", &id, err)) < 0)
+        return rc;
+    p->spec.filter = (enum filter_id)id;
+    return 0;
+}
+
+static int set_variant(struct params *p, const cJSON *v, char *err)
+{
+    int id = 0, rc;
+
+    if (p->mode == PARAMS_COMPARE)
+        return edged_fail(err, EDGED_E_PARAM, "variant: compare takes `variants` (a list)");
+    if ((rc = get_enum(v, "variant", variant_from_name, "see GET /v1/variants", &id, err)) < 0)
+        return rc;
+    p->variant = (enum variant)id;
+    return 0;
+}
+
+static int set_variants(struct params *p, const cJSON *v, char *err)
+{
+    const cJSON *item;
+    char q[PARAMS_QUOTE_MAX + 1];
+    unsigned set = 0;
+    int id;
+
+    if (p->mode != PARAMS_COMPARE)
+        return edged_fail(err, EDGED_E_PARAM, "variants: only /v1/compare takes a list; use `variant`");
+    if (!cJSON_IsArray(v))
+        return type_error("variants", "an array of variant names", v, err);
+    cJSON_ArrayForEach(item, v)
+    {
+        if (!cJSON_IsString(item))
+            return type_error("variants[]", "a string", item, err);
+        id = variant_from_name(item->valuestring);
+        if (id < 0 || id == VARIANT_AUTO)
+            return edged_fail(err, EDGED_E_PARAM, "variants: unknown variant '%s'",
+                              params_quote(item->valuestring, q));
+        set |= 1u << id;
+    }
+    if (!set)
+        return edged_fail(err, EDGED_E_PARAM, "variants: empty list");
+    p->variants = set;
+    return 0;
+}
+
+static int set_threshold(struct params *p, const cJSON *v, char *err)
+{
+    double d = 0.0;
+    int rc = get_number(v, "threshold", 0.0, 1e6, &d, err);
+
+    if (rc == 0)
+        p->spec.threshold = (float)d;
+    return rc;
+}
+
+static int set_border(struct params *p, const cJSON *v, char *err)
+{
+    int id = 0, rc = get_enum(v, "border", border_from_name, "zero, replicate, reflect", &id, err);
+
+    if (rc == 0)
+        p->spec.border = (enum border)id;
+    return rc;
+}
+
+static int set_color(struct params *p, const cJSON *v, char *err)
+{
+    int id = 0, rc = get_enum(v, "color", color_from_name, "auto, gray, rgb", &id, err);
+
+    if (rc == 0)
+        p->spec.color = (enum color_mode)id;
+    return rc;
+}
+
+static int set_post(struct params *p, const cJSON *v, char *err)
+{
+    int id = 0, rc = get_enum(v, "post", post_from_name, "auto, clamp, abs, offset", &id, err);
+
+    if (rc == 0 && id == POST_THRESHOLD)
+        return edged_fail(err, EDGED_E_PARAM, "post: threshold is the edge filter's own output");
+    if (rc == 0)
+        p->spec.post = (enum post_mode)id;
+    return rc;
+}
+
+static int set_size(struct params *p, const cJSON *v, char *err)
+{
+    int n = 0, rc = get_int(v, "size", 3, FILTER_MAX_SIDE, &n, err);
+
+    if (rc == 0 && n % 2 == 0)
+        return edged_fail(err, EDGED_E_PARAM, "size: %d is even; must be odd, 3..%d", n, FILTER_MAX_SIDE);
+    if (rc == 0)
+        p->spec.size = n;
+    return rc;
+}
+
+static int set_sigma(struct params *p, const cJSON *v, char *err)
+{
+    double d = 0.0;
+    int rc = get_number(v, "sigma", 0.0, 1000.0, &d, err);
+
+    if (rc == 0 && d <= 0.0)
+        return edged_fail(err, EDGED_E_PARAM, "sigma: %g invalid; must be > 0 (leave it out for the default)", d);
+    if (rc == 0)
+        p->spec.sigma = (float)d;
+    return rc;
+}
+
+/* taps: an array of `rows` arrays of `cols` finite numbers, both odd and 1..FILTER_MAX_SIDE. */
+static int set_taps(struct params *p, const cJSON *v, char *err)
+{
+    const cJSON *row, *tap;
+    int rows, cols, i = 0, j;
+
+    if (!cJSON_IsArray(v))
+        return type_error("taps", "an array of rows", v, err);
+    rows = cJSON_GetArraySize(v);
+    cols = rows > 0 ? cJSON_GetArraySize(cJSON_GetArrayItem(v, 0)) : 0;
+    if (rows < 1 || rows > FILTER_MAX_SIDE || rows % 2 == 0 || cols < 1 || cols > FILTER_MAX_SIDE || cols % 2 == 0)
+        return edged_fail(err, EDGED_E_PARAM, "taps: %dx%d; rows and cols must be odd, 1..%d", rows, cols,
+                          FILTER_MAX_SIDE);
+    cJSON_ArrayForEach(row, v)
+    {
+        if (!cJSON_IsArray(row))
+            return type_error("taps[]", "an array of numbers", row, err);
+        if (cJSON_GetArraySize(row) != cols)
+            return edged_fail(err, EDGED_E_PARAM, "taps: row %d has %d taps, row 0 has %d", i,
+                              cJSON_GetArraySize(row), cols);
+        j = 0;
+        cJSON_ArrayForEach(tap, row)
+        {
+            if (!cJSON_IsNumber(tap) || !isfinite(tap->valuedouble) || fabs(tap->valuedouble) > 1e30)
+                return edged_fail(err, EDGED_E_PARAM, "taps[%d][%d]: expected a finite number", i, j);
+            p->spec.custom_taps[i * cols + j++] = (float)tap->valuedouble;
+        }
+        i++;
+    }
+    p->spec.custom_rows = rows;
+    p->spec.custom_cols = cols;
+    return 0;
+}
+
+static int set_normalize(struct params *p, const cJSON *v, char *err)
+{
+    if (!cJSON_IsBool(v))
+        return type_error("normalize", "a boolean", v, err);
+    p->spec.custom_normalize = cJSON_IsTrue(v);
+    return 0;
+}
+
+static int set_block(struct params *p, const cJSON *v, char *err)
+{
+    int n = 0, rc = get_int(v, "block", 1, 1024, &n, err);
+
+    if (rc == 0 && !variant_block_ok(n))
+        return edged_fail(err, EDGED_E_PARAM, "block: %d invalid; must be 8, 16, 24 or 32", n);
+    if (rc == 0)
+        p->block = n;
+    return rc;
+}
+
+static int output_from_name(const char *name)
+{
+    return strcmp(name, "png") == 0 ? PARAMS_OUTPUT_PNG : strcmp(name, "json") == 0 ? PARAMS_OUTPUT_JSON : -1;
+}
+
+static int set_output(struct params *p, const cJSON *v, char *err)
+{
+    int id = 0, rc = get_enum(v, "output", output_from_name, "png, json", &id, err);
+
+    if (rc == 0)
+        p->output = (enum params_output)id;
+    return rc;
+}
+
+static int set_png_level(struct params *p, const cJSON *v, char *err)
+{
+    return get_int(v, "png_level", 0, 9, &p->png_level, err);
+}
+
+static int set_bit_depth(struct params *p, const cJSON *v, char *err)
+{
+    int n = 0, rc = get_int(v, "bit_depth", 1, 8, &n, err);
+
+    if (rc == 0 && n != 1 && n != 8)
+        return edged_fail(err, EDGED_E_PARAM, "bit_depth: %d invalid; must be 8, or 1 for edge maps", n);
+    if (rc == 0)
+        p->bit_depth = n;
+    return rc;
+}
+
+static int format_from_name(const char *name)
+{
+    return strcmp(name, "png") == 0 ? PARAMS_FORMAT_PNG : strcmp(name, "jpeg") == 0 ? PARAMS_FORMAT_JPEG : -1;
+}
+
+static int set_format(struct params *p, const cJSON *v, char *err)
+{
+    int id = 0, rc = get_enum(v, "format", format_from_name, "png, jpeg", &id, err);
+
+    if (rc == 0)
+        p->format = (enum params_format)id;
+    return rc;
+}
+
+static int set_quality(struct params *p, const cJSON *v, char *err)
+{
+    return get_int(v, "quality", 1, 100, &p->quality, err);
+}
+
+static int orientation_from_name(const char *name)
+{
+    return strcmp(name, "exif") == 0 ? PARAMS_ORIENT_EXIF : strcmp(name, "ignore") == 0 ? PARAMS_ORIENT_IGNORE : -1;
+}
+
+static int set_orientation(struct params *p, const cJSON *v, char *err)
+{
+    int id = 0, rc = get_enum(v, "orientation", orientation_from_name, "exif, ignore", &id, err);
+
+    if (rc == 0)
+        p->orientation = (enum params_orientation)id;
+    return rc;
+}
+
+/* Canny's thresholds: finite, 0..FILTER_CANNY_MAX_THRESHOLD (low <= high is checked with the plan). */
+static int set_canny_threshold(const char *name, float *dst, const cJSON *v, char *err)
+{
+    double d = 0.0;
+    int rc = get_number(v, name, 0.0, FILTER_CANNY_MAX_THRESHOLD, &d, err);
+
+    if (rc == 0)
+        *dst = (float)d;
+    return rc;
+}
+
+static int set_low(struct params *p, const cJSON *v, char *err)
+{
+    return set_canny_threshold("low", &p->spec.canny.low, v, err);
+}
+
+static int set_high(struct params *p, const cJSON *v, char *err)
+{
+    return set_canny_threshold("high", &p->spec.canny.high, v, err);
+}
+
+static int set_aperture(struct params *p, const cJSON *v, char *err)
+{
+    int n = 0, rc = get_int(v, "aperture", 3, 7, &n, err);
+
+    if (rc == 0 && n % 2 == 0)
+        return edged_fail(err, EDGED_E_PARAM, "aperture: %d invalid; must be 3, 5 or 7", n);
+    if (rc == 0)
+        p->spec.canny.aperture = n;
+    return rc;
+}
+
+static int set_l2gradient(struct params *p, const cJSON *v, char *err)
+{
+    if (!cJSON_IsBool(v))
+        return type_error("l2gradient", "a boolean", v, err);
+    p->spec.canny.l2gradient = cJSON_IsTrue(v);
+    return 0;
+}
+
+static const struct params_field fields[] = {
+    {"filter", PARAMS_F_FILTER, PARAMS_TEXT_STRING, set_filter, PARAMS_FIELD_COMMON},
+    {"variant", PARAMS_F_VARIANT, PARAMS_TEXT_STRING, set_variant, PARAMS_FIELD_COMMON},
+    {"variants", PARAMS_F_VARIANTS, PARAMS_TEXT_LIST, set_variants, PARAMS_FIELD_COMMON},
+    {"threshold", PARAMS_F_THRESHOLD, PARAMS_TEXT_JSON, set_threshold, FILTER_KNOB_THRESHOLD},
+    {"border", PARAMS_F_BORDER, PARAMS_TEXT_STRING, set_border, PARAMS_FIELD_COMMON},
+    {"color", PARAMS_F_COLOR, PARAMS_TEXT_STRING, set_color, PARAMS_FIELD_COMMON},
+    {"post", PARAMS_F_POST, PARAMS_TEXT_STRING, set_post, FILTER_KNOB_POST},
+    {"size", PARAMS_F_SIZE, PARAMS_TEXT_JSON, set_size, FILTER_KNOB_SIZE},
+    {"sigma", PARAMS_F_SIGMA, PARAMS_TEXT_JSON, set_sigma, FILTER_KNOB_SIGMA},
+    {"taps", PARAMS_F_TAPS, PARAMS_TEXT_JSON, set_taps, FILTER_KNOB_TAPS},
+    {"normalize", PARAMS_F_NORMALIZE, PARAMS_TEXT_BOOL, set_normalize, FILTER_KNOB_NORMALIZE},
+    {"block", PARAMS_F_BLOCK, PARAMS_TEXT_JSON, set_block, PARAMS_FIELD_COMMON},
+    {"output", PARAMS_F_OUTPUT, PARAMS_TEXT_STRING, set_output, PARAMS_FIELD_COMMON},
+    {"png_level", PARAMS_F_PNG_LEVEL, PARAMS_TEXT_JSON, set_png_level, PARAMS_FIELD_COMMON},
+    {"bit_depth", PARAMS_F_BIT_DEPTH, PARAMS_TEXT_JSON, set_bit_depth, FILTER_KNOB_BIT_DEPTH},
+    {"format", PARAMS_F_FORMAT, PARAMS_TEXT_STRING, set_format, PARAMS_FIELD_COMMON},
+    {"quality", PARAMS_F_QUALITY, PARAMS_TEXT_JSON, set_quality, PARAMS_FIELD_COMMON},
+    {"orientation", PARAMS_F_ORIENTATION, PARAMS_TEXT_STRING, set_orientation, PARAMS_FIELD_COMMON},
+    {"low", PARAMS_F_LOW, PARAMS_TEXT_JSON, set_low, FILTER_KNOB_LOW},
+    {"high", PARAMS_F_HIGH, PARAMS_TEXT_JSON, set_high, FILTER_KNOB_HIGH},
+    {"aperture", PARAMS_F_APERTURE, PARAMS_TEXT_JSON, set_aperture, FILTER_KNOB_APERTURE},
+    {"l2gradient", PARAMS_F_L2GRADIENT, PARAMS_TEXT_BOOL, set_l2gradient, FILTER_KNOB_L2GRADIENT},
+};
+#define NFIELDS (sizeof(fields) / sizeof(fields[0]))
+
+const struct params_field *params_field_find(const char *name)
+{
+    for (size_t i = 0; i < NFIELDS; i++)
+        if (strcmp(fields[i].name, name) == 0)
+            return &fields[i];
+    return NULL;
+}
+
+const char *params_field_name(unsigned bit)
+{
+    for (size_t i = 0; i < NFIELDS; i++)
+        if (fields[i].bit == bit)
+            return fields[i].name;
+    return "?";
+}
+
+int params_field_set(struct params *p, const struct params_field *f, const cJSON *v, char *err)
+{
+    int rc = f->set(p, v, err);
+
+    if (rc == 0)
+        p->given |= f->bit;
+    return rc;
+}
+
+/* Whether p uses the filter-specific knob of field f: given at all, except bit_depth (8 is every
+ * filter's; 1 is not) and post (auto is every filter's; filter_plan_make judges its value). */
+static int knob_used(const struct params *p, const struct params_field *f)
+{
+    if (f->knob == FILTER_KNOB_BIT_DEPTH)
+        return p->bit_depth == 1;
+    if (f->knob == FILTER_KNOB_POST)
+        return 0;
+    return (p->given & f->bit) != 0;
+}
+
+/* A knob given for a filter that does not take it (filter_takes) is an error rather than silently
+ * ignored. */
+static int check_applies(const struct params *p, char *err)
+{
+    enum filter_id f = p->spec.filter;
+    const char *name = filter_name(f);
+    char who[128];
+
+    for (size_t i = 0; i < NFIELDS; i++) {
+        const struct params_field *fd = &fields[i];
+        if (fd->knob == PARAMS_FIELD_COMMON || !knob_used(p, fd) ||
+            filter_takes(f, (enum filter_knob)fd->knob))
+            continue;
+        filter_knob_takers((enum filter_knob)fd->knob, who, sizeof(who));
+        if (fd->knob == FILTER_KNOB_BIT_DEPTH)
+            return edged_fail(err, EDGED_E_PARAM, "bit_depth: 1 is for the binary maps of %s, not %s", who,
+                              name);
+        return edged_fail(err, EDGED_E_PARAM, "%s: applies to %s, not %s", fd->name, who, name);
+    }
+    if (f == FILTER_CUSTOM && !(p->given & PARAMS_F_TAPS))
+        return edged_fail(err, EDGED_E_PARAM, "taps: filter custom needs taps (an array of rows)");
+    if ((p->given & PARAMS_F_BLOCK) && p->mode == PARAMS_FILTER && p->variant != VARIANT_AUTO &&
+        !variant_is_gpu(p->variant))
+        return edged_fail(err, EDGED_E_PARAM, "block: applies to GPU variants, not %s", variant_name(p->variant));
+    if ((p->given & PARAMS_F_QUALITY) && p->format == PARAMS_FORMAT_PNG)
+        return edged_fail(err, EDGED_E_PARAM, "quality: applies to JPEG output, not format png");
+    return 0;
+}
+
+int params_validate(const struct params *p, char *err)
+{
+    struct filter_plan *plan;
+    int rc;
+
+    if ((rc = check_applies(p, err)) < 0)
+        return rc;
+    /* The plan is large (two 63x63 kernels): heap, not the connection thread's stack. */
+    if (!(plan = malloc(sizeof(*plan))))
+        return edged_fail(err, EDGED_E_NOMEM, "out of memory");
+    rc = filter_plan_make(&p->spec, 3, plan, err);
+    free(plan);
+    return rc;
+}

@@ -1,0 +1,225 @@
+/* canny_seams.cu — Canny's hysteresis across tiles and its launcher: the border pixels of the tiles
+ * (the nodes canny_tile.cu writes) joined by union-find across the seams between tiles, then a last
+ * pass per tile with nodes that grows its edges from the border pixels whose component holds an
+ * edge and writes its map. */
+#include "canny_common.cuh"
+
+/* ---- union-find over the global border graph --------------------------------------------------- */
+
+/* Labels only ever decrease and point to a member of the same component with a smaller or equal
+ * index; a root points to itself. (One exception: the edge nodes of tile 0 point up to the edges'
+ * node CANNY_EDGES; nothing ever points at them, so no cycle can pass through them.) uf_find_split
+ * finds the root while other threads link: path splitting (each visited label moves on to its
+ * grandparent, with atomicMin so that it only ever decreases) keeps the trees shallow, so that a
+ * chain of unions (a spiral) does not make every later find walk the whole chain. Reads are
+ * volatile: other threads lower labels meanwhile. */
+static __device__ __forceinline__ int uf_find_split(int *lab, int x)
+{
+    const volatile int *v = lab;
+    int p = v[x], g;
+
+    while (p != x) {
+        g = v[p];
+        if (g < p)
+            atomicMin(lab + x, g);
+        x = p;
+        p = g;
+    }
+    return x;
+}
+
+/* Links the trees of a and b under the smaller root (Playne and Hawick's union: an atomicMin on a
+ * root, retried from the returned label when another thread moved that root first). */
+static __device__ void uf_union(int *lab, int a, int b)
+{
+    for (;;) {
+        a = uf_find_split(lab, a);
+        b = uf_find_split(lab, b);
+        if (a == b)
+            return;
+        if (a < b) {
+            int t = a;
+            a = b;
+            b = t;
+        }
+        int old = atomicMin(lab + a, b);
+        if (old == a)
+            return;
+        a = old;
+    }
+}
+
+/* ---- programmatic dependent launch ----------------------------------------------------------- */
+
+/* From compute capability 9.0 the seam and final kernels are launched as dependents of the kernel
+ * before them (canny_launch_dependent): they wait on the device for its completion and its writes
+ * (canny_wait_prior) instead of the launch waiting for it, which takes the launch gap out of the
+ * time between the kernels. The seam kernel lets the final kernel's blocks start at once
+ * (canny_let_dependents_start); the tile kernel does not, so the seam blocks come as its blocks
+ * finish (an early start there was measured no faster). Compiled for an earlier architecture both
+ * are empty and the launches are plain (canny_seams_pdl). */
+static __device__ __forceinline__ void canny_let_dependents_start(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cudaTriggerProgrammaticLaunchCompletion();
+#endif
+}
+
+static __device__ __forceinline__ void canny_wait_prior(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cudaGridDependencySynchronize();
+#endif
+}
+
+/* The global node of image pixel (x, y), which must lie on its tile's border. */
+static __device__ __forceinline__ int canny_node(int x, int y, int tiles_x)
+{
+    return ((y / CANNY_T) * tiles_x + x / CANNY_T) * CANNY_SLOTS + canny_id(x % CANNY_T, y % CANNY_T);
+}
+
+/* ---- hysteresis across tiles ----------------------------------------------------------------- */
+
+/* Whether the tile holds nodes; the slots of a tile without are not written. */
+static __device__ __forceinline__ bool canny_has_nodes(const int *d_flag, int tile)
+{
+    return d_flag[(size_t)tile * CANNY_SLOTS + CANNY_STATE] & CANNY_HAS_NODE;
+}
+
+/* One thread per pixel of a tile's right column and bottom row: joins its node with the candidate
+ * neighbours in the tiles to the right and below (each pair of 8-neighbours in two tiles is seen
+ * from its left or upper pixel). Threads of tiles without nodes leave at once. */
+__global__ void k_canny_seams(int w, int h, int tiles_x, int tiles, int *d_parent, const int *__restrict__ d_flag)
+{
+    long t = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    int tile = (int)(t / (2 * CANNY_T)), k = (int)(t % (2 * CANNY_T)), x, y, a, strong;
+
+    canny_let_dependents_start();
+    canny_wait_prior(); /* the tile kernel's slots */
+    if (tile >= tiles || !canny_has_nodes(d_flag, tile))
+        return;
+    x = (tile % tiles_x) * CANNY_T + (k < CANNY_T ? CANNY_T - 1 : k - CANNY_T);
+    y = (tile / tiles_x) * CANNY_T + (k < CANNY_T ? k : CANNY_T - 1);
+    if (x >= w || y >= h || d_parent[a = canny_node(x, y, tiles_x)] < 0)
+        return;
+    strong = d_flag[a] & 1;
+    for (int d = 0; d <= 2; d++) { /* across, then the two diagonals, which only matter without it */
+        int e = d == 0 ? 0 : d == 1 ? -1 : 1, b;
+        int nx = k < CANNY_T ? x + 1 : x + e, ny = k < CANNY_T ? y + e : y + 1;
+        if ((unsigned)nx >= (unsigned)w || (unsigned)ny >= (unsigned)h)
+            continue;
+        b = canny_node(nx, ny, tiles_x);
+        if (!canny_has_nodes(d_flag, b / CANNY_SLOTS) || d_parent[b] < 0)
+            continue;
+        if (!(strong && (d_flag[b] & 1))) /* two edge nodes: one tree already */
+            uf_union(d_parent, a, b);
+        if (d == 0) /* the diagonal neighbours touch that one: joined through it */
+            return;
+    }
+}
+
+/* The root of x's tree, once the unions are done. */
+static __device__ __forceinline__ int canny_root(const int *__restrict__ d_parent, int x)
+{
+    int p;
+
+    while ((p = d_parent[x]) != x)
+        x = p;
+    return x;
+}
+
+/* One warp per tile: the edge mask grown by the border pixels whose global component holds an
+ * edge (their root is the root of CANNY_EDGES), written as the 0/255 map (16 bytes a lane, 8 rows
+ * a step; `vec`: rows and base allow 16-byte stores). */
+__global__ void __launch_bounds__(128) k_canny_final(uint8_t *__restrict__ d_out, int w, int h, int tiles_x,
+                                                     int tiles, int vec, const int *__restrict__ d_parent,
+                                                     const int *__restrict__ d_flag)
+{
+    __shared__ canny_row s_rows[4][CANNY_T];
+    const int wp = threadIdx.x / 32, l = threadIdx.x % 32, tile = blockIdx.x * 4 + wp;
+    const canny_row *cm, *em;
+    canny_row c0, c1, r0, r1;
+    unsigned wait, seed = 0;
+    int edges;
+
+    canny_wait_prior(); /* the unions of the seam kernel */
+    if (tile >= tiles)
+        return;
+    if (!canny_has_nodes(d_flag, tile))
+        return; /* the tile kernel wrote its map */
+    cm = (const canny_row *)(d_parent + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
+    em = (const canny_row *)(d_flag + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
+    c0 = cm[2 * l], c1 = cm[2 * l + 1], r0 = em[2 * l], r1 = em[2 * l + 1];
+    wait = canny_border8(c0, c1, l) & ~canny_border8(r0, r1, l);
+    edges = wait ? canny_root(d_parent, CANNY_EDGES) : -1;
+    for (unsigned m = wait; m; m &= m - 1) {
+        int b = __ffs(m) - 1;
+        if (canny_root(d_parent, tile * CANNY_SLOTS + canny_bid(l, b)) == edges)
+            seed |= 1u << b;
+    }
+    if (__any_sync(CANNY_ALL, seed != 0)) {
+        canny_row top = __ballot_sync(CANNY_ALL, seed & 1) | (canny_row)__ballot_sync(CANNY_ALL, seed & 2) << 32;
+        canny_row bot = __ballot_sync(CANNY_ALL, seed & 4) | (canny_row)__ballot_sync(CANNY_ALL, seed & 8) << 32;
+        if (l == 0)
+            r0 |= top;
+        if (l == 31)
+            r1 |= bot;
+        r0 |= (canny_row)((seed >> 4) & 1) | (canny_row)((seed >> 6) & 1) << 63;
+        r1 |= (canny_row)((seed >> 5) & 1) | (canny_row)((seed >> 7) & 1) << 63;
+        canny_flood(c0, c1, &r0, &r1);
+    }
+    s_rows[wp][2 * l] = r0, s_rows[wp][2 * l + 1] = r1;
+    __syncwarp();
+    canny_write_map(d_out, w, h, (tile % tiles_x) * CANNY_T, (tile / tiles_x) * CANNY_T, vec, s_rows[wp], l, 32);
+}
+
+/* ---- launcher --------------------------------------------------------------------------------- */
+
+/* Whether the seam and final kernels go as dependent launches: the device runs code compiled
+ * for compute capability 9.0 or later, in which they wait for the kernel before them. */
+static bool canny_pdl_query(void)
+{
+    cudaFuncAttributes fa;
+
+    return cudaFuncGetAttributes(&fa, k_canny_seams) == cudaSuccess && fa.ptxVersion >= 90 &&
+           fa.binaryVersion >= 90 && cudaFuncGetAttributes(&fa, k_canny_final) == cudaSuccess &&
+           fa.ptxVersion >= 90 && fa.binaryVersion >= 90;
+}
+
+/* canny_pdl_query, asked once a process (the process drives one device): asked per job, its two
+ * driver calls sat between the job's start and its first launch. */
+int canny_seams_pdl(void)
+{
+    static const bool pdl = canny_pdl_query();
+
+    return pdl;
+}
+
+/* kernel<<<grid, block, 0, s>>>(args...), as a dependent launch when pdl is set. */
+template <typename... P, typename... A>
+static cudaError_t canny_launch_dependent(bool pdl, void (*kernel)(P...), unsigned grid, unsigned block,
+                                          cudaStream_t s, A... args)
+{
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at = {};
+
+    at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at.val.programmaticStreamSerializationAllowed = 1;
+    cfg.gridDim = dim3(grid), cfg.blockDim = dim3(block), cfg.stream = s;
+    cfg.attrs = &at, cfg.numAttrs = pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
+cudaError_t canny_seams_launch(const struct canny_dev *d, int pdl, int ovec, const char **what)
+{
+    int tiles_x = div_up(d->w, CANNY_T), tiles = tiles_x * div_up(d->h, CANNY_T);
+    cudaError_t e;
+
+    *what = "canny seam kernel";
+    if ((e = canny_launch_dependent(pdl, k_canny_seams, div_up(tiles * 2 * CANNY_T, 256), 256, d->stream, d->w, d->h,
+                                    tiles_x, tiles, d->d_parent, (const int *)d->d_flag)) != cudaSuccess)
+        return e;
+    *what = "canny final kernel";
+    return canny_launch_dependent(pdl, k_canny_final, div_up(tiles, 4), 128, d->stream, d->d_out, d->w, d->h, tiles_x,
+                                  tiles, ovec, (const int *)d->d_parent, (const int *)d->d_flag);
+}

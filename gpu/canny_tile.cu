@@ -1,0 +1,423 @@
+/* canny_tile.cu — the Canny tile kernel and its launcher: per 64 x 64 tile the samples, Sobel,
+ * magnitude, suppression and thresholds into bit masks, and the hysteresis inside the tile; it
+ * writes the tile's border nodes for the hysteresis across tiles (canny_seams.cu), or the tile's
+ * map where no candidate reaches its border. Why the result is exact: canny.cu. */
+#include <type_traits>
+
+#include "canny.h"
+#include "canny_common.cuh"
+
+#define CANNY_THREADS 256                  /* per tile */
+#define CANNY_BLOCKS 6                     /* tiles an SM holds at once: 40 registers */
+#define CANNY_OX 16                        /* s_in column of x0: rows hold x0 - 16 .. x0 + 79, */
+#define CANNY_SS (CANNY_T + 2 * CANNY_OX)  /* 16-byte aligned where the image rows are */
+#define CANNY_SPAN (CANNY_T + 8)           /* the columns a tile reads: x0 - 4 .. x0 + 67 */
+#define CANNY_ROWS (CANNY_THREADS / CANNY_T) /* rows a tile's threads cover at once */
+#define CANNY_TG22 13573u                  /* tan(22.5 deg) in Q15, cv::Canny's sector test */
+#define CANNY_SB (1 << 9)                  /* a border label's mark: its component holds a strong pixel */
+
+/* ---- the tile kernel -------------------------------------------------------------------------- */
+
+/* cv::getSobelKernels' smoothing and derivative taps, index k of 2r+1. */
+static __device__ __forceinline__ int canny_sm(int r, int k)
+{
+    int a = k - r < 0 ? r - k : k - r;
+    if (r == 1)
+        return a ? 1 : 2;
+    if (r == 2)
+        return a == 2 ? 1 : a == 1 ? 4 : 6;
+    return a == 3 ? 1 : a == 2 ? 6 : a == 1 ? 15 : 20;
+}
+static __device__ __forceinline__ int canny_de(int r, int k)
+{
+    int c = k - r, a = c < 0 ? -c : c, v;
+    if (r == 1)
+        return c;
+    v = r == 2 ? (a == 2 ? 1 : a == 1 ? 2 : 0) : (a == 3 ? 1 : a == 2 ? 4 : a == 1 ? 5 : 0);
+    return c < 0 ? -v : v;
+}
+
+/* s/16 to nearest, ties to even: aperture 7's scaled Sobel as cv::Canny rounds it. */
+static __device__ __forceinline__ int canny_div16(int s)
+{
+    int q = s >> 4, r = s & 15;
+    return r > 8 || (r == 8 && (q & 1)) ? q + 1 : q;
+}
+
+/* The derivative and smoothing sums of one row of the window whose first sample is p. */
+template <int R>
+static __device__ __forceinline__ void canny_hrow(const uint8_t *p, int *de, int *sm)
+{
+    int a = 0, b = 0;
+#pragma unroll
+    for (int j = 0; j <= 2 * R; j++) {
+        int v = p[j];
+        a += canny_de(R, j) * v;
+        b += canny_sm(R, j) * v;
+    }
+    *de = a, *sm = b;
+}
+
+/* The suppression sector: 0 compares left and right, 1 above and below, 2 above-left and
+ * below-right, 3 above-right and below-left (|d| <= 24480, so the Q15 products fit 32 bits). */
+static __device__ __forceinline__ int canny_sector(int dx, int dy)
+{
+    unsigned ax = (unsigned)abs(dx), ay = (unsigned)abs(dy) << 15, tg22 = ax * CANNY_TG22;
+
+    if (ay < tg22)
+        return 0;
+    if (ay > tg22 + (ax << 16))
+        return 1;
+    return (dx ^ dy) < 0 ? 3 : 2;
+}
+
+/* Notes that row y of the tile holds a pixel over low (s_rows: a 64-bit row mask in two words);
+ * the read first spares dense tiles a queue of atomics on two words. */
+static __device__ __forceinline__ void canny_mark_row(unsigned *s_rows, int y)
+{
+    if (!((((volatile unsigned *)s_rows)[y / 32] >> (y % 32)) & 1))
+        atomicOr(s_rows + y / 32, 1u << (y % 32));
+}
+
+/* The magnitudes of the tile and its ring (s_mag, MW x MW, 0 outside the image) and the sectors of
+ * the tile (s_sec) from the samples s_in (rows CANNY_SS apart, from column x0 - CANNY_OX), marking
+ * in s_rows the rows that hold a magnitude over low: one thread walks down a third of a column,
+ * keeping the row sums of its window in registers, so that each output costs one row sum instead
+ * of the whole window. The sums are integers: their order does not change them. */
+template <int R, bool L2, typename MT>
+static __device__ __forceinline__ void canny_mags(const uint8_t *s_in, MT *s_mag, uint8_t *s_sec, unsigned *s_rows,
+                                                  int x0, int y0, int w, int h, int low)
+{
+    constexpr int SW = CANNY_SS, MW = CANNY_T + 2, K = 2 * R + 1, SR = MW / 3;
+    static_assert(MW % 3 == 0, "three strips per column");
+
+    for (int item = threadIdx.x; item < 3 * MW; item += CANNY_THREADS) {
+        const int mx = item % MW + CANNY_OX - 1 - R, my0 = item / MW * SR, gx = x0 + item % MW - 1;
+        int hde[K], hsm[K];
+#pragma unroll
+        for (int i = 0; i < K - 1; i++)
+            canny_hrow<R>(s_in + (my0 + i) * SW + mx, &hde[i], &hsm[i]);
+        for (int my = my0; my < my0 + SR; my++) {
+            int gy = y0 + my - 1, sx = 0, sy = 0, m = 0;
+            canny_hrow<R>(s_in + (my + K - 1) * SW + mx, &hde[K - 1], &hsm[K - 1]);
+#pragma unroll
+            for (int i = 0; i < K; i++) {
+                sx += canny_sm(R, i) * hde[i];
+                sy += canny_de(R, i) * hsm[i];
+            }
+            if ((unsigned)gx < (unsigned)w && (unsigned)gy < (unsigned)h) {
+                int dx = R == 3 ? canny_div16(sx) : sx, dy = R == 3 ? canny_div16(sy) : sy;
+                m = L2 ? dx * dx + dy * dy : abs(dx) + abs(dy);
+                if (gx >= x0 && gx < x0 + CANNY_T && my >= 1 && my <= CANNY_T) {
+                    s_sec[(my - 1) * CANNY_T + gx - x0] = (uint8_t)canny_sector(dx, dy);
+                    if (m > low)
+                        canny_mark_row(s_rows, my - 1);
+                }
+            }
+            s_mag[my * MW + gx - x0 + 1] = (MT)m;
+#pragma unroll
+            for (int i = 0; i < K - 1; i++)
+                hde[i] = hde[i + 1], hsm[i] = hsm[i + 1];
+        }
+    }
+}
+
+/* Aperture 3 with the L1 norm on a tile whose halo lies inside the image: canny_mags on pairs of
+ * columns, two 16-bit lanes per register. Every lane of a sum stays within 0..65535, so the 32-bit
+ * adds are the lanes' own: the horizontal derivative carries +256, the derivatives +1024, and
+ * |dx| + |dy| = max(dx + dy, -dx - dy, dx - dy, dy - dx) is taken on four lanes carrying +B
+ * (max.s16x2). s_mag receives the magnitudes plus CANNY_MB; the sectors are written only where
+ * the magnitude exceeds low, the only ones the suppression reads. */
+#define CANNY_MB 4096 /* the bias of the fast path's magnitudes */
+#define CANNY_PAIRS ((CANNY_T + 2) / 2)
+#define CANNY_STRIPS (CANNY_THREADS / CANNY_PAIRS)
+static __device__ __forceinline__ void canny_hpair(const uint8_t *row, unsigned *de, unsigned *sm)
+{
+    unsigned lo = *(const unsigned short *)row, hi = *(const unsigned short *)(row + 2);
+    unsigned o = __byte_perm(lo, hi, 0x2120), e = __byte_perm(lo, hi, 0x2524), m = __byte_perm(lo, hi, 0x2421);
+
+    *de = e + 0x01000100u - o;
+    *sm = o + e + (m << 1);
+}
+
+static __device__ __forceinline__ void canny_sec_px(unsigned sx, unsigned sy, uint8_t *s_sec, int tx, int ty)
+{
+    if ((unsigned)tx < CANNY_T && (unsigned)ty < CANNY_T)
+        s_sec[ty * CANNY_T + tx] = (uint8_t)canny_sector((int)sx - 1024, (int)sy - 1024);
+}
+
+static __device__ __forceinline__ void canny_mags_pair3(const uint8_t *s_in, unsigned short *s_mag, uint8_t *s_sec,
+                                                        unsigned *s_rows, int low)
+{
+    constexpr int MW = CANNY_T + 2, SW = CANNY_SS;
+    const int item = threadIdx.x, strip = item / CANNY_PAIRS, mx = 2 * (item % CANNY_PAIRS);
+    const unsigned k1 = 0x00010001u, over = (0x7fffu - (unsigned)(min(max(low, -1), 2040) + CANNY_MB)) * k1;
+
+    if (strip >= CANNY_STRIPS)
+        return;
+    const int my0 = strip * MW / CANNY_STRIPS, my1 = (strip + 1) * MW / CANNY_STRIPS;
+    const uint8_t *p = s_in + mx + CANNY_OX - 2; /* the window's first column */
+    unsigned dea, sma, deb, smb;
+    canny_hpair(p + my0 * SW, &dea, &sma);
+    canny_hpair(p + (my0 + 1) * SW, &deb, &smb);
+    /* row my of the magnitudes from the row sums above (a), at (b) and below (read here) */
+    auto row = [&](int my) {
+        unsigned dec, smc;
+        canny_hpair(p + (my + 2) * SW, &dec, &smc);
+        unsigned sx = dea + dec + (deb << 1), sy = smc + 0x04000400u - sma;
+        unsigned p1 = sx + sy + (CANNY_MB - 2048) * k1, p2 = (CANNY_MB + 2048) * k1 - sx - sy;
+        unsigned p3 = sx - sy + CANNY_MB * k1, p4 = sy - sx + CANNY_MB * k1;
+        unsigned mb = __vmaxs2(__vimax3_s16x2(p1, p2, p3), p4);
+        *(unsigned *)(s_mag + my * MW + mx) = mb;
+        if ((mb + over) & 0x80008000u) {
+            canny_sec_px(sx & 0xffffu, sy & 0xffffu, s_sec, mx - 1, my - 1);
+            canny_sec_px(sx >> 16, sy >> 16, s_sec, mx, my - 1);
+            if ((unsigned)(my - 1) < CANNY_T)
+                canny_mark_row(s_rows, my - 1);
+        }
+        dea = deb, sma = smb, deb = dec, smb = smc;
+    };
+    /* a strip holds NR or NR + 1 rows: the odd one first, then NR unrolled whole (constant offsets,
+     * no loop counter) */
+    constexpr int NR = MW / CANNY_STRIPS;
+    static_assert((MW + CANNY_STRIPS - 1) / CANNY_STRIPS == NR + 1, "strips of NR or NR + 1 rows");
+    const int my = my0 + (my1 - my0 - NR);
+    if (my != my0)
+        row(my0);
+#pragma unroll
+    for (int k = 0; k < NR; k++)
+        row(my + k);
+}
+
+/* The smallest node label among the set border bits of all lanes (1 << 20 when none). */
+static __device__ __forceinline__ int canny_min_bid(unsigned m, int l)
+{
+    return (int)__reduce_min_sync(CANNY_ALL, m ? (unsigned)canny_bid(l, __ffs(m) - 1) : 1u << 20);
+}
+
+/* The position of border label id in the tile. */
+static __device__ __forceinline__ void canny_bpos(int id, int *sx, int *sy)
+{
+    if (id < CANNY_T)
+        *sx = id, *sy = 0;
+    else if (id < 2 * CANNY_T)
+        *sx = id - CANNY_T, *sy = CANNY_T - 1;
+    else if (id < 3 * CANNY_T - 2)
+        *sx = 0, *sy = id - (2 * CANNY_T - 1);
+    else
+        *sx = CANNY_T - 1, *sy = id - (3 * CANNY_T - 3);
+}
+
+/* Warp 0 of a tile, after the classification: the edge mask E (the components of the candidates
+ * that hold a strong pixel, one flood from all strong pixels), then one flood per remaining
+ * component that touches the tile border, from its smallest border pixel. s_blab[id] receives,
+ * per candidate border pixel, its component's smallest label, plus CANNY_SB when it lies in E
+ * (all of E counts as one component: joining components that are edges anyway changes no pixel). */
+static __device__ void canny_tile_label(const unsigned (*s_cand)[2], const unsigned (*s_strong)[2], int *s_blab,
+                                        canny_row *e0, canny_row *e1, canny_row *c0, canny_row *c1)
+{
+    const int l = threadIdx.x % 32;
+    canny_row a, b;
+    unsigned cb, eb, rem;
+    int lab;
+
+    *c0 = s_cand[2 * l][0] | (canny_row)s_cand[2 * l][1] << 32;
+    *c1 = s_cand[2 * l + 1][0] | (canny_row)s_cand[2 * l + 1][1] << 32;
+    *e0 = s_strong[2 * l][0] | (canny_row)s_strong[2 * l][1] << 32;
+    *e1 = s_strong[2 * l + 1][0] | (canny_row)s_strong[2 * l + 1][1] << 32;
+    if (__any_sync(CANNY_ALL, (*e0 | *e1) != 0))
+        canny_flood(*c0, *c1, e0, e1);
+    cb = canny_border8(*c0, *c1, l);
+    eb = canny_border8(*e0, *e1, l);
+    lab = canny_min_bid(eb, l);
+    for (unsigned m = eb; m; m &= m - 1)
+        s_blab[canny_bid(l, __ffs(m) - 1)] = lab | CANNY_SB;
+    rem = cb & ~eb;
+    while (__any_sync(CANNY_ALL, rem != 0)) {
+        int seed = canny_min_bid(rem, l), sx, sy;
+        canny_bpos(seed, &sx, &sy);
+        a = l == sy / 2 && !(sy & 1) ? 1ull << sx : 0;
+        b = l == sy / 2 && (sy & 1) ? 1ull << sx : 0;
+        canny_flood(*c0, *c1, &a, &b);
+        unsigned fb = canny_border8(a, b, l) & rem;
+        for (unsigned m = fb; m; m &= m - 1)
+            s_blab[canny_bid(l, __ffs(m) - 1)] = seed;
+        rem &= ~fb;
+    }
+}
+
+/* A tile's samples, rows y0 - HR .. y0 + 63 + HR, into s_in (column CANNY_OX is x0): 16-byte loads
+ * of x0 - 16 .. x0 + 79 where those lie inside the image and `vec` is 16 (rows and base aligned),
+ * 4-byte loads of x0 - 4 .. x0 + 67 where those lie inside and `vec` is 4 or 16, else bytes with
+ * the border replicated. */
+template <int HR>
+static __device__ __forceinline__ void canny_load(const uint8_t *__restrict__ d_gray, uint8_t *s_in, int x0, int y0,
+                                                  int w, int h, int vec)
+{
+    constexpr int SW = CANNY_T + 2 * HR;
+    const bool rows = y0 >= HR && y0 + CANNY_T + HR <= h;
+
+    if (vec == 16 && rows && x0 >= CANNY_OX && x0 + CANNY_T + CANNY_OX <= w) {
+        constexpr int Q = CANNY_SS / 16, N = SW * Q;
+        static_assert(N >= CANNY_THREADS && N <= 2 * CANNY_THREADS, "one or two loads a thread");
+        const uint8_t *p = d_gray + (size_t)(y0 - HR) * w + x0 - CANNY_OX;
+        const int i0 = threadIdx.x, i1 = i0 + CANNY_THREADS;
+        uint4 a = __ldg((const uint4 *)(p + (size_t)(i0 / Q) * w) + i0 % Q), b; /* both in flight */
+        if (i1 < N)
+            b = __ldg((const uint4 *)(p + (size_t)(i1 / Q) * w) + i1 % Q);
+        ((uint4 *)s_in)[i0] = a;
+        if (i1 < N)
+            ((uint4 *)s_in)[i1] = b;
+    } else if (vec >= 4 && rows && x0 >= 4 && x0 + CANNY_SPAN - 4 <= w) {
+        constexpr int Q = CANNY_SPAN / 4;
+        for (int i = threadIdx.x; i < SW * Q; i += CANNY_THREADS) {
+            int sy = i / Q, k = i - sy * Q;
+            ((unsigned *)(s_in + sy * CANNY_SS + CANNY_OX - 4))[k] =
+                __ldg((const unsigned *)(d_gray + (size_t)(y0 + sy - HR) * w + x0 - 4) + k);
+        }
+    } else {
+        for (int i = threadIdx.x; i < SW * CANNY_SPAN; i += CANNY_THREADS) {
+            int sy = i / CANNY_SPAN, sx = i - sy * CANNY_SPAN;
+            int gx = min(max(x0 + sx - 4, 0), w - 1), gy = min(max(y0 + sy - HR, 0), h - 1);
+            s_in[sy * CANNY_SS + CANNY_OX - 4 + sx] = __ldg(d_gray + (size_t)gy * w + gx);
+        }
+    }
+}
+
+/* One 64 x 64 tile: samples with a halo of r+1 (replicated at the image border), magnitudes with
+ * a ring of 1 (0 outside the image, as cv::Canny frames them), suppression (on the rows that hold
+ * a magnitude over low) and thresholds into row masks of candidates and strong pixels, then
+ * canny_tile_label. Writes the tile's state (slot CANNY_STATE of d_flag); for a tile with
+ * candidates also its candidate and edge masks (the tail of its slots in d_parent and d_flag) and
+ * per border pixel its node's parent (-1 when not a candidate; CANNY_EDGES of tile 0 when in E,
+ * since all edges may form one component; else its component's smallest node) and flag (1: in E).
+ * A tile without nodes gets its map here: 0, or E. */
+template <int R, bool L2>
+__global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS)
+    k_canny_tile(const uint8_t *__restrict__ d_gray, int w, int h, int low, int high, int *__restrict__ d_parent,
+                 int *__restrict__ d_flag, int vec, uint8_t *__restrict__ d_out, int ovec)
+{
+    constexpr int HR = R + 1, SW = CANNY_T + 2 * HR, MW = CANNY_T + 2;
+    __shared__ __align__(16) uint8_t s_in[SW * CANNY_SS];
+    using MT = typename std::conditional<L2, int, unsigned short>::type; /* L1 magnitudes fit 16 bits */
+    __shared__ __align__(16) MT s_mag[MW * MW];
+    __shared__ uint8_t s_sec[CANNY_T * CANNY_T];
+    __shared__ unsigned s_cand[CANNY_T][2];
+    __shared__ __align__(8) unsigned s_strong[CANNY_T][2];
+    __shared__ int s_blab[CANNY_PERIM];
+    __shared__ unsigned s_rows[2]; /* bit y: a pixel of row y exceeds low */
+    const int tid = threadIdx.x, x0 = blockIdx.x * CANNY_T, y0 = blockIdx.y * CANNY_T;
+    const int tile = blockIdx.y * gridDim.x + blockIdx.x, lx = tid % CANNY_T;
+
+    if (tid < 2)
+        s_rows[tid] = 0;
+    if (tile == 0 && tid == 0) /* the root of the edges, before any union (the next kernel's) */
+        d_parent[CANNY_EDGES] = CANNY_EDGES;
+    (tid < 2 * CANNY_T ? &s_cand[0][0] : &s_strong[0][0])[tid % (2 * CANNY_T)] = 0;
+    /* the tile and its halo lie inside the image: no clamps, no bounds */
+    const bool inner = x0 >= 4 && x0 + CANNY_SPAN - 4 <= w && y0 >= HR && y0 + CANNY_T + HR <= h;
+    canny_load<HR>(d_gray, s_in, x0, y0, w, h, vec);
+    __syncthreads();
+    if constexpr (R == 1 && !L2) {
+        if (inner) {
+            canny_mags_pair3(s_in, s_mag, s_sec, s_rows, low);
+            low += CANNY_MB, high += CANNY_MB;
+        } else {
+            canny_mags<R, L2>(s_in, s_mag, s_sec, s_rows, x0, y0, w, h, low);
+        }
+    } else {
+        canny_mags<R, L2>(s_in, s_mag, s_sec, s_rows, x0, y0, w, h, low);
+    }
+    __syncthreads();
+    /* the rows of this thread (tid / CANNY_T + k * CANNY_ROWS: the same for the whole warp) that hold
+     * a magnitude over low; the others keep 0 in s_cand and s_strong */
+    const canny_row over = s_rows[0] | (canny_row)s_rows[1] << 32;
+    int any = 0;
+    static_assert(CANNY_ROWS == 4, "every fourth row");
+    for (canny_row todo = (over >> (tid / CANNY_T)) & 0x1111111111111111ull; todo; todo &= todo - 1) {
+        int ly = tid / CANNY_T + __ffsll((long long)todo) - 1, c = 0;
+        if (inner || (x0 + lx < w && y0 + ly < h)) {
+            const MT *mp = s_mag + (ly + 1) * MW + lx + 1;
+            int m = mp[0], keep;
+            if (m > low) {
+                int sec = s_sec[ly * CANNY_T + lx];
+                if (sec == 0)
+                    keep = m > mp[-1] && m >= mp[1];
+                else if (sec == 1)
+                    keep = m > mp[-MW] && m >= mp[MW];
+                else if (sec == 2)
+                    keep = m > mp[-MW - 1] && m > mp[MW + 1];
+                else
+                    keep = m > mp[-MW + 1] && m > mp[MW - 1];
+                c = keep ? (m > high ? 2 : 1) : 0;
+            }
+        }
+        unsigned cand = __ballot_sync(CANNY_ALL, c != 0), strong = __ballot_sync(CANNY_ALL, c == 2);
+        any |= cand != 0;
+        if (lx % 32 == 0)
+            s_cand[ly][lx / 32] = cand, s_strong[ly][lx / 32] = strong;
+    }
+    canny_row c0, c1, e0, e1, *cm = (canny_row *)(d_parent + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
+    canny_row *em = (canny_row *)(d_flag + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
+    if (!__syncthreads_or(any)) { /* no candidate: the state says so (the later kernels read no more of
+                                   * the tile's slots) and the map is 0 */
+        if (tid == 0)
+            d_flag[(size_t)tile * CANNY_SLOTS + CANNY_STATE] = 0;
+        canny_write_map(d_out, w, h, x0, y0, ovec, NULL, tid, CANNY_THREADS);
+        return;
+    }
+    if (tid >= 32)
+        return;
+    for (int i = tid; i < CANNY_PERIM; i += 32)
+        s_blab[i] = -1;
+    __syncwarp();
+    canny_tile_label(s_cand, s_strong, s_blab, &e0, &e1, &c0, &c1);
+    cm[2 * tid] = c0, cm[2 * tid + 1] = c1, em[2 * tid] = e0, em[2 * tid + 1] = e1;
+    if (__any_sync(CANNY_ALL, canny_border8(c0, c1, tid) != 0)) {
+        if (tid == 0)
+            d_flag[(size_t)tile * CANNY_SLOTS + CANNY_STATE] = CANNY_HAS_CAND | CANNY_HAS_NODE;
+    } else { /* no node: nothing outside the tile changes its map, E */
+        canny_row *s_rows = (canny_row *)s_strong; /* read only at the start of canny_tile_label */
+        if (tid == 0)
+            d_flag[(size_t)tile * CANNY_SLOTS + CANNY_STATE] = CANNY_HAS_CAND;
+        s_rows[2 * tid] = e0, s_rows[2 * tid + 1] = e1;
+        __syncwarp();
+        canny_write_map(d_out, w, h, x0, y0, ovec, s_rows, tid, 32);
+    }
+    __syncwarp();
+    for (int i = tid; i < CANNY_PERIM; i += 32) {
+        int v = s_blab[i];
+        size_t node = (size_t)tile * CANNY_SLOTS + i;
+        d_parent[node] = v < 0 ? -1 : v & CANNY_SB ? CANNY_EDGES : tile * CANNY_SLOTS + v;
+        d_flag[node] = v >= 0 && (v & CANNY_SB);
+    }
+}
+
+/* ---- launcher --------------------------------------------------------------------------------- */
+
+template <int R, bool L2>
+static void canny_tile_enqueue(const struct canny_dev *d, int low, int high, int ovec)
+{
+    dim3 grid(div_up(d->w, CANNY_T), div_up(d->h, CANNY_T));
+    int vec = d->w % 16 == 0 && (uintptr_t)d->d_gray % 16 == 0 ? 16
+              : d->w % 4 == 0 && (uintptr_t)d->d_gray % 4 == 0 ? 4
+                                                                : 1;
+    k_canny_tile<R, L2><<<grid, CANNY_THREADS, 0, d->stream>>>(d->d_gray, d->w, d->h, low, high, d->d_parent,
+                                                                d->d_flag, vec, d->d_out, ovec);
+}
+
+cudaError_t canny_tile_launch(const struct canny_dev *d, const struct canny_params *p, int ovec)
+{
+    int low, high;
+
+    canny_ints(p, &low, &high);
+    switch (p->aperture * 2 + !!p->l2gradient) {
+    case 6: canny_tile_enqueue<1, false>(d, low, high, ovec); break;
+    case 7: canny_tile_enqueue<1, true>(d, low, high, ovec); break;
+    case 10: canny_tile_enqueue<2, false>(d, low, high, ovec); break;
+    case 11: canny_tile_enqueue<2, true>(d, low, high, ovec); break;
+    case 14: canny_tile_enqueue<3, false>(d, low, high, ovec); break;
+    default: canny_tile_enqueue<3, true>(d, low, high, ovec); break;
+    }
+    return cudaGetLastError();
+}

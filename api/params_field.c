@@ -2,6 +2,7 @@
  * the JSON value's type and range; and the check of the fields a request gives against its filter. */
 #include "params_field.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,10 @@ static int set_sigma(struct params *p, const cJSON *v, char *err)
 
     if (rc == 0 && d <= 0.0)
         return edged_fail(err, EDGED_E_PARAM, "sigma: %g invalid; must be > 0 (leave it out for the default)", d);
+    /* a sigma under the smallest normal float would be stored as 0, which means "the default" */
+    if (rc == 0 && d < FLT_MIN)
+        return edged_fail(err, EDGED_E_PARAM, "sigma: %g invalid; must be at least %g, the smallest float32 sigma "
+                          "(as small a sigma already gives the identity kernel)", d, (double)FLT_MIN);
     if (rc == 0)
         p->spec.sigma = (float)d;
     return rc;

@@ -188,9 +188,10 @@ static size_t pngdec_walk_head(struct pngdec *d)
     }
 }
 
-/* The run of IDAT chunks, then anything but IHDR up to an empty IEND (libpng reads the chunks
- * after the image data for their CRC only). The CRCs of the IDAT chunks are checked later, as
- * their data is read (pngdec_gather). Returns 0 or PNGDEC_DECLINED. */
+/* The run of IDAT chunks, then ancillary chunks up to an empty IEND (libpng reads those for their
+ * CRC only). A critical chunk there (an unknown one, which the specification and libpng refuse,
+ * or an out-of-place PLTE or IDAT) is declined: libpng decides it. The CRCs of the IDAT chunks
+ * are checked later, as their data is read (pngdec_gather). Returns 0 or PNGDEC_DECLINED. */
 static int pngdec_walk(struct pngdec *d)
 {
     size_t pos = pngdec_walk_head(d);
@@ -207,10 +208,12 @@ static int pngdec_walk(struct pngdec *d)
     for (;;) {
         const uint8_t *type = d->data + pos + 4;
 
-        if (!pngdec_chunk(d, pos, &n) || pngdec_is(type, "IHDR"))
+        if (!pngdec_chunk(d, pos, &n))
             return PNGDEC_DECLINED;
         if (pngdec_is(type, "IEND"))
             return n == 0 ? 0 : PNGDEC_DECLINED;
+        if (!(type[0] & 0x20))
+            return PNGDEC_DECLINED;
         pos += 12 + (size_t)n;
     }
 }

@@ -290,7 +290,7 @@ static int pngio_dec_run(struct pngio_dec *d, const struct png_limits *lim, char
     for (int y = 0; y < d->im.h; y++)
         d->rows[y] = d->im.px + (size_t)y * d->im.stride;
     png_read_image(png, d->rows);
-    png_read_end(png, NULL);
+    png_read_end(png, info); /* with the info struct, an unknown critical chunk after IDAT is an error */
     return 0;
 }
 

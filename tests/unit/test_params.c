@@ -129,6 +129,8 @@ static void test_rejections(void)
     rejects("{\"filter\":\"box\",\"size\":65}", "size");
     rejects("{\"filter\":\"gaussian\",\"sigma\":-1}", "sigma");
     rejects("{\"filter\":\"gaussian\",\"sigma\":0}", "sigma");
+    rejects("{\"filter\":\"gaussian\",\"sigma\":1e-320}", "sigma"); /* would be stored as 0: the default */
+    rejects("{\"filter\":\"canny\",\"sigma\":1e-39}", "sigma");
     rejects("{\"filter\":\"blur\"}", "filter");
     rejects("{\"filter\":7}", "filter");
     rejects("{\"variant\":\"fastest\"}", "variant");

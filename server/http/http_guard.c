@@ -132,7 +132,6 @@ int http_guard_admit_active(struct http_req *r, int count, char *err)
     if (count ? atomic_fetch_add(&s->active, 1) >= s->c.max_active : atomic_load(&s->active) >= s->c.max_active) {
         if (count)
             atomic_fetch_sub(&s->active, 1);
-        metrics_busy(s->m);
         return edged_fail(err, EDGED_E_QUEUE_FULL, "server busy: %d image requests in progress (--queue-depth %d "
                           "plus the processing slots)", s->c.max_active, s->c.queue_depth);
     }

@@ -13,6 +13,8 @@
 # Packages come from docker/deps.sh (the one list, also used by `make deps`); this file has none.
 # Configuration is only through EDGED_* environment variables (docs/configuration.md).
 # Both images run as uid/gid 10001 (docker/runtime_user.sh), which docker/k8s/base/deployment.yaml names.
+# HEALTHCHECK is liveness (`edged health --live`, /healthz), never readiness: an overloaded,
+# draining or GPU-less container is not a hung one (docs/deployment.md).
 
 ARG CUDA_VERSION=13.0.0
 ARG CPU_BASE=debian:12-slim
@@ -37,7 +39,7 @@ ENV EDGED_PORT=8080 \
     EDGED_OPENAPI=/usr/local/share/edged/openapi.yaml
 EXPOSE 8080
 STOPSIGNAL SIGTERM
-HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 CMD ["edged", "health"]
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 CMD ["edged", "health", "--live"]
 ENTRYPOINT ["edged", "serve"]
 
 # ---- build: nvcc, gcc and the -dev packages --------------------------------------------------
@@ -70,5 +72,5 @@ EXPOSE 8080
 # SIGTERM drains: readiness 503, stop accepting, answer every queued job, exit 0 (within
 # EDGED_DRAIN_TIMEOUT_S; give `docker stop -t` more than that).
 STOPSIGNAL SIGTERM
-HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 CMD ["edged", "health"]
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 CMD ["edged", "health", "--live"]
 ENTRYPOINT ["edged", "serve"]

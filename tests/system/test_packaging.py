@@ -256,7 +256,9 @@ def test_dockerfile_runtime_contract(name):
     assert "8080" in " ".join(args_of(runtime, "EXPOSE")).split()
     assert args_of(runtime, "STOPSIGNAL") == ["SIGTERM"]
     hc = args_of(runtime, "HEALTHCHECK")
-    assert len(hc) == 1 and re.search(r"CMD\s+(\[\s*\"edged\"\s*,\s*\"health\"|edged\s+health)", hc[0]), hc
+    # liveness (/healthz), never readiness: an overloaded or draining container is not a hung one
+    live = r'CMD\s+(\[\s*"edged"\s*,\s*"health"\s*,\s*"--live"\s*\]|edged\s+health\s+--live\b)'
+    assert len(hc) == 1 and re.search(live, hc[0]), hc
     ep = args_of(runtime, "ENTRYPOINT")
     assert ep and re.fullmatch(r'\[\s*"edged"\s*,\s*"serve"\s*\]', ep[-1]), ep
     assert "EDGED_OPENAPI" in runtime_env(name), "the runtime stage does not say where openapi.yaml is"
@@ -426,7 +428,7 @@ def test_compose_common_contract():
         assert svc.get("restart") == "on-failure"
         test = svc["healthcheck"]["test"]
         cmd = " ".join(test[1:]) if isinstance(test, list) else test
-        assert re.search(r"\bedged\s+health\b", cmd), test
+        assert re.search(r"\bedged\s+health\s+--live\b", cmd), test  # liveness, as the image's
         assert any(str(p).split(":")[-1] == "8080" for p in svc["ports"]), svc["ports"]
         assert svc.get("build") or svc.get("image")
         env = env_dict(svc.get("environment"))

@@ -182,6 +182,7 @@ static int serve_run(const struct serve_config *cfg, const sigset_t *set)
                              cfg->port,
                              (size_t)cfg->max_body_mb << 20,
                              cfg->max_connections,
+                             HTTP_CONN_RESERVE,
                              cfg->max_conn_per_ip,
                              cfg->conn_timeout_s,
                              cfg->request_timeout_s,

@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "errors.h"
+#include "ops/config.h"
 #include "ops/opts.h"
 
 #define HEALTH_TIMEOUT_S 3
@@ -111,7 +112,7 @@ struct health_args {
 
 static const struct opts_spec health_opts[] = {
     {"url", "URL", "the service's base URL (default http://127.0.0.1:$EDGED_PORT; port 8080 when\n"
-                  "EDGED_PORT is unset)"},
+                  "EDGED_PORT is unset; EDGED_METRICS_LISTEN's address when that is set)"},
     {"live", NULL, "liveness: probe /healthz (200 while the process runs) instead of /readyz\n"
                    "(503 while the server cannot serve); what a container health check asks"},
 };
@@ -138,15 +139,29 @@ static void health_usage(FILE *f)
     opts_print(f, health_opts, HEALTH_NOPTS);
 }
 
+/* The URL of the server this container runs: the probe listener when EDGED_METRICS_LISTEN names
+ * one (so that a health check never competes with API clients for a connection), else the API
+ * port; 0.0.0.0 is asked on 127.0.0.1. */
+static void default_url(char *out, size_t len)
+{
+    const char *listen = getenv("EDGED_METRICS_LISTEN"), *port = getenv("EDGED_PORT");
+    char host[64], err[EDGED_ERR_LEN];
+    int mport;
+
+    if (listen && *listen && config_listen_parse(listen, "EDGED_METRICS_LISTEN", host, sizeof(host), &mport, err) == 0)
+        snprintf(out, len, "http://%s:%d", strcmp(host, "0.0.0.0") == 0 ? "127.0.0.1" : host, mport);
+    else
+        snprintf(out, len, "http://127.0.0.1:%.8s", port && *port ? port : "8080");
+}
+
 int health_main(int argc, char **argv)
 {
-    char dflt[64], err[EDGED_ERR_LEN];
-    const char *port = getenv("EDGED_PORT");
+    char dflt[96], err[EDGED_ERR_LEN];
     struct health_args a = {dflt, 0};
     struct url u;
     int status, rc;
 
-    snprintf(dflt, sizeof(dflt), "http://127.0.0.1:%.8s", port && *port ? port : "8080");
+    default_url(dflt, sizeof(dflt));
     if ((rc = opts_parse(argc, argv, health_opts, HEALTH_NOPTS, health_opt, &a, NULL, err)) != 0)
         return opts_usage_exit(rc, "health", err, health_usage);
     if (url_parse(a.url, a.live ? "/healthz" : "/readyz", &u) < 0) {

@@ -21,6 +21,12 @@
  * the reserve waits for a first request: http_guard.c). */
 #define HTTP_CONN_RESERVE 32
 #define HTTP_OVER_IDLE_MS 1000
+/* The probe listener (--metrics-listen): connections of its own, never the API's, and short
+ * timeouts (a probe or a scrape asks at once). Every route there is open, so its reserve serves
+ * whatever it is asked. */
+#define HTTP_PROBE_CONNECTIONS 8
+#define HTTP_PROBE_RESERVE 8
+#define HTTP_PROBE_TIMEOUT_S 5
 #define HTTP_BUDGET_WAIT_MS 500 /* a body chunk waits this long for the memory budget, then 503 */
 
 struct budget;

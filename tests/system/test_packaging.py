@@ -254,6 +254,9 @@ def test_dockerfile_runtime_contract(name):
     assert user not in ("root", "0"), f"runs as {users[-1]}"
     assert user.isdigit(), f"USER {users[-1]}: numeric, so that Kubernetes can check runAsNonRoot"
     assert "8080" in " ".join(args_of(runtime, "EXPOSE")).split()
+    # the health check asks the probe listener (edged health follows EDGED_METRICS_LISTEN)
+    mport = runtime_env(name).get("EDGED_METRICS_LISTEN", "").rpartition(":")[2]
+    assert mport and mport in " ".join(args_of(runtime, "EXPOSE")).split(), (mport, args_of(runtime, "EXPOSE"))
     assert args_of(runtime, "STOPSIGNAL") == ["SIGTERM"]
     hc = args_of(runtime, "HEALTHCHECK")
     # liveness (/healthz), never readiness: an overloaded or draining container is not a hung one
@@ -433,6 +436,8 @@ def test_compose_common_contract():
         assert svc.get("build") or svc.get("image")
         env = env_dict(svc.get("environment"))
         assert env.get("EDGED_PORT", "8080") == "8080", "container port and EDGED_PORT disagree"
+        mport = env.get("EDGED_METRICS_LISTEN", "").rpartition(":")[2]  # the health check's and the scrape's
+        assert mport and any(str(p).split(":")[-1] == mport for p in svc["ports"]), (mport, svc["ports"])
         assert "EDGED_QUEUE_DEADLINE_MS" in env, "set EDGED_QUEUE_DEADLINE_MS so that the drain is bounded"
         drain = drain_bound_s(env)
         grace = seconds(svc.get("stop_grace_period", "10s"))

@@ -13,6 +13,10 @@
 # Packages come from docker/deps.sh (the one list, also used by `make deps`); this file has none.
 # Configuration is only through EDGED_* environment variables (docs/configuration.md).
 # Both images run as uid/gid 10001 (docker/runtime_user.sh), which docker/k8s/base/deployment.yaml names.
+# HEALTHCHECK is liveness (`edged health --live`, /healthz), never readiness: an overloaded,
+# draining or GPU-less container is not a hung one. It asks the probe listener on 9090
+# (EDGED_METRICS_LISTEN: /metrics, /healthz and /readyz on connections no API client can take);
+# the API is on 8080 (docs/deployment.md).
 
 ARG CUDA_VERSION=13.0.0
 ARG CPU_BASE=debian:12-slim
@@ -33,11 +37,12 @@ RUN sh /tmp/deps.sh runtime && sh /tmp/runtime_user.sh \
 COPY --from=build-cpu /stage/ /
 USER 10001:10001
 ENV EDGED_PORT=8080 \
+    EDGED_METRICS_LISTEN=0.0.0.0:9090 \
     EDGED_BACKEND=cpu \
     EDGED_OPENAPI=/usr/local/share/edged/openapi.yaml
-EXPOSE 8080
+EXPOSE 8080 9090
 STOPSIGNAL SIGTERM
-HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 CMD ["edged", "health"]
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 CMD ["edged", "health", "--live"]
 ENTRYPOINT ["edged", "serve"]
 
 # ---- build: nvcc, gcc and the -dev packages --------------------------------------------------
@@ -64,11 +69,12 @@ USER 10001:10001
 # The CUDA JIT cache goes to /tmp: with a read-only root filesystem, mount a tmpfs or an
 # emptyDir there.
 ENV EDGED_PORT=8080 \
+    EDGED_METRICS_LISTEN=0.0.0.0:9090 \
     EDGED_OPENAPI=/usr/local/share/edged/openapi.yaml \
     CUDA_CACHE_PATH=/tmp/.nv/ComputeCache
-EXPOSE 8080
+EXPOSE 8080 9090
 # SIGTERM drains: readiness 503, stop accepting, answer every queued job, exit 0 (within
 # EDGED_DRAIN_TIMEOUT_S; give `docker stop -t` more than that).
 STOPSIGNAL SIGTERM
-HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 CMD ["edged", "health"]
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 CMD ["edged", "health", "--live"]
 ENTRYPOINT ["edged", "serve"]

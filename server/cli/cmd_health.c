@@ -1,5 +1,6 @@
-/* cmd_health.c — `edged health [--url URL]`, the probe client: exit 0 iff GET URL/readyz answers 200
- * (container health checks; a plain HTTP/1.0 GET over a socket, no client library). */
+/* cmd_health.c — `edged health [--live] [--url URL]`, the probe client: exit 0 iff GET URL/readyz
+ * (URL/healthz with --live) answers 200 (container health checks; a plain HTTP/1.0 GET over a
+ * socket, no client library). */
 #include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "errors.h"
+#include "ops/config.h"
 #include "ops/opts.h"
 
 #define HEALTH_TIMEOUT_S 3
@@ -19,8 +21,8 @@ struct url {
     char host[256], port[8], path[512];
 };
 
-/* http://host[:port][/base]; the probe goes to base + /readyz. */
-static int url_parse(const char *s, struct url *u)
+/* http://host[:port][/base]; the probe goes to base + probe ("/readyz", "/healthz"). */
+static int url_parse(const char *s, const char *probe, struct url *u)
 {
     const char *host = s + 7, *slash, *colon;
     size_t hn;
@@ -39,7 +41,7 @@ static int url_parse(const char *s, struct url *u)
     snprintf(u->path, sizeof(u->path), "%s", slash ? slash : "");
     while (strlen(u->path) > 0 && u->path[strlen(u->path) - 1] == '/')
         u->path[strlen(u->path) - 1] = '\0';
-    strncat(u->path, "/readyz", sizeof(u->path) - strlen(u->path) - 1);
+    strncat(u->path, probe, sizeof(u->path) - strlen(u->path) - 1);
     return 0;
 }
 
@@ -103,38 +105,67 @@ static int probe(const struct url *u, char *err)
                                                           : "connection closed");
 }
 
+struct health_args {
+    const char *url;
+    int live;
+};
+
 static const struct opts_spec health_opts[] = {
     {"url", "URL", "the service's base URL (default http://127.0.0.1:$EDGED_PORT; port 8080 when\n"
-                  "EDGED_PORT is unset)"},
+                  "EDGED_PORT is unset; EDGED_METRICS_LISTEN's address when that is set)"},
+    {"live", NULL, "liveness: probe /healthz (200 while the process runs) instead of /readyz\n"
+                   "(503 while the server cannot serve); what a container health check asks"},
 };
+#define HEALTH_NOPTS (int)(sizeof(health_opts) / sizeof(health_opts[0]))
 
 static int health_opt(void *app, int i, const char *val, char *err)
 {
-    (void)i, (void)err;
-    *(const char **)app = val;
+    struct health_args *a = app;
+
+    (void)err;
+    if (i == 0)
+        a->url = val;
+    else
+        a->live = 1;
     return 0;
 }
 
 static void health_usage(FILE *f)
 {
-    fputs("usage: edged health [--url http://HOST:PORT]\n"
-          "  exits 0 when GET URL/readyz answers 200, else 1 with the reason on stderr\n",
+    fputs("usage: edged health [--live] [--url http://HOST:PORT]\n"
+          "  exits 0 when GET URL/readyz (URL/healthz with --live) answers 200, else 1 with the\n"
+          "  reason on stderr\n",
           f);
-    opts_print(f, health_opts, 1);
+    opts_print(f, health_opts, HEALTH_NOPTS);
+}
+
+/* The URL of the server this container runs: the probe listener when EDGED_METRICS_LISTEN names
+ * one (so that a health check never competes with API clients for a connection), else the API
+ * port; 0.0.0.0 is asked on 127.0.0.1. */
+static void default_url(char *out, size_t len)
+{
+    const char *listen = getenv("EDGED_METRICS_LISTEN"), *port = getenv("EDGED_PORT");
+    char host[64], err[EDGED_ERR_LEN];
+    int mport;
+
+    if (listen && *listen && config_listen_parse(listen, "EDGED_METRICS_LISTEN", host, sizeof(host), &mport, err) == 0)
+        snprintf(out, len, "http://%s:%d", strcmp(host, "0.0.0.0") == 0 ? "127.0.0.1" : host, mport);
+    else
+        snprintf(out, len, "http://127.0.0.1:%.8s", port && *port ? port : "8080");
 }
 
 int health_main(int argc, char **argv)
 {
-    char dflt[64], err[EDGED_ERR_LEN];
-    const char *port = getenv("EDGED_PORT"), *base = dflt;
+    char dflt[96], err[EDGED_ERR_LEN];
+    struct health_args a = {dflt, 0};
     struct url u;
     int status, rc;
 
-    snprintf(dflt, sizeof(dflt), "http://127.0.0.1:%.8s", port && *port ? port : "8080");
-    if ((rc = opts_parse(argc, argv, health_opts, 1, health_opt, &base, NULL, err)) != 0)
+    default_url(dflt, sizeof(dflt));
+    if ((rc = opts_parse(argc, argv, health_opts, HEALTH_NOPTS, health_opt, &a, NULL, err)) != 0)
         return opts_usage_exit(rc, "health", err, health_usage);
-    if (url_parse(base, &u) < 0) {
-        fprintf(stderr, "edged health: '%s' is not an http://host[:port] URL\n", base);
+    if (url_parse(a.url, a.live ? "/healthz" : "/readyz", &u) < 0) {
+        fprintf(stderr, "edged health: '%s' is not an http://host[:port] URL\n", a.url);
         return EXIT_USAGE;
     }
     status = probe(&u, err);

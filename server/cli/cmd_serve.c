@@ -121,8 +121,10 @@ static void trim_heap(void)
 #endif
 }
 
-/* Runs until a drain signal (returns EXIT_OK) or a fatal GPU error (EXIT_FAIL). */
-static int main_loop(struct service *s, struct http_server *h, const sigset_t *set)
+/* Runs until a drain signal (returns EXIT_OK) or a fatal GPU error (EXIT_FAIL). The probe
+ * listener (NULL without --metrics-listen) is never quiesced: it answers until the process ends,
+ * /readyz 503 while draining. */
+static int main_loop(struct service *s, struct http_server *h, struct http_server *probe, const sigset_t *set)
 {
     struct timespec tick = {0, SERVE_TICK_MS * 1000000L};
     char msg[EDGED_ERR_LEN];
@@ -136,6 +138,8 @@ static int main_loop(struct service *s, struct http_server *h, const sigset_t *s
             return EXIT_OK;
         }
         http_reap(h);
+        if (probe)
+            http_reap(probe);
         if (clock_ms() >= next_trim) {
             trim_heap();
             next_trim = clock_ms() + SERVE_TRIM_MS;
@@ -174,6 +178,27 @@ static int open_backend(struct service *s, const struct serve_config *cfg)
     return rc;
 }
 
+/* The probe listener of --metrics-listen: /healthz, /readyz and /metrics on connections of its
+ * own, so that no API client (a reconnect storm, held connections) can make a probe fail and the
+ * kubelet restart a healthy replica. None without the flag (*out NULL, 0). */
+static int start_probe(struct http_server **out, const struct serve_config *cfg, struct service *s, char *err)
+{
+    struct http_config pc = {cfg->metrics_host, cfg->metrics_port, 0, HTTP_PROBE_CONNECTIONS, HTTP_PROBE_RESERVE, 0,
+                             HTTP_PROBE_TIMEOUT_S, HTTP_PROBE_TIMEOUT_S, 0, 0, NULL, NULL, NULL};
+    const struct http_route *routes;
+    int nroutes, rc;
+
+    *out = NULL;
+    if (!cfg->metrics_port)
+        return 0;
+    routes = routes_probe_table(&nroutes);
+    if ((rc = http_start(out, &pc, routes, nroutes, NULL, s, s->m, err)) < 0)
+        return rc;
+    log_event("info", "listening", "metrics, health and readiness also on %s:%d (--metrics-listen)", cfg->metrics_host,
+              cfg->metrics_port);
+    return 0;
+}
+
 static int serve_run(const struct serve_config *cfg, const sigset_t *set)
 {
     struct service s = {0};
@@ -182,6 +207,7 @@ static int serve_run(const struct serve_config *cfg, const sigset_t *set)
                              cfg->port,
                              (size_t)cfg->max_body_mb << 20,
                              cfg->max_connections,
+                             HTTP_CONN_RESERVE,
                              cfg->max_conn_per_ip,
                              cfg->conn_timeout_s,
                              cfg->request_timeout_s,
@@ -190,7 +216,7 @@ static int serve_run(const struct serve_config *cfg, const sigset_t *set)
                              cfg->api_keys,
                              cfg->cors_origin,
                              NULL};
-    struct http_server *h = NULL;
+    struct http_server *h = NULL, *probe = NULL;
     const struct http_route *routes;
     char err[EDGED_ERR_LEN];
     int nroutes, rc, status = EXIT_FAIL, fatal, left;
@@ -219,7 +245,9 @@ static int serve_run(const struct serve_config *cfg, const sigset_t *set)
         goto out;
     log_event("info", "listening", "edged %s listening on %s:%d (%s backend)", EDGED_VERSION, cfg->host, cfg->port,
               service_backend(&s));
-    status = main_loop(&s, h, set);
+    if ((rc = start_probe(&probe, cfg, &s, err)) < 0)
+        goto out;
+    status = main_loop(&s, h, probe, set);
 out:
     if (rc < 0)
         log_event("error", "start", "%s", err);
@@ -227,6 +255,7 @@ out:
         status = EXIT_USAGE; /* a configuration error found at start, like a bad flag */
     queue_close(s.q);
     http_stop(h);
+    http_stop(probe);
     /* After a fatal GPU error the context is poisoned (or a kernel still spins): closing it could
      * block in the driver, so it is left to the process exit, as is a worker that never returned. */
     fatal = worker_fatal(s.w, NULL);

@@ -15,7 +15,7 @@ static const struct {
     {"filter", "filter PNG, JPEG or WebP images to PNG or JPEG: IN OUT pairs or --out-dir DIR", filter_main},
     {"bench", "time the variants on the GPU and CPU and print a table (--codec: the image codecs)",
      bench_main},
-    {"health", "probe a running service: exit 0 when /readyz answers 200", health_main},
+    {"health", "probe a running service: exit 0 when /readyz (--live: /healthz) answers 200", health_main},
     {"variants", "list the convolution variants and whether they can run here", list_main},
     {"filters", "list the filters", list_main},
     {"version", "print the version and the build (also edged --version)", version_main},

@@ -143,11 +143,8 @@ static int job_run(struct service *s, struct http_req *r, struct job *job, char 
 {
     int rc;
 
-    if ((rc = queue_push(s->q, job, err)) < 0) {
-        if (rc == EDGED_E_QUEUE_FULL)
-            metrics_busy(s->m); /* readiness: work refused for capacity */
+    if ((rc = queue_push(s->q, job, err)) < 0)
         return rc;
-    }
     if ((rc = queue_wait_watch(s->q, job, http_req_alive, r, err)) == 0)
         metrics_queue_wait(s->m, job->t.queue);
     return rc;

@@ -14,11 +14,19 @@
 #define HTTP_ID_MAX 64 /* longest request id echoed; longer or odder ones are replaced */
 #define HTTP_QUERY_MAX_ARGS 64    /* query arguments a request may carry (else 414 uri_too_long) */
 #define HTTP_QUERY_MAX_BYTES 8192 /* decoded query keys and values with separators (else 414) */
-/* Connections past --max-connections (or an address's --max-conn-per-ip) that are still accepted:
- * they are answered /healthz, /readyz and /metrics, every other request 503 (429 past the
- * per-address cap) in JSON, and cut after HTTP_OVER_IDLE_MS without a request. */
+/* Connections past --max-connections (or an address's --max-conn-per-ip) that are still accepted
+ * on the API listener (http_config.conn_reserve): they are answered /healthz, /readyz and
+ * /metrics, every other request 503 (429 past the per-address cap) in JSON, and cut after
+ * HTTP_OVER_IDLE_MS without a request, or at once when a newer one needs the room (at most half
+ * the reserve waits for a first request: http_guard.c). */
 #define HTTP_CONN_RESERVE 32
 #define HTTP_OVER_IDLE_MS 1000
+/* The probe listener (--metrics-listen): connections of its own, never the API's, and short
+ * timeouts (a probe or a scrape asks at once). Every route there is open, so its reserve serves
+ * whatever it is asked. */
+#define HTTP_PROBE_CONNECTIONS 8
+#define HTTP_PROBE_RESERVE 8
+#define HTTP_PROBE_TIMEOUT_S 5
 #define HTTP_BUDGET_WAIT_MS 500 /* a body chunk waits this long for the memory budget, then 503 */
 
 struct budget;
@@ -45,6 +53,7 @@ struct http_config {
     int port;
     size_t max_body;          /* bytes; 413 above */
     int max_connections;
+    int conn_reserve;         /* accepted past max_connections, for the open routes only */
     int max_conn_per_ip;      /* connections from one IP address at once; 0 = no cap */
     int conn_timeout_s;       /* idle connection timeout */
     int request_timeout_s;    /* headers and body must arrive within this */
@@ -71,8 +80,8 @@ int http_in_flight(struct http_server *s);
 void http_set_closing(struct http_server *s);
 /* Cuts connections whose request (headers and body) has not fully arrived request_timeout_s
  * after the connection opened or its previous answer (slowloris, slow bodies), and connections
- * over a cap idle for HTTP_OVER_IDLE_MS. Called periodically by the main loop. Returns how many
- * were cut. */
+ * over a cap idle for HTTP_OVER_IDLE_MS; logs those cut and those displaced since the last log
+ * (at most once a second). Called periodically by the main loop. Returns how many were cut. */
 int http_reap(struct http_server *s);
 /* Stops the daemon (joins the connection threads) and frees s; accepts NULL. */
 void http_stop(struct http_server *s);

@@ -322,8 +322,8 @@ int http_start(struct http_server **out, const struct http_config *c, const stru
     pthread_mutex_init(&s->conns_mu, NULL);
     pthread_mutex_init(&s->log_mu, NULL);
     /* the reserve comes out of what the descriptors allow; when they allow no more, there is none */
-    conn_limit = http_guard_fit_connections(c->max_connections + HTTP_CONN_RESERVE);
-    s->c.max_connections = conn_limit > HTTP_CONN_RESERVE ? conn_limit - HTTP_CONN_RESERVE : conn_limit;
+    conn_limit = http_guard_fit_connections(c->max_connections + c->conn_reserve);
+    s->c.max_connections = conn_limit > c->conn_reserve ? conn_limit - c->conn_reserve : conn_limit;
     if (s->c.max_connections > c->max_connections)
         s->c.max_connections = c->max_connections;
     s->id_seed = ((unsigned long long)getpid() << 32) ^ (unsigned long long)(clock_ms() * 1e3);

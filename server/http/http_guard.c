@@ -132,7 +132,6 @@ int http_guard_admit_active(struct http_req *r, int count, char *err)
     if (count ? atomic_fetch_add(&s->active, 1) >= s->c.max_active : atomic_load(&s->active) >= s->c.max_active) {
         if (count)
             atomic_fetch_sub(&s->active, 1);
-        metrics_busy(s->m);
         return edged_fail(err, EDGED_E_QUEUE_FULL, "server busy: %d image requests in progress (--queue-depth %d "
                           "plus the processing slots)", s->c.max_active, s->c.queue_depth);
     }
@@ -262,7 +261,7 @@ static uint32_t conn_ip(struct MHD_Connection *conn)
     return ((const struct sockaddr_in *)(const void *)ci->client_addr)->sin_addr.s_addr;
 }
 
-/* Marks a new connection over a cap: libmicrohttpd accepts HTTP_CONN_RESERVE more than
+/* Marks a new connection over a cap: libmicrohttpd accepts conn_reserve more than
  * --max-connections and has no per-address cap of its own, so that a connection past either cap
  * gets a JSON answer (or health served) instead of a reset. Called with conns_mu held. */
 static void conn_mark_over(struct http_server *s, struct http_conn *c)
@@ -277,6 +276,33 @@ static void conn_mark_over(struct http_server *s, struct http_conn *c)
         c->over = EDGED_E_QUEUE_FULL; /* the address's own cap first: it is that client's to fix */
     else if (total > s->c.max_connections)
         c->over = EDGED_E_UNAVAILABLE;
+}
+
+/* A reconnect storm (a client that replaces every socket the server closes, sending nothing) keeps
+ * the reserve full: the cut after HTTP_OVER_IDLE_MS frees a slot only for the next connect, which
+ * is the storm's more often than a probe's, and probes find no room. So at most half the reserve
+ * (at least 1) may wait for a request: a newer connection over a cap displaces the one that has
+ * waited longest, and the other half stays free for probes, which send their request at once and
+ * are answered before they could be the oldest. Called with conns_mu held. */
+static void conn_displace_idle(struct http_server *s)
+{
+    int keep = s->c.conn_reserve / 2 > 1 ? s->c.conn_reserve / 2 : 1, idle;
+    struct http_conn *oldest;
+
+    do {
+        idle = 0;
+        oldest = NULL;
+        for (struct http_conn *it = s->conns; it; it = it->next)
+            if (it->over && it->receiving) {
+                idle++;
+                oldest = !oldest || it->t_phase < oldest->t_phase ? it : oldest;
+            }
+        if (idle <= keep)
+            return;
+        shutdown(oldest->fd, SHUT_RDWR); /* its thread sees the end and closes it, as http_reap's */
+        oldest->receiving = 0;
+        s->displaced++;
+    } while (idle - 1 > keep);
 }
 
 /* libmicrohttpd calls this on accept and right before it closes the socket (in the connection's
@@ -299,6 +325,8 @@ void http_guard_on_connection(void *cls, struct MHD_Connection *conn, void **soc
             s->conns->prev = c;
         s->conns = c;
         conn_mark_over(s, c);
+        if (c->over)
+            conn_displace_idle(s);
         pthread_mutex_unlock(&s->conns_mu);
         *socket_context = c;
         return;
@@ -317,11 +345,12 @@ void http_guard_on_connection(void *cls, struct MHD_Connection *conn, void **soc
     *socket_context = NULL;
 }
 
-/* shutdown(2), not close: the connection's thread sees the end of input and closes it itself. */
+/* shutdown(2), not close: the connection's thread sees the end of input and closes it itself.
+ * Under a storm this runs every tick and cuts a few each time: one line a second says how many. */
 int http_reap(struct http_server *s)
 {
     double now = clock_ms(), limit = s->c.request_timeout_s * 1000.0;
-    int cut = 0;
+    int cut = 0, total = 0, displaced = 0;
 
     pthread_mutex_lock(&s->conns_mu);
     for (struct http_conn *c = s->conns; c; c = c->next)
@@ -330,10 +359,18 @@ int http_reap(struct http_server *s)
             c->receiving = 0;
             cut++;
         }
+    s->reap_cut += cut;
+    if ((s->reap_cut || s->displaced) && now - s->reap_logged >= 1000.0) {
+        total = s->reap_cut;
+        displaced = s->displaced;
+        s->reap_cut = s->displaced = 0;
+        s->reap_logged = now;
+    }
     pthread_mutex_unlock(&s->conns_mu);
-    if (cut)
-        log_event("warn", "request_timeout", "%d connection(s) cut: request not complete within %d s", cut,
-                  s->c.request_timeout_s);
+    if (total || displaced)
+        log_event("warn", "request_timeout", "%d connection(s) cut: request not complete within %d s (over a cap: "
+                  "%d ms); %d idle over a cap displaced by newer ones", total, s->c.request_timeout_s,
+                  HTTP_OVER_IDLE_MS, displaced);
     return cut;
 }
 

@@ -43,6 +43,9 @@ struct http_server {
     char cors[256];
     pthread_mutex_t conns_mu; /* guards the conns list and each entry (fd use included) */
     struct http_conn *conns;
+    int displaced;            /* idle over-cap connections displaced by newer ones, not yet logged */
+    double reap_logged;       /* clock_ms() of http_reap's last log line */
+    int reap_cut;             /* cut by http_reap since that line */
     pthread_mutex_t log_mu;   /* guards the rate limit of libmicrohttpd's messages */
     double log_window;
     long log_count, log_dropped;

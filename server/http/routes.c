@@ -3,14 +3,16 @@
 
 #define POST_TYPES "multipart/form-data,image/png,image/jpeg,image/webp"
 
+/* The probe routes come first: the probe listener's table is this array's first ROUTES_PROBE rows. */
+#define ROUTES_PROBE 3
 static const struct http_route routes[] = {
+    {"/healthz", 0, NULL, endpoint_healthz, 1},
+    {"/readyz", 0, NULL, endpoint_readyz, 1},
+    {"/metrics", 0, NULL, endpoint_metrics, 1},
     {"/v1/filter", 1, POST_TYPES, endpoint_filter, 0},
     {"/v1/compare", 1, POST_TYPES, endpoint_compare, 0},
     {"/v1/filters", 0, NULL, endpoint_filters, 0},
     {"/v1/variants", 0, NULL, endpoint_variants, 0},
-    {"/healthz", 0, NULL, endpoint_healthz, 1},
-    {"/readyz", 0, NULL, endpoint_readyz, 1},
-    {"/metrics", 0, NULL, endpoint_metrics, 1},
     {"/version", 0, NULL, endpoint_version, 0},
     {"/openapi.yaml", 0, NULL, endpoint_openapi, 0},
     {"/", 0, NULL, endpoint_web, 1},
@@ -20,5 +22,11 @@ static const struct http_route routes[] = {
 const struct http_route *routes_table(int *n)
 {
     *n = (int)(sizeof(routes) / sizeof(routes[0]));
+    return routes;
+}
+
+const struct http_route *routes_probe_table(int *n)
+{
+    *n = ROUTES_PROBE;
     return routes;
 }

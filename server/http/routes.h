@@ -8,6 +8,9 @@
 
 /* The routes of the API, for http_start; *n gets their count. Static: never freed. */
 const struct http_route *routes_table(int *n);
+/* The routes of the probe listener (--metrics-listen): /healthz, /readyz and /metrics, the same
+ * rows as the API's. */
+const struct http_route *routes_probe_table(int *n);
 
 /* POST /v1/filter: one filter on the uploaded PNG; answers the PNG or the JSON result. */
 void endpoint_filter(struct http_req *r, void *app);

@@ -15,7 +15,6 @@ struct budget {
     pthread_mutex_t mu;
     pthread_cond_t freed;
     size_t limit, used;
-    double last_refusal;
 };
 
 int budget_new(struct budget **out, size_t limit, char *err)
@@ -63,7 +62,6 @@ int budget_take(struct budget *b, size_t n, int wait_ms, char *err)
         if (clock_ms() >= until || pthread_cond_timedwait(&b->freed, &b->mu, &ts) != 0) {
             if (b->used + n <= b->limit)
                 break;
-            b->last_refusal = clock_ms();
             rc = edged_fail(err, EDGED_E_MEMORY_BUDGET, "memory budget spent: %zu of %zu MiB reserved, %zu MiB "
                             "more needed (--max-memory-mb)", b->used >> 20, b->limit >> 20, (n + (1 << 20) - 1) >> 20);
             break;
@@ -98,18 +96,6 @@ size_t budget_used(struct budget *b)
 }
 
 size_t budget_limit(const struct budget *b) { return b ? b->limit : 0; }
-
-double budget_last_refusal(struct budget *b)
-{
-    double t;
-
-    if (!b)
-        return 0.0;
-    pthread_mutex_lock(&b->mu);
-    t = b->last_refusal;
-    pthread_mutex_unlock(&b->mu);
-    return t;
-}
 
 /* A number of bytes from the first line of path; 0 when absent, "max" or unreadable. */
 static size_t read_limit(const char *path)

@@ -19,10 +19,9 @@ int budget_take(struct budget *b, size_t n, int wait_ms, char *err);
 /* Gives back n bytes taken before; accepts NULL and 0. */
 void budget_give(struct budget *b, size_t n);
 
-/* Bytes reserved now, the limit, and clock_ms() of the last refusal (0: none yet). */
+/* Bytes reserved now, and the limit. */
 size_t budget_used(struct budget *b);
 size_t budget_limit(const struct budget *b);
-double budget_last_refusal(struct budget *b);
 
 /* The default budget: half of the cgroup's memory limit (v2 memory.max, v1
  * memory.limit_in_bytes), else half of the machine's memory; at least 256 MiB. */

@@ -112,29 +112,11 @@ int service_admit(void *app, char *err)
     return 0;
 }
 
-int service_ready(struct service *s, char *reason)
-{
-    double now = clock_ms(), last;
-    int depth;
-
-    if (service_admit(s, reason) < 0)
-        return 0;
-    if ((last = budget_last_refusal(s->budget)) > 0.0 && now - last < SERVICE_BUSY_WINDOW_MS) {
-        edged_fail(reason, EDGED_E_UNAVAILABLE, "memory budget spent (%zu of %zu MiB reserved)",
-                   budget_used(s->budget) >> 20, budget_limit(s->budget) >> 20);
-        return 0;
-    }
-    if ((last = metrics_last_busy(s->m)) > 0.0 && now - last < SERVICE_BUSY_WINDOW_MS) {
-        edged_fail(reason, EDGED_E_UNAVAILABLE, "busy: image requests refused (429) in the last %d ms",
-                   SERVICE_BUSY_WINDOW_MS);
-        return 0;
-    }
-    if ((depth = queue_depth(s->q)) >= queue_capacity(s->q)) {
-        edged_fail(reason, EDGED_E_UNAVAILABLE, "queue full (%d of %d jobs)", depth, queue_capacity(s->q));
-        return 0;
-    }
-    return 1;
-}
+/* Readiness is admission: a replica that would admit a request is ready, whatever its load.
+ * Overload is answered per request (429 with Retry-After, 503 memory_budget); were it answered by
+ * unreadiness too, every replica of a loaded Service would leave the endpoints in turn and clients
+ * would get connection errors or the ingress's 503 instead of edged's 429. */
+int service_ready(struct service *s, char *reason) { return service_admit(s, reason) == 0; }
 
 /* Peak of one image request: the decoded image (ch bytes a pixel), the float planes (up to ch of
  * them, 4 bytes each) with the source and second buffers (8 more), the output (up to 4 channels)

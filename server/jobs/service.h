@@ -41,12 +41,12 @@ void service_destroy(struct service *s);
 /* http_admit: refuses new POSTs while draining, without a backend or after a fatal GPU error. */
 int service_admit(void *app, char *err);
 
-/* 1 when /readyz answers 200; else 0 with the reason in reason (EDGED_ERR_LEN bytes). Not ready
- * either while work is being refused for capacity: an admission or queue-full 429 (metrics_busy)
- * or a memory_budget refusal in the last SERVICE_BUSY_WINDOW_MS, or the queue at its bound. */
-#define SERVICE_BUSY_WINDOW_MS 1000
-#define SERVICE_BUDGET_WAIT_MS 500 /* an image waits this long for the memory budget, then 503 */
+/* 1 when /readyz answers 200: the service can serve (service_admit admits: a backend, no fatal
+ * GPU error, not draining); else 0 with the reason in reason (EDGED_ERR_LEN bytes). Load never
+ * makes it 0: overload is answered 429 or 503 per request. */
 int service_ready(struct service *s, char *reason);
+
+#define SERVICE_BUDGET_WAIT_MS 500 /* an image waits this long for the memory budget, then 503 */
 
 /* "gpu", "cpu" or "unavailable". */
 const char *service_backend(const struct service *s);

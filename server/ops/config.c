@@ -31,6 +31,9 @@ struct opt {
 static const struct opt opts[] = {
     {"host", "EDGED_HOST", OPT_STR, O(host), 0, 0, "0.0.0.0", "bind address (IPv4)"},
     {"port", "EDGED_PORT", OPT_INT, O(port), 1, 65535, "8080", "TCP port"},
+    {"metrics-listen", "EDGED_METRICS_LISTEN", OPT_STR, O(metrics_listen), 0, 0, "",
+     "ADDR:PORT of a second listener that serves only /metrics, /healthz and /readyz (GET, HEAD) for "
+     "probes and scrapes, with connections of its own that no API client can take (empty = off)"},
     {"backend", "EDGED_BACKEND", OPT_BACKEND, O(backend), 0, 0, "auto",
      "auto (GPU when one works, else CPU), gpu (not ready without one) or cpu"},
     {"max-body-mb", "EDGED_MAX_BODY_MB", OPT_INT, O(max_body_mb), 1, 4096, "64",
@@ -180,6 +183,43 @@ static int load_env(struct serve_config *cfg, char *err)
     return first;
 }
 
+int config_listen_parse(const char *s, const char *what, char *host, size_t hostlen, int *port, char *err)
+{
+    const char *colon = strrchr(s, ':');
+    struct in_addr addr;
+    char *end;
+    long p;
+
+    if (!colon || (size_t)(colon - s) >= hostlen || colon[1] < '0' || colon[1] > '9')
+        return edged_fail(err, EDGED_E_USAGE, "%s: '%.64s' is not ADDR:PORT (an IPv4 address and a port)", what, s);
+    memcpy(host, s, (size_t)(colon - s));
+    host[colon - s] = '\0';
+    errno = 0;
+    p = strtol(colon + 1, &end, 10);
+    if (inet_pton(AF_INET, host, &addr) != 1 || errno || end == colon + 1 || *end || p < 1 || p > 65535)
+        return edged_fail(err, EDGED_E_USAGE, "%s: '%.64s' is not ADDR:PORT (an IPv4 address and a port)", what, s);
+    *port = (int)p;
+    return 0;
+}
+
+/* --metrics-listen: split, and not the API's own address. */
+static int check_metrics_listen(struct serve_config *cfg, char *err)
+{
+    int rc;
+
+    cfg->metrics_port = 0;
+    if (!cfg->metrics_listen[0])
+        return 0;
+    if ((rc = config_listen_parse(cfg->metrics_listen, "--metrics-listen (EDGED_METRICS_LISTEN)", cfg->metrics_host, sizeof(cfg->metrics_host),
+                                  &cfg->metrics_port, err)) < 0)
+        return rc;
+    if (cfg->metrics_port == cfg->port && (strcmp(cfg->metrics_host, cfg->host) == 0 ||
+                                           strcmp(cfg->metrics_host, "0.0.0.0") == 0 || strcmp(cfg->host, "0.0.0.0") == 0))
+        return edged_fail(err, EDGED_E_USAGE, "--metrics-listen (EDGED_METRICS_LISTEN): '%s' is the API's own "
+                          "address (--host, --port): give another port", cfg->metrics_listen);
+    return 0;
+}
+
 int config_load(struct serve_config *cfg, int argc, char **argv, char *err)
 {
     struct in_addr addr;
@@ -197,7 +237,7 @@ int config_load(struct serve_config *cfg, int argc, char **argv, char *err)
     if (inet_pton(AF_INET, cfg->host, &addr) != 1)
         return edged_fail(err, EDGED_E_USAGE, "--host (EDGED_HOST): '%.64s' is not an IPv4 address in dotted form "
                           "(such as 0.0.0.0 or 127.0.0.1; names and IPv6 are not taken)", cfg->host);
-    if ((rc = auth_keys_check(cfg->api_keys, NULL, err)) < 0)
+    if ((rc = auth_keys_check(cfg->api_keys, NULL, err)) < 0 || (rc = check_metrics_listen(cfg, err)) < 0)
         return rc;
     for (const char *p = cfg->cors_origin; *p; p++)
         if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)

@@ -17,6 +17,9 @@ int config_backend_parse(const char *name);
 struct serve_config {
     char host[64];          /* bind address */
     int port;
+    char metrics_listen[80]; /* ADDR:PORT of the probe listener (/metrics, /healthz, /readyz); "" = off */
+    char metrics_host[64];  /* metrics_listen split by config_load; metrics_port 0 when off */
+    int metrics_port;
     enum backend_kind backend; /* auto | gpu | cpu */
     int max_body_mb;        /* request body cap, MiB */
     long long max_pixels;   /* image width*height cap */
@@ -48,6 +51,10 @@ struct serve_config {
  * `--name=V`, opts.h). Returns 0, OPTS_HELP when --help was given, or EDGED_E_USAGE with a
  * message naming the flag or variable and its value. threads 0 is resolved to the online cores. */
 int config_load(struct serve_config *cfg, int argc, char **argv, char *err);
+
+/* Splits "ADDR:PORT" (an IPv4 address in dotted form, a port 1..65535) into host (hostlen bytes)
+ * and *port. Returns 0, or EDGED_E_USAGE with a message naming `what` (the flag or variable). */
+int config_listen_parse(const char *s, const char *what, char *host, size_t hostlen, int *port, char *err);
 
 /* The advanced tuning knobs (api/tuning.h) from their EDGED_* environment variables, set for the
  * process; every subcommand reads them at start. Returns 0 or EDGED_E_USAGE naming the bad one. */

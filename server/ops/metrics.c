@@ -11,7 +11,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "clock.h"
 #include "errors.h"
 #include "filter.h"
 #include "variant.h"
@@ -52,7 +51,6 @@ struct metrics {
     uint64_t accepted, succeeded, failed, in_flight;
     uint64_t by_status[MAX_STATUS];
     uint64_t rejections[NREASONS];
-    double last_busy; /* clock_ms() of the last metrics_busy */
     struct histogram queue_wait, stage[RESULT_STAGE_COUNT]; /* EDGED_STAGES order */
     struct histogram duration[NFILTER_LABELS][RB_COUNT];
     struct filter_code by_code[MAX_FILTER_CODES];
@@ -111,25 +109,6 @@ void metrics_reject(struct metrics *m, int code)
         if (reason_codes[i] == code)
             m->rejections[i]++;
     pthread_mutex_unlock(&m->mu);
-}
-
-void metrics_busy(struct metrics *m)
-{
-    pthread_mutex_lock(&m->mu);
-    m->last_busy = clock_ms();
-    pthread_mutex_unlock(&m->mu);
-}
-
-double metrics_last_busy(struct metrics *m)
-{
-    double t;
-
-    if (!m)
-        return 0.0;
-    pthread_mutex_lock(&m->mu);
-    t = m->last_busy;
-    pthread_mutex_unlock(&m->mu);
-    return t;
 }
 
 static void observe(struct histogram *h, double seconds)

@@ -44,11 +44,6 @@ void metrics_filter_request(struct metrics *m, const char *filter, const char *v
  * image_too_large, queue_full, deadline_exceeded, unavailable, client_closed, job_too_costly,
  * memory_budget, ...). */
 void metrics_reject(struct metrics *m, int code);
-/* The server refused work for capacity (admission bound or queue full: 429), for readiness;
- * metrics_last_busy is clock_ms() of the last time (0: never). A client over its own connection
- * cap does not count: it says nothing of the server. */
-void metrics_busy(struct metrics *m);
-double metrics_last_busy(struct metrics *m);
 /* Stage times of a served request (ms); zero stages are not observed. */
 void metrics_stages(struct metrics *m, const struct result_times *t);
 /* Time a job waited in the queue (ms). */

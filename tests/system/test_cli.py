@@ -66,7 +66,7 @@ def test_bench_option_forms():
 def test_health_option_forms(server):
     assert edged("health", "--url", server.url).returncode == 0
     assert edged("health", "--url=" + server.url).returncode == 0
-    for form in (["--url"], ["--url=ftp://x"], ["--nope=1"]):
+    for form in (["--url"], ["--url=ftp://x"], ["--nope=1"], ["--live=1"]):
         p = edged_text("health", *form)
         assert p.returncode == 2 and p.stderr.strip(), form
 
@@ -87,6 +87,20 @@ def test_health_names_why_it_failed(server):
     assert p.returncode == 1 and p.stderr.startswith("edged health: no HTTP answer from 127.0.0.1:"), p.stderr
     p = edged_text("health", "--url", server.url + "/nowhere")
     assert p.returncode == 1 and p.stderr.strip() == "edged health: /nowhere/readyz answered 404", p.stderr
+    p = edged_text("health", "--live", "--url", server.url + "/nowhere")
+    assert p.returncode == 1 and p.stderr.strip() == "edged health: /nowhere/healthz answered 404", p.stderr
+
+
+def test_health_live_is_liveness(make_server):
+    """--live asks /healthz: a server that cannot serve (no backend) is alive but not ready."""
+    if gpu_here():
+        pytest.skip("a GPU is present: --backend gpu would be ready")
+    s = make_server("--backend", "gpu", wait_ready=False)
+    p = edged_text("health", "--url", s.url)
+    assert p.returncode == 1 and p.stderr.strip() == "edged health: /readyz answered 503", p.stderr
+    p = edged_text("health", "--live", "--url", s.url)
+    assert p.returncode == 0 and not p.stderr, p.stderr
+    assert edged("health", "--url=" + s.url, "--live").returncode == 0
 
 
 def test_serve_option_forms(make_server):

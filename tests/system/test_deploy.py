@@ -32,6 +32,7 @@ COMPOSE_SCHEMA = os.path.join(ROOT, "tests", "system", "schemas", "compose-spec.
 K8S_VERSIONS = ("1.28.0", None)
 GPU = "nvidia.com/gpu"
 HPA_METRIC = "edged_queue_depth"
+METRICS_PORT = 9090  # EDGED_METRICS_LISTEN's: the probes and the scrape
 BUILTIN_KINDS = {"Namespace", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy",
                  "HorizontalPodAutoscaler", "ConfigMap"}
 
@@ -205,6 +206,8 @@ def test_gpu_only_in_gpu_overlay():
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_probes(overlay):
+    """The probes ask the probe listener (EDGED_METRICS_LISTEN on the port named metrics), which no
+    API client can crowd out; liveness is /healthz, never /readyz."""
     c = container(rendered(overlay))
     ports = port_names(c)
     want = {"startupProbe": "/readyz", "readinessProbe": "/readyz", "livenessProbe": "/healthz"}
@@ -212,8 +215,10 @@ def test_probes(overlay):
         get = c[probe]["httpGet"]
         assert get["path"] == path, f"{probe} on {get['path']}"
         port = ports.get(get["port"], get["port"])
-        assert port == 8080, f"{probe} on port {get['port']}"
-    assert env(c).get("EDGED_PORT", "8080") == "8080"
+        assert port == METRICS_PORT, f"{probe} on port {get['port']}, not the metrics port"
+    assert ports.get("http") == 8080 and env(c).get("EDGED_PORT", "8080") == "8080"
+    assert ports.get("metrics") == METRICS_PORT
+    assert env(c).get("EDGED_METRICS_LISTEN") == f"0.0.0.0:{METRICS_PORT}", env(c)
 
 
 def test_gpu_startup_allows_cuda_start():
@@ -275,7 +280,7 @@ def test_scrape_annotations():
     d = deployment(rendered("gpu"))
     ann = d["spec"]["template"]["metadata"]["annotations"]
     assert ann["prometheus.io/scrape"] == "true" and ann["prometheus.io/path"] == "/metrics"
-    assert int(ann["prometheus.io/port"]) == container(rendered("gpu"))["ports"][0]["containerPort"]
+    assert int(ann["prometheus.io/port"]) == port_names(container(rendered("gpu")))["metrics"] == METRICS_PORT
 
 
 # ---------------------------------------------------------------- Service, PDB, NetworkPolicy, PodMonitor
@@ -308,12 +313,14 @@ def test_pdb_never_blocks_a_drain():
         assert int(spec["maxUnavailable"]) >= 1
 
 
-def test_networkpolicy_ingress_8080_only_no_egress():
+def test_networkpolicy_ingress_api_and_metrics_only_no_egress():
     np_ = rendered("gpu")["NetworkPolicy"]
     spec = np_["spec"]
     assert sorted(spec["policyTypes"]) == ["Egress", "Ingress"]
     ports = [p for rule in spec["ingress"] for p in rule.get("ports") or [{}]]
-    assert ports and all(p.get("port") in (8080, "http") and p.get("protocol", "TCP") == "TCP" for p in ports), ports
+    allowed = (8080, "http", METRICS_PORT, "metrics")
+    assert ports and all(p.get("port") in allowed and p.get("protocol", "TCP") == "TCP" for p in ports), ports
+    assert {p["port"] for p in ports} & {METRICS_PORT, "metrics"}, "Prometheus cannot reach the metrics port"
     assert spec.get("egress", []) == [], "edged opens no connection: no egress rule"
 
 
@@ -326,7 +333,7 @@ def test_podmonitor_scrapes_metrics():
     eps = pm["spec"]["podMetricsEndpoints"]
     assert eps, "PodMonitor without endpoints"
     for ep in eps:
-        assert ep["port"] in port_names(container(docs)), f"PodMonitor port {ep['port']}"
+        assert ep["port"] == "metrics" and "metrics" in port_names(container(docs)), f"PodMonitor port {ep['port']}"
         assert ep.get("path", "/metrics") == "/metrics"
         assert re.fullmatch(r"\d+[smh]", ep.get("interval", "30s")), ep
 

@@ -271,9 +271,14 @@ def test_dockerfile_runtime_contract(name):
     assert user not in ("root", "0"), f"runs as {users[-1]}"
     assert user.isdigit(), f"USER {users[-1]}: numeric, so that Kubernetes can check runAsNonRoot"
     assert "8080" in " ".join(args_of(runtime, "EXPOSE")).split()
+    # the health check asks the probe listener (edged health follows EDGED_METRICS_LISTEN)
+    mport = runtime_env(name).get("EDGED_METRICS_LISTEN", "").rpartition(":")[2]
+    assert mport and mport in " ".join(args_of(runtime, "EXPOSE")).split(), (mport, args_of(runtime, "EXPOSE"))
     assert args_of(runtime, "STOPSIGNAL") == ["SIGTERM"]
     hc = args_of(runtime, "HEALTHCHECK")
-    assert len(hc) == 1 and re.search(r"CMD\s+(\[\s*\"edged\"\s*,\s*\"health\"|edged\s+health)", hc[0]), hc
+    # liveness (/healthz), never readiness: an overloaded or draining container is not a hung one
+    live = r'CMD\s+(\[\s*"edged"\s*,\s*"health"\s*,\s*"--live"\s*\]|edged\s+health\s+--live\b)'
+    assert len(hc) == 1 and re.search(live, hc[0]), hc
     ep = args_of(runtime, "ENTRYPOINT")
     assert ep and re.fullmatch(r'\[\s*"edged"\s*,\s*"serve"\s*\]', ep[-1]), ep
     assert "EDGED_OPENAPI" in runtime_env(name), "the runtime stage does not say where openapi.yaml is"
@@ -443,11 +448,13 @@ def test_compose_common_contract():
         assert svc.get("restart") == "on-failure"
         test = svc["healthcheck"]["test"]
         cmd = " ".join(test[1:]) if isinstance(test, list) else test
-        assert re.search(r"\bedged\s+health\b", cmd), test
+        assert re.search(r"\bedged\s+health\s+--live\b", cmd), test  # liveness, as the image's
         assert any(str(p).split(":")[-1] == "8080" for p in svc["ports"]), svc["ports"]
         assert svc.get("build") or svc.get("image")
         env = env_dict(svc.get("environment"))
         assert env.get("EDGED_PORT", "8080") == "8080", "container port and EDGED_PORT disagree"
+        mport = env.get("EDGED_METRICS_LISTEN", "").rpartition(":")[2]  # the health check's and the scrape's
+        assert mport and any(str(p).split(":")[-1] == mport for p in svc["ports"]), (mport, svc["ports"])
         assert "EDGED_QUEUE_DEADLINE_MS" in env, "set EDGED_QUEUE_DEADLINE_MS so that the drain is bounded"
         drain = drain_bound_s(env)
         grace = seconds(svc.get("stop_grace_period", "10s"))

@@ -294,6 +294,6 @@ def test_health_and_ready_fast_under_overload(make_server, slow_png):
         codes = [c for f in futs for c in f.result()]
     assert set(codes) <= {200, 429}, set(codes)
     assert 429 in codes, "the flood never filled the queue"
-    assert set(ready) <= {200, 503}
+    assert set(ready) == {200}, ready  # overload is answered 429, never with unreadiness
     assert statistics.median(lat) < 0.05 * K and max(lat) < 0.5 * K, (statistics.median(lat), max(lat))
     assert_balanced(s.url)

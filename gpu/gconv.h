@@ -96,13 +96,14 @@ int gconv_bench_npp(struct gconv_ctx *ctx, int w, int h, const struct kernel2d *
                     double *median_ms, char *err);
 
 /* Bench timing of the u8 edge pipeline alone (upload done, kernels only) on a w x h image of ch
- * channels with variant v and border b; median of reps after warmup. packed: the map as 1-bit rows
- * (gconv_packs must hold, else EDGED_E_PARAM). The _npp form times NPP's gray u8 Gauss 5x5 +
- * Laplace 3x3 (EDGED_E_NO_CUDA without NPP). */
-int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, int packed, enum border b, enum variant v,
-                     int block, int warmup, int reps, double *median_ms, char *err);
-int gconv_bench_edge_npp(struct gconv_ctx *ctx, int w, int h, int warmup, int reps, double *median_ms,
-                         char *err);
+ * channels with variant v and border b; median of reps after warmup. h_in: the image (w*h*ch bytes,
+ * rows w*ch apart), copied to the device before timing; NULL: random bytes. packed: the map as
+ * 1-bit rows (gconv_packs must hold, else EDGED_E_PARAM). The _npp form times NPP's gray u8 Gauss
+ * 5x5 + Laplace 3x3 on h_in (w*h gray bytes, or NULL) (EDGED_E_NO_CUDA without NPP). */
+int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, const uint8_t *h_in, int packed, enum border b,
+                     enum variant v, int block, int warmup, int reps, double *median_ms, char *err);
+int gconv_bench_edge_npp(struct gconv_ctx *ctx, int w, int h, const uint8_t *h_in, int warmup, int reps,
+                         double *median_ms, char *err);
 
 /* Canny on the device (every stage, hysteresis included) for tests: gray and out as for
  * canny_serial (cpu_ref/canny.h), the same map. kernel_ms receives the device time of the stages
@@ -110,13 +111,14 @@ int gconv_bench_edge_npp(struct gconv_ctx *ctx, int w, int h, int warmup, int re
 int gconv_canny_host(struct gconv_ctx *ctx, const struct img *gray, const struct canny_params *p, struct img *out,
                      float *kernel_ms, char *err);
 
-/* Bench timing of Canny on a device-resident w x h gray image (median of reps after warmup); the
- * _npp form times NPP's nppiFilterCannyBorder_8u_C1R with the same knobs (EDGED_E_NO_CUDA without
- * NPP). */
-int gconv_bench_canny(struct gconv_ctx *ctx, int w, int h, const struct canny_params *p, int warmup, int reps,
-                      double *median_ms, char *err);
-int gconv_bench_canny_npp(struct gconv_ctx *ctx, int w, int h, const struct canny_params *p, int warmup,
-                          int reps, double *median_ms, char *err);
+/* Bench timing of Canny on a device-resident w x h gray image (median of reps after warmup): h_gray
+ * (w*h bytes, rows w apart) copied to the device before timing, or NULL for a built-in synthetic
+ * image made on the device (smooth shading, steps, noise); the _npp form times NPP's
+ * nppiFilterCannyBorder_8u_C1R with the same knobs on the same image (EDGED_E_NO_CUDA without NPP). */
+int gconv_bench_canny(struct gconv_ctx *ctx, int w, int h, const uint8_t *h_gray, const struct canny_params *p,
+                      int warmup, int reps, double *median_ms, char *err);
+int gconv_bench_canny_npp(struct gconv_ctx *ctx, int w, int h, const uint8_t *h_gray, const struct canny_params *p,
+                          int warmup, int reps, double *median_ms, char *err);
 /* As gconv_bench_canny on the hysteresis worst case of canny_spiral.h (one chain of weak pixels
  * across the image) with its knobs {100, 1000, 3, L1}; p is not read. */
 int gconv_bench_canny_spiral(struct gconv_ctx *ctx, int w, int h, int warmup, int reps, double *median_ms,

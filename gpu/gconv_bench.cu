@@ -1,5 +1,5 @@
 /* gconv_bench.cu — kernel timing for `edged bench`: one variant (or NVIDIA NPP) on device-resident
- * random planes, buffers rotated past L2, CUDA events, median of the repetitions. */
+ * random planes or the caller's image, buffers rotated past L2, CUDA events, median of the repetitions. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -255,6 +255,16 @@ static uint8_t *bench_u8_in(const struct bench_u8 *b, int i)
     return b->d_u8 + (size_t)(i % b->rot) * (b->in_b + b->out_b);
 }
 
+/* Copies the caller's image (in_b bytes) over every rotation's input; nothing when h_in is NULL. */
+static cudaError_t bench_u8_load(struct gconv_ctx *ctx, const struct bench_u8 *b, const uint8_t *h_in)
+{
+    cudaError_t e = cudaSuccess;
+
+    for (int i = 0; h_in && i < b->rot && e == cudaSuccess; i++)
+        e = cudaMemcpyAsync(bench_u8_in(b, i), h_in, b->in_b, cudaMemcpyHostToDevice, ctx->st[0].s);
+    return e;
+}
+
 static int bench_edge_plan(int ch, enum border b, struct filter_plan *plan, char *err)
 {
     struct filter_spec spec;
@@ -264,8 +274,8 @@ static int bench_edge_plan(int ch, enum border b, struct filter_plan *plan, char
     return filter_plan_make(&spec, ch, plan, err);
 }
 
-int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, int packed, enum border bd, enum variant v,
-                     int block, int warmup, int reps, double *median_ms, char *err)
+int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, const uint8_t *h_in, int packed, enum border bd,
+                     enum variant v, int block, int warmup, int reps, double *median_ms, char *err)
 {
     struct filter_plan plan;
     struct bench_u8 b;
@@ -286,7 +296,8 @@ int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, int packed, en
         return edged_fail(err, EDGED_E_PARAM, "a packed map needs fast on gray or RGB input %d pixels wide, a "
                                               "multiple of 8", w);
     st = &ctx->st[0];
-    if ((e = bench_u8_alloc(ctx, w, h, plan.in_ch, plan.out_ch, 2 * plan.planes + 2, &b)) != cudaSuccess)
+    if ((e = bench_u8_alloc(ctx, w, h, plan.in_ch, plan.out_ch, 2 * plan.planes + 2, &b)) != cudaSuccess ||
+        (e = bench_u8_load(ctx, &b, h_in)) != cudaSuccess)
         goto out;
     for (int i = 0; i < plan.nconv; i++)
         memcpy(st->h_taps + i * FILTER_MAX_TAPS, plan.conv[i].taps, sizeof(float) * 25);
@@ -317,9 +328,10 @@ out:
 
 /* ---- Canny ------------------------------------------------------------------------------- */
 
-/* A photo-like gray image: smooth shading, large soft waves, a checker of steps (long edges that
- * cross many tiles) and a little noise, so that a realistic share of pixels are candidates. */
-static __device__ uint8_t photo_px(int x, int y)
+/* The synthetic gray image Canny is timed on when no photograph is given: smooth shading, large
+ * soft waves, a checker of steps (long edges that cross many tiles) and a little noise. Far fewer of
+ * its pixels are edges than of a photograph's, so it flatters the timing: `edged bench --input`. */
+static __device__ uint8_t synthetic_px(int x, int y)
 {
     uint32_t v = ((uint32_t)x * 73856093u) ^ ((uint32_t)y * 19349663u);
     float f = 120.0f + 60.0f * __sinf(x * 0.011f + 2.5f * __sinf(y * 0.0071f)) * __cosf(y * 0.0093f - x * 0.0037f);
@@ -335,17 +347,21 @@ __global__ void k_fill_canny(uint8_t *d_p, int w, int h, int spiral)
 {
     int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x < w && y < h)
-        d_p[(size_t)y * w + x] = spiral ? canny_spiral_px(x, y, w, h) : photo_px(x, y);
+        d_p[(size_t)y * w + x] = spiral ? canny_spiral_px(x, y, w, h) : synthetic_px(x, y);
 }
 
-/* Rotation buffers of gray input and map (bench_u8) with every input filled with the test image. */
-static cudaError_t bench_canny_alloc(struct gconv_ctx *ctx, int w, int h, int spiral, struct bench_u8 *b)
+/* Rotation buffers of gray input and map (bench_u8) with every input holding the test image: h_gray,
+ * else the spiral or the synthetic photo-like image made here. */
+static cudaError_t bench_canny_alloc(struct gconv_ctx *ctx, int w, int h, const uint8_t *h_gray, int spiral,
+                                     struct bench_u8 *b)
 {
     dim3 blk(32, 8), grid(div_up(w, 32), div_up(h, 8));
     cudaError_t e;
 
     if ((e = bench_u8_alloc(ctx, w, h, 1, 1, 0, b)) != cudaSuccess)
         return e;
+    if (h_gray)
+        return bench_u8_load(ctx, b, h_gray);
     for (int i = 0; i < b->rot && e == cudaSuccess; i++) {
         k_fill_canny<<<grid, blk, 0, ctx->st[0].s>>>(bench_u8_in(b, i), w, h, spiral);
         e = cudaGetLastError();
@@ -353,8 +369,8 @@ static cudaError_t bench_canny_alloc(struct gconv_ctx *ctx, int w, int h, int sp
     return e;
 }
 
-static int bench_canny_run(struct gconv_ctx *ctx, int w, int h, const struct canny_params *p, int spiral,
-                           int warmup, int reps, double *median_ms, char *err)
+static int bench_canny_run(struct gconv_ctx *ctx, int w, int h, const uint8_t *h_gray, const struct canny_params *p,
+                           int spiral, int warmup, int reps, double *median_ms, char *err)
 {
     struct bench_u8 b;
     struct canny_dev d;
@@ -368,7 +384,7 @@ static int bench_canny_run(struct gconv_ctx *ctx, int w, int h, const struct can
         return rc;
     if (p->aperture != 3 && p->aperture != 5 && p->aperture != 7)
         return edged_fail(err, EDGED_E_PARAM, "canny aperture %d invalid: must be 3, 5 or 7", p->aperture);
-    if ((e = bench_canny_alloc(ctx, w, h, spiral, &b)) != cudaSuccess ||
+    if ((e = bench_canny_alloc(ctx, w, h, h_gray, spiral, &b)) != cudaSuccess ||
         (e = cudaMalloc((void **)&d_nodes, nb)) != cudaSuccess)
         goto out;
     __atomic_fetch_add(&ctx->mem_used, nb, __ATOMIC_SEQ_CST);
@@ -385,10 +401,10 @@ out:
     return e == cudaSuccess ? 0 : gctx_fail(ctx, e, what, err);
 }
 
-int gconv_bench_canny(struct gconv_ctx *ctx, int w, int h, const struct canny_params *p, int warmup, int reps,
-                      double *median_ms, char *err)
+int gconv_bench_canny(struct gconv_ctx *ctx, int w, int h, const uint8_t *h_gray, const struct canny_params *p,
+                      int warmup, int reps, double *median_ms, char *err)
 {
-    return bench_canny_run(ctx, w, h, p, 0, warmup, reps, median_ms, err);
+    return bench_canny_run(ctx, w, h, h_gray, p, 0, warmup, reps, median_ms, err);
 }
 
 int gconv_bench_canny_spiral(struct gconv_ctx *ctx, int w, int h, int warmup, int reps, double *median_ms,
@@ -396,7 +412,7 @@ int gconv_bench_canny_spiral(struct gconv_ctx *ctx, int w, int h, int warmup, in
 {
     const struct canny_params p = {CANNY_SPIRAL_LOW, CANNY_SPIRAL_HIGH, 3, 0};
 
-    return bench_canny_run(ctx, w, h, &p, 1, warmup, reps, median_ms, err);
+    return bench_canny_run(ctx, w, h, NULL, &p, 1, warmup, reps, median_ms, err);
 }
 
 #if EDGED_NPP
@@ -472,8 +488,8 @@ out:
 /* NPP's u8 edge pipeline for comparison: nppiFilterGaussBorder 5x5 then nppiFilterLaplaceBorder
  * 3x3, gray u8 in and out (replicate border, NPP's own Laplacian mask, no threshold): two passes
  * over memory with a u8 intermediate. */
-int gconv_bench_edge_npp(struct gconv_ctx *ctx, int w, int h, int warmup, int reps, double *median_ms,
-                         char *err)
+int gconv_bench_edge_npp(struct gconv_ctx *ctx, int w, int h, const uint8_t *h_in, int warmup, int reps,
+                         double *median_ms, char *err)
 {
     struct bench_u8 b;
     NppStreamContext nc;
@@ -486,7 +502,8 @@ int gconv_bench_edge_npp(struct gconv_ctx *ctx, int w, int h, int warmup, int re
     if ((rc = bench_args_ok(ctx, w, h, NULL, warmup, reps, err, 0)) < 0)
         return rc;
     /* one u8 plane for the intermediate: the float arena is not needed (planes = 0) */
-    if ((e = bench_u8_alloc(ctx, w, h, 1, 2, 0, &b)) != cudaSuccess || (e = npp_context(ctx, &nc)) != cudaSuccess)
+    if ((e = bench_u8_alloc(ctx, w, h, 1, 2, 0, &b)) != cudaSuccess || (e = bench_u8_load(ctx, &b, h_in)) != cudaSuccess ||
+        (e = npp_context(ctx, &nc)) != cudaSuccess)
         goto out;
     what = "nppiFilterGaussBorder_8u_C1R_Ctx + nppiFilterLaplaceBorder_8u_C1R_Ctx";
     e = bench_loop(ctx, warmup, reps, median_ms, [&](int i) {
@@ -506,11 +523,11 @@ out:
         return edged_fail(err, EDGED_E_INTERNAL, "NPP edge pipeline failed with NPP status %d", (int)ns);
     return e == cudaSuccess ? 0 : gctx_fail(ctx, e, what, err);
 }
-/* NPP's Canny on the same photo-like input: NPP_FILTER_SOBEL of the aperture's mask size (NPP
+/* NPP's Canny on the same input as gconv_bench_canny: NPP_FILTER_SOBEL of the aperture's mask size (NPP
  * refuses the ones it lacks), the norm, NPP_BORDER_REPLICATE, its thresholds as 16-bit integers
  * and its scratch buffer allocated once. */
-int gconv_bench_canny_npp(struct gconv_ctx *ctx, int w, int h, const struct canny_params *p, int warmup,
-                          int reps, double *median_ms, char *err)
+int gconv_bench_canny_npp(struct gconv_ctx *ctx, int w, int h, const uint8_t *h_gray, const struct canny_params *p,
+                          int warmup, int reps, double *median_ms, char *err)
 {
     struct bench_u8 b;
     NppStreamContext nc;
@@ -530,7 +547,7 @@ int gconv_bench_canny_npp(struct gconv_ctx *ctx, int w, int h, const struct cann
     if ((ns = nppiFilterCannyBorderGetBufferSize(size, &nbuf)) < 0)
         return edged_fail(err, EDGED_E_INTERNAL, "nppiFilterCannyBorderGetBufferSize failed with NPP status %d",
                           (int)ns);
-    if ((e = bench_canny_alloc(ctx, w, h, 0, &b)) != cudaSuccess || (e = npp_context(ctx, &nc)) != cudaSuccess ||
+    if ((e = bench_canny_alloc(ctx, w, h, h_gray, 0, &b)) != cudaSuccess || (e = npp_context(ctx, &nc)) != cudaSuccess ||
         (e = cudaMalloc((void **)&d_buf, (size_t)nbuf)) != cudaSuccess)
         goto out;
     __atomic_fetch_add(&ctx->mem_used, (size_t)nbuf, __ATOMIC_SEQ_CST);
@@ -560,17 +577,17 @@ int gconv_bench_npp(struct gconv_ctx *ctx, int w, int h, const struct kernel2d *
     return edged_fail(err, EDGED_E_NO_CUDA, "NVIDIA NPP unavailable: built without NPP (libnppif not found)");
 }
 
-int gconv_bench_edge_npp(struct gconv_ctx *ctx, int w, int h, int warmup, int reps, double *median_ms,
-                         char *err)
+int gconv_bench_edge_npp(struct gconv_ctx *ctx, int w, int h, const uint8_t *h_in, int warmup, int reps,
+                         double *median_ms, char *err)
 {
-    (void)ctx, (void)w, (void)h, (void)warmup, (void)reps, (void)median_ms;
+    (void)ctx, (void)w, (void)h, (void)h_in, (void)warmup, (void)reps, (void)median_ms;
     return edged_fail(err, EDGED_E_NO_CUDA, "NVIDIA NPP unavailable: built without NPP (libnppif not found)");
 }
 
-int gconv_bench_canny_npp(struct gconv_ctx *ctx, int w, int h, const struct canny_params *p, int warmup,
-                          int reps, double *median_ms, char *err)
+int gconv_bench_canny_npp(struct gconv_ctx *ctx, int w, int h, const uint8_t *h_gray, const struct canny_params *p,
+                          int warmup, int reps, double *median_ms, char *err)
 {
-    (void)ctx, (void)w, (void)h, (void)p, (void)warmup, (void)reps, (void)median_ms;
+    (void)ctx, (void)w, (void)h, (void)h_gray, (void)p, (void)warmup, (void)reps, (void)median_ms;
     return edged_fail(err, EDGED_E_NO_CUDA, "NVIDIA NPP unavailable: built without NPP (libnppif not found)");
 }
 #endif

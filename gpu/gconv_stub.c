@@ -107,18 +107,18 @@ int gconv_bench_npp(struct gconv_ctx *ctx, int w, int h, const struct kernel2d *
     return NO_CUDA(err);
 }
 
-int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, int packed, enum border b, enum variant v,
-                     int block, int warmup, int reps, double *median_ms, char *err)
+int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, const uint8_t *h_in, int packed, enum border b,
+                     enum variant v, int block, int warmup, int reps, double *median_ms, char *err)
 {
-    (void)ctx, (void)w, (void)h, (void)ch, (void)packed, (void)b, (void)v, (void)block, (void)warmup, (void)reps,
+    (void)ctx, (void)w, (void)h, (void)ch, (void)h_in, (void)packed, (void)b, (void)v, (void)block, (void)warmup, (void)reps,
         (void)median_ms;
     return NO_CUDA(err);
 }
 
-int gconv_bench_edge_npp(struct gconv_ctx *ctx, int w, int h, int warmup, int reps, double *median_ms,
-                         char *err)
+int gconv_bench_edge_npp(struct gconv_ctx *ctx, int w, int h, const uint8_t *h_in, int warmup, int reps,
+                         double *median_ms, char *err)
 {
-    (void)ctx, (void)w, (void)h, (void)warmup, (void)reps, (void)median_ms;
+    (void)ctx, (void)w, (void)h, (void)h_in, (void)warmup, (void)reps, (void)median_ms;
     return NO_CUDA(err);
 }
 
@@ -129,17 +129,17 @@ int gconv_canny_host(struct gconv_ctx *ctx, const struct img *gray, const struct
     return NO_CUDA(err);
 }
 
-int gconv_bench_canny(struct gconv_ctx *ctx, int w, int h, const struct canny_params *p, int warmup, int reps,
-                      double *median_ms, char *err)
+int gconv_bench_canny(struct gconv_ctx *ctx, int w, int h, const uint8_t *h_gray, const struct canny_params *p,
+                      int warmup, int reps, double *median_ms, char *err)
 {
-    (void)ctx, (void)w, (void)h, (void)p, (void)warmup, (void)reps, (void)median_ms;
+    (void)ctx, (void)w, (void)h, (void)h_gray, (void)p, (void)warmup, (void)reps, (void)median_ms;
     return NO_CUDA(err);
 }
 
-int gconv_bench_canny_npp(struct gconv_ctx *ctx, int w, int h, const struct canny_params *p, int warmup,
-                          int reps, double *median_ms, char *err)
+int gconv_bench_canny_npp(struct gconv_ctx *ctx, int w, int h, const uint8_t *h_gray, const struct canny_params *p,
+                          int warmup, int reps, double *median_ms, char *err)
 {
-    (void)ctx, (void)w, (void)h, (void)p, (void)warmup, (void)reps, (void)median_ms;
+    (void)ctx, (void)w, (void)h, (void)h_gray, (void)p, (void)warmup, (void)reps, (void)median_ms;
     return NO_CUDA(err);
 }
 

@@ -9,11 +9,13 @@
 #include "cli/bench_report.h"
 #include "clock.h"
 #include "cli/commands.h"
+#include "codec/image_io.h"
 #include "cpu.h"
 #include "cpu_serial.h"
 #include "errors.h"
 #include "filter.h"
 #include "gconv.h"
+#include "ops/file_io.h"
 #include "ops/opts.h"
 #include "cli/progress.h"
 #include "variant.h"
@@ -21,6 +23,7 @@
 #define BENCH_MAX_LIST 32
 #define BENCH_STREAMS 1
 #define BENCH_FP32_BYTES_PX 8.0 /* fp32 in + out: the memory floor of a correlation */
+#define BENCH_MAX_FILE ((size_t)1 << 30) /* --input */
 
 struct bench_opts {
     int variants[VARIANT_COUNT], nv;
@@ -30,7 +33,8 @@ struct bench_opts {
     enum filter_id filter;
     enum border border;
     int reps, warmup, channels, serial_max, compare, cpu, u8_edge, progress;
-    int canny_spiral; /* --canny-input spiral */
+    int canny_spiral, l2gradient; /* --canny-input spiral, --l2gradient */
+    const char *input;            /* --input FILE, or NULL */
     enum bench_fmt fmt;
 };
 
@@ -39,11 +43,15 @@ struct bench_env {
     struct bench_report rep;
     int step, steps; /* progress: (size, kernel) steps done and in all */
     struct progress line; /* on a terminal one line, rewritten */
+    struct img photo;     /* --input as decoded; px NULL without one */
+    char photo_name[128]; /* its file name, for the notes */
+    struct img at;        /* photo at the size and channels last asked for (bench_input) */
 };
 
 enum {
     OPT_VARIANTS, OPT_SIZES, OPT_KSIZES, OPT_BLOCKS, OPT_FILTER, OPT_BORDER, OPT_REPS, OPT_WARMUP, OPT_CHANNELS,
-    OPT_SERIAL_MAX, OPT_CANNY_INPUT, OPT_CSV, OPT_JSON, OPT_COMPARE, OPT_CPU, OPT_U8_EDGE, OPT_PROGRESS,
+    OPT_SERIAL_MAX, OPT_CANNY_INPUT, OPT_INPUT, OPT_CSV, OPT_JSON, OPT_COMPARE, OPT_CPU, OPT_U8_EDGE, OPT_PROGRESS,
+    OPT_L2GRADIENT,
 };
 static const struct opts_spec bench_opts_spec[] = {
     [OPT_VARIANTS] = {"variants", "a,b", "GPU variants (default: all of them; `edged variants` lists them)"},
@@ -60,9 +68,12 @@ static const struct opts_spec bench_opts_spec[] = {
     [OPT_CHANNELS] = {"channels", "C", "planes per image (default 1): times are per image, C planes of one\n"
                                        "launch each"},
     [OPT_SERIAL_MAX] = {"serial-max", "N", "largest side timed with cpu_serial (default 2048)"},
-    [OPT_CANNY_INPUT] = {"canny-input", "I", "canny's image: photo (default; smooth shading, steps, noise) or\n"
-                                             "spiral (hysteresis worst case: one weak chain across the image,\n"
-                                             "knobs 100/1000, aperture 3, L1)"},
+    [OPT_CANNY_INPUT] = {"canny-input", "I", "canny's built-in image: synthetic (default; smooth shading, steps,\n"
+                                             "noise) or spiral (hysteresis worst case: one weak chain across the\n"
+                                             "image, knobs 100/1000, aperture 3, L1)"},
+    [OPT_INPUT] = {"input", "FILE", "canny and --u8-edge time this image (PNG, JPEG or WebP) instead of the\n"
+                                    "built-in one: gray as the service makes it (BT.601 luma, rounded),\n"
+                                    "RGB rows its colour; mirror-tiled or cropped to each --sizes side"},
     [OPT_CSV] = {"csv", NULL, "print CSV instead of the table"},
     [OPT_JSON] = {"json", NULL, "print JSON instead of the table"},
     [OPT_COMPARE] = {"compare", NULL, "adds NVIDIA NPP nppiFilterBorder_32f_C1R (replicate border) when built\n"
@@ -76,6 +87,7 @@ static const struct opts_spec bench_opts_spec[] = {
                                       "1-bit rows (1/8 byte out, as for bit_depth 1); --compare adds NPP's u8\n"
                                       "Gauss 5x5 + Laplace 3x3 (gray)"},
     [OPT_PROGRESS] = {"progress", NULL, "report progress on stderr (default: when stderr is a terminal)"},
+    [OPT_L2GRADIENT] = {"l2gradient", NULL, "canny: the Euclidean gradient norm (default |gx|+|gy|)"},
 };
 #define BENCH_NOPTS ((int)(sizeof(bench_opts_spec) / sizeof(bench_opts_spec[0])))
 
@@ -84,7 +96,9 @@ static void bench_usage(FILE *f)
     fputs("usage: edged bench [options]\n"
           "       edged bench --codec [options] FILE...   (the image codecs: edged bench --codec --help)\n"
           "Times each GPU variant on N x N float planes (random data on the device, input/output pairs\n"
-          "rotated past L2, CUDA events, median of --reps after --warmup) for every kernel size and block.\n",
+          "rotated past L2, CUDA events, median of --reps after --warmup) for every kernel size and block.\n"
+          "Canny and --u8-edge rows name the image they timed in their note: synthetic, spiral, random\n"
+          "bytes, or photo FILE (--input).\n",
           f);
     opts_print(f, bench_opts_spec, BENCH_NOPTS);
     fputs("Columns: ms; GPix/s; GFLOP/s counting 2*rows*cols per pixel (the direct method, also for\n"
@@ -168,7 +182,10 @@ static int value_opt(struct bench_opts *o, int i, const char *val)
         return f == FILTER_BOX || f == FILTER_GAUSSIAN || f == FILTER_CUSTOM || f == FILTER_CANNY ? 1 : -1;
     case OPT_CANNY_INPUT:
         o->canny_spiral = strcmp(val, "spiral") == 0;
-        return o->canny_spiral || strcmp(val, "photo") == 0 ? 1 : -1;
+        return o->canny_spiral || strcmp(val, "synthetic") == 0 ? 1 : -1;
+    case OPT_INPUT:
+        o->input = val;
+        return 1;
     case OPT_BORDER:
         return (int)(o->border = border_from_name(val)) < 0 ? -1 : 1;
     case OPT_REPS:
@@ -188,7 +205,7 @@ static int bench_opt(void *app, int i, const char *val, char *err)
 {
     struct bench_opts *o = app;
     int *flag[] = {[OPT_COMPARE] = &o->compare, [OPT_CPU] = &o->cpu, [OPT_U8_EDGE] = &o->u8_edge,
-                   [OPT_PROGRESS] = &o->progress};
+                   [OPT_PROGRESS] = &o->progress, [OPT_L2GRADIENT] = &o->l2gradient};
 
     if (i == OPT_CSV || i == OPT_JSON) {
         o->fmt = i == OPT_CSV ? BENCH_CSV : BENCH_JSON;
@@ -216,6 +233,12 @@ static int parse_args(int argc, char **argv, struct bench_opts *o, char *err)
     for (int i = 0; i < o->nk; i++)
         if (o->ks[i] < (o->filter == FILTER_CUSTOM ? 1 : 3))
             return edged_fail(err, EDGED_E_USAGE, "%s needs kernel sides >= 3", filter_name(o->filter));
+    if (o->input && !o->u8_edge && o->filter != FILTER_CANNY)
+        return edged_fail(err, EDGED_E_USAGE, "--input: only --filter canny and --u8-edge time an image (the "
+                                              "float rows' time does not depend on the pixels)");
+    if ((o->input || o->l2gradient) && o->canny_spiral && !o->u8_edge)
+        return edged_fail(err, EDGED_E_USAGE, "--canny-input spiral has its own image and knobs (no --input, "
+                                              "no --l2gradient)");
     return 0;
 }
 
@@ -234,6 +257,74 @@ static int bench_kernel(const struct bench_opts *o, int size, struct kernel2d *k
     for (int i = 0; i < size * size; i++)
         spec.custom_taps[i] = (float)rand() / RAND_MAX - 0.5f;
     return filter_kernel(&spec, k, err);
+}
+
+/* ---- the --input image ----------------------------------------------------------------------- */
+
+/* Reads and decodes path into env->photo as the service would (EXIF orientation applied), with
+ * only the absolute size limits. 0 or an EDGED_E_* code with the message in err. */
+static int bench_load_input(struct bench_env *env, const char *path, char *err)
+{
+    const struct png_limits lim = {IMG_MAX_SIDE, IMG_MAX_PIXELS, (size_t)8 << 20};
+    const char *slash = strrchr(path, '/');
+    uint8_t *data = NULL;
+    size_t len = 0;
+    int rc;
+
+    if ((rc = fileio_read(path, BENCH_MAX_FILE, &data, &len, err)) == 0)
+        rc = imageio_load(data, len, &lim, 1, &env->photo, err);
+    free(data);
+    snprintf(env->photo_name, sizeof(env->photo_name), "%s", slash ? slash + 1 : path);
+    return rc;
+}
+
+/* One pixel of an image of sch channels as ch channels: 1 the service's gray (the sample, or
+ * pixel_clamp_u8 of pixel_luma, as Canny's gray on the CPU and the GPU), 3 RGB (a gray sample in
+ * all three); alpha is dropped. */
+static void bench_pixel(const uint8_t *s, int sch, uint8_t *d, int ch)
+{
+    if (sch < 3)
+        memset(d, s[0], (size_t)ch);
+    else if (ch == 1)
+        d[0] = pixel_clamp_u8(pixel_luma(s[0], s[1], s[2]));
+    else
+        memcpy(d, s, 3);
+}
+
+/* The --input image as an n x n image of ch channels (1 or 3), rows n * ch apart, into *px (NULL
+ * without --input: the rows use the built-in image): cropped, or mirror-tiled (reflect-101, so the
+ * seams add no edges) where the photo is smaller. Made once per (n, ch). 0 or EDGED_E_NOMEM. */
+static int bench_input(struct bench_env *env, int n, int ch, const uint8_t **px, char *err)
+{
+    const struct img *src = &env->photo;
+    int rc;
+
+    *px = NULL;
+    if (!src->px)
+        return 0;
+    if (!env->at.px || env->at.w != n || env->at.ch != ch) {
+        img_free(&env->at);
+        if ((rc = img_alloc(&env->at, n, n, ch, err)) < 0)
+            return rc;
+        for (int y = 0; y < n; y++) {
+            const uint8_t *row = src->px + (size_t)border_index(y, src->h, BORDER_REFLECT) * src->stride;
+            uint8_t *d = env->at.px + (size_t)y * env->at.stride;
+            for (int x = 0; x < n; x++)
+                bench_pixel(row + (size_t)border_index(x, src->w, BORDER_REFLECT) * src->ch, src->ch,
+                            d + (size_t)x * ch, ch);
+        }
+    }
+    *px = env->at.px;
+    return 0;
+}
+
+/* What a row timed: "photo FILE" (--input), else the built-in image's name. */
+static const char *bench_input_name(const struct bench_env *env, const char *builtin, char *buf, size_t len)
+{
+    if (!env->photo.px)
+        return builtin;
+    snprintf(buf, len, "photo %s", env->photo_name);
+    return buf;
 }
 
 /* ---- progress (stderr) --------------------------------------------------------------------- */
@@ -327,21 +418,22 @@ static void bench_npp_row(struct bench_env *env, const struct bench_opts *o, int
     bench_report_row(&env->rep, &r);
 }
 
-/* One u8 edge row: variant v on an n x n image of ch channels, the map as bytes or (packed) as
- * 1-bit rows, which move ch + 1/8 bytes per pixel. Returns the gconv code. */
-static int bench_edge_row(struct bench_env *env, const struct bench_opts *o, int n, int ch, enum variant v,
-                          int packed)
+/* One u8 edge row: variant v on an n x n image of ch channels (h_in, NULL: random bytes), the map as
+ * bytes or (packed) as 1-bit rows, which move ch + 1/8 bytes per pixel. Returns the gconv code. */
+static int bench_edge_row(struct bench_env *env, const struct bench_opts *o, int n, int ch, const uint8_t *h_in,
+                          enum variant v, int packed)
 {
     struct bench_row r = {packed ? "fast_1bit" : variant_name(v), o->blocks[0], n, n, 5, -1.0, border_name(o->border),
                           "", ch, 1, ch + (packed ? 0.125 : 1.0), 0.0}; /* no flop model: see struct bench_row */
+    char name[sizeof(env->photo_name) + 8];
     double ms = -1.0;
-    int rc = gconv_bench_edge(env->ctx, n, n, ch, packed, o->border, v, o->blocks[0], o->warmup, o->reps, &ms,
-                              r.note);
+    int rc = gconv_bench_edge(env->ctx, n, n, ch, h_in, packed, o->border, v, o->blocks[0], o->warmup, o->reps,
+                              &ms, r.note);
 
     if (rc == 0) {
         r.ms = ms;
-        snprintf(r.note, sizeof(r.note), "u8 edge %s, %s map (%g B/px)", ch == 1 ? "gray" : "rgb",
-                 packed ? "1-bit" : "u8", r.bytes_px);
+        snprintf(r.note, sizeof(r.note), "u8 edge %s, %s map (%g B/px); %s", ch == 1 ? "gray" : "rgb",
+                 packed ? "1-bit" : "u8", r.bytes_px, bench_input_name(env, "random bytes", name, sizeof(name)));
     }
     bench_report_row(&env->rep, &r);
     return rc;
@@ -352,48 +444,66 @@ static int bench_edge_row(struct bench_env *env, const struct bench_opts *o, int
  * --compare, NPP's gray pipeline. Returns -1 when the context died. */
 static int bench_edge_rows(struct bench_env *env, const struct bench_opts *o, int n, int ch)
 {
+    char err[EDGED_ERR_LEN], name[sizeof(env->photo_name) + 8];
+    const uint8_t *h_in;
+
+    if (bench_input(env, n, ch, &h_in, err) < 0) { /* no rows of this size: said on stderr */
+        fprintf(stderr, "edged bench: %dx%d: %s\n", n, n, err);
+        return 0;
+    }
     for (int vi = 0; vi < o->nv; vi++) {
         enum variant v = o->variants[vi];
-        if (bench_edge_row(env, o, n, ch, v, 0) == EDGED_E_GPU_FATAL ||
-            (v == VARIANT_FAST && n % 8 == 0 && bench_edge_row(env, o, n, ch, v, 1) == EDGED_E_GPU_FATAL))
+        if (bench_edge_row(env, o, n, ch, h_in, v, 0) == EDGED_E_GPU_FATAL ||
+            (v == VARIANT_FAST && n % 8 == 0 && bench_edge_row(env, o, n, ch, h_in, v, 1) == EDGED_E_GPU_FATAL))
             return -1;
     }
     if (o->compare && ch == 1) {
         struct bench_row r = {"npp", 0, n, n, 5, -1.0, "replicate", "", ch, 1, ch + 1.0, 0.0};
         double ms = -1.0;
-        if (gconv_bench_edge_npp(env->ctx, n, n, o->warmup, o->reps, &ms, r.note) == 0) {
+        if (gconv_bench_edge_npp(env->ctx, n, n, h_in, o->warmup, o->reps, &ms, r.note) == 0) {
             r.ms = ms;
             snprintf(r.note, sizeof(r.note), "u8 edge gray, u8 map (2 B/px): nppiFilterGaussBorder 5x5 + "
-                                             "nppiFilterLaplaceBorder 3x3 u8");
+                     "nppiFilterLaplaceBorder 3x3 u8; %s", bench_input_name(env, "random bytes", name, sizeof(name)));
         }
         bench_report_row(&env->rep, &r);
     }
     return 0;
 }
 
-/* Canny of an n x n u8 gray image with aperture ap (fast; --compare: NPP), or the spiral: one row
- * each, 2 bytes per pixel (1 in, 1 out). Returns -1 when the context died. */
+/* Canny of an n x n u8 gray image (--input, else the synthetic one) with aperture ap (fast;
+ * --compare: NPP), or the spiral: one row each, 2 bytes per pixel (1 in, 1 out). Returns -1 when
+ * the context died. */
 static int bench_canny_rows(struct bench_env *env, const struct bench_opts *o, int n, int ap)
 {
-    struct canny_params p = {FILTER_CANNY_LOW, FILTER_CANNY_HIGH, ap, 0};
+    struct canny_params p = {FILTER_CANNY_LOW, FILTER_CANNY_HIGH, ap, o->l2gradient};
     struct bench_row r = {"fast", 0, n, n, ap, -1.0, "replicate", "", 1, 1, 2.0, 0.0};
+    char name[sizeof(env->photo_name) + 8];
+    const char *img = o->canny_spiral ? "spiral" : bench_input_name(env, "synthetic", name, sizeof(name));
+    const char *norm = p.l2gradient ? "L2" : "L1";
+    const uint8_t *h_gray;
     double ms = -1.0;
-    int rc = o->canny_spiral ? gconv_bench_canny_spiral(env->ctx, n, n, o->warmup, o->reps, &ms, r.note)
-                             : gconv_bench_canny(env->ctx, n, n, &p, o->warmup, o->reps, &ms, r.note);
+    int rc;
 
+    if (bench_input(env, n, 1, &h_gray, r.note) < 0) { /* no rows of this size: said on stderr */
+        fprintf(stderr, "edged bench: %dx%d: %s\n", n, n, r.note);
+        return 0;
+    }
+    rc = o->canny_spiral ? gconv_bench_canny_spiral(env->ctx, n, n, o->warmup, o->reps, &ms, r.note)
+                         : gconv_bench_canny(env->ctx, n, n, h_gray, &p, o->warmup, o->reps, &ms, r.note);
     if (rc == 0) {
         r.ms = ms;
-        snprintf(r.note, sizeof(r.note), "canny %s, thresholds %g/%g, L1", o->canny_spiral ? "spiral" : "photo",
-                 o->canny_spiral ? 100.0 : (double)p.low, o->canny_spiral ? 1000.0 : (double)p.high);
+        snprintf(r.note, sizeof(r.note), "canny %s, thresholds %g/%g, %s", img,
+                 o->canny_spiral ? 100.0 : (double)p.low, o->canny_spiral ? 1000.0 : (double)p.high, norm);
     }
     bench_report_row(&env->rep, &r);
     if (rc == EDGED_E_GPU_FATAL)
         return -1;
     if (o->compare && !o->canny_spiral) {
         struct bench_row q = {"npp", 0, n, n, ap, -1.0, "replicate", "", 1, 1, 2.0, 0.0};
-        if (gconv_bench_canny_npp(env->ctx, n, n, &p, o->warmup, o->reps, &ms, q.note) == 0) {
+        if (gconv_bench_canny_npp(env->ctx, n, n, h_gray, &p, o->warmup, o->reps, &ms, q.note) == 0) {
             q.ms = ms;
-            snprintf(q.note, sizeof(q.note), "canny photo: nppiFilterCannyBorder_8u_C1R, NPP_FILTER_SOBEL, L1");
+            snprintf(q.note, sizeof(q.note), "canny %s: nppiFilterCannyBorder_8u_C1R, NPP_FILTER_SOBEL, %s", img,
+                     norm);
         }
         bench_report_row(&env->rep, &q);
     }
@@ -492,8 +602,13 @@ int bench_main(int argc, char **argv)
 
     if (rc != 0)
         return opts_usage_exit(rc, "bench", err, bench_usage);
+    if (o.input && (rc = bench_load_input(&env, o.input, err)) < 0) {
+        fprintf(stderr, "edged bench: --input: %s\n", err);
+        return exit_status_for(rc);
+    }
     if ((rc = open_gpu(&env, &o, err)) < 0) {
         fprintf(stderr, "edged bench: %s\n", err);
+        img_free(&env.photo);
         return exit_status_for(rc);
     }
     if (o.compare && !EDGED_NPP) {
@@ -511,5 +626,7 @@ int bench_main(int argc, char **argv)
     progress_end(&env.line);
     bench_report_end(&env.rep);
     gconv_close(env.ctx);
+    img_free(&env.at);
+    img_free(&env.photo);
     return rc;
 }

@@ -16,13 +16,16 @@ struct bench_opts {
     unsigned seed;
     enum border border;
     const char *filters;
+    const char *input; /* raw float32 plane of size x size, or NULL: random samples */
 };
 
 static const char bench_usage[] =
     "usage: bench_cpu [--size N] [--threads N] [--reps N] [--warmup N] [--k 3,5,11,25]\n"
     "                 [--filters box,gaussian,custom] [--border zero|replicate|reflect] [--seed N]\n"
+    "                 [--input RAW]\n"
     "Times cpu_conv on an N x N float plane (default 4096, threads 0 = all cores, 5 reps after 1\n"
-    "warm-up) and prints CSV: filter,k,separable,threads,w,h,median_ms,min_ms,mpix_s.\n";
+    "warm-up) and prints CSV: filter,k,separable,threads,w,h,median_ms,min_ms,mpix_s. The plane is\n"
+    "RAW (N*N float32, native order), else random samples 0..255 from --seed.\n";
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -73,6 +76,10 @@ static int parse_args(int argc, char **argv, struct bench_opts *o)
             continue;
         if (!strcmp(a, "--filters")) {
             o->filters = v;
+            continue;
+        }
+        if (!strcmp(a, "--input")) {
+            o->input = v;
             continue;
         }
         if (!strcmp(a, "--border") && (b = border_from_name(v)) >= 0) {
@@ -133,6 +140,20 @@ static int bench_one(const struct bench_opts *o, const char *name, int k, const 
     return 0;
 }
 
+/* Reads n floats from path into in; -1 (said on stderr) when the file is missing or short. */
+static int read_plane(const char *path, float *in, size_t n)
+{
+    FILE *f = fopen(path, "rb");
+    size_t got = f ? fread(in, sizeof(float), n, f) : 0;
+
+    if (f)
+        fclose(f);
+    if (got == n)
+        return 0;
+    fprintf(stderr, "bench_cpu: cannot read %zu floats from %s\n", n, path);
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
     struct bench_opts o;
@@ -153,10 +174,12 @@ int main(int argc, char **argv)
         goto out;
     }
     srand(o.seed);
-    for (size_t i = 0; i < n; i++)
+    if (o.input && read_plane(o.input, in, n) < 0)
+        goto out;
+    for (size_t i = 0; !o.input && i < n; i++)
         in[i] = (float)(rand() & 255);
-    fprintf(stderr, "bench_cpu: %dx%d fp32, border %s, seed %u, median of %d after %d warm-up\n", o.size, o.size,
-            border_name(o.border), o.seed, o.reps, o.warmup);
+    fprintf(stderr, "bench_cpu: %dx%d fp32 %s, border %s, seed %u, median of %d after %d warm-up\n", o.size,
+            o.size, o.input ? o.input : "random", border_name(o.border), o.seed, o.reps, o.warmup);
     printf("filter,k,separable,threads,w,h,median_ms,min_ms,mpix_s\n");
     snprintf(names, sizeof(names), "%s", o.filters);
     for (name = strtok_r(names, ",", &save); name; name = strtok_r(NULL, ",", &save))

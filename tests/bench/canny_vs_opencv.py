@@ -2,11 +2,13 @@
 """canny_vs_opencv.py — times edged's canny_cpu (bench_canny) against cv2.Canny on the same 8-bit
 gray image at the same thread count (cv2.setNumThreads), and checks the maps are equal.
 
-The image is a synthetic photograph (photos.py) of --width x --height, gray by BT.601 luma. Each cell
-is the median of --reps calls; rows are interleaved (ours, then OpenCV) and repeated --rounds
-times, each cell keeping its best median, since load from other processes only ever adds time.
+The image is a photograph composed by photos.py (from scikit-image's sample photographs; --synthetic:
+its synthetic image, with texture) cropped to --width x --height, gray by BT.601 luma as edged
+computes it. Each cell is the median of --reps calls; rows are interleaved (ours, then OpenCV) and
+repeated --rounds times, each cell keeping its best median, since load from other processes only
+ever adds time.
 
-    /usr/bin/python3 tests/bench/canny_vs_opencv.py --threads 1,2 [--bench build/bench/bench_canny]
+    /usr/bin/python3 tests/bench/canny_vs_opencv.py --threads 1,2 [--bench build/bench/bench_canny] [--synthetic]
 """
 import argparse
 import os
@@ -32,12 +34,15 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--reps", type=int, default=21)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--synthetic", action="store_true", help="photos.py's synthetic image instead of a photograph")
     a = ap.parse_args()
-    rgb = photos.photo(max(a.width, a.height), seed=1, grain=photos.GRAIN)[:a.height, :a.width]
-    gray = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2GRAY)
+    kind = "synthetic" if a.synthetic else "photo"
+    rgb = photos.image(max(a.width, a.height), seed=1, kind=kind)[:a.height, :a.width]
+    gray = np.ascontiguousarray(photos.gray(rgb))
     with tempfile.TemporaryDirectory() as d:
         raw, out = os.path.join(d, "g.raw"), os.path.join(d, "o.raw")
         gray.tofile(raw)
+        print("# %dx%d gray %s (tests/bench/photos.py)" % (a.width, a.height, kind))
         print("aperture,l2,threads,edged_ms,opencv_ms,differing_pixels")
         for apert, l2, low, high in CASES:
             for th in [int(t) for t in a.threads.split(",")]:

@@ -9,7 +9,10 @@ a DFT: in OpenCV 4.x for CV_32F -> CV_32F on an SSE3 CPU once k*k >= 130 (13x13 
 still spatial), below 50 taps otherwise (dftFilter2D in imgproc/src/filter.dispatch.cpp). Same size, same
 thread count (cv2.setNumThreads), output preallocated, 1 warm-up then the median of --reps; the
 table is interleaved (ours, then OpenCV, row by row) and repeated --rounds times, each cell keeping
-its best median, since load from other processes only ever adds time.
+its best median, since load from other processes only ever adds time. Both time the same plane:
+the gray (BT.601 luma) of a photograph composed by photos.py, or with --image synthetic|random its
+synthetic image or random samples 0..255 (fp32 arithmetic takes the same time on any of them; the
+row says which was used).
 
 Run with Debian's /usr/bin/python3 (python3-opencv, numpy):
     /usr/bin/python3 tests/bench/cpu_vs_opencv.py --threads 2 [--bench build/bench/bench_cpu]
@@ -22,6 +25,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 
 try:
@@ -65,10 +69,19 @@ def time_ms(fn, reps, warmup):
     return t[len(t) // 2]
 
 
+def plane(args, rng):
+    """The args.size^2 float32 plane both sides filter (--image)."""
+    if args.image == "random":
+        return rng.integers(0, 256, (args.size, args.size)).astype(np.float32)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import photos
+    return photos.gray(photos.image(args.size, kind=args.image)).astype(np.float32)
+
+
 def run_ours(args, name, k):
     """bench_cpu's (median ms, separable) for one filter and k."""
     cmd = [args.bench, "--size", str(args.size), "--threads", str(args.threads), "--reps", str(args.reps),
-           "--k", str(k), "--filters", name]
+           "--k", str(k), "--filters", name, "--input", args.raw]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     r = next(csv.DictReader(io.StringIO(out)))
     return float(r["median_ms"]), r["separable"] == "1"
@@ -83,14 +96,28 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--k", type=lambda s: [int(x) for x in s.split(",")], default=[3, 5, 11, 25])
     ap.add_argument("--filters", type=lambda s: s.split(","), default=["box", "gaussian", "custom"])
+    ap.add_argument("--image", choices=["photo", "synthetic", "random"], default="photo",
+                    help="the plane: a photograph's gray (photos.py), the synthetic image's, or random samples")
     args = ap.parse_args()
     if not os.access(args.bench, os.X_OK):
         sys.exit("cpu_vs_opencv: %s not built (make BUILD=... GPU=0 $BUILD/bench/bench_cpu)" % args.bench)
 
     cv2.setNumThreads(args.threads)
     rng = np.random.default_rng(1)
-    src = rng.integers(0, 256, (args.size, args.size)).astype(np.float32)
+    src = plane(args, rng)
     dst = np.empty_like(src)
+    with tempfile.NamedTemporaryFile(suffix=".f32", delete=False) as f:
+        src.tofile(f)
+        args.raw = f.name
+    try:
+        best = time_rows(args, src, dst, rng)
+    finally:
+        os.remove(args.raw)
+    report(args, best)
+
+
+def time_rows(args, src, dst, rng):
+    """{(filter, k): (ours ms, separable, filter2D ms, sepFilter2D ms or None)}, best of the rounds."""
     rows = [(name, k) for name in args.filters for k in args.k]
     kern = {row: kernels(row[0], row[1], rng) for row in rows}
     best = {}
@@ -108,13 +135,17 @@ def main():
                                                          borderType=cv2.BORDER_CONSTANT), args.reps, 1)
             old = best.get(row, (math.inf, sep, math.inf, math.inf))
             best[row] = (min(old[0], ms), sep, min(old[2], f2d), min(old[3], sep_ms) if sep_ms else None)
+    return best
 
-    print("# %dx%d fp32, zero border, %d threads; %s, OpenCV %s (%d threads), numpy %s; best of %d rounds of "
-          "the median of %d" % (args.size, args.size, args.threads, platform.processor() or platform.machine(),
-                                cv2.__version__, cv2.getNumThreads(), np.__version__, args.rounds, args.reps))
+
+def report(args, best):
+    print("# %dx%d fp32 (%s), zero border, %d threads; %s, OpenCV %s (%d threads), numpy %s; best of %d rounds "
+          "of the median of %d" % (args.size, args.size, args.image, args.threads,
+                                   platform.processor() or platform.machine(), cv2.__version__, cv2.getNumThreads(),
+                                   np.__version__, args.rounds, args.reps))
     print("| filter | k | separable | ours ms | filter2D ms | filter2D/ours | sepFilter2D ms | sepFilter2D/ours |")
     print("|---|---|---|---|---|---|---|---|")
-    for (name, k) in rows:
+    for (name, k) in best:
         ms, sep, f2d, sep_ms = best[(name, k)]
         print("| %s | %d | %s | %.1f | %.1f%s | %.2f | %s | %s |"
               % (name, k, "yes" if sep else "no", ms, f2d, " (DFT)" if k * k >= DFT_MIN_TAPS else "", f2d / ms,

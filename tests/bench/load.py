@@ -6,14 +6,16 @@ server adds (total - receive - codec_wait - queue - stages) relative to decode +
 receive is the body's arrival (the client's upload), codec_wait the waits for a codec slot, queue
 the wait for a worker.
 
-The images are synthetic photographs (smooth gradients, shapes, sensor noise), so that PNG sizes
-and codec times resemble real photos rather than random noise. Each client thread keeps one
-keep-alive connection and sends a pre-built multipart body (no client-side encoding in the loop).
+The images are photographs composed from scikit-image's sample photographs (tests/bench/photos.py),
+written by libpng at level 6 with adaptive filters, so that PNG sizes, codec times and edge maps are
+those of photographs; --synthetic sends the synthetic image instead (far fewer edges). Each client
+thread keeps one keep-alive connection and sends a pre-built multipart body (no client-side encoding
+in the loop).
 
     /usr/bin/python3 tests/bench/load.py --url http://127.0.0.1:8080            # a running server
     /usr/bin/python3 tests/bench/load.py --bin build/edged --backend cpu        # starts one itself
     options: --sizes 512,1024,4096 --concurrency 1,4,16 --duration 8 --min-requests 8
-             --filter edge --bit-depth 8 --png-level 1 --csv out.csv
+             --filter edge --bit-depth 8 --png-level 1 --csv out.csv --synthetic
 """
 import argparse
 import concurrent.futures as cf
@@ -34,12 +36,14 @@ import zlib
 import numpy as np
 import requests
 
-from photos import photo  # the synthetic photographs (tests/bench/photos.py)
+import photos  # the benchmarks' input images (tests/bench/photos.py)
 
 STAGES = ["receive", "codec_wait", "queue", "decode", "upload", "kernel", "download", "encode", "total"]
 
 
 def png_bytes(a, level=6):
+    """a (h x w x 3 or 4 uint8) as a PNG of unfiltered rows at zlib level: with level 0 the cheapest
+    PNG to decode (overlap.py keeps the codec out of the way so)."""
     h, w, c = a.shape
     raw = b"".join(b"\x00" + a[i].tobytes() for i in range(h))
 
@@ -131,7 +135,9 @@ def main():
     ap.add_argument("--bit-depth", type=int, default=8)
     ap.add_argument("--png-level", type=int, default=1)
     ap.add_argument("--csv")
+    ap.add_argument("--synthetic", action="store_true", help="the synthetic image instead of the photographs")
     args = ap.parse_args()
+    kind = "synthetic" if args.synthetic else "photo"
 
     proc = None
     url = args.url
@@ -141,7 +147,8 @@ def main():
         ver = requests.get(url + "/version", timeout=10).json()
         print("# %s, server backend %s (%s), %d codec threads; client %s, %d cores; %s" % (
             time.strftime("%Y-%m-%d"), ver["backend"], ver["device"], ver["threads"], platform.node(),
-            os.cpu_count(), "filter=%s bit_depth=%d png_level=%d" % (args.filter, args.bit_depth, args.png_level)))
+            os.cpu_count(), "filter=%s bit_depth=%d png_level=%d; input %s (tests/bench/photos.py), libpng level 6"
+            % (args.filter, args.bit_depth, args.png_level, kind)))
         head = ("size", "conc", "n", "req/s", "p50_ms", "p99_ms", "errors") + tuple(s + "_ms" for s in STAGES) + (
             "codec_share", "overhead", "in_png_bytes", "out_png_bytes")
         print(" ".join("%12s" % h for h in head))
@@ -149,7 +156,7 @@ def main():
         params = {"filter": args.filter, "variant": args.variant, "bit_depth": args.bit_depth,
                   "png_level": args.png_level}
         for side in [int(s) for s in args.sizes.split(",")]:
-            png = png_bytes(photo(side))
+            png = photos.encode(photos.image(side, kind=kind))
             body, ctype = multipart(png, params)
             r = requests.post(url + "/v1/filter", data=body, headers={"Content-Type": ctype}, timeout=600)
             assert r.status_code == 200, r.text  # warm-up, and the output size

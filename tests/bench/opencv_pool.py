@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """opencv_pool.py — the anchor of the service benchmarks: a pool of N OpenCV processes (one thread
 each) doing what one edged request does, decode + filter + encode, on the same input file, without
-HTTP. Prints images/s and CPU seconds per image (of the pool's processes).
+HTTP. Prints images/s and CPU seconds per image (of the pool's processes). The input is the file the
+service benchmark sends, a photograph composed by tests/bench/photos.py (`photos.py --out DIR --sizes
+2048 --format jpeg` writes DIR/photo_2048.jpg; --synthetic the synthetic image, synthetic_2048.jpg).
 
     /usr/bin/python3 tests/bench/opencv_pool.py --input photo_2048.jpg --filter edge --out png
     /usr/bin/python3 tests/bench/opencv_pool.py --input photo_2048.jpg --filter gaussian:7 --out jpeg

@@ -6,14 +6,16 @@ Prints per run: streams, requests, wall time, req/s, p50/p99 latency, the mean o
 from /metrics, and gpu_sum/wall = (sum over jobs of upload + kernel + download) / wall time,
 which exceeds 1 only when jobs' GPU stages overlap across streams.
 
-To keep the PNG codec (which runs on the CPU cores) from hiding the GPU, inputs are stored
-PNGs (zlib level 0) and outputs png_level 0 by default; pass --input-level/--png-level to change.
+The image is a photograph composed from scikit-image's sample photographs (tests/bench/photos.py;
+--synthetic: the synthetic image). To keep the PNG codec (which runs on the CPU cores) from hiding
+the GPU, inputs are stored PNGs (zlib level 0, unfiltered rows) and outputs png_level 0 by default;
+pass --input-level/--png-level to change.
 
 On the GPU host (starts and stops the server once per --streams value):
     /usr/bin/python3 tests/bench/overlap.py --bin build/edged --streams 4,1
 Against a server already running (its --streams is whatever it was started with):
     /usr/bin/python3 tests/bench/overlap.py --url http://127.0.0.1:8080
-Options: --n 64 --size 2048 --filter edge --variant auto --threads N (server codec threads)
+Options: --n 64 --size 2048 --filter edge --variant auto --threads N (server codec threads) --synthetic
 """
 import argparse
 import concurrent.futures as cf
@@ -27,7 +29,8 @@ import numpy as np
 import requests
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from load import STAGES, multipart, photo, png_bytes, stage_sums, start_server  # noqa: E402
+import photos  # noqa: E402
+from load import STAGES, multipart, png_bytes, stage_sums, start_server  # noqa: E402
 
 def burst(url, body, ctype, n):
     barrier = threading.Barrier(n)
@@ -76,12 +79,14 @@ def main():
     ap.add_argument("--variant", default="auto")
     ap.add_argument("--png-level", type=int, default=0)
     ap.add_argument("--input-level", type=int, default=0)
+    ap.add_argument("--synthetic", action="store_true", help="the synthetic image instead of a photograph")
     args = ap.parse_args()
 
-    png = png_bytes(photo(args.size), level=args.input_level)
+    kind = "synthetic" if args.synthetic else "photo"
+    png = png_bytes(photos.image(args.size, kind=kind), level=args.input_level)
     body, ctype = multipart(png, {"filter": args.filter, "variant": args.variant, "png_level": args.png_level})
-    print("# %s: %d x %dx%d RGB (%d-byte PNG), filter %s, variant %s" % (
-        time.strftime("%Y-%m-%d %H:%M"), args.n, args.size, args.size, len(png), args.filter, args.variant))
+    print("# %s: %d x %dx%d RGB %s (%d-byte PNG), filter %s, variant %s" % (
+        time.strftime("%Y-%m-%d %H:%M"), args.n, args.size, args.size, kind, len(png), args.filter, args.variant))
     if args.url:
         run(args.url, args, body, ctype)
         return

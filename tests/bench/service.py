@@ -5,14 +5,17 @@ CPU of the server (/proc/PID/stat) and of wrk (its rusage), and the mean time pe
 stage from /metrics deltas. With --base-bin, every case also runs on a second binary (e.g. the
 previous release), interleaved, and the table shows both figures and their ratio.
 
-The inputs are synthetic photographs written by libpng (tests/bench/photos.py). Each server gets a
-warm-up run per size and filter before it is measured, and after every wrk run the script waits for
-the server to finish the requests wrk left behind, so they do not count against the next case.
+The inputs are photographs composed from scikit-image's sample photographs (tests/bench/photos.py),
+as PNG written by libpng or as JPEG/WebP (--input-format); --synthetic takes the synthetic image
+instead (waves, shapes, texture: far fewer edges than a photograph). The table says which. Each
+server gets a warm-up run per size and filter before it is measured, and after every wrk run the
+script waits for the server to finish the requests wrk left behind, so they do not count against
+the next case.
 
     /usr/bin/python3 tests/bench/service.py --bin build/edged --backend gpu --sizes 512,2048,4096 \\
         --filters edge,gaussian:7 --conns 1,16,64 --duration 10s --out out/service
 Every option also reads the environment (BIN BASE_BIN BACKEND DURATION SIZES FILTERS CONNS PORT
-OUT INPUTS WARMUP WRK WRK_TIMEOUT); flags win.
+OUT INPUTS INPUT_FORMAT SYNTHETIC=1 PARAMS WARMUP WRK WRK_TIMEOUT); flags win.
 """
 import argparse
 import csv
@@ -57,6 +60,8 @@ def options():
     ap.add_argument("--inputs", default=env("INPUTS", ""), help="where the input PNGs are kept (default OUT/inputs)")
     ap.add_argument("--input-format", default=env("INPUT_FORMAT", "png"), choices=["png", "jpeg", "webp"],
                     help="how the input photographs are encoded (JPEG/WebP at quality 90)")
+    ap.add_argument("--synthetic", action="store_true", default=env("SYNTHETIC", "") not in ("", "0"),
+                    help="the synthetic image (photos.py --synthetic) instead of the photographs")
     ap.add_argument("--params", default=env("PARAMS", ""),
                     help='JSON object merged into every request\'s params, e.g. {"format":"jpeg"}')
     ap.add_argument("--wrk", default=env("WRK", "wrk"))
@@ -262,6 +267,7 @@ def cell(rows, key, with_ratio):
 
 def markdown(header, cases, labels):
     stages = [k for k in cases[0][1][0] if k.startswith("stage_") and any(r[k] for _, rs in cases for r in rs)]
+    inputs = {size: "%s (%.2f MB)" % (rows[0]["input"], rows[0]["input_bytes"] / 1e6) for (size, _, _), rows in cases}
     cols = [("req/s", "req_s", True), ("served/s", "served_s", True), ("p50 ms", "p50_ms", True),
             ("p99 ms", "p99_ms", True), ("non-2xx", "non2xx", False), ("sock err", "sock_errors", False),
             ("server CPU %", "server_cpu_pct", False), ("server CPU ms/req", "server_cpu_ms_req", True),
@@ -270,41 +276,43 @@ def markdown(header, cases, labels):
     lines = header + [""]
     if len(labels) > 1:
         lines += ["Cells: %s / %s, ×ratio (%s over %s)." % (labels[0], labels[1], labels[0], labels[1]), ""]
-    lines.append("| size | filter | conns | " + " | ".join(c[0] for c in cols) + " |")
-    lines.append("|---" * (3 + len(cols)) + "|")
+    lines.append("| size | input | filter | conns | " + " | ".join(c[0] for c in cols) + " |")
+    lines.append("|---" * (4 + len(cols)) + "|")
     for (size, flt, conns), rows in cases:
         cells = " | ".join(cell(rows, c[1], c[2]) for c in cols)
-        lines.append("| %d² | %s | %d | %s |" % (size, flt, conns, cells))
+        lines.append("| %d² | %s | %s | %d | %s |" % (size, inputs[size], flt, conns, cells))
     return "\n".join(lines) + "\n"
 
 
 def header(args, servers):
     v = servers[0].version
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    what = ("the synthetic image (tests/bench/photos.py --synthetic: waves, shapes, texture, noise)" if args.synthetic
+            else "photographs composed from scikit-image's sample photographs (tests/bench/photos.py)")
     lines = ["# edged service benchmark (wrk)", "",
-             "%s UTC; host %s, %d cores; backend %s (%s); wrk -d %s, -t min(conns, cores/2); inputs: synthetic "
-             "photographs, %s%s" % (now, platform.node(), os.cpu_count() or 0, v.get("backend"), v.get("device"),
-                                    args.duration, "libpng level 6" if args.input_format == "png"
-                                    else args.input_format + " quality 90",
-                                    "; params " + args.params if args.params else "")]
+             "%s UTC; host %s, %d cores; backend %s (%s); wrk -d %s, -t min(conns, cores/2); inputs: %s, %s%s"
+             % (now, platform.node(), os.cpu_count() or 0, v.get("backend"), v.get("device"), args.duration, what,
+                "libpng level 6" if args.input_format == "png" else args.input_format + " quality 90",
+                "; params " + args.params if args.params else "")]
     return lines + ["- %s: `%s` (%s)" % (s.label, s.path, identity(s.path)) for s in servers]
 
 
 def input_image(args, size):
-    """The input photograph of one size in --input-format, written once into OUT/inputs."""
-    ext = {"jpeg": "jpg"}.get(args.input_format, args.input_format)
-    path = os.path.join(args.inputs, "photo_%d.%s" % (size, ext))
+    """(file name, bytes) of the input of one size in --input-format, written once into OUT/inputs."""
+    kind = "synthetic" if args.synthetic else "photo"
+    name = photos.file_name(size, args.input_format, kind)
+    path = os.path.join(args.inputs, name)
     if not os.path.exists(path):
-        photos.write_photo(path, size, fmt=args.input_format)
+        photos.write_photo(path, size, fmt=args.input_format, kind=kind)
     with open(path, "rb") as f:
-        return f.read()
+        return name, f.read()
 
 
 def run_size_filter(args, servers, size, flt, conns, first):
     """Warm-up, then every connection count on every server (who goes first alternates, starting
     with servers[first]); returns [((size, filter, conns), [row per server])]."""
-    png = input_image(args, size)
-    body, ctype = multipart(png, filter_params(flt, args.params))
+    name, image = input_image(args, size)
+    body, ctype = multipart(image, filter_params(flt, args.params))
     tag = "%d_%s" % (size, flt.replace(":", ""))
     body_path = os.path.join(args.inputs, "body_%s.bin" % tag)
     with open(body_path, "wb") as f:
@@ -321,12 +329,12 @@ def run_size_filter(args, servers, size, flt, conns, first):
         for s in order:
             raw = os.path.join(args.out, "raw", "%s_%s_c%d.txt" % (s.label, tag, n))
             r = rows[s.label] = measure(args, s, n, body_path, ctype, raw)
-            r["input_bytes"] = len(png)
+            r["input"], r["input_bytes"] = name, len(image)
             print("%-5s %5d² %-11s c=%-3d %8.1f req/s  p50 %8.1f ms  p99 %8.1f ms  non-2xx %d  server CPU %4.0f%%  "
                   "wrk CPU %3.0f%%" % (s.label, size, flt, n, r["req_s"], r["p50_ms"], r["p99_ms"], r["non2xx"],
                                        r["server_cpu_pct"], r["client_cpu_pct"]), flush=True)
         cases.append(((size, flt, n), [rows[s.label] for s in servers]))
-    os.remove(body_path)  # made again in a moment from the PNG; 4096² bodies are tens of MB
+    os.remove(body_path)  # made again in a moment from the image file; 4096² bodies are tens of MB
     return cases
 
 

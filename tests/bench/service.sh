@@ -3,14 +3,17 @@
 # work) and prints one markdown table of req/s, p50/p99, CPU and the per-stage split per case.
 # usage (repo root): [BIN=build/edged] [BASE_BIN=old/edged] [BACKEND=auto|cpu|gpu] [DURATION=10s]
 #   [SIZES=512,2048,4096] [FILTERS=edge,gaussian:7] [CONNS=1,16,64] [PORT=0] [OUT=out/service]
-#   sh tests/bench/service.sh [service.py flags]
+#   [INPUT_FORMAT=png|jpeg|webp] [SYNTHETIC=1] sh tests/bench/service.sh [service.py flags]
+# The inputs are photographs composed from scikit-image's sample photographs (photos.py);
+# SYNTHETIC=1 takes the synthetic image instead. The table's input column says which.
 # wrk (Debian package wrk) is taken from WRK, else PATH, else $DEPS_ROOT/usr/bin (default /opt/deps);
 # on a host without it, the carried .debs (wrk, libluajit-5.1-2) are unpacked into $DEPS_ROOT first.
 set -eu
-# the first interpreter that has numpy (the image generator needs it), unless PYTHON says which
+# the first interpreter that has what the image generator (tests/bench/photos.py) needs: numpy,
+# OpenCV, Pillow and scikit-image (its sample photographs), unless PYTHON says which
 if [ -z "${PYTHON:-}" ]; then
     for p in python3 /usr/bin/python3; do
-        if "$p" -c 'import numpy' 2>/dev/null; then PYTHON=$p; break; fi
+        if "$p" -c 'import numpy, cv2, PIL, skimage' 2>/dev/null; then PYTHON=$p; break; fi
     done
     PYTHON=${PYTHON:-python3}
 fi

@@ -39,36 +39,23 @@ import resource
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
 import time
-import zlib
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import photos  # noqa: E402  (the benchmarks' input images)
 
 
-def synthetic_photo(side, seed=1):
-    """Gradients, shapes and sensor noise (like tests/bench/load.py): a PNG that compresses as a
-    photograph does, so decode costs what it costs in production."""
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:side, 0:side].astype(np.float32)
-    img = np.stack([x / side * 200, y / side * 180, (x + y) / (2 * side) * 160], axis=2)
-    for _ in range(12):
-        cx, cy, r = rng.integers(0, side, 2).tolist() + [int(rng.integers(side // 20, side // 5))]
-        img[(x - cx) ** 2 + (y - cy) ** 2 < r * r] = rng.integers(0, 255, 3)
-    img += rng.normal(0, 6, img.shape)
-    a = np.clip(img, 0, 255).astype(np.uint8)
-    raw = b"".join(b"\x00" + a[i].tobytes() for i in range(side))
-
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", side, side, 8, 2, 0, 0, 0)) +
-            chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
+def input_png(side, kind):
+    """The request image: a photograph composed by tests/bench/photos.py (kind "photo") or its
+    synthetic image, as libpng writes it (level 6, adaptive filters), so that decode costs what it
+    costs in production."""
+    return photos.encode(photos.image(side, kind=kind))
 
 
 def multipart(png, params):
@@ -464,7 +451,8 @@ def main():
     ap.add_argument("--bin", default="build/edged")
     ap.add_argument("--url", help="use a running server (http://127.0.0.1:PORT) instead of --bin")
     ap.add_argument("--pid", type=int, help="its pid, for RSS and fds (with --url)")
-    ap.add_argument("--size", type=int, default=512, help="image side (synthetic photo, RGB)")
+    ap.add_argument("--size", type=int, default=512, help="image side (RGB photograph, tests/bench/photos.py)")
+    ap.add_argument("--synthetic", action="store_true", help="photos.py's synthetic image instead of a photograph")
     ap.add_argument("--params", default='{"filter":"edge"}')
     ap.add_argument("--ramp", default="1,2,3,4,6,8,12")
     ap.add_argument("--step-s", type=float, default=20)
@@ -508,7 +496,8 @@ def main():
     if args.quick:
         args.ramp, args.step_s, args.hold_s, args.over_s, args.sample_s = "1,2,4", 4, 20, 10, 2
     args.trace_file = open(args.trace, "w") if args.trace else None
-    png = synthetic_photo(args.size)
+    kind = "synthetic" if args.synthetic else "photo"
+    png = input_png(args.size, kind)
     args.body, args.ctype = multipart(png, args.params)
     args.body_file = os.path.join(os.path.dirname(os.path.abspath(args.log)), "edged-soak-body-%d.bin" % os.getpid())
     with open(args.body_file, "wb") as f:
@@ -522,7 +511,7 @@ def main():
         pid = proc.pid
     budget = Budget(args.max_requests)
     out = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "cpus": os.cpu_count(),
-           "image": "%dx%d RGB, %d bytes" % (args.size, args.size, len(png)), "params": args.params,
+           "image": "%dx%d RGB %s, %d bytes" % (args.size, args.size, kind, len(png)), "params": args.params,
            "queue_depth": args.queue_depth, "client": args.client, "ramp": [], "ok": True, "failures": []}
 
     def fail(msg):
@@ -560,7 +549,7 @@ def main():
                             "gpu_mb": gpu_mb(pid) if args.backend == "gpu" else None})
 
         if args.abuse:
-            abuse = Abuse(args.port, synthetic_photo(1000), synthetic_photo(2000))
+            abuse = Abuse(args.port, input_png(1000, kind), input_png(2000, kind))
             abuse.start()
         if args.rate > 0:  # warm-up at the rate (and under the abuse): RSS is compared from after it
             load(args, args.workers, min(60, args.hold_s / 10), budget, args.rate)

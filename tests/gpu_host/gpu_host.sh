@@ -1,14 +1,24 @@
 #!/bin/sh
 # gpu_host.sh — one pass on a GPU host: build, GPU tests, the quick set
 # under compute-sanitizer memcheck and racecheck, a bench with NPP and its charts. Logs under $OUT.
-# usage (repo root, with .debs carried): sh tests/gpu_host/gpu_host.sh [all|test|bench|fast]
+# usage (repo root, with .debs carried): sh tests/gpu_host/gpu_host.sh [all|test|bench|fast|headline]
 # test: test_gpu and test_gpu_jpeg, then memcheck, synccheck and one racecheck per GPU variant side
 # by side (each with its own time limit; a run killed at its limit says FAILED: TIMED OUT).
 # fast: the fast-kernel pass: full GPU tests, memcheck (quick set, every variant), racecheck of fast
 # alone, and the fast-vs-seed-vs-NPP bench at 8192^2 (fp32 gaussian and full-rank custom taps,
 # large separable gaussians, the u8 edge pipeline) with a summary table (fast_summary.txt), and ncu
 # stall reasons of the gray edge kernel (ncu_edge.txt, at the GPU's own clocks).
-# Knobs: BUILD (build-dev), BENCH_ARGS (the bench's arguments), ARCHS (nvcc -gencode list).
+# headline: the headline figures on photographs composed by tests/bench/photos.py (scikit-image's
+# sample photographs), meant to fit in about 8 minutes, seven files in $OUT: fast vs NPP gaussian 8192^2 k=3,7,31,63
+# and full-rank custom 31 (random planes: fp32 arithmetic takes the same time on any pixels), the u8
+# edge pipeline and Canny (aperture 3 L1 and L2, 5) at 8192^2 on the photo vs NPP with Canny's
+# built-in synthetic image as extra rows (headline_kernels.csv), the codec bench on the 2048^2 photo
+# and its edge map (headline_codec.csv), the service with the GPU backend on the 2048^2 photo as
+# JPEG q90 and as PNG, edge, PNG out, 64 connections (headline_service.csv/.md), the OpenCV pool on
+# the same files (headline_pool.txt), and a summary (headline_summary.txt).
+# Knobs: BUILD (build-dev), BENCH_ARGS (the bench's arguments), ARCHS (nvcc -gencode list), WORK
+# (headline's scratch: photos, server logs, raw wrk outputs; /tmp/edged-headline), HEADLINE_BACKEND
+# (the service's backend in headline: gpu; cpu for a dry run of the script without a GPU).
 set -u
 export EDGED_REQUIRE_GPU=1
 OUT=${OUT:-out/gpu}
@@ -48,8 +58,22 @@ if [ -d .debs ]; then
 fi
 { date -u; nvidia-smi; nvcc --version | tail -2; ls /usr/local/cuda/lib64/libnppif* 2>&1; } >> "$log" 2>&1
 
+# headline's photographs are made while the build runs (photos.py is single-threaded): the 2048^2
+# photo as PNG (libpng, level 6) and JPEG (q90), and the 8192^2 one for edged bench --input (PNG at
+# level 1: only its pixels matter there)
+work=${WORK:-/tmp/edged-headline}
+if [ "$what" = headline ]; then
+    rm -rf "$work"
+    mkdir -p "$work/photos"
+    ( "$PYTHON" tests/bench/photos.py --out "$work/photos" --sizes 2048 &&
+      "$PYTHON" tests/bench/photos.py --out "$work/photos" --sizes 2048 --format jpeg &&
+      "$PYTHON" tests/bench/photos.py --out "$work/photos" --sizes 8192 --level 1 ) > "$work/photos.log" 2>&1 &
+    photos_pid=$!
+fi
+
 # Build; when NPP (only here) breaks the build, build without it so the rest still runs.
 targets="$BUILD/edged $BUILD/tests/test_gpu $BUILD/tests/test_gpu_jpeg"
+[ "$what" = headline ] && targets="$BUILD/edged"
 # shellcheck disable=SC2086
 if ! step build 180 make -j16 BUILD="$BUILD" CUDA_ARCHS="$ARCHS" $targets >> "$log" 2>&1; then
     tail -40 "$log"
@@ -206,6 +230,125 @@ for name, label in (("fast_gauss.csv", "gaussian"), ("fast_custom.csv", "custom"
                   seeds[0]["variant"] if seeds else "-", "%.4f" % ms(seeds[0]) if seeds else "-",
                   "%.4f" % n if n else "-", fr[0]["floor_ms"] if fr else "-",
                   fr[0]["x_floor"] if fr else "-", "%.2fx" % (n / f) if f and n else "-"))
+PY
+fi
+if [ "$what" = headline ]; then
+    wait "$photos_pid"
+    echo "== photos: exit $?" | tee -a "$log"
+    cat "$work/photos.log" >> "$log"
+    P2="$work/photos/photo_2048.png" J2="$work/photos/photo_2048.jpg" P8="$work/photos/photo_8192.png"
+    kern="$OUT/headline_kernels.csv"
+    rm -f "$kern" "$OUT/headline_pool.txt"
+    # hstep NAME LIMIT FILE CMD...: step, CMD's output into FILE, its stderr into the log (the
+    # status line once)
+    hstep() {
+        name=$1 limit=$2 file=$3
+        shift 3
+        step "$name" "$limit" "$@" > "$file" 2> "$work/stderr"
+        rc=$?
+        grep -v '^== ' "$work/stderr" >> "$log"
+        return $rc
+    }
+    # bench_rows CASE LIMIT ARGS...: `edged bench ARGS` at 8192^2 (median of 20 after 3 warm-up), its
+    # CSV rows appended to headline_kernels.csv with CASE in front
+    bench_rows() {
+        name=$1 limit=$2
+        shift 2
+        hstep "$name" "$limit" "$work/$name.csv" "$BUILD/edged" bench --sizes 8192 --reps 20 --warmup 3 --csv "$@"
+        [ -s "$kern" ] || sed -n '1s/^/case,/p' "$work/$name.csv" > "$kern"
+        tail -n +2 "$work/$name.csv" | sed "s/^/$name,/" >> "$kern"
+    }
+    # (a) fp32 planes of random samples: the kernels' time does not depend on the pixels
+    bench_rows gaussian 120 --filter gaussian --ksizes 3,7,31,63 --variants fast --compare
+    bench_rows custom 60 --filter custom --ksizes 31 --variants fast --compare
+    # (b) the u8 edge pipeline on the photo, gray and RGB, u8 and 1-bit maps; NPP on gray
+    bench_rows edge_photo 60 --u8-edge --variants fast --compare --input "$P8"
+    # (c) Canny on the photo, then on the built-in synthetic image (the extra rows)
+    bench_rows canny_photo 60 --filter canny --ksizes 3,5 --compare --input "$P8"
+    bench_rows canny_photo_l2 60 --filter canny --ksizes 3 --l2gradient --compare --input "$P8"
+    bench_rows canny_synthetic 60 --filter canny --ksizes 3,5 --compare
+    bench_rows canny_synthetic_l2 60 --filter canny --ksizes 3 --l2gradient --compare
+    # (d) the codecs on one core: the photo as PNG and JPEG, and its edge map as edged writes it
+    "$BUILD/edged" filter "$P2" "$work/edge_2048.png" --filter edge --threshold 5 > /dev/null 2>> "$log"
+    pin=""
+    command -v taskset > /dev/null && [ "$(nproc)" -gt 2 ] && pin="taskset -c 2"
+    # shellcheck disable=SC2086
+    hstep codec 120 "$work/codec.jsonl" $pin "$BUILD/edged" bench --codec --json --reps 11 "$P2" "$J2" \
+        "$work/edge_2048.png"
+    # (e) the service, GPU backend: the 2048^2 photo as JPEG q90, then as PNG; edge, PNG out, 64
+    # connections, 8 s after 3 s of warm-up (server CPU per request is a column)
+    for fmt in jpeg png; do
+        hstep "service-$fmt" 150 "$work/service_$fmt.log" env BIN="$BUILD/edged" BACKEND="${HEADLINE_BACKEND:-gpu}" \
+            SIZES=2048 FILTERS=edge CONNS=64 DURATION=8s WARMUP=3s INPUT_FORMAT="$fmt" INPUTS="$work/photos" \
+            OUT="$work/service_$fmt" PYTHON="$PYTHON" sh tests/bench/service.sh
+        tail -n 20 "$work/service_$fmt.log" >> "$log"
+    done
+    # (f) the OpenCV pool (16 processes) on the same files
+    for f in "$J2" "$P2"; do
+        hstep "pool-$(basename "$f")" 120 "$work/pool.txt" "$PYTHON" tests/bench/opencv_pool.py --input "$f" \
+            --filter edge --out png --procs 16
+        cat "$work/pool.txt" >> "$OUT/headline_pool.txt"
+    done
+    "$PYTHON" - "$OUT" "$work" <<'PY' | tee "$OUT/headline_summary.txt"
+import csv, glob, json, os, sys
+import cv2
+out, work = sys.argv[1], sys.argv[2]
+print("inputs: tests/bench/photos.py (scikit-image's sample photographs), see host.log for bytes and hashes")
+m = cv2.imread(os.path.join(work, "edge_2048.png"), cv2.IMREAD_UNCHANGED)
+if m is not None:
+    print("edge map of photo_2048.png at threshold 5: %.2f %% edge pixels, %d bytes"
+          % (100.0 * (m > 0).mean(), os.path.getsize(os.path.join(work, "edge_2048.png"))))
+rows = list(csv.DictReader(open(os.path.join(out, "headline_kernels.csv")))) if os.path.exists(
+    os.path.join(out, "headline_kernels.csv")) else []
+ms = lambda r: float(r["ms"]) if r["ms"] else None
+print("\n%-20s %-10s %5s %4s %9s %9s %8s %7s  %s" % ("case", "variant", "ch", "k", "ms", "NPP ms", "NPP/ms", "x_floor",
+                                                    "note"))
+for r in rows:
+    if r["variant"] == "npp" or ms(r) is None:
+        continue
+    npp = [q for q in rows if q["case"] == r["case"] and q["variant"] == "npp" and q["ksize"] == r["ksize"]
+           and q["channels"] == r["channels"] and ms(q)]
+    n = ms(npp[0]) if npp else None
+    print("%-20s %-10s %5s %4s %9.4f %9s %8s %7s  %s" % (r["case"], r["variant"], r["channels"], r["ksize"], ms(r),
+          "%.4f" % n if n else "-", "%.2fx" % (n / ms(r)) if n else "-", r["x_floor"], r["note"]))
+codec = [json.loads(line) for line in open(os.path.join(work, "codec.jsonl")) if line.startswith("{")] if \
+    os.path.exists(os.path.join(work, "codec.jsonl")) else []
+if codec:
+    with open(os.path.join(out, "headline_codec.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(codec[0]))
+        w.writeheader()
+        w.writerows(codec)
+    print("\n%-16s %-14s %10s %10s %10s" % ("file", "codec", "decode ms", "encode ms", "bytes"))
+    for c in codec:
+        print("%-16s %-14s %10.2f %10.2f %10d" % (os.path.basename(c["file"]), c["codec"], c["decode_ms"],
+                                                 c["encode_ms"], c["bytes"]))
+svc = []
+for fmt in ("jpeg", "png"):
+    p = os.path.join(work, "service_" + fmt, "summary.csv")
+    if os.path.exists(p):
+        svc += list(csv.DictReader(open(p)))
+if svc:
+    keys = list(svc[0])
+    with open(os.path.join(out, "headline_service.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys + [k for r in svc for k in r if k not in keys])
+        w.writeheader()
+        w.writerows(svc)
+    with open(os.path.join(out, "headline_service.md"), "w") as f:
+        for fmt in ("jpeg", "png"):
+            p = os.path.join(work, "service_" + fmt, "summary.md")
+            if os.path.exists(p):
+                f.write(open(p).read() + "\n")
+    print("\n%-16s %6s %9s %9s %8s %8s %8s %12s %10s %10s" % ("input", "conns", "req/s", "served/s", "p50 ms",
+                                                               "p99 ms", "non-2xx", "CPU ms/req", "decode ms",
+                                                               "encode ms"))
+    for r in svc:
+        print("%-16s %6s %9.1f %9.1f %8.1f %8.1f %8s %12.2f %10.2f %10.2f" % (
+            r["input"], r["conns"], float(r["req_s"]), float(r["served_s"]), float(r["p50_ms"]), float(r["p99_ms"]),
+            r["non2xx"], float(r["server_cpu_ms_req"]), float(r.get("stage_decode") or 0),
+            float(r.get("stage_encode") or 0)))
+pool = os.path.join(out, "headline_pool.txt")
+if os.path.exists(pool):
+    print("\n" + open(pool).read().strip())
 PY
 fi
 grep "^== " "$log"

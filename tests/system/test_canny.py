@@ -19,7 +19,7 @@ from conftest import BIN, ROOT, png_bytes, png_decode
 
 cv2 = pytest.importorskip("cv2")
 sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
-import photos  # noqa: E402  (the synthetic photographs of the benchmarks)
+import photos  # noqa: E402  (the benchmarks' inputs: the synthetic image here)
 
 # (aperture, l2gradient, low, high): thresholds on each scale (aperture 5 and 7 gradients are
 # larger; aperture 7 thresholds are divided by 16 as cv::Canny does), fractional ones, low == high.
@@ -59,8 +59,8 @@ def synthetic():
 
 
 def photographs():
-    """Synthetic photographs (tests/bench/photos.py) and scikit-image's real ones when installed."""
-    out = {"photo_a": photos.photo(256, seed=3, grain=photos.GRAIN), "photo_b": photos.photo(193, seed=5)}
+    """Synthetic photo-like images (tests/bench/photos.py) and scikit-image's real ones when installed."""
+    out = {"photo_a": photos.synthetic(256, seed=3, grain=photos.GRAIN), "photo_b": photos.synthetic(193, seed=5)}
     try:
         import skimage.data as sd
         out["camera"] = sd.camera()

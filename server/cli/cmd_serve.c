@@ -253,6 +253,7 @@ int serve_main(int argc, char **argv)
     if (rc != 0)
         return opts_usage_exit(rc, "serve", err, config_usage);
     log_set_format((enum log_format)cfg.log_format);
+    log_set_level((enum log_level)cfg.log_level);
     signals_block(&set);
     return serve_run(&cfg, &set);
 }

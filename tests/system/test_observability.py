@@ -587,3 +587,15 @@ def test_invalid_traceparent_starts_a_new_trace(make_server, png):
     lines = [x for x in request_lines(s) if x["request_id"].startswith("bad-")]
     assert len(lines) == len(BAD_TRACEPARENTS) + 1
     assert all("parent_id" not in x and x["trace_id"] in seen for x in lines), lines
+
+
+def test_traceparent_through_cors(make_server, png):
+    """A browser page may send traceparent and read the answer's (--cors-origin)."""
+    origin = "https://app.example"
+    s = make_server("--cors-origin", origin)
+    pre = requests.options(s.url + "/v1/filter", headers={"Origin": origin, "Access-Control-Request-Method": "POST",
+                                                           "Access-Control-Request-Headers": "traceparent"}, timeout=10)
+    assert pre.status_code == 204 and "traceparent" in pre.headers["Access-Control-Allow-Headers"].split(", ")
+    r = post(s.url, png, {"filter": "edge"}, headers={"Origin": origin, "traceparent": PARENT})
+    assert "traceparent" in r.headers["Access-Control-Expose-Headers"].split(", ")
+    assert TRACEPARENT.match(r.headers["traceparent"]).group(1) == PARENT.split("-")[1]

@@ -9,40 +9,7 @@
 
 #include "errors.h"
 #include "params_field.h"
-
-/* Length of the UTF-8 sequence at s (at most n bytes), or 0 where it is not valid UTF-8
- * (overlong forms, surrogates and code points past U+10FFFF included). */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-    size_t len = s[0] < 0x80 ? 1 : s[0] >= 0xC2 && s[0] <= 0xDF ? 2 : s[0] >= 0xE0 && s[0] <= 0xEF ? 3
-                                                                  : s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : 0;
-    unsigned lo = 0x80, hi = 0xBF;
-
-    if (len == 0 || len > n)
-        return 0;
-    if (s[0] == 0xE0)
-        lo = 0xA0;
-    else if (s[0] == 0xED)
-        hi = 0x9F;
-    else if (s[0] == 0xF0)
-        lo = 0x90;
-    else if (s[0] == 0xF4)
-        hi = 0x8F;
-    if (len > 1 && (s[1] < lo || s[1] > hi))
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-    return len;
-}
-
-static int utf8_valid(const char *s, size_t n)
-{
-    for (size_t i = 0, k; i < n; i += k)
-        if (!(k = utf8_seq((const unsigned char *)s + i, n - i)))
-            return 0;
-    return 1;
-}
+#include "utf8.h"
 
 static size_t digits_end(const char *s, size_t i, size_t n)
 {

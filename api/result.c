@@ -239,10 +239,12 @@ static char *print_free(cJSON *root)
     return s;
 }
 
-static void add_image(cJSON *o, const char *id, const char *filter, const char *backend, const char *device,
-                      int w, int h, int ch)
+static void add_image(cJSON *o, const char *id, const char *trace_id, const char *filter, const char *backend,
+                      const char *device, int w, int h, int ch)
 {
     cJSON_AddStringToObject(o, "request_id", id ? id : "");
+    if (trace_id)
+        cJSON_AddStringToObject(o, "trace_id", trace_id);
     cJSON_AddStringToObject(o, "filter", filter);
     cJSON_AddStringToObject(o, "backend", backend);
     cJSON_AddStringToObject(o, "device", device);
@@ -268,7 +270,7 @@ char *result_filter_json(const struct result_filter *r)
 {
     cJSON *root = cJSON_CreateObject(), *k = cJSON_CreateObject(), *out = cJSON_CreateObject();
 
-    add_image(root, r->request_id, r->filter, r->backend, r->device, r->width, r->height, r->channels);
+    add_image(root, r->request_id, r->trace_id, r->filter, r->backend, r->device, r->width, r->height, r->channels);
     cJSON_AddStringToObject(root, "variant", r->variant);
     cJSON_AddItemToObject(root, "timings_ms", times_json(&r->t));
     cJSON_AddNumberToObject(k, "gflops", rnd(r->gflops, 1e3));
@@ -294,7 +296,7 @@ char *result_compare_json(const struct result_compare *c)
 {
     cJSON *root = cJSON_CreateObject(), *rows = cJSON_CreateArray(), *skipped = cJSON_CreateArray();
 
-    add_image(root, c->request_id, c->filter, c->backend, c->device, c->width, c->height, c->channels);
+    add_image(root, c->request_id, c->trace_id, c->filter, c->backend, c->device, c->width, c->height, c->channels);
     for (int i = 0; i < c->nrows; i++) {
         const struct result_compare_row *r = &c->rows[i];
         cJSON *o = cJSON_CreateObject();

@@ -64,9 +64,9 @@ void result_times_json(struct cJSON *obj, const struct result_times *t, enum res
 
 /* What POST /v1/filter reports with output=json. bandwidth_fraction < 0 and block 0 print null.
  * params and plan (both may be NULL: no "params" object) are the request and the plan that ran;
- * variant is the one that ran. */
+ * variant is the one that ran. trace_id (NULL: omitted) is the request's W3C trace id. */
 struct result_filter {
-    const char *request_id, *filter, *variant, *backend, *device;
+    const char *request_id, *trace_id, *filter, *variant, *backend, *device;
     int width, height, channels;
     struct result_times t;
     double gflops, effective_gbps, bandwidth_fraction;
@@ -87,7 +87,7 @@ struct result_compare_row {
 };
 
 struct result_compare {
-    const char *request_id, *filter, *backend, *device;
+    const char *request_id, *trace_id, *filter, *backend, *device;
     int width, height, channels;
     const struct result_compare_row *rows;
     int nrows;

@@ -9,7 +9,10 @@
 set -eu
 
 BUILD="make gcc g++ pkg-config libpng-dev zlib1g-dev libdeflate-dev libmicrohttpd-dev libcjson-dev libturbojpeg0-dev libwebp-dev help2man"
-TEST="python3 python3-numpy python3-prometheus-client python3-opencv python3-pil python3-pytest python3-jsonschema python3-requests python3-skimage python3-yaml python3-matplotlib shellcheck chromium chromium-driver python3-selenium python3-pip curl"
+# prometheus brings promtool (checks of /metrics and of the alert rules, tests/system/test_monitoring.py):
+# 22 MB to download with the JavaScript libraries it depends on (Debian 12); on a host run by systemd
+# its server is started too.
+TEST="python3 python3-numpy python3-prometheus-client python3-opencv python3-pil python3-pytest python3-jsonschema python3-requests python3-skimage python3-yaml python3-matplotlib shellcheck chromium chromium-driver python3-selenium python3-pip curl prometheus"
 # package=module: kubernetes-validate checks the Kubernetes manifests (tests/system/test_deploy.py),
 # openapi-spec-validator api/openapi.yaml (tests/system/test_contract.py).
 PIP_TEST="kubernetes-validate=kubernetes_validate openapi-spec-validator=openapi_spec_validator"

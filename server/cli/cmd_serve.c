@@ -282,6 +282,7 @@ int serve_main(int argc, char **argv)
     if (rc == OPTS_HELP)
         return opts_usage_exit(rc, "serve", err, config_usage);
     log_set_format((enum log_format)cfg.log_format);
+    log_set_level((enum log_level)cfg.log_level);
     if (rc != 0) { /* one line in the log's format: what a crash-looping pod's last log line shows */
         log_event("error", "config", "%s (edged serve --help lists every flag and variable)", err);
         return EXIT_USAGE;

@@ -158,6 +158,9 @@ static void stage_times(struct result_times *t, const struct job *job)
     t->download = job->t.download;
 }
 
+/* The backend a routed job was given to (its lane), as the metrics and the access log name it. */
+static const char *job_backend(const struct job *job) { return job->lane == LANE_GPU ? "gpu" : "cpu"; }
+
 /* The device a finished job ran on, as results name it. */
 static const char *job_device(struct service *s, const struct job *job, char *buf, size_t cap)
 {
@@ -229,6 +232,7 @@ static void answer_json(struct http_req *r, struct service *s, const struct para
     double copy_gbps = gpu ? gconv_get_info(backend_gpu(s->backend))->copy_gbps : 0.0;
 
     res.request_id = http_req_id(r);
+    res.trace_id = http_req_trace_id(r);
     res.filter = filter_name(job->plan.filter);
     res.variant = variant_name(job->used);
     res.backend = gpu ? "gpu" : "cpu";
@@ -294,7 +298,7 @@ void endpoint_filter(struct http_req *r, void *app)
 
     if ((rc = read_upload(r, PARAMS_FILTER, &u, err)) < 0)
         goto fail;
-    http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), 0, 0);
+    http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), NULL, 0, 0);
     if ((rc = image_reserve(s, &u, 1, &head, &reserved, err)) < 0)
         goto fail;
     if (!(job = job_new())) {
@@ -305,11 +309,16 @@ void endpoint_filter(struct http_req *r, void *app)
         (rc == 0 &&
          (rc = decode_image(s, &u.p, &head, u.image, u.image_len, &job->in, http_req_times(r), err)) < 0))
         goto fail;
-    http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), job->in.w, job->in.h);
-    if ((!job->src && (rc = job_prepare(s, &u.p, job, err)) < 0) || (rc = job_run(s, r, job, err)) < 0)
+    http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), NULL, job->in.w, job->in.h);
+    if (!job->src && (rc = job_prepare(s, &u.p, job, err)) < 0)
+        goto fail;
+    http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), job_backend(job), job->in.w,
+                  job->in.h);
+    if ((rc = job_run(s, r, job, err)) < 0)
         goto fail;
     stage_times(http_req_times(r), job);
-    http_req_note(r, filter_name(job->plan.filter), variant_name(job->used), job->out.w, job->out.h);
+    http_req_note(r, filter_name(job->plan.filter), variant_name(job->used), job_backend(job), job->out.w,
+                  job->out.h);
     answer(r, s, &u, job);
     job_release(s->q, job);
     budget_give(s->budget, reserved);
@@ -421,10 +430,10 @@ void endpoint_compare(struct http_req *r, void *app)
         http_respond_error(r, rc, err);
         goto out;
     }
-    http_req_note(r, filter_name(u.p.spec.filter), "compare", in.w, in.h);
+    http_req_note(r, filter_name(u.p.spec.filter), "compare", "all", in.w, in.h);
     snprintf(dev, sizeof(dev), "%s", backend_device(s->backend));
-    res = (struct result_compare){http_req_id(r), filter_name(u.p.spec.filter), service_backend(s), dev,
-                                  in.w, in.h, c->ref.ch, c->rows, c->nrows};
+    res = (struct result_compare){http_req_id(r), http_req_trace_id(r), filter_name(u.p.spec.filter),
+                                  service_backend(s), dev, in.w, in.h, c->ref.ch, c->rows, c->nrows};
     if (!(text = result_compare_json(&res)))
         http_respond_error(r, EDGED_E_NOMEM, "out of memory rendering the result");
     else

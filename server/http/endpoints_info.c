@@ -58,7 +58,7 @@ void endpoint_metrics(struct http_req *r, void *app)
     char reason[EDGED_ERR_LEN];
     struct metrics_gauges g = {queue_depth(s->q), queue_capacity(s->q), service_ready(s, reason),
                                worker_gpu_memory(s->w), worker_gpu_busy_seconds(s->w), budget_used(s->budget),
-                               budget_limit(s->budget), 0, 0, 0, 0};
+                               budget_limit(s->budget), 0, 0, 0, 0, worker_fatal(s->w, NULL)};
     struct jpegjob_counts jc;
     size_t len = 0;
     char *text;

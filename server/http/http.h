@@ -39,13 +39,16 @@ typedef void (*http_handler)(struct http_req *r, void *app);
 /* One endpoint. GET routes also answer HEAD; POST routes read a body first, of one of the media
  * types in `types` (comma-separated, "multipart/form-data,image/png"; else 415). A path ending in
  * '*' matches every path that starts with the part before the '*' (e.g. "/web/" + '*'). `open`
- * routes need no API key (health, readiness, metrics, the static web page). */
+ * routes need no API key (health, readiness, metrics, the static web page). `probe` routes
+ * (health, readiness, metrics) are polled by machines: their access lines are at debug level. The
+ * path is the route label of edged_http_requests_total. */
 struct http_route {
     const char *path;
     int post;
     const char *types;
     http_handler handle;
     int open;
+    int probe;
 };
 
 struct http_config {
@@ -69,7 +72,8 @@ struct http_config {
 typedef int (*http_admit)(void *app, char *err);
 
 /* Starts the daemon: thread per connection (see http_daemon.c for why). Returns 0 or EDGED_E_IO with
- * a message (port in use, bad host). routes and app must outlive the server. */
+ * a message (port in use, bad host). routes and app must outlive the server; each route's path is
+ * declared to m (metrics_add_route). */
 int http_start(struct http_server **out, const struct http_config *c, const struct http_route *routes,
                int nroutes, http_admit admit, void *app, struct metrics *m, char *err);
 /* Closes the listening socket: new connections are refused, open ones are served. */
@@ -99,8 +103,13 @@ int http_req_alive(void *r);
 int http_req_query(struct http_req *r, int (*cb)(void *cls, const char *key, const char *value), void *cls);
 /* The stage times of this request, filled by the handler; sent as Server-Timing and logged. */
 struct result_times *http_req_times(struct http_req *r);
-/* Access-log fields: filter and variant names (static strings) and the image size. */
-void http_req_note(struct http_req *r, const char *filter, const char *variant, int w, int h);
+/* Access-log fields: filter and variant names (the variant asked for, or the one that ran), the
+ * backend the job was given to ("cpu", "gpu", "all" for compare; NULL before a job is), all
+ * static strings, and the image size. Filter and backend also label the filter metrics. */
+void http_req_note(struct http_req *r, const char *filter, const char *variant, const char *backend, int w,
+                   int h);
+/* The W3C trace id of the request: the caller's (traceparent) or a new one; 32 lowercase hex. */
+const char *http_req_trace_id(const struct http_req *r);
 /* 1 when the Accept header ranks media type `type` strictly above `other` (the q of the most
  * specific matching entry each); 0 without an Accept header. */
 int http_req_prefers(struct http_req *r, const char *type, const char *other);

@@ -9,7 +9,7 @@
 #include "ops/log.h"
 
 #define HTTP_CORS_MAX_AGE "600"
-#define HTTP_CORS_HEADERS "Authorization, Content-Type, Accept, X-Request-ID"
+#define HTTP_CORS_HEADERS "Authorization, Content-Type, Accept, X-Request-ID, traceparent"
 
 static void add_common_headers(struct http_req *r, struct MHD_Response *resp)
 {
@@ -19,6 +19,7 @@ static void add_common_headers(struct http_req *r, struct MHD_Response *resp)
         r->t.total = clock_ms() - r->t0;
     result_server_timing(&r->t, timing, sizeof(timing));
     MHD_add_response_header(resp, "X-Request-ID", r->id);
+    MHD_add_response_header(resp, "traceparent", r->traceparent);
     MHD_add_response_header(resp, "Server-Timing", timing);
     MHD_add_response_header(resp, "Cache-Control", "no-store");
 #define HTTP_ADD_HEADER(name, value) MHD_add_response_header(resp, name, value);
@@ -91,6 +92,13 @@ const char *http_public_message(struct http_req *r, int code, const char *msg)
     return NULL;
 }
 
+void http_answer_note_error(struct http_req *r, int code)
+{
+    r->error = edged_err_name(code);
+    r->code = code;
+    metrics_reject(r->s->m, code);
+}
+
 void http_respond_error_with(struct http_req *r, int code, const char *msg, const char *xh, const char *xv)
 {
     char body[RESULT_ERROR_MAX];
@@ -100,8 +108,7 @@ void http_respond_error_with(struct http_req *r, int code, const char *msg, cons
         xh = "Retry-After";
         xv = http_retry_after(code);
     }
-    r->error = edged_err_name(code);
-    metrics_reject(r->s->m, code);
+    http_answer_note_error(r, code);
     respond_mem(r, status, "application/json", body, strlen(body), MHD_RESPMEM_MUST_COPY, xh, xv);
 }
 

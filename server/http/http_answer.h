@@ -6,7 +6,7 @@
 
 #include "http/http_state.h"
 
-#define HTTP_CORS_EXPOSE "X-Request-ID, Server-Timing, X-Edged-Variant, Retry-After"
+#define HTTP_CORS_EXPOSE "X-Request-ID, Server-Timing, X-Edged-Variant, Retry-After, traceparent"
 /* Headers on every answer, both writers: no MIME sniffing, never framed (the web page is served
  * top-level from the same origin). X(name, value) for each. */
 #define HTTP_SECURITY_HEADERS(X)                                                                   \
@@ -14,6 +14,9 @@
     X("X-Frame-Options", "DENY")                                                                   \
     X("Content-Security-Policy", "frame-ancestors 'none'")
 
+/* Records that r is answered with error code: its name for the access log, its code for the
+ * log level, and the rejection metric. Both writers call it. */
+void http_answer_note_error(struct http_req *r, int code);
 /* The Retry-After value for code ("1" or "5"), or NULL when the error gets none. */
 const char *http_retry_after(int code);
 /* msg, or NULL (the table's generic message) for errors that describe the server rather than the

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -31,7 +32,7 @@
  * connection after its own 431. The pool is mapped, so untouched pages cost no memory. */
 #define HTTP_CONN_MEMORY (512 * 1024)
 
-/* ---- request ids ------------------------------------------------------------------------- */
+/* ---- request ids and trace context ---------------------------------------------------------- */
 
 static int id_is_sane(const char *id)
 {
@@ -44,15 +45,40 @@ static int id_is_sane(const char *id)
     return n >= 1 && n <= HTTP_ID_MAX;
 }
 
-/* 16 hex digits: splitmix64 of a per-process seed plus a counter (unique, not guessable cheaply). */
-static void id_make(struct http_server *s, char *out)
+/* splitmix64 of a random per-process seed plus a counter: unique within the process, not
+ * guessable cheaply, and (the seed from getrandom) different across replicas. */
+static unsigned long long id_next(struct http_server *s)
 {
     unsigned long long z = s->id_seed + 0x9e3779b97f4a7c15ULL * (atomic_fetch_add(&s->next_id, 1) + 1);
 
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    snprintf(out, HTTP_ID_MAX + 1, "%016llx", z);
+    return z ^ (z >> 31);
+}
+
+static unsigned long long id_seed(void)
+{
+    unsigned long long seed;
+
+    if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == (ssize_t)sizeof(seed))
+        return seed;
+    return ((unsigned long long)getpid() << 32) ^ (unsigned long long)(clock_ms() * 1e3);
+}
+
+/* The request id: the client's X-Request-ID when sane, else 16 hex digits. The server span:
+ * under the caller's traceparent when valid, else in a new trace. */
+static void ids_begin(struct http_server *s, struct http_req *r)
+{
+    const char *cid = http_req_header(r, "X-Request-ID");
+    uint64_t rnd[3];
+
+    if (id_is_sane(cid))
+        snprintf(r->id, sizeof(r->id), "%s", cid);
+    else
+        snprintf(r->id, sizeof(r->id), "%016llx", id_next(s));
+    rnd[0] = id_next(s), rnd[1] = id_next(s), rnd[2] = id_next(s);
+    trace_begin(&r->trace, http_req_header(r, "traceparent"), rnd);
+    trace_format(&r->trace, r->traceparent, sizeof(r->traceparent));
 }
 
 /* ---- routing, dispatch and the body ------------------------------------------------------- */
@@ -144,7 +170,7 @@ static enum MHD_Result begin(struct http_server *s, struct MHD_Connection *conn,
                              void **con_cls)
 {
     struct http_req *r = calloc(1, sizeof(*r));
-    const char *cid, *allow;
+    const char *allow;
     char err[EDGED_ERR_LEN];
     int rc;
 
@@ -157,11 +183,7 @@ static enum MHD_Result begin(struct http_server *s, struct MHD_Connection *conn,
     r->t0 = clock_ms();
     snprintf(r->method, sizeof(r->method), "%s", method);
     snprintf(r->path, sizeof(r->path), "%s", url);
-    cid = http_req_header(r, "X-Request-ID");
-    if (id_is_sane(cid))
-        snprintf(r->id, sizeof(r->id), "%s", cid);
-    else
-        id_make(s, r->id);
+    ids_begin(s, r);
     atomic_fetch_add(&s->in_flight, 1);
     metrics_request_begin(s->m);
     if (!(r->route = route_find(s, url)) && lacks_key(r))
@@ -230,11 +252,29 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return MHD_YES;
 }
 
+/* The access line's level (log_request_level): the refusals for capacity are the queue's and
+ * admission's 429, the memory budget's 503 and the 503 of a server not ready or draining. */
+static enum log_level access_level(const struct http_req *r)
+{
+    int capacity = r->code == EDGED_E_QUEUE_FULL || r->code == EDGED_E_MEMORY_BUDGET || r->code == EDGED_E_UNAVAILABLE;
+
+    return log_request_level(r->answered ? r->status : 0, capacity, r->route && r->route->probe);
+}
+
+static void log_access(const struct http_req *r)
+{
+    struct log_request lr = {access_level(r), r->id, r->method, r->path, r->filter, r->variant, r->backend,
+                             r->error, r->trace.trace_id, r->trace.span_id,
+                             r->trace.parent_id[0] ? r->trace.parent_id : NULL, r->answered ? r->status : 0,
+                             r->body.len, r->bytes_out, r->w, r->h, &r->t};
+
+    log_request(&lr);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
     struct http_server *s = cls;
     struct http_req *r = *con_cls;
-    struct log_request lr;
 
     http_guard_conn_phase(s, conn, 1); /* a keep-alive connection now waits for its next request */
     if (!r)
@@ -246,15 +286,14 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
             metrics_reject(s->m, EDGED_E_CLIENT_GONE);
         r->status = edged_err_status(EDGED_E_CLIENT_GONE);
         r->error = edged_err_name(EDGED_E_CLIENT_GONE);
+        r->code = EDGED_E_CLIENT_GONE;
     }
     if (r->t.total <= 0.0)
         r->t.total = clock_ms() - r->t0;
-    lr = (struct log_request){r->id, r->method, r->path, r->filter, r->variant, r->error, r->answered ? r->status : 0,
-                              r->body.len, r->bytes_out, r->w, r->h, &r->t};
-    log_request(&lr);
-    metrics_request_end(s->m, r->answered ? r->status : 0);
+    log_access(r);
+    metrics_request_end(s->m, r->route ? r->route->path : NULL, r->answered ? r->status : 0);
     if (r->filter)
-        metrics_filter_request(s->m, r->filter, r->variant, r->answered ? r->status : 0, r->t.total / 1e3);
+        metrics_filter_request(s->m, r->filter, r->backend, r->answered ? r->status : 0, r->t.total / 1e3);
     if (r->active)
         atomic_fetch_sub(&s->active, 1);
     atomic_fetch_sub(&s->in_flight, 1);
@@ -326,7 +365,9 @@ int http_start(struct http_server **out, const struct http_config *c, const stru
     s->c.max_connections = conn_limit > c->conn_reserve ? conn_limit - c->conn_reserve : conn_limit;
     if (s->c.max_connections > c->max_connections)
         s->c.max_connections = c->max_connections;
-    s->id_seed = ((unsigned long long)getpid() << 32) ^ (unsigned long long)(clock_ms() * 1e3);
+    s->id_seed = id_seed();
+    for (int i = 0; i < nroutes; i++)
+        metrics_add_route(m, routes[i].path);
     s->d = MHD_start_daemon(flags, (uint16_t)c->port, NULL, NULL, on_request, s, MHD_OPTION_EXTERNAL_LOGGER,
                             http_guard_mhd_log, s, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_CONNECTION_LIMIT,
                             (unsigned)conn_limit,

@@ -102,11 +102,10 @@ void http_guard_raw_error(struct http_req *r, int code, const char *msg, const c
         snprintf(extra, sizeof(extra), "%.40s: %.200s\r\n", xh, xv);
     snprintf(head, sizeof(head),
              "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n"
-             "X-Request-ID: %s\r\nServer-Timing: %.511s\r\nCache-Control: no-store\r\n" HTTP_SECURITY_HEADERS(
-                 HTTP_RAW_HEADER) "%.399s%.299s\r\n",
-             status, MHD_get_reason_phrase_for((unsigned)status), blen, r->id, timing, cors, extra);
-    r->error = edged_err_name(code);
-    metrics_reject(r->s->m, code);
+             "X-Request-ID: %s\r\ntraceparent: %s\r\nServer-Timing: %.511s\r\nCache-Control: no-store\r\n"
+                 HTTP_SECURITY_HEADERS(HTTP_RAW_HEADER) "%.399s%.299s\r\n",
+             status, MHD_get_reason_phrase_for((unsigned)status), blen, r->id, r->traceparent, timing, cors, extra);
+    http_answer_note_error(r, code);
     if (!ci || send_all(ci->connect_fd, head, strlen(head)) < 0 || send_all(ci->connect_fd, body, blen) < 0)
         return;
     shutdown(ci->connect_fd, SHUT_WR);

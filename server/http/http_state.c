@@ -62,10 +62,13 @@ int http_req_query(struct http_req *r, int (*cb)(void *cls, const char *key, con
 
 struct result_times *http_req_times(struct http_req *r) { return &r->t; }
 
-void http_req_note(struct http_req *r, const char *filter, const char *variant, int w, int h)
+const char *http_req_trace_id(const struct http_req *r) { return r->trace.trace_id; }
+
+void http_req_note(struct http_req *r, const char *filter, const char *variant, const char *backend, int w, int h)
 {
     r->filter = filter;
     r->variant = variant;
+    r->backend = backend;
     r->w = w;
     r->h = h;
 }

@@ -11,6 +11,7 @@
 #include "ops/auth.h"
 #include "errors.h"
 #include "http/http.h"
+#include "http/trace.h"
 #include "http/upload.h"
 
 #define HTTP_DRAIN_MAX (4u << 20) /* a refused request's body up to this is read and dropped */
@@ -70,9 +71,12 @@ struct http_req {
     char pending_msg[EDGED_ERR_LEN];
     size_t bytes_out;
     const char *error;
+    int code;                   /* the EDGED_E_* of an error answer, 0 otherwise */
+    struct trace_ctx trace;
+    char traceparent[TRACE_HEADER_LEN + 1]; /* of the server span, sent on the answer */
     struct upload_body body;
     struct result_times t;
-    const char *filter, *variant;
+    const char *filter, *variant, *backend;
     int w, h;
 };
 

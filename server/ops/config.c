@@ -17,7 +17,7 @@
 
 /* OPT_SECRET: a string read from the environment only (no flag: argv is visible in ps) and
  * logged as a count, never as its value. */
-enum opt_kind { OPT_INT, OPT_LL, OPT_STR, OPT_BACKEND, OPT_SECRET, OPT_LOG_FORMAT };
+enum opt_kind { OPT_INT, OPT_LL, OPT_STR, OPT_BACKEND, OPT_SECRET, OPT_LOG_FORMAT, OPT_LOG_LEVEL };
 
 struct opt {
     const char *flag, *env;
@@ -87,6 +87,9 @@ static const struct opt opts[] = {
     {"log-format", "EDGED_LOG_FORMAT", OPT_LOG_FORMAT, O(log_format), 0, 0, "auto",
      "log lines on stderr: json (one object per line), text (readable, one line per event) or auto "
      "(text when stderr is a terminal, else json)"},
+    {"log-level", "EDGED_LOG_LEVEL", OPT_LOG_LEVEL, O(log_level), 0, 0, "info",
+     "lines under this level are dropped: debug (also probes and scrapes), info (requests), warn "
+     "(refusals for capacity) or error (server errors)"},
     {"max-memory-mb", "EDGED_MAX_MEMORY_MB", OPT_INT, O(max_memory_mb), 0, 16777216, "0",
      "memory budget of requests in MiB: bodies as they arrive, decoded images, float planes and output are "
      "reserved before they are allocated; past it 503 memory_budget with Retry-After (0 = half of the "
@@ -131,10 +134,11 @@ static int opt_set(struct serve_config *cfg, const struct opt *o, const char *sr
         *(enum backend_kind *)(void *)field = (enum backend_kind)k;
         return 0;
     }
-    if (o->kind == OPT_LOG_FORMAT) {
-        int f = log_format_parse(text);
+    if (o->kind == OPT_LOG_FORMAT || o->kind == OPT_LOG_LEVEL) {
+        int f = o->kind == OPT_LOG_FORMAT ? log_format_parse(text) : log_level_parse(text);
         if (f < 0)
-            return edged_fail(err, EDGED_E_USAGE, "%s: '%s' is not auto, text or json", src, text);
+            return edged_fail(err, EDGED_E_USAGE, "%s: '%s' is not %s", src, text,
+                              o->kind == OPT_LOG_FORMAT ? "auto, text or json" : "debug, info, warn or error");
         *(int *)(void *)field = f;
         return 0;
     }
@@ -288,6 +292,9 @@ struct cJSON *config_json(const struct serve_config *cfg)
             break;
         case OPT_LOG_FORMAT:
             cJSON_AddStringToObject(o, opts[i].flag, log_format_name((enum log_format)*(const int *)(const void *)field));
+            break;
+        case OPT_LOG_LEVEL:
+            cJSON_AddStringToObject(o, opts[i].flag, log_level_name((enum log_level)*(const int *)(const void *)field));
             break;
         case OPT_LL:
             cJSON_AddNumberToObject(o, opts[i].flag, (double)*(const long long *)(const void *)field);

@@ -42,6 +42,7 @@ struct serve_config {
     char api_keys[8448];    /* EDGED_API_KEYS (environment only, never logged); "" = no auth */
     char openapi[512];      /* openapi.yaml served instead of the built-in copy; "" = the built-in one */
     int log_format;         /* enum log_format: auto (text on a terminal, else JSON), text, json */
+    int log_level;          /* enum log_level: lines under it are dropped */
     int max_memory_mb;      /* memory budget of requests, MiB; 0 = half the cgroup or machine memory */
     int max_job_cpu_s;      /* a job estimated over this many CPU seconds is refused (422) */
     int job_timeout_s;      /* a running job is cancelled after this (504) */

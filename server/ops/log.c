@@ -11,20 +11,41 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "utf8.h"
+
 #define LOG_OOM_LINE "{\"level\":\"error\",\"event\":\"log\",\"msg\":\"out of memory while logging\"}\n"
 /* A text line longer than this is cut (the JSON form has no limit). */
 #define LOG_TEXT_MAX 8192
 
 static const char *const format_names[] = {"auto", "text", "json"};
 static atomic_int format = -1; /* -1: not set yet, resolved as auto on the first line */
+static const char *const level_names[] = {"debug", "info", "warn", "error"};
+static atomic_int threshold = LOG_INFO;
 
-int log_format_parse(const char *name)
+/* The index of name in names[n], or -1. */
+static int name_index(const char *const *names, int n, const char *name)
 {
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(name, format_names[i]))
+    for (int i = 0; i < n; i++)
+        if (!strcmp(name, names[i]))
             return i;
     return -1;
 }
+
+int log_level_parse(const char *name) { return name_index(level_names, 4, name); }
+
+const char *log_level_name(enum log_level l) { return (unsigned)l < 4 ? level_names[l] : "?"; }
+void log_set_level(enum log_level l) { atomic_store(&threshold, l); }
+int log_enabled(enum log_level l) { return (int)l >= atomic_load(&threshold); }
+
+/* The level of a line by its name; an unknown or missing one is written (error). */
+static int line_enabled(const char *level)
+{
+    int l = level ? log_level_parse(level) : -1;
+
+    return log_enabled(l < 0 ? LOG_ERROR : (enum log_level)l);
+}
+
+int log_format_parse(const char *name) { return name_index(format_names, 3, name); }
 
 const char *log_format_name(enum log_format f) { return (unsigned)f < 3 ? format_names[f] : "?"; }
 
@@ -105,7 +126,7 @@ static void put_str(struct line *l, const char *v)
     int plain = *v != '\0';
 
     for (const unsigned char *p = (const unsigned char *)v; *p && plain; p++)
-        plain = *p > 0x20 && *p != 0x7f && *p != '"' && *p != '\\' && *p != '=';
+        plain = *p > 0x20 && *p < 0x7f && *p != '"' && *p != '\\' && *p != '=';
     if (plain) {
         put(l, "%s", v);
         return;
@@ -199,11 +220,36 @@ static void write_text(const cJSON *o)
 
 /* ---- JSON lines ---------------------------------------------------------------------------- */
 
+/* Every string of the tree as valid UTF-8 (U+FFFD for each bad byte), so that a strict collector
+ * takes the line whatever a client sent. A string whose repair finds no memory is emptied. */
+static void repair_strings(cJSON *o)
+{
+    cJSON *item;
+    char *fixed;
+    int oom;
+
+    cJSON_ArrayForEach(item, o)
+    {
+        if (cJSON_IsString(item) && item->valuestring) {
+            if ((fixed = utf8_repair(item->valuestring, &oom)) || oom)
+                cJSON_SetValuestring(item, fixed ? fixed : "");
+            free(fixed);
+        } else if (cJSON_IsObject(item) || cJSON_IsArray(item)) {
+            repair_strings(item);
+        }
+    }
+}
+
 void log_end(cJSON *obj)
 {
     char *text;
     size_t len;
 
+    if (obj && !line_enabled(str_of(obj, "level"))) {
+        cJSON_Delete(obj);
+        return;
+    }
+    repair_strings(obj);
     if (obj && current_format() == LOG_TEXT) {
         write_text(obj);
         cJSON_Delete(obj);
@@ -228,8 +274,11 @@ void log_event(const char *level, const char *event, const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
-    cJSON *o = log_begin(level);
+    cJSON *o;
 
+    if (!line_enabled(level))
+        return;
+    o = log_begin(level);
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
@@ -244,13 +293,28 @@ static void add_str(cJSON *o, const char *key, const char *v)
         cJSON_AddStringToObject(o, key, v);
 }
 
+enum log_level log_request_level(int status, int capacity, int probe)
+{
+    if (status >= 500 && !capacity)
+        return LOG_ERROR;
+    if (probe)
+        return LOG_DEBUG;
+    return capacity ? LOG_WARN : LOG_INFO;
+}
+
 void log_request(const struct log_request *r)
 {
-    cJSON *o = log_begin(r->status >= 500 ? "error" : "info"), *ms;
+    cJSON *o, *ms;
     char size[32];
 
+    if (!log_enabled(r->level))
+        return;
+    o = log_begin(log_level_name(r->level));
     cJSON_AddStringToObject(o, "event", "request");
     add_str(o, "request_id", r->request_id);
+    add_str(o, "trace_id", r->trace_id);
+    add_str(o, "span_id", r->span_id);
+    add_str(o, "parent_id", r->parent_id);
     add_str(o, "method", r->method);
     add_str(o, "path", r->path);
     cJSON_AddNumberToObject(o, "status", r->status);
@@ -262,6 +326,7 @@ void log_request(const struct log_request *r)
     }
     add_str(o, "filter", r->filter);
     add_str(o, "variant", r->variant);
+    add_str(o, "backend", r->backend);
     add_str(o, "error", r->error);
     if (r->t && (ms = cJSON_AddObjectToObject(o, "ms")))
         result_times_json(ms, r->t, RESULT_TIMES_LOG);

@@ -13,7 +13,6 @@
 
 #include "errors.h"
 #include "filter.h"
-#include "variant.h"
 
 #define NBUCKETS 17
 static const double bucket_le[NBUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -32,13 +31,16 @@ struct histogram {
     double sum;
 };
 
-/* The backend label of a filter request: which side ran it. */
-enum req_backend { RB_CPU, RB_GPU, RB_NONE, RB_ALL, RB_OTHER, RB_COUNT };
-static const char *const backend_label[RB_COUNT] = {"cpu", "gpu", "none", "all", "other"};
+/* The backend label of a filter request: the side its job was given to. */
+enum req_backend { RB_CPU, RB_GPU, RB_ALL, RB_NONE, RB_COUNT };
+static const char *const backend_label[RB_COUNT] = {"cpu", "gpu", "all", "none"};
 #define NFILTER_LABELS (FILTER_COUNT + 1) /* the last one is "other" */
 /* (filter, backend, code) triples seen; a few dozen in practice, the bound keeps memory fixed
  * (a triple beyond it is still observed by the duration histogram). */
 #define MAX_FILTER_CODES 1024
+/* Status classes 1xx..5xx by status / 100; 2xx, 4xx and 5xx are exported from the start. */
+#define NCLASSES 6
+#define CLASS_SHOWN(c) ((c) == 2 || (c) == 4 || (c) == 5)
 
 struct filter_code {
     uint16_t filter, backend, code;
@@ -48,8 +50,12 @@ struct filter_code {
 struct metrics {
     pthread_mutex_t mu;
     struct metrics_build build;
-    uint64_t accepted, succeeded, failed, in_flight;
+    uint64_t accepted, succeeded, in_flight;
+    uint64_t failed[NCLASSES];
     uint64_t by_status[MAX_STATUS];
+    const char *routes[METRICS_MAX_ROUTES];
+    int nroutes;
+    uint64_t by_route[METRICS_MAX_ROUTES + 1][NCLASSES]; /* the last row: "other" */
     uint64_t rejections[NREASONS];
     struct histogram queue_wait, stage[RESULT_STAGE_COUNT]; /* EDGED_STAGES order */
     struct histogram duration[NFILTER_LABELS][RB_COUNT];
@@ -78,6 +84,26 @@ void metrics_free(struct metrics *m)
     free(m);
 }
 
+void metrics_add_route(struct metrics *m, const char *path)
+{
+    pthread_mutex_lock(&m->mu);
+    if (m->nroutes < METRICS_MAX_ROUTES)
+        m->routes[m->nroutes++] = path;
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* The row of route in by_route: its declared index, else the "other" row. */
+static int route_row(const struct metrics *m, const char *route)
+{
+    for (int i = 0; route && i < m->nroutes; i++)
+        if (!strcmp(m->routes[i], route))
+            return i;
+    return METRICS_MAX_ROUTES;
+}
+
+/* A status as counted: 0 (lost, or no HTTP status) is 499, past the table 500. */
+static int status_counted(int status) { return status < 100 ? 499 : status >= MAX_STATUS ? 500 : status; }
+
 void metrics_request_begin(struct metrics *m)
 {
     pthread_mutex_lock(&m->mu);
@@ -86,18 +112,19 @@ void metrics_request_begin(struct metrics *m)
     pthread_mutex_unlock(&m->mu);
 }
 
-void metrics_request_end(struct metrics *m, int status)
+void metrics_request_end(struct metrics *m, const char *route, int status)
 {
-    if (status <= 0)
-        status = 499;
-    if (status >= MAX_STATUS)
-        status = 500;
+    int c;
+
+    status = status_counted(status);
+    c = status / 100;
     pthread_mutex_lock(&m->mu);
     m->by_status[status]++;
-    if (status >= 200 && status < 300)
+    m->by_route[route_row(m, route)][c]++;
+    if (c == 2)
         m->succeeded++;
     else
-        m->failed++;
+        m->failed[c]++;
     m->in_flight--;
     pthread_mutex_unlock(&m->mu);
 }
@@ -139,23 +166,20 @@ void metrics_queue_wait(struct metrics *m, double ms)
     pthread_mutex_unlock(&m->mu);
 }
 
-static int backend_of(const char *variant)
+static int backend_of(const char *backend)
 {
-    int v;
-
-    if (!variant || !strcmp(variant, "compare"))
-        return RB_ALL;
-    if ((v = variant_from_name(variant)) < 0)
-        return RB_OTHER;
-    return v == VARIANT_AUTO ? RB_NONE : variant_is_gpu((enum variant)v) ? RB_GPU : RB_CPU;
+    for (int b = 0; backend && b < RB_NONE; b++)
+        if (!strcmp(backend, backend_label[b]))
+            return b;
+    return RB_NONE;
 }
 
-void metrics_filter_request(struct metrics *m, const char *filter, const char *variant, int status, double seconds)
+void metrics_filter_request(struct metrics *m, const char *filter, const char *backend, int status, double seconds)
 {
-    int f = filter ? filter_from_name(filter) : -1, b = backend_of(variant), i;
+    int f = filter ? filter_from_name(filter) : -1, b = backend_of(backend), i;
 
     f = f < 0 ? FILTER_COUNT : f;
-    status = status <= 0 ? 499 : status >= MAX_STATUS ? 500 : status;
+    status = status_counted(status);
     pthread_mutex_lock(&m->mu);
     observe(&m->duration[f][b], seconds);
     for (i = 0; i < m->ncodes; i++)
@@ -220,6 +244,24 @@ static void emit_histogram(struct text *t, const char *name, const char *label, 
     }
 }
 
+static const char *const class_label[NCLASSES] = {"0xx", "1xx", "2xx", "3xx", "4xx", "5xx"};
+
+static void emit_routes(struct text *t, const struct metrics *m)
+{
+    emit(t, "# HELP edged_http_requests_total Requests answered, by route (the route table's path; other: no "
+            "route) and status class (code: 2xx, 4xx, 5xx; a connection lost before the answer counts as 4xx).\n"
+            "# TYPE edged_http_requests_total counter\n");
+    for (int i = 0; i <= METRICS_MAX_ROUTES; i++) {
+        if (i < METRICS_MAX_ROUTES && i >= m->nroutes)
+            continue;
+        for (int c = 1; c < NCLASSES; c++)
+            if (CLASS_SHOWN(c) || m->by_route[i][c])
+                emit(t, "edged_http_requests_total{route=\"%s\",code=\"%s\"} %llu\n",
+                     i < METRICS_MAX_ROUTES ? m->routes[i] : "other", class_label[c],
+                     (unsigned long long)m->by_route[i][c]);
+    }
+}
+
 static void emit_counters(struct text *t, const struct metrics *m)
 {
     emit(t, "# HELP edged_requests_total Requests answered, by HTTP status (499: connection lost first).\n"
@@ -227,15 +269,20 @@ static void emit_counters(struct text *t, const struct metrics *m)
     for (int s = 0; s < MAX_STATUS; s++)
         if (m->by_status[s])
             emit(t, "edged_requests_total{code=\"%d\"} %llu\n", s, (unsigned long long)m->by_status[s]);
+    emit_routes(t, m);
     emit(t, "# HELP edged_requests_accepted_total Requests read (headers complete).\n"
             "# TYPE edged_requests_accepted_total counter\nedged_requests_accepted_total %llu\n"
             "# HELP edged_requests_succeeded_total Requests answered 2xx.\n"
             "# TYPE edged_requests_succeeded_total counter\nedged_requests_succeeded_total %llu\n"
-            "# HELP edged_requests_failed_total Requests answered otherwise (or lost).\n"
-            "# TYPE edged_requests_failed_total counter\nedged_requests_failed_total %llu\n"
-            "# HELP edged_requests_in_flight Requests read but not answered yet.\n"
+            "# HELP edged_requests_failed_total Requests answered otherwise, by status class: 4xx the client's "
+            "errors (and connections lost first), 5xx the server's.\n"
+            "# TYPE edged_requests_failed_total counter\n",
+         (unsigned long long)m->accepted, (unsigned long long)m->succeeded);
+    for (int c = 1; c < NCLASSES; c++)
+        if (c != 2 && (CLASS_SHOWN(c) || m->failed[c]))
+            emit(t, "edged_requests_failed_total{code=\"%s\"} %llu\n", class_label[c], (unsigned long long)m->failed[c]);
+    emit(t, "# HELP edged_requests_in_flight Requests read but not answered yet.\n"
             "# TYPE edged_requests_in_flight gauge\nedged_requests_in_flight %llu\n",
-         (unsigned long long)m->accepted, (unsigned long long)m->succeeded, (unsigned long long)m->failed,
          (unsigned long long)m->in_flight);
     emit(t, "# HELP edged_rejections_total Work refused by a limit, by reason.\n"
             "# TYPE edged_rejections_total counter\n");
@@ -250,8 +297,8 @@ static void emit_filter_requests(struct text *t, const struct metrics *m)
 {
     char label[96];
 
-    emit(t, "# HELP edged_filter_requests_total Requests that named a filter, by filter, backend that ran "
-            "them (cpu, gpu; all: compare; none: failed before one was chosen) and HTTP status.\n"
+    emit(t, "# HELP edged_filter_requests_total Requests that named a filter, by filter, the backend their job "
+            "was given to (cpu, gpu; all: compare; none: refused before a job was) and HTTP status.\n"
             "# TYPE edged_filter_requests_total counter\n");
     for (int i = 0; i < m->ncodes; i++) {
         const struct filter_code *c = &m->by_code[i];
@@ -374,12 +421,14 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *
              "# HELP edged_queue_capacity The queue bound (--queue-depth).\n# TYPE edged_queue_capacity gauge\n"
              "edged_queue_capacity %d\n"
              "# HELP edged_ready 1 when /readyz answers 200.\n# TYPE edged_ready gauge\nedged_ready %d\n"
+             "# HELP edged_gpu_fatal 1 after a fatal GPU error (the process exits for a restart within seconds).\n"
+             "# TYPE edged_gpu_fatal gauge\nedged_gpu_fatal %d\n"
              "# HELP edged_gpu_memory_used_bytes Device memory held by the GPU context.\n"
              "# TYPE edged_gpu_memory_used_bytes gauge\nedged_gpu_memory_used_bytes %zu\n"
              "# HELP edged_gpu_busy_seconds_total Time the GPU worker had at least one job on the device "
              "(rate() of it: the share of time the GPU was busy; 0 on the CPU backend).\n"
              "# TYPE edged_gpu_busy_seconds_total counter\nedged_gpu_busy_seconds_total %.6f\n",
-         g->queue_depth, g->queue_capacity, g->ready, g->gpu_memory_used, g->gpu_busy_seconds);
+         g->queue_depth, g->queue_capacity, g->ready, g->gpu_fatal, g->gpu_memory_used, g->gpu_busy_seconds);
     emit(&t, "# HELP edged_memory_budget_bytes Bytes reserved by requests (bodies, images, planes, output).\n"
              "# TYPE edged_memory_budget_bytes gauge\nedged_memory_budget_bytes %zu\n"
              "# HELP edged_memory_budget_limit_bytes The memory budget (--max-memory-mb).\n"

@@ -17,6 +17,7 @@ struct metrics_gauges {
     /* the nvJPEG path (jpegjob_counts): JPEGs decoded and encoded on the device, and those
      * nvJPEG refused, done on the CPU instead */
     unsigned long long jpeg_gpu_decoded, jpeg_gpu_encoded, jpeg_fallback_decode, jpeg_fallback_encode;
+    int gpu_fatal; /* 1 after a fatal GPU error (worker_fatal): the process is about to exit */
 };
 
 /* Labels of edged_build_info. */
@@ -27,18 +28,23 @@ struct metrics_build {
 int metrics_new(struct metrics **out, const struct metrics_build *b, char *err);
 void metrics_free(struct metrics *m);
 
+/* Declares a route (its path, a static string) so that its request counts are exported, zero
+ * until it is requested; past METRICS_MAX_ROUTES routes a path counts as "other". */
+#define METRICS_MAX_ROUTES 32
+void metrics_add_route(struct metrics *m, const char *path);
 /* A request was read (headers complete): accepted += 1, in flight += 1. */
 void metrics_request_begin(struct metrics *m);
-/* It was answered with HTTP status (0: connection lost before any answer, counted as code 499):
- * requests_total{code} += 1, succeeded (2xx) or failed += 1, in flight -= 1. */
-void metrics_request_end(struct metrics *m, int status);
+/* It was answered with HTTP status (0: connection lost before any answer, counted as code 499)
+ * on route (a path given to metrics_add_route; NULL or another: "other"):
+ * edged_requests_total{code} and edged_http_requests_total{route,code=class} += 1, succeeded
+ * (2xx) or failed{code=class} += 1, in flight -= 1. */
+void metrics_request_end(struct metrics *m, const char *route, int status);
 /* A request that named a filter (POST /v1/filter, /v1/compare) ended with HTTP status (0: lost)
  * after seconds: edged_filter_requests_total{filter,backend,code} += 1 and
- * edged_request_duration_seconds{filter,backend} observes it. variant is the one that ran (its
- * backend: gpu or cpu), "auto" when none was chosen yet (backend none), "compare" for /v1/compare
- * (backend all).
- * Names outside the filter and variant tables are counted as filter or backend "other". */
-void metrics_filter_request(struct metrics *m, const char *filter, const char *variant, int status,
+ * edged_request_duration_seconds{filter,backend} observes it. backend is the side its job was
+ * given to ("cpu", "gpu"), "all" for /v1/compare, NULL when no job was (refused before: "none").
+ * A filter name outside the filter table is counted as "other". */
+void metrics_filter_request(struct metrics *m, const char *filter, const char *backend, int status,
                             double seconds);
 /* A limit refused work: edged_rejections_total{reason=<error name>} += 1 (body_too_large,
  * image_too_large, queue_full, deadline_exceeded, unavailable, client_closed, job_too_costly,

@@ -10,7 +10,7 @@ CFLAGS="-std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefi
  -Wall -Wextra -Wshadow -Wstrict-prototypes -D_DEFAULT_SOURCE -DEDGED_GPU=0 -Iapi -Iserver -Icpu_ref -Igpu \
  $(pkg-config --cflags $PKGS)"
 LIBS="$(pkg-config --libs $PKGS) -lm"
-API="api/errors.c api/filter.c api/image.c api/params.c api/params_field.c api/params_parse.c api/variant.c"
+API="api/errors.c api/filter.c api/image.c api/params.c api/params_field.c api/params_parse.c api/utf8.c api/variant.c"
 mkdir -p "$OUT"
 build() { # NAME SOURCES...
     name=$1

@@ -1,7 +1,7 @@
 """test_deploy.py — the Kubernetes manifests and the compose file as a cluster and Compose would take
 them, without either: each kustomize overlay rendered by `kubectl kustomize`, the built-in kinds
 validated against the Kubernetes schemas (kubernetes-validate), the custom resources (PodMonitor,
-ScaledObject) checked field by field, the compose file against the Compose Specification's schema,
+ScaledObject, PrometheusRule) checked field by field, the compose file against the Compose Specification's schema,
 and what they say checked against the server: pinned image tags, probes, security context, the
 GPU only in the GPU overlay, and autoscaler queries that name series the running server exports.
 
@@ -71,11 +71,11 @@ def rendered_hpa():
     docs/deployment.md tells an operator to switch."""
     with open(os.path.join(K8S, "overlays", "gpu", "kustomization.yaml"), encoding="utf-8") as f:
         kust = yaml.safe_load(f)
-    assert kust["components"] == ["../../components/keda"], kust["components"]
+    assert kust["components"] == ["../../components/keda", "../../components/alerts"], kust["components"]
     with tempfile.TemporaryDirectory() as d:
         rel = os.path.relpath(K8S, d)
         kust["resources"] = [os.path.join(rel, "base")]
-        kust["components"] = [os.path.join(rel, "components", "hpa")]
+        kust["components"] = [os.path.join(rel, "components", c) for c in ("hpa", "alerts")]
         kust["patches"] = [{"path": os.path.join(rel, "overlays", "gpu", p["path"])} for p in kust["patches"]]
         with open(os.path.join(d, "kustomization.yaml"), "w", encoding="utf-8") as f:
             yaml.safe_dump(kust, f)
@@ -120,7 +120,7 @@ def version():
 def test_overlay_renders_every_object_in_the_namespace(overlay):
     docs = rendered(overlay)
     want = {"Namespace", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy", "PodMonitor",
-            "ScaledObject"}
+            "ScaledObject", "PrometheusRule"}
     assert set(docs) == want, sorted(docs)
     assert docs["Namespace"]["metadata"]["name"] == NAMESPACE
     for kind, doc in docs.items():
@@ -336,6 +336,20 @@ def test_podmonitor_scrapes_metrics():
         assert ep["port"] == "metrics" and "metrics" in port_names(container(docs)), f"PodMonitor port {ep['port']}"
         assert ep.get("path", "/metrics") == "/metrics"
         assert re.fullmatch(r"\d+[smh]", ep.get("interval", "30s")), ep
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_prometheusrule_carries_the_rules_file(overlay):
+    """The overlays create the PrometheusRule of components/alerts: the groups of
+    docker/monitoring/edged-rules.yaml, in edged's namespace, beside a PodMonitor whose job is
+    the one the rules select."""
+    docs = rendered(overlay)
+    pr = docs["PrometheusRule"]
+    assert pr["apiVersion"] == "monitoring.coreos.com/v1" and set(pr["spec"]) == {"groups"}
+    rules = yaml.safe_load(packaging.read(os.path.join(ROOT, "docker", "monitoring", "edged-rules.yaml")))
+    assert pr["spec"] == rules, "run docker/monitoring/prometheusrule.py"
+    job = pod_labels(docs)[docs["PodMonitor"]["spec"]["jobLabel"]]
+    assert f'up{{job="{job}"}}' in json.dumps(rules).replace('\\"', '"'), f"the rules do not select job {job}"
 
 
 # ---------------------------------------------------------------- autoscaling

@@ -11,6 +11,7 @@
  * separately by the codec slots (--threads, service.c), so they still scale with the cores
  * without oversubscribing them. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -332,6 +333,20 @@ static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
 
 /* ---- lifecycle ----------------------------------------------------------------------------- */
 
+/* Why the daemon could not listen on sa, for the message: libmicrohttpd says only that it failed,
+ * so the bind is tried once more here, as it binds (SO_REUSEADDR), and its errno named. */
+static const char *listen_failure(const struct sockaddr_in *sa)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1, e;
+
+    if (fd < 0)
+        return strerror(errno);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    e = bind(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0 && listen(fd, 1) == 0 ? 0 : errno;
+    close(fd);
+    return e ? strerror(e) : "libmicrohttpd could not start the daemon (see the log line before)";
+}
+
 int http_start(struct http_server **out, const struct http_config *c, const struct http_route *routes,
                int nroutes, http_admit admit, void *app, struct metrics *m, char *err)
 {
@@ -379,7 +394,7 @@ int http_start(struct http_server **out, const struct http_config *c, const stru
         pthread_mutex_destroy(&s->conns_mu);
         pthread_mutex_destroy(&s->log_mu);
         free(s);
-        return edged_fail(err, EDGED_E_IO, "cannot listen on %s:%d (in use, or not permitted)", c->host, c->port);
+        return edged_fail(err, EDGED_E_IO, "cannot listen on %s:%d: %s", c->host, c->port, listen_failure(&sa));
     }
     *out = s;
     return 0;

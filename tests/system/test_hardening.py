@@ -5,6 +5,7 @@ errors, the raw early refusal) carries the anti-sniffing and anti-framing header
 import concurrent.futures as cf
 import os
 import signal
+import socket
 import subprocess
 import time
 
@@ -82,14 +83,14 @@ def test_unparsable_host_exits_2(host):
     p = subprocess.run([BIN, "serve", "--host", host, "--port", str(free_port()), "--backend", "cpu"],
                        capture_output=True, text=True, timeout=30 * K)
     assert p.returncode == 2, (host, p.returncode, p.stderr[-2000:])
-    assert "host: '%s' is not an IPv4 address" % host in p.stderr, p.stderr[-2000:]
+    assert "--host (EDGED_HOST): '%s' is not an IPv4 address" % host in p.stderr, p.stderr[-2000:]
 
 
 def test_unparsable_host_from_environment_exits_2():
     p = subprocess.run([BIN, "serve", "--backend", "cpu"], capture_output=True, text=True, timeout=30 * K,
                        env=dict(os.environ, EDGED_HOST="localhost"))
     assert p.returncode == 2, (p.returncode, p.stderr[-2000:])
-    assert "host: 'localhost' is not an IPv4 address" in p.stderr, p.stderr[-2000:]
+    assert "--host (EDGED_HOST): 'localhost' is not an IPv4 address" in p.stderr, p.stderr[-2000:]
 
 
 def test_unbindable_host_is_a_runtime_failure():
@@ -97,7 +98,19 @@ def test_unbindable_host_is_a_runtime_failure():
     p = subprocess.run([BIN, "serve", "--host", "192.0.2.1", "--port", str(free_port()), "--backend", "cpu"],
                        capture_output=True, text=True, timeout=30 * K)
     assert p.returncode == 1, (p.returncode, p.stderr[-2000:])
-    assert "cannot listen on 192.0.2.1" in p.stderr
+    assert "cannot listen on 192.0.2.1" in p.stderr and "Cannot assign requested address" in p.stderr, p.stderr
+
+
+def test_port_in_use_names_address_and_errno():
+    with socket.socket() as held:
+        held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        port = held.getsockname()[1]
+        p = subprocess.run([BIN, "serve", "--host", "127.0.0.1", "--port", str(port), "--backend", "cpu"],
+                           capture_output=True, text=True, timeout=30 * K)
+    assert p.returncode == 1, (p.returncode, p.stderr[-2000:])
+    assert "cannot listen on 127.0.0.1:%d: Address already in use" % port in p.stderr, p.stderr[-2000:]
 
 
 def assert_security_headers(hdrs, what):

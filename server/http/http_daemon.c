@@ -375,11 +375,7 @@ int http_start(struct http_server **out, const struct http_config *c, const stru
     snprintf(s->cors, sizeof(s->cors), "%s", c->cors_origin ? c->cors_origin : "");
     pthread_mutex_init(&s->conns_mu, NULL);
     pthread_mutex_init(&s->log_mu, NULL);
-    /* the reserve comes out of what the descriptors allow; when they allow no more, there is none */
-    conn_limit = http_guard_fit_connections(c->max_connections + c->conn_reserve);
-    s->c.max_connections = conn_limit > c->conn_reserve ? conn_limit - c->conn_reserve : conn_limit;
-    if (s->c.max_connections > c->max_connections)
-        s->c.max_connections = c->max_connections;
+    conn_limit = http_guard_fit_connections(c->max_connections, c->conn_reserve, &s->c.max_connections);
     s->id_seed = id_seed();
     for (int i = 0; i < nroutes; i++)
         metrics_add_route(m, routes[i].path);

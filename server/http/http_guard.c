@@ -376,20 +376,24 @@ int http_reap(struct http_server *s)
 /* ---- descriptors and libmicrohttpd's log -------------------------------------------------- */
 
 /* The connection cap, lowered so that connections alone cannot exhaust the descriptors: at its
- * own limit libmicrohttpd refuses a connection cleanly; out of descriptors it can only retry. */
-int http_guard_fit_connections(int want)
+ * own limit libmicrohttpd refuses a connection cleanly; out of descriptors it can only retry. The
+ * reserve comes out of what the descriptors allow; when they allow no more, there is none. */
+int http_guard_fit_connections(int max_connections, int reserve, int *api)
 {
+    int want = max_connections + reserve;
     struct rlimit rl;
     long room;
 
+    *api = max_connections;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
         return want;
     room = (long)rl.rlim_cur - HTTP_FD_RESERVE;
     room = room < 1 ? 1 : room;
     if (want <= room)
         return want;
-    log_event("warn", "config", "--max-connections %d lowered to %ld: only %ld file descriptors (ulimit -n)", want,
-              room, (long)rl.rlim_cur);
+    *api = room > reserve ? (int)room - reserve : (int)room;
+    log_event("warn", "config", "--max-connections %d lowered to %d (%ld more kept for probes): only %ld file "
+              "descriptors (ulimit -n)", max_connections, *api, room - *api, (long)rl.rlim_cur);
     return (int)room;
 }
 

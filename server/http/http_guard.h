@@ -30,8 +30,9 @@ void http_guard_conn_phase(struct http_server *s, struct MHD_Connection *conn, i
 /* MHD_OPTION_NOTIFY_CONNECTION: adds and removes connections of the reap list. */
 void http_guard_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                               enum MHD_ConnectionNotificationCode code);
-/* The connection cap, lowered to fit the descriptor limit (logged when lowered). */
-int http_guard_fit_connections(int want);
+/* The connection limit of the daemon for max_connections plus reserve, lowered to fit the
+ * descriptor limit (logged when lowered); *api receives what is left for the API. */
+int http_guard_fit_connections(int max_connections, int reserve, int *api);
 /* MHD_OPTION_EXTERNAL_LOGGER: libmicrohttpd's messages, rate-limited. */
 void http_guard_mhd_log(void *cls, const char *fmt, va_list ap);
 

@@ -146,3 +146,24 @@ def test_security_headers_on_every_answer(make_server):
     c.close()
     assert status == 413 and json_error(body)["code"] == "body_too_large"
     assert_security_headers(hdrs, "raw 413")
+
+
+def test_connection_cap_lowered_says_what_the_api_gets():
+    """Under ulimit -n 200 the 256 connections (and the 32 of the probe reserve) do not fit: the
+    warning names what the API gets (200 - 64 kept for files - 32 for probes = 104)."""
+    import resource
+
+    def low():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))
+
+    p = subprocess.Popen([BIN, "serve", "--host", "127.0.0.1", "--port", str(free_port()), "--backend", "cpu"],
+                         stderr=subprocess.PIPE, text=True, preexec_fn=low)
+    try:
+        line = ""
+        for line in p.stderr:
+            if "lowered" in line or '"listening"' in line:
+                break
+    finally:
+        p.terminate()
+        p.wait(timeout=30 * K)
+    assert "--max-connections 256 lowered to 104 (32 more kept for probes)" in line, line

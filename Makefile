@@ -55,9 +55,9 @@ else
   NVJPEG := 0
 endif
 
-PKGS := libpng libmicrohttpd libcjson zlib libdeflate libturbojpeg libwebp
+PKGS := libpng libmicrohttpd libcjson zlib libdeflate libturbojpeg libjpeg libwebp
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(or $(shell pkg-config --libs $(PKGS) 2>/dev/null),-lpng16 -lmicrohttpd -lcjson -lz -ldeflate -lturbojpeg -lwebp)
+PKG_LIBS := $(or $(shell pkg-config --libs $(PKGS) 2>/dev/null),-lpng16 -lmicrohttpd -lcjson -lz -ldeflate -lturbojpeg -ljpeg -lwebp)
 
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes

@@ -33,23 +33,18 @@ const char *imageio_format_name(enum imageio_format fmt)
     return fmt == IMAGEIO_JPEG ? "JPEG" : fmt == IMAGEIO_WEBP ? "WebP" : "PNG";
 }
 
-int imageio_peek(const uint8_t *d, size_t n, const struct png_limits *lim, struct imageio_head *head,
-                 char *err)
+int imageio_probe(const uint8_t *d, size_t n, struct imageio_head *head, char *err)
 {
-    struct png_limits def;
     int rc;
 
     memset(head, 0, sizeof(*head));
     head->orientation = 1;
-    if (!lim) {
-        pngio_default_limits(&def);
-        lim = &def;
-    }
     if ((rc = imageio_sniff(d, n, err)) < 0)
         return rc;
     head->fmt = (enum imageio_format)rc;
     if (head->fmt == IMAGEIO_PNG) {
-        rc = pngio_peek(d, n, &head->w, &head->h, &head->ch, err);
+        if ((rc = pngio_peek(d, n, &head->png, err)) == 0)
+            head->w = head->png.w, head->h = head->png.h, head->ch = head->png.ch;
     } else if (head->fmt == IMAGEIO_JPEG) {
         if ((rc = jpegio_peek(d, n, &head->jpeg, err)) == 0)
             head->w = head->jpeg.w, head->h = head->jpeg.h, head->ch = head->jpeg.ch,
@@ -58,9 +53,29 @@ int imageio_peek(const uint8_t *d, size_t n, const struct png_limits *lim, struc
         head->w = head->webp.w, head->h = head->webp.h, head->ch = head->webp.ch;
         head->orientation = head->webp.orientation;
     }
-    if (rc < 0)
+    return rc;
+}
+
+int imageio_check_limits(const struct imageio_head *head, const struct png_limits *lim, char *err)
+{
+    struct png_limits def;
+    int rc;
+
+    if (!lim) {
+        pngio_default_limits(&def);
+        lim = &def;
+    }
+    if ((rc = pngio_check_size(lim, (uint32_t)head->w, (uint32_t)head->h, err)) < 0)
         return rc;
-    return pngio_check_size(lim, (uint32_t)head->w, (uint32_t)head->h, err);
+    return head->fmt == IMAGEIO_JPEG ? jpegio_check_scans(&head->jpeg, err) : 0;
+}
+
+int imageio_peek(const uint8_t *d, size_t n, const struct png_limits *lim, struct imageio_head *head,
+                 char *err)
+{
+    int rc = imageio_probe(d, n, head, err);
+
+    return rc < 0 ? rc : imageio_check_limits(head, lim, err);
 }
 
 int imageio_decode(const uint8_t *d, size_t n, const struct png_limits *lim, const struct imageio_head *head,

@@ -18,7 +18,8 @@ struct imageio_head {
     enum imageio_format fmt;
     int w, h, ch;            /* as decoded, before orientation */
     int orientation;         /* EXIF 1..8 (JPEG, WebP); 1 for PNG */
-    struct jpegio_info jpeg; /* fmt JPEG: the frame (progressive, colour model, subsampling) */
+    struct pngio_info png;   /* fmt PNG: bit depth, interlacing, acTL */
+    struct jpegio_info jpeg; /* fmt JPEG: the frame (progressive, colour model, subsampling, scans) */
     struct webpio_info webp; /* fmt WEBP */
 };
 
@@ -27,8 +28,15 @@ struct imageio_head {
  * naming the accepted formats). */
 int imageio_sniff(const uint8_t *data, size_t len, char *err);
 
-/* Sniffs and reads the header (pngio_peek, jpegio_peek, webpio_peek) into *head, then checks
- * its size against lim (pngio_check_size; NULL: the defaults). 0 or the peek's/limit's error. */
+/* Sniffs and reads the header (pngio_peek, jpegio_peek, webpio_peek) into *head, no limits
+ * applied: 0 or the sniff's/peek's error (415 a format or kind not served, 422 a damaged header). */
+int imageio_probe(const uint8_t *data, size_t len, struct imageio_head *head, char *err);
+
+/* What a decode of head would cost, against lim (NULL: the defaults): the size (pngio_check_size)
+ * and a JPEG's scan count (jpegio_check_scans). 0, EDGED_E_IMAGE_TOO_LARGE or EDGED_E_BAD_IMAGE. */
+int imageio_check_limits(const struct imageio_head *head, const struct png_limits *lim, char *err);
+
+/* imageio_probe, then imageio_check_limits. 0 or the first error. */
 int imageio_peek(const uint8_t *data, size_t len, const struct png_limits *lim, struct imageio_head *head,
                  char *err);
 

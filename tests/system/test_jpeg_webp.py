@@ -1,10 +1,13 @@
-"""test_jpeg_webp.py — JPEG and WebP input, EXIF orientation, JPEG output, over HTTP and the CLI.
+"""test_jpeg_webp.py — JPEG and WebP input, EXIF orientation, JPEG output and the JPEG scan limit,
+over HTTP and the CLI.
 
 The corpus is made here: cv2 writes baseline, progressive and gray JPEG and lossy/lossless WebP;
 PIL writes the 4:4:4 / 4:2:2 / 4:2:0 JPEGs (this cv2 has no IMWRITE_JPEG_SAMPLING_FACTOR) and a
-CMYK one. Decoded pixels must equal cv2.imdecode's exactly: both decode with the system
-libjpeg-turbo and libwebp, islow IDCT and fancy upsampling. The identity filter (custom taps [[1]])
-returns the decoded image as a PNG."""
+CMYK one; cjpeg (libjpeg-turbo-progs) the uncommon sampling factors (4:1:0, 1x3, 1x4, 2x4, 3x1,
+chroma 2x1); helpers.progressive_jpeg a progressive file of any number of scans. Decoded pixels
+must equal cv2.imdecode's exactly: both decode with the system libjpeg-turbo and libwebp, islow
+IDCT and fancy upsampling. The identity filter (custom taps [[1]]) returns the decoded image as a
+PNG."""
 import io
 import json
 import os
@@ -18,7 +21,7 @@ import requests
 from PIL import Image
 
 from conftest import BIN, Server, png_decode
-from helpers import error_of
+from helpers import cjpeg, cpu_seconds, error_of, progressive_jpeg, slowdown
 
 IDENTITY = {"filter": "custom", "taps": "[[1]]", "post": "clamp"}
 H, W = 47, 61  # odd sides: partial MCUs on both axes
@@ -112,6 +115,24 @@ CORPUS = {
 }
 
 
+# luma, Cb, Cr sampling factors TurboJPEG 2.1's header call has no name for; libjpeg decodes them
+SAMPLINGS = ["4x2,1x1,1x1", "1x3,1x1,1x1", "1x4,1x1,1x1", "2x4,1x1,1x1", "3x1,1x1,1x1", "2x2,2x1,1x1",
+             "4x1,1x1,1x1"]
+
+
+@pytest.mark.parametrize("progressive", [False, True])
+@pytest.mark.parametrize("sample", SAMPLINGS)
+def test_uncommon_sampling_equals_opencv(server, sample, progressive):
+    data = cjpeg(RGB, sample, progressive=progressive)
+    if data is None:
+        pytest.skip("cjpeg missing (Debian package libjpeg-turbo-progs)")
+    sof = data.index(b"\xff\xc2" if progressive else b"\xff\xc0")
+    assert data[sof + 11] == int(sample[0]) << 4 | int(sample[2]), sample  # the factors are what we asked for
+    want = cv_decode_rgb(data)
+    got = decoded(server, data, {"color": "rgb"})
+    assert got.shape == want.shape and np.array_equal(got, want), (sample, int(np.abs(got.astype(int) - want).max()))
+
+
 @pytest.mark.parametrize("name", sorted(CORPUS))
 def test_decoded_pixels_equal_opencv(server, name):
     data = CORPUS[name]()
@@ -203,6 +224,28 @@ def test_unsupported_jpeg_kinds_are_415(server, marker, precision, what):
     r = post(server.url, sof_bomb(8, 8, marker, precision), IDENTITY)
     assert r.status_code == 415, r.text
     assert what in error_of(r)["message"]
+
+
+def test_many_scans_refused_before_decoding(server):
+    """A 50-megapixel progressive JPEG of 505 scans (144 KB): the scans are counted from the markers
+    and the file refused at once. Decoding it cost 11-12 CPU seconds before this check (2-core VM);
+    the bound below is generous."""
+    data = progressive_jpeg(7070, 7070, 505)
+    assert len(data) < 200_000 and data.count(b"\xff\xda") == 505
+    pid = server.proc.pid
+    c0 = cpu_seconds(pid)
+    r = post(server.url, data, {})
+    used = cpu_seconds(pid) - c0
+    assert r.status_code == 422, r.text
+    e = error_of(r)
+    assert e["code"] == "bad_image" and "505 scans" in e["message"] and "500" in e["message"], e
+    assert used < 0.5 * slowdown(), used
+
+
+def test_scans_under_the_limit_decode(server):
+    data = progressive_jpeg(61, 47, 40)
+    got = decoded(server, data)
+    assert np.array_equal(got, cv_decode_rgb(data)) and set(np.unique(got)) == {128}
 
 
 def test_animated_webp_is_415(server):

@@ -1,6 +1,10 @@
-/* test_image_io.c — JPEG header peek, EXIF orientation, sniff, JPEG/WebP decode and JPEG encode. */
+/* test_image_io.c — JPEG header peek and scan count, EXIF orientation, sniff, JPEG/WebP decode (JPEG at
+ * any sampling factors) and JPEG encode. */
+#include <math.h>
+#include <stdio.h> /* before jpeglib.h */
 #include <stdlib.h>
 #include <string.h>
+#include <jpeglib.h>
 #include <webp/encode.h>
 
 #include "check.h"
@@ -272,6 +276,96 @@ static void test_webp(void)
     img_free(&im);
 }
 
+/* im (3 channels) as a JPEG of quality 95 with luma sampling hv[0] and chroma hv[1] (h << 4 | v),
+ * progressive (libjpeg's default script) when prog; malloc'd into *out (libjpeg's jpeg_mem_dest). */
+static void libjpeg_encode(const struct img *im, const int hv[2], int prog, unsigned char **out, unsigned long *len)
+{
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr e;
+
+    c.err = jpeg_std_error(&e);
+    jpeg_create_compress(&c);
+    jpeg_mem_dest(&c, out, len);
+    c.image_width = (JDIMENSION)im->w;
+    c.image_height = (JDIMENSION)im->h;
+    c.input_components = 3;
+    c.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&c);
+    jpeg_set_quality(&c, 95, TRUE);
+    for (int i = 0; i < 3; i++) {
+        c.comp_info[i].h_samp_factor = hv[i > 0] >> 4;
+        c.comp_info[i].v_samp_factor = hv[i > 0] & 15;
+    }
+    if (prog)
+        jpeg_simple_progression(&c);
+    jpeg_start_compress(&c, TRUE);
+    while (c.next_scanline < c.image_height) {
+        JSAMPROW row = im->px + (size_t)c.next_scanline * im->stride;
+        jpeg_write_scanlines(&c, &row, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+}
+
+static double psnr(const struct img *a, const struct img *b)
+{
+    double se = 0.0;
+    size_t n = 0;
+
+    for (int y = 0; y < a->h; y++)
+        for (int x = 0; x < a->w * a->ch; x++, n++) {
+            double d = (double)a->px[(size_t)y * a->stride + x] - (double)b->px[(size_t)y * b->stride + x];
+            se += d * d;
+        }
+    return se == 0.0 ? 99.0 : 10.0 * log10(255.0 * 255.0 * (double)n / se);
+}
+
+/* Sampling factors TurboJPEG's header call has no name for (4:1:0, 1x3, 1x4, 2x4, 3x1, chroma
+ * above 1x1) decode, baseline and progressive, to the size and channels the peek announced and
+ * close to the source; the peek counts the scans (1 baseline; libjpeg's script: 10). */
+static void test_jpeg_samplings(void)
+{
+    static const int hv[][2] = {{0x42, 0x11}, {0x13, 0x11}, {0x14, 0x11}, {0x24, 0x11}, {0x31, 0x11},
+                                {0x22, 0x21}, {0x41, 0x11}, {0x22, 0x11}};
+    char err[EDGED_ERR_LEN];
+    struct img im = {0};
+
+    CHECK(img_alloc(&im, 61, 47, 3, err) == 0, "alloc");
+    fill(&im, 9);
+    for (size_t i = 0; i < sizeof(hv) / sizeof(hv[0]); i++)
+        for (int prog = 0; prog <= 1; prog++) {
+            unsigned char *jpg = NULL;
+            unsigned long len = 0;
+            struct imageio_head head;
+            struct img out = {0};
+            libjpeg_encode(&im, hv[i], prog, &jpg, &len);
+            CHECK(imageio_peek(jpg, len, NULL, &head, err) == 0 && head.ch == 3 && head.w == 61 && head.h == 47,
+                  "%dx%d/%dx%d prog %d: peek %s", hv[i][0] >> 4, hv[i][0] & 15, hv[i][1] >> 4, hv[i][1] & 15, prog,
+                  err);
+            CHECK(head.jpeg.scans == (prog ? 10 : 1), "%02x prog %d: %d scans", hv[i][0], prog, head.jpeg.scans);
+            CHECK(imageio_decode(jpg, len, NULL, &head, 1, &out, err) == 0 && out.w == 61 && out.h == 47 &&
+                      out.ch == 3,
+                  "%02x/%02x prog %d: decode %s", hv[i][0], hv[i][1], prog, err);
+            CHECK(out.px && psnr(&im, &out) >= 30.0, "%02x/%02x prog %d: PSNR %.1f dB", hv[i][0], hv[i][1], prog,
+                  out.px ? psnr(&im, &out) : 0.0);
+            img_free(&out);
+            free(jpg);
+        }
+    img_free(&im);
+}
+
+/* The scan limit is judged from the peek's count, before any decode. */
+static void test_scan_limit(void)
+{
+    struct jpegio_info info = {.scans = JPEGIO_MAX_SCANS};
+    char err[EDGED_ERR_LEN] = "";
+
+    CHECK(jpegio_check_scans(&info, err) == 0, "%d scans: %s", info.scans, err);
+    info.scans = JPEGIO_MAX_SCANS + 1;
+    CHECK(jpegio_check_scans(&info, err) == EDGED_E_BAD_IMAGE && strstr(err, "501") && strstr(err, "500"),
+          "%d scans: %s", info.scans, err);
+}
+
 static void test_sniff_and_orient(void)
 {
     char err[EDGED_ERR_LEN];
@@ -313,6 +407,8 @@ int main(void)
     test_orientation();
     test_jpeg_round_trip();
     test_webp();
+    test_jpeg_samplings();
+    test_scan_limit();
     test_sniff_and_orient();
     return check_summary();
 }

@@ -1,6 +1,7 @@
 /* image_io.c — PNG/JPEG/WebP input (sniff, peek, limits, decode, orientation) and output encode. */
 #include "codec/image_io.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,15 +137,44 @@ int imageio_orient(struct img *im, int o, char *err)
     return 0;
 }
 
+struct imageio_enc imageio_enc_of(const struct params *p, enum params_format fmt)
+{
+    enum imageio_out out = fmt == PARAMS_FORMAT_JPEG   ? IMAGEIO_OUT_JPEG
+                           : fmt == PARAMS_FORMAT_WEBP ? IMAGEIO_OUT_WEBP
+                                                       : IMAGEIO_OUT_PNG;
+
+    return (struct imageio_enc){out, p->png_level, p->bit_depth, p->quality, !(p->given & PARAMS_F_QUALITY)};
+}
+
+/* libjpeg's JPEG_MAX_DIMENSION */
+#define IMAGEIO_JPEG_MAX_SIDE 65500
+
+int imageio_check_output(enum imageio_out fmt, int w, int h, char *err)
+{
+    int max = fmt == IMAGEIO_OUT_WEBP ? WEBPIO_MAX_SIDE : fmt == IMAGEIO_OUT_JPEG ? IMAGEIO_JPEG_MAX_SIDE : INT_MAX;
+
+    if (w <= max && h <= max)
+        return 0;
+    return edged_fail(err, EDGED_E_PARAM, "format: %s holds at most %d pixels a side; the result is %dx%d (use "
+                      "png%s)", fmt == IMAGEIO_OUT_WEBP ? "WebP" : "JPEG", max, w, h,
+                      fmt == IMAGEIO_OUT_WEBP ? " or jpeg" : "");
+}
+
 int imageio_encode(const struct img *im, const struct imageio_enc *enc, uint8_t **out, size_t *out_len,
                    char *err)
 {
+    int rc;
+
+    if ((rc = imageio_check_output(enc->fmt, im->w, im->h, err)) < 0)
+        return rc;
     if (enc->fmt == IMAGEIO_OUT_JPEG)
         return jpegio_encode(im, enc->quality, out, out_len, err);
+    if (enc->fmt == IMAGEIO_OUT_WEBP)
+        return webpio_encode(im, enc->lossless, enc->quality, out, out_len, err);
     return pngio_encode(im, enc->png_level, enc->bit_depth, out, out_len, err);
 }
 
 const char *imageio_out_mime(enum imageio_out fmt)
 {
-    return fmt == IMAGEIO_OUT_JPEG ? "image/jpeg" : "image/png";
+    return fmt == IMAGEIO_OUT_JPEG ? "image/jpeg" : fmt == IMAGEIO_OUT_WEBP ? "image/webp" : "image/png";
 }

@@ -275,6 +275,8 @@ def test_400(server, doc, png):
     assert code(r) == "bad_multipart"
     r = check(doc, upload(server.url, png, {"variant": "cpu"}, path="/v1/compare"), "/v1/compare", "post", 400)
     assert code(r) == "invalid_parameter"
+    r = check(doc, upload(server.url, png, {"format": "webp"}, path="/v1/compare"), "/v1/compare", "post", 400)
+    assert code(r) == "invalid_parameter"
     status, hdrs, body = exchange(server.port, post_head("/v1/filter", "image/png", 10, "Content-Length: 12\r\n"))
     r = check(doc, Raw(status, hdrs, body), "/v1/filter", "post", 400)
     assert code(r) == "bad_request"

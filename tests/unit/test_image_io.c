@@ -1,10 +1,11 @@
 /* test_image_io.c — JPEG header peek and scan count, EXIF orientation, sniff, JPEG/WebP decode (JPEG at
- * any sampling factors) and JPEG encode. */
+ * any sampling factors), JPEG and WebP encode. */
 #include <math.h>
 #include <stdio.h> /* before jpeglib.h */
 #include <stdlib.h>
 #include <string.h>
 #include <jpeglib.h>
+#include <webp/decode.h>
 #include <webp/encode.h>
 
 #include "check.h"
@@ -366,6 +367,96 @@ static void test_scan_limit(void)
           "%d scans: %s", info.scans, err);
 }
 
+/* im through webpio_encode and back through libwebp's own decoder, as RGBA: lossless gives every
+ * sample (gray expanded to RGB; the colour under alpha 0 kept too), lossy at quality 90 a PSNR of
+ * at least 35 dB on this smooth image and alpha exact. */
+static void webp_round_trip(const struct img *im, int lossless)
+{
+    char err[EDGED_ERR_LEN];
+    uint8_t *wp = NULL, *back = NULL;
+    size_t len = 0;
+    int w = 0, h = 0, alpha = im->ch == 2 || im->ch == 4;
+    struct img want = {0}, got = {0};
+
+    CHECK(webpio_encode(im, lossless, 90, &wp, &len, err) == 0 && len > 12, "encode ch %d lossless %d: %s", im->ch,
+          lossless, err);
+    back = wp ? WebPDecodeRGBA(wp, len, &w, &h) : NULL;
+    CHECK(back && w == im->w && h == im->h, "libwebp decode ch %d", im->ch);
+    if (back && img_alloc(&want, im->w, im->h, 4, err) == 0) {
+        for (int y = 0; y < im->h; y++)
+            for (int x = 0; x < im->w; x++) {
+                const uint8_t *s = im->px + (size_t)y * im->stride + (size_t)x * im->ch;
+                uint8_t *d = want.px + (size_t)y * want.stride + 4 * (size_t)x;
+                d[0] = s[0], d[1] = s[im->ch >= 3], d[2] = s[im->ch >= 3 ? 2 : 0], d[3] = alpha ? s[im->ch - 1] : 255;
+            }
+        got = (struct img){im->w, im->h, 4, 4 * (size_t)im->w, back, 0};
+        if (lossless)
+            CHECK(img_same(&want, &got), "ch %d: lossless round trip differs (max %d)", im->ch, img_max_diff(&want, &got));
+        else
+            CHECK(psnr(&want, &got) >= 35.0, "ch %d: lossy PSNR %.1f dB", im->ch, psnr(&want, &got));
+        for (size_t i = 3; alpha && !lossless && i < want.stride * (size_t)want.h; i += 4)
+            if (want.px[i] != back[i]) {
+                CHECK(0, "ch %d: lossy alpha differs at %zu", im->ch, i / 4);
+                break;
+            }
+    }
+    img_free(&want);
+    WebPFree(back);
+    free(wp);
+}
+
+static void test_webp_encode(void)
+{
+    char err[EDGED_ERR_LEN];
+    struct img im = {0}, packed = {0};
+    uint8_t *out = NULL;
+    size_t len = 0;
+
+    for (int ch = 1; ch <= 4; ch++)
+        for (int lossless = 0; lossless <= 1; lossless++) {
+            CHECK(img_alloc(&im, 37, 29, ch, err) == 0, "alloc");
+            fill(&im, (unsigned)ch);
+            if (ch == 4) /* transparent pixels of several colours: lossless keeps their colour */
+                for (int x = 0; x < im.w; x++)
+                    im.px[4 * (size_t)x + 3] = 0;
+            webp_round_trip(&im, lossless);
+            img_free(&im);
+        }
+    /* a packed 1-bit map is written as 0/255 */
+    CHECK(img_alloc(&im, 20, 3, 1, err) == 0, "alloc");
+    packed = (struct img){20, 3, 1, 3, calloc(9, 1), 1};
+    for (int y = 0; packed.px && y < 3; y++)
+        for (int x = 0; x < 20; x++)
+            if ((x + y) % 3 == 0) {
+                packed.px[(size_t)y * 3 + (x >> 3)] |= (uint8_t)(0x80 >> (x & 7));
+                im.px[(size_t)y * im.stride + x] = 255;
+            }
+    if (packed.px) {
+        uint8_t *a = NULL, *b = NULL;
+        size_t alen = 0, blen = 0;
+        CHECK(webpio_encode(&packed, 1, 90, &a, &alen, err) == 0 && webpio_encode(&im, 1, 90, &b, &blen, err) == 0 &&
+                  alen == blen && memcmp(a, b, alen) == 0,
+              "packed map and its 0/255 twin encode alike: %s", err);
+        free(a);
+        free(b);
+    }
+    free(packed.px);
+    img_free(&im);
+    /* refusals: a side past WebP's, a quality out of range (lossy only) */
+    im = (struct img){WEBPIO_MAX_SIDE + 1, 1, 1, WEBPIO_MAX_SIDE + 1, NULL, 0};
+    uint8_t one = 0;
+    im.px = &one;
+    CHECK(webpio_encode(&im, 1, 90, &out, &len, err) == EDGED_E_PARAM && !out && strstr(err, "16383"), "side: %s",
+          err);
+    CHECK(imageio_check_output(IMAGEIO_OUT_WEBP, WEBPIO_MAX_SIDE + 1, 1, err) == EDGED_E_PARAM &&
+              imageio_check_output(IMAGEIO_OUT_WEBP, WEBPIO_MAX_SIDE, 1, err) == 0 &&
+              imageio_check_output(IMAGEIO_OUT_PNG, 65535, 1, err) == 0,
+          "check_output: %s", err);
+    im = (struct img){1, 1, 1, 1, &one, 0};
+    CHECK(webpio_encode(&im, 0, 0, &out, &len, err) == EDGED_E_PARAM && !out, "quality 0: %s", err);
+    CHECK(webpio_encode(&im, 0, 101, &out, &len, err) == EDGED_E_PARAM && !out, "quality 101: %s", err);
+}
+
 static void test_sniff_and_orient(void)
 {
     char err[EDGED_ERR_LEN];
@@ -409,6 +500,7 @@ int main(void)
     test_webp();
     test_jpeg_samplings();
     test_scan_limit();
+    test_webp_encode();
     test_sniff_and_orient();
     return check_summary();
 }

@@ -6,6 +6,7 @@
 static const struct http_route routes[] = {
     {"/v1/filter", 1, POST_TYPES, endpoint_filter, 0},
     {"/v1/compare", 1, POST_TYPES, endpoint_compare, 0},
+    {"/v1/info", 1, POST_TYPES, endpoint_info, 0},
     {"/v1/filters", 0, NULL, endpoint_filters, 0},
     {"/v1/variants", 0, NULL, endpoint_variants, 0},
     {"/healthz", 0, NULL, endpoint_healthz, 1},

@@ -217,6 +217,7 @@ def test_openapi_format_enums(formats, openapi):
     assert [v for v in enum if v not in aliases] == names and set(enum) - set(names) == set(aliases), enum
     assert s["AppliedParams"]["properties"]["format"]["enum"] == names
     assert s["FilterResult"]["properties"]["output"]["properties"]["format"]["enum"] == names
+    assert s["ImageInfo"]["properties"]["format"]["enum"] == names
 
 
 def test_page_and_cli_format_lists(formats):

@@ -20,7 +20,8 @@ static size_t make_header(uint8_t *b, int m, int p, int w, int h, int nf, const 
     size_t n = 0;
 
     b[n++] = 0xFF, b[n++] = 0xD8;
-    memcpy(b + n, extra, extra_len);
+    if (extra_len) /* memcpy's source may not be NULL, even for 0 bytes */
+        memcpy(b + n, extra, extra_len);
     n += extra_len;
     b[n++] = 0xFF, b[n++] = (uint8_t)m;
     b[n++] = 0, b[n++] = (uint8_t)(8 + 3 * nf);
@@ -78,7 +79,15 @@ static void test_peek_kinds(void)
         CHECK(info.cs == cases[i].cs && info.sub == cases[i].sub, "case %zu: %s %s", i,
               jpegio_colorspace_name(info.cs), jpegio_subsamp_name(info.sub));
         CHECK(info.orientation == 1, "case %zu: orientation %d", i, info.orientation);
+        CHECK(info.scans == 1, "case %zu: %d scans (one SOS, no EOI)", i, info.scans);
     }
+    /* the sampling factors as the frame gives them, for POST /v1/info */
+    struct jpegio_info info;
+    size_t n = make_header(b, 0xC0, 8, 30, 20, 3, sodd, NULL, 0);
+    CHECK(jpegio_peek(b, n, &info, err) == 0 && strcmp(info.factors, "2x2,2x1,1x1") == 0, "factors '%s'",
+          info.factors);
+    n = make_header(b, 0xC0, 8, 30, 20, 1, g, NULL, 0);
+    CHECK(jpegio_peek(b, n, &info, err) == 0 && strcmp(info.factors, "1x1") == 0, "gray factors '%s'", info.factors);
 }
 
 static void test_peek_refusals(void)
@@ -241,8 +250,9 @@ static void test_jpeg_round_trip(void)
             memcpy(jpg + len, "\xFF\x12z", 3); /* bytes after the EOI, as some cameras write */
             CHECK(jpegio_complete(jpg, len + 3), "ch %d: trailing bytes after the EOI", ch);
         }
-        CHECK(jpegio_encode(&im, 0, &jpg, &len, err) == EDGED_E_PARAM || !jpg, "quality 0");
         free(jpg);
+        jpg = NULL;
+        CHECK(jpegio_encode(&im, 0, &jpg, &len, err) == EDGED_E_PARAM && !jpg, "quality 0");
         img_free(&im);
     }
 }

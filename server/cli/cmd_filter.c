@@ -290,8 +290,9 @@ static int build_items(struct cli_opts *o, char **paths, int n, char *err)
         char *name = NULL;
         o->items[i].in = o->out_dir ? paths[i] : paths[2 * i];
         if (o->out_dir)
-            rc = out_dir_name(o->out_dir, paths[i], o->p.format == PARAMS_FORMAT_AUTO ? PARAMS_FORMAT_PNG : o->p.format,
-                              o->keep_ext, &name, err);
+            rc = out_dir_name(o->out_dir, paths[i],
+                              o->p.format == PARAMS_FORMAT_AUTO ? PARAMS_FORMAT_PNG : o->p.format, o->keep_ext,
+                              &name, err);
         o->items[i].out = o->out_dir ? name : paths[2 * i + 1];
     }
     return rc;

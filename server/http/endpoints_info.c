@@ -279,11 +279,13 @@ static void info_format_json(cJSON *o, const struct imageio_head *h)
 static cJSON *info_json(struct http_req *r, const struct imageio_head *h, size_t bytes, int limit_rc,
                         const char *limit_msg)
 {
-    static const char *const names[] = {[IMAGEIO_PNG] = "png", [IMAGEIO_JPEG] = "jpeg", [IMAGEIO_WEBP] = "webp"};
+    enum params_format f = h->fmt == IMAGEIO_JPEG   ? PARAMS_FORMAT_JPEG
+                           : h->fmt == IMAGEIO_WEBP ? PARAMS_FORMAT_WEBP
+                                                    : PARAMS_FORMAT_PNG;
     cJSON *o = cJSON_CreateObject(), *e;
 
     cJSON_AddStringToObject(o, "request_id", http_req_id(r));
-    cJSON_AddStringToObject(o, "format", names[h->fmt]);
+    cJSON_AddStringToObject(o, "format", params_format_name(f)); /* the names `format` takes */
     cJSON_AddNumberToObject(o, "width", h->w);
     cJSON_AddNumberToObject(o, "height", h->h);
     cJSON_AddNumberToObject(o, "channels", h->ch);

@@ -55,9 +55,9 @@ else
   NVJPEG := 0
 endif
 
-PKGS := libpng libmicrohttpd libcjson zlib libdeflate libturbojpeg libwebp
+PKGS := libpng libmicrohttpd libcjson zlib libdeflate libturbojpeg libjpeg libwebp
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(or $(shell pkg-config --libs $(PKGS) 2>/dev/null),-lpng16 -lmicrohttpd -lcjson -lz -ldeflate -lturbojpeg -lwebp)
+PKG_LIBS := $(or $(shell pkg-config --libs $(PKGS) 2>/dev/null),-lpng16 -lmicrohttpd -lcjson -lz -ldeflate -lturbojpeg -ljpeg -lwebp)
 
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes
@@ -105,7 +105,7 @@ TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # The worker's GPU loop against a fake gconv, under ASan/UBSan: linked on its own because the
 # fake replaces the gconv symbols every other program links for real.
 MOCK_SRCS := $(wildcard tests/unit/worker_mock/*.c) server/jobs/worker.c server/jobs/backend.c server/jobs/queue.c \
-             server/ops/log.c api/utf8.c api/errors.c api/result.c api/image.c api/variant.c api/filter.c api/tuning.c $(wildcard cpu_ref/*.c)
+             server/ops/log.c api/utf8.c api/errors.c api/result.c api/params.c api/params_field.c api/image.c api/variant.c api/filter.c api/tuning.c $(wildcard cpu_ref/*.c)
 MOCK_BIN := $(BUILD)/tests/test_worker_mock
 BENCH_SRCS := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))

@@ -20,9 +20,10 @@ extern "C" {
 
 enum params_output { PARAMS_OUTPUT_AUTO, PARAMS_OUTPUT_PNG, PARAMS_OUTPUT_JSON };
 
-/* The image format of the answer: AUTO lets the Accept header pick JPEG (when it prefers
- * image/jpeg to image/png), PNG otherwise. */
-enum params_format { PARAMS_FORMAT_AUTO, PARAMS_FORMAT_PNG, PARAMS_FORMAT_JPEG };
+/* The image format of the answer: AUTO lets the Accept header pick (PNG unless it ranks
+ * image/jpeg or image/webp above it), or on the command line the OUTPUT name. WebP is lossy when
+ * the request gives a quality, lossless otherwise. */
+enum params_format { PARAMS_FORMAT_AUTO, PARAMS_FORMAT_PNG, PARAMS_FORMAT_JPEG, PARAMS_FORMAT_WEBP };
 #define PARAMS_DEFAULT_QUALITY 90 /* JPEG output quality */
 
 /* EXIF orientation of JPEG/WebP input: applied (default) or ignored. */
@@ -42,7 +43,7 @@ struct params {
     int bit_depth;             /* 8, or 1 for single-channel binary outputs (edge) */
     unsigned variants;         /* compare: bit (1u << v) per listed variant; 0 = every one that serves */
     enum params_format format; /* output image format */
-    int quality;               /* JPEG output 1..100 */
+    int quality;               /* JPEG and lossy WebP output 1..100 */
     enum params_orientation orientation;
     unsigned given;
     unsigned source_seen; /* fields the current text source (query string or form) has set */
@@ -95,7 +96,8 @@ void params_source_begin(struct params *p);
 int params_set_json(struct params *p, const char *text, size_t len, char *err);
 
 /* Checks the combination (knobs that the filter does not take, custom without taps, bit_depth 1
- * for a non-binary filter) and resolves the spec as filter_plan_make would. 0 or EDGED_E_PARAM. */
+ * for a non-binary filter, quality with format png, output options given to /v1/compare, which
+ * encodes no image) and resolves the spec as filter_plan_make would. 0 or EDGED_E_PARAM. */
 int params_validate(const struct params *p, char *err);
 
 /* The plan of request p for an input of ch channels (filter_plan_make). bit_depth 1 needs a
@@ -106,6 +108,15 @@ int params_plan(const struct params *p, int ch, struct filter_plan *plan, char *
 /* A printable-ASCII copy of at most PARAMS_QUOTE_MAX bytes of s for a message that quotes input
  * (buf holds PARAMS_QUOTE_MAX + 1 bytes); returns buf. */
 const char *params_quote(const char *s, char *buf);
+
+/* The output format of request p: `format` when given, else `chosen` (PNG, JPEG or WEBP: what
+ * the Accept header or the OUTPUT name picked, which `by` names for the message). Returns that
+ * format, or EDGED_E_PARAM when p gives a quality and the format is PNG (quality applies to
+ * format=jpeg or webp). */
+int params_output_format(const struct params *p, enum params_format chosen, const char *by, char *err);
+
+/* "png", "jpeg", "webp" ("auto" for AUTO): the format's name as `format` takes it. */
+const char *params_format_name(enum params_format f);
 
 /* Name of the field with bit `bit` ("threshold"), for messages. */
 const char *params_field_name(unsigned bit);

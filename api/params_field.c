@@ -4,6 +4,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -259,14 +260,33 @@ static int set_bit_depth(struct params *p, const cJSON *v, char *err)
     return rc;
 }
 
+/* The names `format` takes: each format's own name first (the one answers use), then aliases. */
+static const struct {
+    const char *name;
+    enum params_format f;
+} format_names[] = {{"png", PARAMS_FORMAT_PNG}, {"jpeg", PARAMS_FORMAT_JPEG}, {"webp", PARAMS_FORMAT_WEBP},
+                    {"jpg", PARAMS_FORMAT_JPEG}};
+#define FORMAT_NAMES "png, jpeg (or jpg), webp"
+
 static int format_from_name(const char *name)
 {
-    return strcmp(name, "png") == 0 ? PARAMS_FORMAT_PNG : strcmp(name, "jpeg") == 0 ? PARAMS_FORMAT_JPEG : -1;
+    for (size_t i = 0; i < sizeof(format_names) / sizeof(format_names[0]); i++)
+        if (strcmp(name, format_names[i].name) == 0)
+            return (int)format_names[i].f;
+    return -1;
+}
+
+const char *params_format_name(enum params_format f)
+{
+    for (size_t i = 0; i < sizeof(format_names) / sizeof(format_names[0]); i++)
+        if (format_names[i].f == f)
+            return format_names[i].name;
+    return "auto";
 }
 
 static int set_format(struct params *p, const cJSON *v, char *err)
 {
-    int id = 0, rc = get_enum(v, "format", format_from_name, "png, jpeg", &id, err);
+    int id = 0, rc = get_enum(v, "format", format_from_name, FORMAT_NAMES, &id, err);
 
     if (rc == 0)
         p->format = (enum params_format)id;
@@ -394,6 +414,26 @@ static int knob_used(const struct params *p, const struct params_field *f)
     return (p->given & f->bit) != 0;
 }
 
+/* The fields that only shape the encoded image, and output=png: /v1/compare answers JSON rows and
+ * encodes nothing, so it refuses them rather than ignore them. */
+#define PARAMS_IMAGE_OUTPUT_FIELDS (PARAMS_F_FORMAT | PARAMS_F_QUALITY | PARAMS_F_PNG_LEVEL | PARAMS_F_BIT_DEPTH)
+
+static int check_compare(const struct params *p, char *err)
+{
+    char names[128] = "";
+    size_t n = 0;
+
+    for (size_t i = 0; i < NFIELDS; i++)
+        if ((fields[i].bit & PARAMS_IMAGE_OUTPUT_FIELDS & p->given) && n < sizeof(names))
+            n += (size_t)snprintf(names + n, sizeof(names) - n, "%s%s", n ? ", " : "", fields[i].name);
+    if (p->output == PARAMS_OUTPUT_PNG && n < sizeof(names))
+        n += (size_t)snprintf(names + n, sizeof(names) - n, "%soutput=png", n ? ", " : "");
+    if (!n)
+        return 0;
+    return edged_fail(err, EDGED_E_PARAM, "%s: /v1/compare answers JSON rows and encodes no image; leave out "
+                      "the image output options", names);
+}
+
 /* A knob given for a filter that does not take it (filter_takes) is an error rather than silently
  * ignored. */
 static int check_applies(const struct params *p, char *err)
@@ -401,6 +441,7 @@ static int check_applies(const struct params *p, char *err)
     enum filter_id f = p->spec.filter;
     const char *name = filter_name(f);
     char who[128];
+    int rc;
 
     for (size_t i = 0; i < NFIELDS; i++) {
         const struct params_field *fd = &fields[i];
@@ -418,9 +459,23 @@ static int check_applies(const struct params *p, char *err)
     if ((p->given & PARAMS_F_BLOCK) && p->mode == PARAMS_FILTER && p->variant != VARIANT_AUTO &&
         !variant_is_gpu(p->variant))
         return edged_fail(err, EDGED_E_PARAM, "block: applies to GPU variants, not %s", variant_name(p->variant));
-    if ((p->given & PARAMS_F_QUALITY) && p->format == PARAMS_FORMAT_PNG)
-        return edged_fail(err, EDGED_E_PARAM, "quality: applies to JPEG output, not format png");
+    if (p->mode == PARAMS_COMPARE)
+        return check_compare(p, err);
+    if (p->format == PARAMS_FORMAT_PNG && (rc = params_output_format(p, PARAMS_FORMAT_PNG, NULL, err)) < 0)
+        return rc;
     return 0;
+}
+
+int params_output_format(const struct params *p, enum params_format chosen, const char *by, char *err)
+{
+    enum params_format f = p->format != PARAMS_FORMAT_AUTO ? p->format : chosen;
+
+    if (f != PARAMS_FORMAT_PNG || !(p->given & PARAMS_F_QUALITY))
+        return (int)f;
+    if (p->format == PARAMS_FORMAT_PNG)
+        return edged_fail(err, EDGED_E_PARAM, "quality: applies to format=jpeg or webp, not png");
+    return edged_fail(err, EDGED_E_PARAM, "quality: applies to format=jpeg or webp; without `format` %s, so the "
+                      "answer would be PNG", by ? by : "the answer is PNG");
 }
 
 int params_validate(const struct params *p, char *err)

@@ -253,14 +253,16 @@ static void add_image(cJSON *o, const char *id, const char *trace_id, const char
     cJSON_AddNumberToObject(o, "channels", ch);
 }
 
-/* The applied parameters, then the image format as resolved (format or Accept), the JPEG quality
- * when that is JPEG, and the orientation rule. */
+/* The applied parameters, then the image format as resolved (format or Accept), the quality when
+ * that is lossy (JPEG; WebP given a quality), and the orientation rule. */
 static cJSON *params_with_format(const struct result_filter *r)
 {
     cJSON *o = result_params_json(r->params, r->plan, r->variant, r->block, PARAMS_OUTPUT_JSON);
+    int lossy = r->output_format == PARAMS_FORMAT_JPEG ||
+                (r->output_format == PARAMS_FORMAT_WEBP && (r->params->given & PARAMS_F_QUALITY));
 
-    cJSON_AddStringToObject(o, "format", r->output_jpeg ? "jpeg" : "png");
-    if (r->output_jpeg)
+    cJSON_AddStringToObject(o, "format", params_format_name(r->output_format));
+    if (lossy)
         cJSON_AddNumberToObject(o, "quality", r->params->quality);
     cJSON_AddStringToObject(o, "orientation", r->params->orientation == PARAMS_ORIENT_IGNORE ? "ignore" : "exif");
     return o;
@@ -285,7 +287,7 @@ char *result_filter_json(const struct result_filter *r)
         cJSON_AddNullToObject(k, "block");
     cJSON_AddItemToObject(root, "kernel", k);
     cJSON_AddNumberToObject(out, "bytes", (double)r->output_bytes);
-    cJSON_AddStringToObject(out, "format", r->output_jpeg ? "jpeg" : "png");
+    cJSON_AddStringToObject(out, "format", params_format_name(r->output_format));
     cJSON_AddItemToObject(root, "output", out);
     if (r->params && r->plan)
         cJSON_AddItemToObject(root, "params", params_with_format(r));

@@ -72,7 +72,7 @@ struct result_filter {
     double gflops, effective_gbps, bandwidth_fraction;
     int block;
     size_t output_bytes;
-    int output_jpeg; /* the image answer is a JPEG (format=jpeg or Accept), else a PNG */
+    enum params_format output_format; /* of the image answer (format or Accept): PNG, JPEG or WEBP */
     const struct params *params;
     const struct filter_plan *plan;
 };

@@ -8,19 +8,20 @@
 # (default /usr/bin/python3, the Makefile's; no root needed).
 set -eu
 
-BUILD="make gcc g++ pkg-config libpng-dev zlib1g-dev libdeflate-dev libmicrohttpd-dev libcjson-dev libturbojpeg0-dev libwebp-dev help2man"
+BUILD="make gcc g++ pkg-config libpng-dev zlib1g-dev libdeflate-dev libmicrohttpd-dev libcjson-dev libturbojpeg0-dev libjpeg62-turbo-dev|libjpeg-turbo8-dev libwebp-dev help2man"
 # prometheus brings promtool (checks of /metrics and of the alert rules, tests/system/test_monitoring.py):
 # 22 MB to download with the JavaScript libraries it depends on (Debian 12); on a host run by systemd
-# its server is started too.
-TEST="python3 python3-numpy python3-prometheus-client python3-opencv python3-pil python3-pytest python3-jsonschema python3-requests python3-skimage python3-yaml python3-matplotlib shellcheck chromium chromium-driver python3-selenium python3-pip curl prometheus"
+# its server is started too. libjpeg-turbo-progs: cjpeg writes the test JPEGs of uncommon sampling
+# factors.
+TEST="python3 python3-numpy python3-prometheus-client python3-opencv python3-pil python3-pytest python3-jsonschema python3-requests python3-skimage python3-yaml python3-matplotlib shellcheck chromium chromium-driver python3-selenium python3-pip curl prometheus libjpeg-turbo-progs"
 # package=module: kubernetes-validate checks the Kubernetes manifests (tests/system/test_deploy.py),
 # openapi-spec-validator api/openapi.yaml (tests/system/test_contract.py).
 PIP_TEST="kubernetes-validate=kubernetes_validate openapi-spec-validator=openapi_spec_validator"
 DEV="clang valgrind"
 BENCH="wrk"
-# Runtime library names differ between Debian 12 and Ubuntu 24.04 (the t64 transition): a|b
-# takes the first name the package index knows.
-RUNTIME="libpng16-16t64|libpng16-16 zlib1g libdeflate0 libmicrohttpd12t64|libmicrohttpd12 libcjson1 libturbojpeg0|libturbojpeg libwebp7 curl ca-certificates"
+# Library names differ between Debian 12 and Ubuntu 24.04 (the t64 transition; libjpeg62-turbo is
+# Ubuntu's libjpeg-turbo8): a|b takes the first name the package index knows.
+RUNTIME="libpng16-16t64|libpng16-16 zlib1g libdeflate0 libmicrohttpd12t64|libmicrohttpd12 libcjson1 libturbojpeg0|libturbojpeg libjpeg62-turbo|libjpeg-turbo8 libwebp7 curl ca-certificates"
 
 check=0
 if [ "${1:-}" = "--check" ]; then check=1; shift; fi

@@ -1,11 +1,11 @@
 // edged_client.mjs — a client of the edged HTTP API with fetch, for Node 18+ and browsers alike:
 // the API key, the JSON error body, bounded retries on 429 and 503 that honour Retry-After, and the
-// answer (the filtered image, PNG or JPEG, or the JSON result).
+// answer (the filtered image, PNG, JPEG or WebP, or the JSON result).
 //
 //   node edged_client.mjs URL INPUT OUTPUT [--param NAME=VALUE]... [--json] [--key KEY] [--retries N]
 //
-// INPUT is a PNG, JPEG or WebP (the server tells them from the bytes); OUTPUT is a PNG, or a JPEG
-// with --param format=jpeg. --help prints the usage.
+// INPUT is a PNG, JPEG or WebP (the server tells them from the bytes); OUTPUT is a PNG, or a JPEG or
+// WebP with --param format=jpeg or format=webp. --help prints the usage.
 // --param values are JSON where they parse as JSON (size=9), text otherwise (filter=gaussian). The
 // key may come from EDGED_API_KEY. OUTPUT `-` with --json prints the result. Exit status: 0 done,
 // 1 an error answer or no answer (`edged: STATUS CODE: MESSAGE (request ID)` on stderr), 2 bad usage.
@@ -41,9 +41,9 @@ export function retryDelay(res, attempt, base = 0.5, cap = 30) {
 
 /** Filters image (a PNG, JPEG or WebP as a Blob, File, ArrayBuffer or Uint8Array) on the edged
  *  server at url with params (an object of request parameters). Resolves to the filtered image's
- *  bytes (Uint8Array: PNG, or JPEG with params.format 'jpeg'), or with output 'json' to the JSON
- *  result. Retries up to `retries` times on 429/503; rejects with EdgedError for an error answer,
- *  with fetch's TypeError when no answer came. */
+ *  bytes (Uint8Array: PNG, or JPEG or WebP with params.format 'jpeg' or 'webp'), or with output
+ *  'json' to the JSON result. Retries up to `retries` times on 429/503; rejects with EdgedError for
+ *  an error answer, with fetch's TypeError when no answer came. */
 export async function filterImage(url, image, { params = {}, key, output = 'png', retries = 4, log } = {}) {
   const headers = key ? { Authorization: `Bearer ${key}` } : {};
   const blob = image instanceof Blob ? image : new Blob([image]); // the server sniffs the format
@@ -63,8 +63,8 @@ export async function filterImage(url, image, { params = {}, key, output = 'png'
 
 const USAGE = `usage: edged_client.mjs URL INPUT OUTPUT [--param NAME=VALUE]... [--json] [--key KEY] [--retries N]
 
-Filter an image (PNG, JPEG or WebP) with an edged server; the result is a PNG, a JPEG with
---param format=jpeg, or the JSON report with --json.
+Filter an image (PNG, JPEG or WebP) with an edged server; the result is a PNG, a JPEG or WebP with
+--param format=jpeg or format=webp, or the JSON report with --json.
 
   URL                 the server, e.g. http://localhost:8080
   INPUT               the PNG, JPEG or WebP to filter

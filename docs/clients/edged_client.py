@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """edged_client.py — a client of the edged HTTP API with requests: the API key, the JSON error body,
-bounded retries on 429 and 503 that honour Retry-After, and the answer (the filtered image, PNG or
-JPEG, or the JSON result) written to a file.
+bounded retries on 429 and 503 that honour Retry-After, and the answer (the filtered image, PNG,
+JPEG or WebP, or the JSON result) written to a file.
 
     python3 edged_client.py URL INPUT OUTPUT [--param NAME=VALUE]... [--json] [--key KEY] [--retries N]
 
-INPUT is a PNG, JPEG or WebP (the server tells them from the bytes); OUTPUT is a PNG, or a JPEG with
---param format=jpeg.
+INPUT is a PNG, JPEG or WebP (the server tells them from the bytes); OUTPUT is a PNG, or a JPEG or
+WebP with --param format=jpeg or format=webp.
 
 --param values are JSON where they parse as JSON (size=9, taps=[[1,2,1]], normalize=true), text
 otherwise (filter=gaussian). The key may come from EDGED_API_KEY instead of --key. OUTPUT `-` with
@@ -52,8 +52,8 @@ def retry_delay(r, attempt, base=0.5, cap=30.0):
 
 def filter_image(url, image, params=None, key=None, output="png", retries=4, log=None, timeout=120):
     """Filters image (the bytes of a PNG, JPEG or WebP) on the edged server at url with params (a dict
-    of request parameters). Returns the filtered image's bytes (PNG, or JPEG with format="jpeg" in
-    params), or with output="json" the JSON result as a dict. Retries up to `retries` times on
+    of request parameters). Returns the filtered image's bytes (PNG, or JPEG or WebP with format
+    "jpeg" or "webp" in params), or with output="json" the JSON result as a dict. Retries up to `retries` times on
     429/503; raises EdgedError for an error answer, requests' exceptions when no answer came."""
     headers = {"Authorization": "Bearer " + key} if key else {}
     fields = json.dumps(dict(params or {}, output=output))
@@ -84,7 +84,8 @@ def param(text):
 
 def main(argv):
     ap = argparse.ArgumentParser(description="Filter an image (PNG, JPEG or WebP) with an edged server; the result "
-                                 "is a PNG, a JPEG with --param format=jpeg, or the JSON report with --json.")
+                                 "is a PNG, a JPEG or WebP with --param format=jpeg or format=webp, or the JSON "
+                                 "report with --json.")
     ap.add_argument("url", help="the server, e.g. http://localhost:8080")
     ap.add_argument("input", help="the PNG, JPEG or WebP to filter")
     ap.add_argument("output", help="where to write the image (or the JSON result with --json; - prints it)")

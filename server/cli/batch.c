@@ -360,11 +360,10 @@ out:
 static void image_finish(struct batch *bt, struct image *im)
 {
     const struct params *p = bt->c->p;
-    const struct imageio_enc enc = {bt->items[im->idx].jpeg ? IMAGEIO_OUT_JPEG : IMAGEIO_OUT_PNG, p->png_level,
-                                    p->bit_depth, p->quality};
+    const struct imageio_enc enc = imageio_enc_of(p, bt->items[im->idx].format);
     struct job *job = im->job;
     struct result_times rt = {.decode = im->decode};
-    uint8_t *encoded = NULL; /* PNG or JPEG */
+    uint8_t *encoded = NULL; /* PNG, JPEG or WebP */
     size_t encoded_len = 0;
     char err[EDGED_ERR_LEN] = "";
     double t1;

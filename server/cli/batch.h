@@ -5,11 +5,11 @@
 
 #include "params.h"
 
-/* One image: the input file and the output file ("-": standard input / output); jpeg: the
- * output is a JPEG (of the request's quality), else a PNG. */
+/* One image: the input file and the output file ("-": standard input / output), and the output's
+ * format (PNG, JPEG or WEBP: resolved from --format or the name, never AUTO). */
 struct batch_item {
     const char *in, *out;
-    int jpeg;
+    enum params_format format;
 };
 
 struct batch_config {

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <webp/encode.h>
 
 #include "clock.h"
 #include "cli/commands.h"
@@ -50,17 +49,10 @@ static int enc_jpeg(const struct img *im, const struct bench_codec_opts *o, uint
     return jpegio_encode(im, o->quality, out, len, err);
 }
 
-/* libwebp's lossy encoder at --quality (edged does not write WebP; the row shows the library's
- * round trip). 1-channel images are not WebP's: none come from a WebP decode. */
+/* edged's WebP encoder, lossy at --quality (format=webp with quality), as the service runs it. */
 static int enc_webp(const struct img *im, const struct bench_codec_opts *o, uint8_t **out, size_t *len, char *err)
 {
-    uint8_t *w = NULL;
-
-    *out = NULL;
-    *len = im->ch == 4 ? WebPEncodeRGBA(im->px, im->w, im->h, (int)im->stride, (float)o->quality, &w)
-                       : WebPEncodeRGB(im->px, im->w, im->h, (int)im->stride, (float)o->quality, &w);
-    WebPFree(w);
-    return *len ? 0 : edged_fail(err, EDGED_E_INTERNAL, "libwebp encode failed");
+    return webpio_encode(im, 0, o->quality, out, len, err);
 }
 
 /* The CPU decode of JPEG and WebP as the service runs it (header, limits, decode), orientation

@@ -40,7 +40,7 @@ enum {
 static const struct opts_spec filter_opts[] = {
     {"json", NULL, "print timing metadata as JSON on stdout, a line per image (not with OUTPUT -)"},
     {"out-dir", "DIR", "every path is an INPUT; each output is DIR/ the input's name as .png (.jpg with\n"
-                       "--format jpeg); DIR is made if missing"},
+                       "--format jpeg, .webp with --format webp); DIR is made if missing"},
     {"keep-ext", NULL, "with --out-dir: the output name keeps the input's extension before its own\n"
                        "(a.jpg and a.webp give a.jpg.png and a.webp.png, not one a.png)"},
     {"threads", "N", "threads that read, decode, encode and write (default: online cores)"},
@@ -64,32 +64,39 @@ static const struct opts_spec filter_opts[] = {
     {"block", "N", "GPU block side 8, 16 (default), 24, 32"},
     {"png-level", "L", "zlib level of the output 0..9 (default 1)"},
     {"bit-depth", "D", "edge, canny: 8 (default) or 1 (1-bit PNG; single-channel results only)"},
-    {"format", "F", "png or jpeg: the output format (default: from the OUTPUT name; .jpg/.jpeg is\n"
-                    "JPEG, anything else PNG)"},
-    {"quality", "Q", "JPEG output quality 1..100 (default 90)"},
+    {"format", "F", "png, jpeg (or jpg) or webp: the output format (default: from the OUTPUT name;\n"
+                    ".jpg/.jpeg is JPEG, .webp WebP, anything else PNG)"},
+    {"quality", "Q", "JPEG or lossy WebP output quality 1..100 (default 90 for JPEG; WebP without it\n"
+                     "is lossless); not for PNG"},
     {"orientation", "O", "exif (default, apply a JPEG/WebP input's EXIF orientation) or ignore (the pixels\n"
                          "as stored)"},
 };
 #define FILTER_NOPTS ((int)(sizeof(filter_opts) / sizeof(filter_opts[0])))
 
-/* Extensions of JPEG files: such an OUTPUT name is written as JPEG. */
-static const char *const jpeg_exts[] = {"jpg", "jpeg", "jpe", "jfif"};
+/* Extensions of the formats edged writes, the format's own first: such an OUTPUT name is written
+ * in that format. Any other name (none, -) is written as PNG. */
+static const struct {
+    const char *ext;
+    enum params_format f;
+} written_exts[] = {{"png", PARAMS_FORMAT_PNG},  {"jpg", PARAMS_FORMAT_JPEG}, {"jpeg", PARAMS_FORMAT_JPEG},
+                    {"jpe", PARAMS_FORMAT_JPEG}, {"jfif", PARAMS_FORMAT_JPEG}, {"webp", PARAMS_FORMAT_WEBP}};
+#define NWRITTEN (sizeof(written_exts) / sizeof(written_exts[0]))
 
 /* Extensions of image formats edged does not write: such an OUTPUT name is refused rather than
- * given PNG bytes. Any other name (.png, none, -) is written as PNG. */
-static const char *const foreign_exts[] = {"webp", "gif", "bmp", "tif", "tiff",
-                                           "avif", "heic", "heif", "jxl", "jp2", "ppm", "pgm", "pbm", "pnm",
-                                           "tga", "ico", "qoi", "exr", "hdr", "svg", "pdf"};
+ * given bytes of another format. */
+static const char *const foreign_exts[] = {"gif", "bmp", "tif", "tiff", "avif", "heic", "heif", "jxl", "jp2",
+                                           "ppm", "pgm", "pbm", "pnm", "tga", "ico", "qoi", "exr", "hdr",
+                                           "svg", "pdf"};
 
 static void filter_usage(FILE *f)
 {
     fputs("usage: edged filter INPUT OUTPUT [INPUT OUTPUT]... [options]\n"
           "       edged filter --out-dir DIR INPUT... [options]\n"
           "  INPUT is a PNG, JPEG or WebP (told from its bytes). INPUT - reads standard input and\n"
-          "  OUTPUT - writes standard output (one pair only). The output is a JPEG when --format jpeg\n"
-          "  or its name ends in .jpg/.jpeg, else a PNG; a name with another image format's extension\n"
-          "  (.webp, .gif, ...) is refused. Images are filtered in one process; a bad one is reported\n"
-          "  and the others go on.\n",
+          "  OUTPUT - writes standard output (one pair only). The output format is that of --format,\n"
+          "  else of the OUTPUT name: .jpg/.jpeg JPEG, .webp WebP, anything else PNG; a name with\n"
+          "  another image format's extension (.gif, .tif, ...) is refused. Images are filtered in one\n"
+          "  process; a bad one is reported and the others go on.\n",
           f);
     opts_print(f, filter_opts, FILTER_NOPTS);
     fputs("exit status: 0 ok, 2 usage error, 3 bad input, 1 other failure (several images: the worst)\n", f);
@@ -188,48 +195,80 @@ static const char *ext_in(const char *path, const char *const *exts, size_t n)
 /* The dot of path's extension when it is that of an image format edged does not write, else NULL. */
 static const char *foreign_ext(const char *path) { return ext_in(path, foreign_exts, NEXTS(foreign_exts)); }
 
-/* Decides it->jpeg: --format, else the OUTPUT name. EDGED_E_USAGE when the name is that of a
- * format edged does not write, or contradicts --format. */
+/* The format path's extension names (*dot at it), or AUTO (*dot NULL) for none edged writes. */
+static enum params_format ext_format(const char *path, const char **dot)
+{
+    for (size_t i = 0; i < NWRITTEN; i++)
+        if ((*dot = ext_in(path, &written_exts[i].ext, 1)))
+            return written_exts[i].f;
+    return PARAMS_FORMAT_AUTO;
+}
+
+/* The extension edged gives format f's files: the first of written_exts. */
+static const char *format_ext(enum params_format f)
+{
+    for (size_t i = 0; i < NWRITTEN; i++)
+        if (written_exts[i].f == f)
+            return written_exts[i].ext;
+    return "png";
+}
+
+/* Decides it->format: --format, else the OUTPUT name. EDGED_E_USAGE when the name is that of a
+ * format edged does not write, or names another than --format; EDGED_E_PARAM for a quality with
+ * a PNG output. */
 static int choose_output(struct batch_item *it, const struct params *p, char *err)
 {
-    int jpeg_name = ext_in(it->out, jpeg_exts, NEXTS(jpeg_exts)) != NULL;
+    const char *dot;
+    enum params_format named = ext_format(it->out, &dot);
+    char by[EDGED_ERR_LEN / 2];
+    int rc;
 
     if (foreign_ext(it->out))
         return edged_fail(err, EDGED_E_USAGE,
-                          "cannot write '%s': edged writes PNG and JPEG (an OUTPUT name ending in .png, .jpg or "
-                          ".jpeg or without extension, or - for standard output)",
+                          "cannot write '%s': edged writes PNG, JPEG and WebP (an OUTPUT name ending in .png, .jpg, "
+                          ".jpeg or .webp or without extension, or - for standard output)",
                           it->out);
-    if (p->format == PARAMS_FORMAT_PNG && jpeg_name)
-        return edged_fail(err, EDGED_E_USAGE, "OUTPUT '%s' names a JPEG but --format is png", it->out);
-    it->jpeg = p->format == PARAMS_FORMAT_JPEG || (p->format == PARAMS_FORMAT_AUTO && jpeg_name);
+    if (p->format != PARAMS_FORMAT_AUTO && named != PARAMS_FORMAT_AUTO && named != p->format)
+        return edged_fail(err, EDGED_E_USAGE, "OUTPUT '%s' names a %s file but --format is %s", it->out, dot + 1,
+                          params_format_name(p->format));
+    snprintf(by, sizeof(by), "the OUTPUT name '%.80s' is not .jpg or .webp", it->out);
+    if ((rc = params_output_format(p, named == PARAMS_FORMAT_AUTO ? PARAMS_FORMAT_PNG : named, by, err)) < 0)
+        return rc;
+    it->format = (enum params_format)rc;
     return 0;
 }
 
 /* ---- the images: INPUT OUTPUT pairs, or --out-dir ------------------------------------------- */
 
-/* DIR/NAME for the input's last component NAME, another image format's extension turned into
- * .png (x.jpg -> DIR/x.png), or with --format jpeg any image extension into .jpg, into *out
- * (malloc'd). With keep_ext the extension stays and the output's follows it (x.jpg ->
- * DIR/x.jpg.png), unless it is the output's already. EDGED_E_USAGE when the input names no file. */
-static int out_dir_name(const char *dir, const char *in, int jpeg, int keep_ext, char **out, char *err)
+/* DIR/NAME for the input's last component NAME, an image format's extension turned into the
+ * output's (x.jpg -> DIR/x.png; with --format jpeg x.png -> DIR/x.jpg, --format webp DIR/x.webp),
+ * into *out (malloc'd). A name with the output's extension already (x.PNG, x.jpeg for JPEG) is
+ * kept as it is, and so is one without an image extension for PNG. With keep_ext the extension
+ * stays and the output's follows it (x.jpg -> DIR/x.jpg.png). EDGED_E_USAGE when the input names
+ * no file. */
+static int out_dir_name(const char *dir, const char *in, enum params_format f, int keep_ext, char **out, char *err)
 {
-    static const char *const png_ext[] = {"png"};
-    const char *base = strrchr(in, '/'), *ext, *newext = jpeg ? ".jpg" : ".png";
+    const char *base = strrchr(in, '/'), *ext;
     size_t dl = strlen(dir), keep, cap;
+    enum params_format named;
+    int add;
 
     base = base ? base + 1 : in;
     if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || strcmp(in, "-") == 0)
         return edged_fail(err, EDGED_E_USAGE, "--out-dir: INPUT '%s' names no file to name the output after", in);
-    if (!(ext = foreign_ext(base)) && !(ext = ext_in(base, jpeg_exts, NEXTS(jpeg_exts))) && jpeg)
-        ext = ext_in(base, png_ext, 1);
-    if (keep_ext && ext && !(jpeg ? ext_in(base, jpeg_exts, NEXTS(jpeg_exts)) : ext_in(base, png_ext, 1)))
+    if ((named = ext_format(base, &ext)) == f)
+        ext = NULL; /* x.png, x.JPG, x.jpeg: the output's extension already, kept */
+    else if (!ext)
+        ext = foreign_ext(base);
+    if (keep_ext && ext)
         ext = base + strlen(base); /* x.webp -> x.webp.png: the output's extension after the input's */
+    add = ext || (named != f && f != PARAMS_FORMAT_PNG);
     keep = ext ? (size_t)(ext - base) : strlen(base);
-    cap = dl + keep + sizeof("/.png");
+    cap = dl + keep + strlen(format_ext(f)) + 3;
     if (!(*out = malloc(cap)))
         return edged_fail(err, EDGED_E_NOMEM, "cannot allocate an output name");
-    snprintf(*out, cap, "%s%s%.*s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/", (int)keep, base,
-             ext || jpeg ? newext : "");
+    snprintf(*out, cap, "%s%s%.*s%s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/", (int)keep, base, add ? "." : "",
+             add ? format_ext(f) : "");
     return 0;
 }
 
@@ -251,7 +290,9 @@ static int build_items(struct cli_opts *o, char **paths, int n, char *err)
         char *name = NULL;
         o->items[i].in = o->out_dir ? paths[i] : paths[2 * i];
         if (o->out_dir)
-            rc = out_dir_name(o->out_dir, paths[i], o->p.format == PARAMS_FORMAT_JPEG, o->keep_ext, &name, err);
+            rc = out_dir_name(o->out_dir, paths[i],
+                              o->p.format == PARAMS_FORMAT_AUTO ? PARAMS_FORMAT_PNG : o->p.format, o->keep_ext,
+                              &name, err);
         o->items[i].out = o->out_dir ? name : paths[2 * i + 1];
     }
     return rc;

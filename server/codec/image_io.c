@@ -1,6 +1,7 @@
 /* image_io.c — PNG/JPEG/WebP input (sniff, peek, limits, decode, orientation) and output encode. */
 #include "codec/image_io.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,23 +34,18 @@ const char *imageio_format_name(enum imageio_format fmt)
     return fmt == IMAGEIO_JPEG ? "JPEG" : fmt == IMAGEIO_WEBP ? "WebP" : "PNG";
 }
 
-int imageio_peek(const uint8_t *d, size_t n, const struct png_limits *lim, struct imageio_head *head,
-                 char *err)
+int imageio_probe(const uint8_t *d, size_t n, struct imageio_head *head, char *err)
 {
-    struct png_limits def;
     int rc;
 
     memset(head, 0, sizeof(*head));
     head->orientation = 1;
-    if (!lim) {
-        pngio_default_limits(&def);
-        lim = &def;
-    }
     if ((rc = imageio_sniff(d, n, err)) < 0)
         return rc;
     head->fmt = (enum imageio_format)rc;
     if (head->fmt == IMAGEIO_PNG) {
-        rc = pngio_peek(d, n, &head->w, &head->h, &head->ch, err);
+        if ((rc = pngio_peek(d, n, &head->png, err)) == 0)
+            head->w = head->png.w, head->h = head->png.h, head->ch = head->png.ch;
     } else if (head->fmt == IMAGEIO_JPEG) {
         if ((rc = jpegio_peek(d, n, &head->jpeg, err)) == 0)
             head->w = head->jpeg.w, head->h = head->jpeg.h, head->ch = head->jpeg.ch,
@@ -58,9 +54,29 @@ int imageio_peek(const uint8_t *d, size_t n, const struct png_limits *lim, struc
         head->w = head->webp.w, head->h = head->webp.h, head->ch = head->webp.ch;
         head->orientation = head->webp.orientation;
     }
-    if (rc < 0)
+    return rc;
+}
+
+int imageio_check_limits(const struct imageio_head *head, const struct png_limits *lim, char *err)
+{
+    struct png_limits def;
+    int rc;
+
+    if (!lim) {
+        pngio_default_limits(&def);
+        lim = &def;
+    }
+    if ((rc = pngio_check_size(lim, (uint32_t)head->w, (uint32_t)head->h, err)) < 0)
         return rc;
-    return pngio_check_size(lim, (uint32_t)head->w, (uint32_t)head->h, err);
+    return head->fmt == IMAGEIO_JPEG ? jpegio_check_scans(&head->jpeg, err) : 0;
+}
+
+int imageio_peek(const uint8_t *d, size_t n, const struct png_limits *lim, struct imageio_head *head,
+                 char *err)
+{
+    int rc = imageio_probe(d, n, head, err);
+
+    return rc < 0 ? rc : imageio_check_limits(head, lim, err);
 }
 
 int imageio_decode(const uint8_t *d, size_t n, const struct png_limits *lim, const struct imageio_head *head,
@@ -121,15 +137,44 @@ int imageio_orient(struct img *im, int o, char *err)
     return 0;
 }
 
+struct imageio_enc imageio_enc_of(const struct params *p, enum params_format fmt)
+{
+    enum imageio_out out = fmt == PARAMS_FORMAT_JPEG   ? IMAGEIO_OUT_JPEG
+                           : fmt == PARAMS_FORMAT_WEBP ? IMAGEIO_OUT_WEBP
+                                                       : IMAGEIO_OUT_PNG;
+
+    return (struct imageio_enc){out, p->png_level, p->bit_depth, p->quality, !(p->given & PARAMS_F_QUALITY)};
+}
+
+/* libjpeg's JPEG_MAX_DIMENSION */
+#define IMAGEIO_JPEG_MAX_SIDE 65500
+
+int imageio_check_output(enum imageio_out fmt, int w, int h, char *err)
+{
+    int max = fmt == IMAGEIO_OUT_WEBP ? WEBPIO_MAX_SIDE : fmt == IMAGEIO_OUT_JPEG ? IMAGEIO_JPEG_MAX_SIDE : INT_MAX;
+
+    if (w <= max && h <= max)
+        return 0;
+    return edged_fail(err, EDGED_E_PARAM, "format: %s holds at most %d pixels a side; the result is %dx%d (use "
+                      "png%s)", fmt == IMAGEIO_OUT_WEBP ? "WebP" : "JPEG", max, w, h,
+                      fmt == IMAGEIO_OUT_WEBP ? " or jpeg" : "");
+}
+
 int imageio_encode(const struct img *im, const struct imageio_enc *enc, uint8_t **out, size_t *out_len,
                    char *err)
 {
+    int rc;
+
+    if ((rc = imageio_check_output(enc->fmt, im->w, im->h, err)) < 0)
+        return rc;
     if (enc->fmt == IMAGEIO_OUT_JPEG)
         return jpegio_encode(im, enc->quality, out, out_len, err);
+    if (enc->fmt == IMAGEIO_OUT_WEBP)
+        return webpio_encode(im, enc->lossless, enc->quality, out, out_len, err);
     return pngio_encode(im, enc->png_level, enc->bit_depth, out, out_len, err);
 }
 
 const char *imageio_out_mime(enum imageio_out fmt)
 {
-    return fmt == IMAGEIO_OUT_JPEG ? "image/jpeg" : "image/png";
+    return fmt == IMAGEIO_OUT_JPEG ? "image/jpeg" : fmt == IMAGEIO_OUT_WEBP ? "image/webp" : "image/png";
 }

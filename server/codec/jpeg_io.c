@@ -1,8 +1,12 @@
-/* jpeg_io.c — JPEG marker walk (peek, orientation) and libjpeg-turbo decode/encode via TurboJPEG 2.1. */
+/* jpeg_io.c — JPEG marker walk (peek, scan count, orientation), libjpeg-turbo decode (libjpeg API) and
+ * encode (TurboJPEG 2.1). */
 #include "codec/jpeg_io.h"
 
+#include <setjmp.h>
+#include <stdio.h> /* before jpeglib.h, which uses FILE */
 #include <stdlib.h>
 #include <string.h>
+#include <jpeglib.h>
 #include <turbojpeg.h>
 
 #include "errors.h"
@@ -157,6 +161,9 @@ static void classify(struct jpegio_info *info, const struct walk *wk)
     else
         info->cs = wk->adobe == 2 ? JPEGIO_CS_YCCK : JPEGIO_CS_CMYK;
     info->ch = nf == 1 ? 1 : 3;
+    for (int i = 0, at = 0; i < nf; i++)
+        at += snprintf(info->factors + at, sizeof(info->factors) - (size_t)at, "%s%dx%d", i ? "," : "", wk->hs[i],
+                       wk->vs[i]);
     if (nf == 1)
         info->sub = JPEGIO_SUB_GRAY;
     else if (ch || wk->hs[1] != 1 || wk->vs[1] != 1)
@@ -170,29 +177,16 @@ static void classify(struct jpegio_info *info, const struct walk *wk)
                                        : JPEGIO_SUB_OTHER;
 }
 
-int jpegio_peek(const uint8_t *d, size_t n, struct jpegio_info *info, char *err)
-{
-    struct walk wk = {.adobe = -1};
-    int rc;
-
-    memset(info, 0, sizeof(*info));
-    if (!jpegio_is_jpeg(d, n))
-        return edged_fail(err, EDGED_E_NOT_PNG, "not a JPEG: no SOI marker");
-    if ((rc = walk_markers(d, n, info, &wk, err)) < 0)
-        return rc;
-    if (info->orientation == 0)
-        info->orientation = 1;
-    classify(info, &wk);
-    return 0;
-}
-
-int jpegio_complete(const uint8_t *d, size_t n)
+/* Walks the segments after SOI, each scan's entropy-coded data included, up to EOI, counting the
+ * scans (SOS markers) on the way into *scans. 1 when an EOI ends the walk, 0 when the data ends
+ * first or a segment is malformed: libjpeg stops at that point too, so the count is never below
+ * the scans it would read. */
+static int walk_scans(const uint8_t *d, size_t n, int *scans)
 {
     size_t at = 2, len;
     int m, in_scan = 0;
 
-    if (!jpegio_is_jpeg(d, n))
-        return 0;
+    *scans = 0;
     while (at < n) {
         if (in_scan) { /* entropy-coded data: 0xFF only starts a stuffed byte or a marker */
             const uint8_t *ff = memchr(d + at, 0xFF, n - at);
@@ -213,8 +207,41 @@ int jpegio_complete(const uint8_t *d, size_t n)
             return 0;
         at += len;
         in_scan = m == JPEG_M_SOS;
+        *scans += in_scan;
     }
     return 0;
+}
+
+int jpegio_peek(const uint8_t *d, size_t n, struct jpegio_info *info, char *err)
+{
+    struct walk wk = {.adobe = -1};
+    int rc;
+
+    memset(info, 0, sizeof(*info));
+    if (!jpegio_is_jpeg(d, n))
+        return edged_fail(err, EDGED_E_NOT_PNG, "not a JPEG: no SOI marker");
+    if ((rc = walk_markers(d, n, info, &wk, err)) < 0)
+        return rc;
+    if (info->orientation == 0)
+        info->orientation = 1;
+    classify(info, &wk);
+    walk_scans(d, n, &info->scans);
+    return 0;
+}
+
+int jpegio_complete(const uint8_t *d, size_t n)
+{
+    int scans;
+
+    return jpegio_is_jpeg(d, n) && walk_scans(d, n, &scans);
+}
+
+int jpegio_check_scans(const struct jpegio_info *info, char *err)
+{
+    if (info->scans <= JPEGIO_MAX_SCANS)
+        return 0;
+    return edged_fail(err, EDGED_E_BAD_IMAGE, "unsupported JPEG: %d scans; at most %d are decoded (each scan "
+                      "passes over the whole image)", info->scans, JPEGIO_MAX_SCANS);
 }
 
 int jpegio_orientation(const uint8_t *d, size_t n)
@@ -243,6 +270,46 @@ const char *jpegio_colorspace_name(enum jpegio_colorspace cs)
     return (unsigned)cs < sizeof(names) / sizeof(names[0]) ? names[cs] : "?";
 }
 
+/* libjpeg's error manager for one decode: error_exit and every warning (emit_message at level
+ * -1: premature end of data, corrupt entropy data) unwind to the setjmp with libjpeg's message,
+ * so that a damaged file is an error and never a grey or smeared bottom; trace messages are
+ * dropped. The progress monitor refuses a file past JPEGIO_MAX_SCANS scans while it is read (the
+ * peek counted them already; this holds whatever the marker walk missed). cmyk is the decode's
+ * one allocation besides the image, here so that the unwinding frees it. */
+struct jdec {
+    struct jpeg_error_mgr mgr;
+    struct jpeg_progress_mgr prog;
+    jmp_buf jb;
+    char msg[JMSG_LENGTH_MAX];
+    const char *stage; /* "header" or "decode", for the message */
+    uint8_t *cmyk;
+};
+
+static void jdec_error_exit(j_common_ptr c)
+{
+    struct jdec *j = (struct jdec *)c->err;
+
+    c->err->format_message(c, j->msg);
+    longjmp(j->jb, 1);
+}
+
+static void jdec_emit(j_common_ptr c, int level)
+{
+    if (level < 0)
+        jdec_error_exit(c);
+}
+
+static void jdec_progress(j_common_ptr c)
+{
+    j_decompress_ptr d = (j_decompress_ptr)c;
+    struct jdec *j = (struct jdec *)c->err;
+
+    if (d->input_scan_number <= JPEGIO_MAX_SCANS)
+        return;
+    snprintf(j->msg, sizeof(j->msg), "more than %d scans", JPEGIO_MAX_SCANS);
+    longjmp(j->jb, 1);
+}
+
 /* CMYK as libjpeg delivers it (Adobe's inverted samples) to RGB with OpenCV's formula
  * (icvCvt_CMYK2BGR_8u_C4C3R), so that decoded pixels match cv2.imdecode's exactly. */
 static void cmyk_to_rgb(const uint8_t *cmyk, size_t npx, uint8_t *rgb)
@@ -254,59 +321,66 @@ static void cmyk_to_rgb(const uint8_t *cmyk, size_t npx, uint8_t *rgb)
     }
 }
 
-/* TurboJPEG's own message, with "warning" kept in it so the client sees what libjpeg saw. */
-static int tj_fail(tjhandle tj, char *err, const char *what)
+/* The decode after the setjmp: header, the output colour space, the rows straight into out (CMYK
+ * and YCCK into j->cmyk, converted after). Errors unwind through j. */
+static int jdec_run(j_decompress_ptr ci, struct jdec *j, const struct jpegio_info *info, struct img *out,
+                    char *err)
 {
-    return edged_fail(err, EDGED_E_BAD_IMAGE, "corrupt JPEG: %s: %s", what, tjGetErrorStr2(tj));
-}
-
-/* TJFLAG_STOPONWARNING turns libjpeg's warnings (premature end of data, corrupt entropy data)
- * into failures instead of a grey or smeared bottom; TJFLAG_LIMITSCANS refuses progressive
- * files of more than 500 scans (a CPU bomb). */
-#define JPEGIO_DECODE_FLAGS (TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS)
-
-int jpegio_decode(const uint8_t *d, size_t n, const struct jpegio_info *info, struct img *out, char *err)
-{
-    tjhandle tj = NULL;
-    uint8_t *cmyk = NULL;
-    int cmykin = info->cs == JPEGIO_CS_CMYK || info->cs == JPEGIO_CS_YCCK;
-    int w, h, sub, cs, rc;
+    int cmykin = info->cs == JPEGIO_CS_CMYK || info->cs == JPEGIO_CS_YCCK, rc;
     size_t npx;
 
-    memset(out, 0, sizeof(*out));
-    if (!(tj = tjInitDecompress()))
-        return edged_fail(err, EDGED_E_NOMEM, "out of memory starting the JPEG decoder");
-    if (tjDecompressHeader3(tj, d, (unsigned long)n, &w, &h, &sub, &cs) < 0) {
-        rc = tj_fail(tj, err, "header");
-        goto out;
+    jpeg_read_header(ci, TRUE);
+    if ((int)ci->image_width != info->w || (int)ci->image_height != info->h)
+        return edged_fail(err, EDGED_E_BAD_IMAGE, "corrupt JPEG: frame header disagrees with the decoder");
+    ci->out_color_space = cmykin ? JCS_CMYK : info->ch == 1 ? JCS_GRAYSCALE : JCS_EXT_RGB;
+    if ((rc = img_alloc(out, info->w, info->h, info->ch, err)) < 0)
+        return rc;
+    npx = (size_t)info->w * (size_t)info->h;
+    if (cmykin && !(j->cmyk = malloc(npx * 4)))
+        return edged_fail(err, EDGED_E_NOMEM, "out of memory for a %dx%d CMYK JPEG", info->w, info->h);
+    j->stage = "decode";
+    jpeg_start_decompress(ci);
+    if (ci->output_components != (cmykin ? 4 : info->ch))
+        return edged_fail(err, EDGED_E_BAD_IMAGE, "corrupt JPEG: %d components decoded, %d expected",
+                          ci->output_components, cmykin ? 4 : info->ch);
+    while (ci->output_scanline < ci->output_height) {
+        JSAMPROW row = cmykin ? j->cmyk + (size_t)ci->output_scanline * info->w * 4
+                              : out->px + (size_t)ci->output_scanline * out->stride;
+        jpeg_read_scanlines(ci, &row, 1);
     }
-    if (w != info->w || h != info->h) {
-        rc = edged_fail(err, EDGED_E_BAD_IMAGE, "corrupt JPEG: frame header disagrees with the decoder");
-        goto out;
-    }
-    if ((rc = img_alloc(out, w, h, info->ch, err)) < 0)
-        goto out;
-    npx = (size_t)w * (size_t)h;
-    if (cmykin && !(cmyk = malloc(npx * 4))) {
-        rc = edged_fail(err, EDGED_E_NOMEM, "out of memory for a %dx%d CMYK JPEG", w, h);
-        goto out;
-    }
-    if (tjDecompress2(tj, d, (unsigned long)n, cmykin ? cmyk : out->px, w, 0, h,
-                      cmykin          ? TJPF_CMYK
-                      : info->ch == 1 ? TJPF_GRAY
-                                      : TJPF_RGB,
-                      JPEGIO_DECODE_FLAGS) < 0) {
-        rc = tj_fail(tj, err, "decode");
-        goto out;
-    }
+    jpeg_finish_decompress(ci);
     if (cmykin)
-        cmyk_to_rgb(cmyk, npx, out->px);
-    rc = 0;
+        cmyk_to_rgb(j->cmyk, npx, out->px);
+    return 0;
+}
+
+/* libjpeg's own API rather than TurboJPEG's: TurboJPEG 2.1 refuses every sampling it has no name
+ * for (4:1:0, 1x3, 3x1, ...), which libjpeg decodes, as OpenCV does. Defaults as TurboJPEG's and
+ * OpenCV's: accurate integer IDCT, fancy upsampling. */
+int jpegio_decode(const uint8_t *d, size_t n, const struct jpegio_info *info, struct img *out, char *err)
+{
+    struct jpeg_decompress_struct ci;
+    struct jdec j = {.stage = "header"};
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    ci.err = jpeg_std_error(&j.mgr);
+    j.mgr.error_exit = jdec_error_exit;
+    j.mgr.emit_message = jdec_emit;
+    j.prog.progress_monitor = jdec_progress;
+    if (setjmp(j.jb)) {
+        rc = edged_fail(err, EDGED_E_BAD_IMAGE, "corrupt JPEG: %s: %s", j.stage, j.msg);
+        goto out;
+    }
+    jpeg_create_decompress(&ci);
+    ci.progress = &j.prog;
+    jpeg_mem_src(&ci, d, (unsigned long)n);
+    rc = jdec_run(&ci, &j, info, out, err);
 out:
     if (rc < 0)
         img_free(out);
-    free(cmyk);
-    tjDestroy(tj);
+    free(j.cmyk);
+    jpeg_destroy_decompress(&ci);
     return rc;
 }
 

@@ -34,17 +34,28 @@ struct jpegio_info {
     int arithmetic;  /* SOF9..SOF11 */
     enum jpegio_colorspace cs;
     enum jpegio_subsamp sub;
+    char factors[24]; /* each component's sampling factors, HxV comma-separated: "2x2,1x1,1x1" */
     int orientation; /* EXIF 1..8, 1 without an EXIF APP1 */
+    int scans;       /* SOS markers up to EOI (or the end of the data) */
 };
+
+/* Scans a JPEG may have: each scan of a progressive file passes over the whole image, so 500
+ * scans of a 50-megapixel file cost seconds of CPU (libjpeg-turbo's TJFLAG_LIMITSCANS bound). */
+#define JPEGIO_MAX_SCANS 500
 
 /* Whether data starts with the JPEG SOI marker and a marker after it (FF D8 FF). */
 int jpegio_is_jpeg(const uint8_t *data, size_t len);
 
 /* Walks the markers up to the frame header (SOF) and the first scan without decoding: size,
- * channels, progressive, colour model, subsampling and orientation into *info. Returns 0,
+ * channels, progressive, colour model, subsampling and orientation into *info; then on over the
+ * entropy-coded data to count the scans (a memchr walk, no decode). Returns 0,
  * EDGED_E_NOT_PNG (415: not a JPEG, or a kind no decoder here serves: lossless, hierarchical,
  * 12-bit, 2 components) or EDGED_E_BAD_IMAGE (a malformed or truncated header), message in err. */
 int jpegio_peek(const uint8_t *data, size_t len, struct jpegio_info *info, char *err);
+
+/* 0 when info->scans is at most JPEGIO_MAX_SCANS, else EDGED_E_BAD_IMAGE naming the count and
+ * the limit: refused before any decode. */
+int jpegio_check_scans(const struct jpegio_info *info, char *err);
 
 /* 1 when the segments after SOI, each scan's entropy-coded data included, run to an EOI marker;
  * 0 when the data ends first (a truncated file) or a segment is malformed. Bytes after the EOI do
@@ -59,10 +70,11 @@ int jpegio_orientation(const uint8_t *data, size_t len);
 const char *jpegio_subsamp_name(enum jpegio_subsamp s);
 const char *jpegio_colorspace_name(enum jpegio_colorspace cs);
 
-/* Decodes data (which passed jpegio_peek and the size limits) with TurboJPEG into out (allocated
- * here, free with img_free): gray 1 channel, colour 3 (RGB), CMYK/YCCK converted to RGB as
- * OpenCV does. The orientation is not applied. Any libjpeg warning (truncated data, a corrupt
- * scan) is an error: EDGED_E_BAD_IMAGE naming it; EDGED_E_NOMEM. Never a partial image. */
+/* Decodes data (which passed jpegio_peek and the limits) with libjpeg into out (allocated here,
+ * free with img_free): gray 1 channel, colour 3 (RGB) at any sampling factors, CMYK/YCCK
+ * converted to RGB as OpenCV does. The orientation is not applied. Any libjpeg warning (truncated
+ * data, a corrupt scan) is an error, as is a scan past JPEGIO_MAX_SCANS: EDGED_E_BAD_IMAGE naming
+ * it; EDGED_E_NOMEM. Never a partial image. */
 int jpegio_decode(const uint8_t *data, size_t len, const struct jpegio_info *info, struct img *out,
                   char *err);
 

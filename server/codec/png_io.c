@@ -72,7 +72,7 @@ struct pngio_enc {
 
 struct pngio_ihdr {
     uint32_t w, h;
-    int depth, color, ch;
+    int depth, color, ch, interlace;
 };
 
 void pngio_default_limits(struct png_limits *lim)
@@ -132,6 +132,7 @@ static int pngio_parse_ihdr(const uint8_t *data, size_t len, struct pngio_ihdr *
     h->depth = d[8];
     h->color = d[9];
     h->ch = pngio_base_channels(h->color, h->depth);
+    h->interlace = d[12];
     if (h->w == 0 || h->h == 0 || h->w > PNG_UINT_31_MAX || h->h > PNG_UINT_31_MAX)
         return edged_fail(err, EDGED_E_BAD_PNG, "corrupt PNG: IHDR size %ux%u invalid", h->w, h->h);
     if (h->ch == 0)
@@ -161,38 +162,42 @@ int pngio_check_size(const struct png_limits *lim, uint32_t w, uint32_t h, char 
     return 0;
 }
 
-/* Whether a tRNS chunk comes before the first IDAT. Walks chunk headers only: no data is read
- * and no CRC checked (decode does that); a truncated walk just answers no. */
-static int pngio_scan_trns(const uint8_t *data, size_t len)
+/* The chunks before the first IDAT that peek reports: tRNS (an alpha channel more) and acTL (an
+ * animated PNG, whose default image is what edged decodes). Walks chunk headers only: no data is
+ * read and no CRC checked (decode does that); a truncated walk stops where it is. */
+static void pngio_scan_chunks(const uint8_t *data, size_t len, int *trns, int *actl)
 {
     size_t pos = PNGIO_IHDR_END;
 
+    *trns = *actl = 0;
     while (len - pos >= 12) {
         size_t n = pngio_be32(data + pos);
         const uint8_t *type = data + pos + 4;
 
-        if (memcmp(type, "tRNS", 4) == 0)
-            return 1;
+        *trns |= memcmp(type, "tRNS", 4) == 0;
+        *actl |= memcmp(type, "acTL", 4) == 0;
         if (memcmp(type, "IDAT", 4) == 0 || memcmp(type, "IEND", 4) == 0 || n > len - pos - 12)
-            return 0;
+            return;
         pos += 12 + n;
     }
-    return 0;
 }
 
-int pngio_peek(const uint8_t *data, size_t len, int *w, int *h, int *ch, char *err)
+int pngio_peek(const uint8_t *data, size_t len, struct pngio_info *info, char *err)
 {
     struct pngio_ihdr hd;
-    int rc = pngio_parse_ihdr(data, len, &hd, err);
+    int rc = pngio_parse_ihdr(data, len, &hd, err), trns;
 
+    memset(info, 0, sizeof(*info));
     if (rc)
         return rc;
-    if (hd.color != PNG_COLOR_TYPE_GRAY_ALPHA && hd.color != PNG_COLOR_TYPE_RGB_ALPHA &&
-        pngio_scan_trns(data, len))
+    pngio_scan_chunks(data, len, &trns, &info->animated);
+    if (hd.color != PNG_COLOR_TYPE_GRAY_ALPHA && hd.color != PNG_COLOR_TYPE_RGB_ALPHA && trns)
         hd.ch++;
-    *w = hd.w > INT32_MAX ? INT32_MAX : (int)hd.w;
-    *h = hd.h > INT32_MAX ? INT32_MAX : (int)hd.h;
-    *ch = hd.ch;
+    info->w = hd.w > INT32_MAX ? INT32_MAX : (int)hd.w;
+    info->h = hd.h > INT32_MAX ? INT32_MAX : (int)hd.h;
+    info->ch = hd.ch;
+    info->depth = hd.depth;
+    info->interlaced = hd.interlace == 1;
     return 0;
 }
 

@@ -38,9 +38,18 @@ int pngio_decode(const uint8_t *data, size_t len, const struct png_limits *lim, 
 int pngio_decode_libpng(const uint8_t *data, size_t len, const struct png_limits *lim, struct img *out,
                         char *err);
 
-/* Reads the signature and IHDR (and walks chunk headers up to IDAT to see a tRNS): width, height
- * and the channel count decode would give. */
-int pngio_peek(const uint8_t *data, size_t len, int *w, int *h, int *ch, char *err);
+/* What pngio_peek reads from IHDR and the chunk headers before the first IDAT. */
+struct pngio_info {
+    int w, h;
+    int ch;         /* channels decode gives (tRNS adds alpha) */
+    int depth;      /* IHDR bit depth: 1, 2, 4, 8 or 16 */
+    int interlaced; /* Adam7 */
+    int animated;   /* an acTL chunk (APNG): decode gives the default image */
+};
+
+/* Reads the signature and IHDR (and walks chunk headers up to IDAT for tRNS and acTL) into
+ * *info. Returns 0, EDGED_E_NOT_PNG or EDGED_E_BAD_PNG (a damaged IHDR), message in err. */
+int pngio_peek(const uint8_t *data, size_t len, struct pngio_info *info, char *err);
 
 /* Encodes im (1..4 channels, 8-bit) as PNG with deflate level 0..9 into a malloc'd buffer (*out,
  * *out_len; caller frees). bit_depth 1 writes a 1-bit gray image (im must have 1 channel: samples

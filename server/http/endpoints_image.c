@@ -51,13 +51,41 @@ static int wants_json(struct http_req *r, const struct params *p)
     return http_req_prefers(r, "application/json", "image/png");
 }
 
-/* The output encoding: `format`, else JPEG only when Accept prefers image/jpeg to image/png. */
+/* The format the Accept header picks when `format` is absent: JPEG or WebP only when it ranks that
+ * type above image/png and the other (ties keep PNG, then JPEG), so that wildcards keep PNG. */
+static enum params_format accept_format(struct http_req *r)
+{
+    const char *png = imageio_out_mime(IMAGEIO_OUT_PNG), *jpeg = imageio_out_mime(IMAGEIO_OUT_JPEG);
+    enum params_format f = http_req_prefers(r, jpeg, png) ? PARAMS_FORMAT_JPEG : PARAMS_FORMAT_PNG;
+
+    if (http_req_prefers(r, imageio_out_mime(IMAGEIO_OUT_WEBP), f == PARAMS_FORMAT_JPEG ? jpeg : png))
+        f = PARAMS_FORMAT_WEBP;
+    return f;
+}
+
+#define ACCEPT_KEEPS_PNG "the Accept header ranks no image/jpeg or image/webp above image/png"
+
+/* The answer's format: `format`, else what the Accept header picks (endpoint_filter has refused a
+ * quality that the format would not take). */
+static enum params_format answer_format(struct http_req *r, const struct params *p)
+{
+    int f = params_output_format(p, accept_format(r), NULL, NULL);
+
+    return f < 0 ? PARAMS_FORMAT_PNG : (enum params_format)f;
+}
+
 static struct imageio_enc output_encoding(struct http_req *r, const struct params *p)
 {
-    int jpeg = p->format == PARAMS_FORMAT_JPEG ||
-               (p->format == PARAMS_FORMAT_AUTO && http_req_prefers(r, "image/jpeg", "image/png"));
+    return imageio_enc_of(p, answer_format(r, p));
+}
 
-    return (struct imageio_enc){jpeg ? IMAGEIO_OUT_JPEG : IMAGEIO_OUT_PNG, p->png_level, p->bit_depth, p->quality};
+/* Refuses, before any decode, a result past the answer format's side (WebP 16383; orientations
+ * 5-8 swap the sides). */
+static int check_output_size(struct http_req *r, const struct params *p, const struct imageio_head *head, char *err)
+{
+    int o = p->orientation == PARAMS_ORIENT_EXIF ? head->orientation : 1, swap = o >= 5 && o <= 8;
+
+    return imageio_check_output(output_encoding(r, p).fmt, swap ? head->h : head->w, swap ? head->w : head->h, err);
 }
 
 /* ---- decode ------------------------------------------------------------------------------- */
@@ -223,7 +251,7 @@ static int encode_output(const struct job *job, const struct imageio_enc *enc, u
 /* ---- POST /v1/filter ---------------------------------------------------------------------- */
 
 static void answer_json(struct http_req *r, struct service *s, const struct params *p, const struct job *job,
-                        size_t png_len, int jpeg)
+                        size_t png_len)
 {
     struct result_filter res = {0};
     char dev[64];
@@ -245,7 +273,7 @@ static void answer_json(struct http_req *r, struct service *s, const struct para
     res.bandwidth_fraction = copy_gbps > 0.0 ? res.effective_gbps / copy_gbps : -1.0;
     res.block = gpu ? (job->block ? job->block : VARIANT_DEFAULT_BLOCK) : 0;
     res.output_bytes = png_len;
-    res.output_jpeg = jpeg;
+    res.output_format = answer_format(r, p);
     res.params = p;
     res.plan = &job->plan;
     if (!(text = result_filter_json(&res))) {
@@ -255,7 +283,7 @@ static void answer_json(struct http_req *r, struct service *s, const struct para
     http_respond(r, 200, "application/json", text, strlen(text), "X-Edged-Variant", res.variant);
 }
 
-/* Encodes the finished job (PNG or JPEG) and answers; the image is encoded even for JSON, whose
+/* Encodes the finished job (PNG, JPEG or WebP) and answers; the image is encoded even for JSON, whose
  * output.bytes and encode time then describe what the image answer would have been. */
 static void answer(struct http_req *r, struct service *s, const struct upload *u, const struct job *job)
 {
@@ -280,7 +308,7 @@ static void answer(struct http_req *r, struct service *s, const struct upload *u
     metrics_stages(s->m, t);
     if (wants_json(r, &u->p)) {
         free(png);
-        answer_json(r, s, &u->p, job, png_len, enc.fmt == IMAGEIO_OUT_JPEG);
+        answer_json(r, s, &u->p, job, png_len);
         return;
     }
     http_respond(r, 200, imageio_out_mime(enc.fmt), png, png_len, "X-Edged-Variant", variant_name(job->used));
@@ -296,10 +324,12 @@ void endpoint_filter(struct http_req *r, void *app)
     size_t reserved = 0;
     int rc;
 
-    if ((rc = read_upload(r, PARAMS_FILTER, &u, err)) < 0)
+    if ((rc = read_upload(r, PARAMS_FILTER, &u, err)) < 0 ||
+        (rc = params_output_format(&u.p, accept_format(r), ACCEPT_KEEPS_PNG, err)) < 0)
         goto fail;
     http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), NULL, 0, 0);
-    if ((rc = image_reserve(s, &u, 1, &head, &reserved, err)) < 0)
+    if ((rc = image_reserve(s, &u, 1, &head, &reserved, err)) < 0 ||
+        (rc = check_output_size(r, &u.p, &head, err)) < 0)
         goto fail;
     if (!(job = job_new())) {
         rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");

@@ -1,5 +1,6 @@
 /* endpoints_info.c — the GET endpoints: health, readiness, metrics, version, the filter and
- * variant catalogues, openapi.yaml and the web page. */
+ * variant catalogues, openapi.yaml and the web page; and POST /v1/info, what an image is from its
+ * header. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +9,9 @@
 #include "filter.h"
 #include "gconv.h"
 #include "result.h"
+#include "codec/image_io.h"
 #include "http/routes.h"
+#include "http/upload.h"
 #include "jobs/jpeg_job.h"
 #include "jobs/service.h"
 #include "variant.h"
@@ -220,4 +223,105 @@ void endpoint_web(struct http_req *r, void *app)
         return;
     }
     http_respond_static(r, 200, ctype, body, len);
+}
+
+/* ---- POST /v1/info --------------------------------------------------------------------------- */
+
+static int no_query_param(void *cls, const char *key, const char *value)
+{
+    char q[PARAMS_QUOTE_MAX + 1];
+
+    (void)value;
+    return edged_fail(cls, EDGED_E_PARAM, "%s: /v1/info takes no parameters, only the image", params_quote(key, q));
+}
+
+/* The image of the body as /v1/filter takes it (raw image/..., or multipart `image` / `file`);
+ * any parameter, in the query string or a form field, is refused rather than ignored. */
+static int info_upload(struct http_req *r, struct upload *u, char *err)
+{
+    const uint8_t *body;
+    size_t len;
+    int rc;
+
+    memset(u, 0, sizeof(*u));
+    params_init(&u->p, PARAMS_FILTER);
+    if ((rc = http_req_query(r, no_query_param, err)) < 0)
+        return rc;
+    body = http_req_body(r, &len);
+    if ((rc = upload_parse(http_req_header(r, "Content-Type"), body, len, u, err)) < 0)
+        return rc;
+    for (unsigned bit = 1; bit; bit <<= 1)
+        if (u->p.given & bit)
+            return edged_fail(err, EDGED_E_PARAM, "%s: /v1/info takes no parameters, only the image",
+                              params_field_name(bit));
+    return 0;
+}
+
+/* The fields only one format has: JPEG's frame, WebP's kind. */
+static void info_format_json(cJSON *o, const struct imageio_head *h)
+{
+    cJSON *f;
+
+    if (h->fmt == IMAGEIO_JPEG && (f = cJSON_AddObjectToObject(o, "jpeg"))) {
+        cJSON_AddStringToObject(f, "colorspace", jpegio_colorspace_name(h->jpeg.cs));
+        cJSON_AddStringToObject(f, "subsampling", jpegio_subsamp_name(h->jpeg.sub));
+        cJSON_AddStringToObject(f, "sampling_factors", h->jpeg.factors);
+        cJSON_AddNumberToObject(f, "components", h->jpeg.components);
+        cJSON_AddNumberToObject(f, "scans", h->jpeg.scans);
+        cJSON_AddBoolToObject(f, "arithmetic", h->jpeg.arithmetic);
+    } else if (h->fmt == IMAGEIO_WEBP && (f = cJSON_AddObjectToObject(o, "webp"))) {
+        cJSON_AddBoolToObject(f, "lossless", h->webp.lossless);
+    }
+}
+
+/* What the header says; limit_rc/limit_msg: imageio_check_limits' verdict (what /v1/filter would
+ * answer an image over the limits, before decoding it). */
+static cJSON *info_json(struct http_req *r, const struct imageio_head *h, size_t bytes, int limit_rc,
+                        const char *limit_msg)
+{
+    enum params_format f = h->fmt == IMAGEIO_JPEG   ? PARAMS_FORMAT_JPEG
+                           : h->fmt == IMAGEIO_WEBP ? PARAMS_FORMAT_WEBP
+                                                    : PARAMS_FORMAT_PNG;
+    cJSON *o = cJSON_CreateObject(), *e;
+
+    cJSON_AddStringToObject(o, "request_id", http_req_id(r));
+    cJSON_AddStringToObject(o, "trace_id", http_req_trace_id(r));
+    cJSON_AddStringToObject(o, "format", params_format_name(f)); /* the names `format` takes */
+    cJSON_AddNumberToObject(o, "width", h->w);
+    cJSON_AddNumberToObject(o, "height", h->h);
+    cJSON_AddNumberToObject(o, "channels", h->ch);
+    cJSON_AddNumberToObject(o, "bit_depth", h->fmt == IMAGEIO_PNG ? h->png.depth : 8);
+    cJSON_AddNumberToObject(o, "orientation", h->orientation);
+    cJSON_AddBoolToObject(o, "progressive", h->fmt == IMAGEIO_PNG    ? h->png.interlaced
+                                            : h->fmt == IMAGEIO_JPEG ? h->jpeg.progressive
+                                                                     : 0);
+    cJSON_AddBoolToObject(o, "animated", h->fmt == IMAGEIO_PNG && h->png.animated);
+    cJSON_AddNumberToObject(o, "bytes", (double)bytes);
+    info_format_json(o, h);
+    cJSON_AddBoolToObject(o, "within_limits", limit_rc == 0);
+    if (limit_rc < 0 && (e = cJSON_AddObjectToObject(o, "limit_error"))) {
+        cJSON_AddStringToObject(e, "code", edged_err_name(limit_rc));
+        cJSON_AddStringToObject(e, "message", limit_msg);
+    }
+    return o;
+}
+
+/* The header alone is read (imageio_probe): no pixel memory, no codec slot, no job. An image over
+ * --max-pixels, --max-side or the scan limit is still described, with within_limits false and the
+ * error /v1/filter would give; a format edged does not read is 415 and a damaged header 422, as
+ * on /v1/filter. */
+void endpoint_info(struct http_req *r, void *app)
+{
+    struct service *s = app;
+    struct upload u;
+    struct imageio_head head;
+    char err[EDGED_ERR_LEN], limit[EDGED_ERR_LEN] = "";
+    int rc;
+
+    if ((rc = info_upload(r, &u, err)) < 0 || (rc = imageio_probe(u.image, u.image_len, &head, err)) < 0) {
+        http_respond_error(r, rc, err);
+        return;
+    }
+    http_req_note(r, NULL, NULL, NULL, head.w, head.h);
+    respond_json(r, info_json(r, &head, u.image_len, imageio_check_limits(&head, &s->lim, limit), limit));
 }

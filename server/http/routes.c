@@ -12,6 +12,7 @@ static const struct http_route routes[] = {
     {"/metrics", 0, NULL, endpoint_metrics, 1, 1},
     {"/v1/filter", 1, POST_TYPES, endpoint_filter, 0, 0},
     {"/v1/compare", 1, POST_TYPES, endpoint_compare, 0, 0},
+    {"/v1/info", 1, POST_TYPES, endpoint_info, 0, 0},
     {"/v1/filters", 0, NULL, endpoint_filters, 0, 0},
     {"/v1/variants", 0, NULL, endpoint_variants, 0, 0},
     {"/version", 0, NULL, endpoint_version, 0, 0},

@@ -1,6 +1,6 @@
 /* routes.h — the API's route table (path, method, media types, open or keyed -> endpoint) and
- * the endpoints it names: the image endpoints in endpoints_image.c, the GET ones in
- * endpoints_info.c. Every endpoint takes the struct service as app. */
+ * the endpoints it names: the image endpoints in endpoints_image.c, the GET ones and POST /v1/info
+ * in endpoints_info.c. Every endpoint takes the struct service as app. */
 #ifndef EDGED_ROUTES_H
 #define EDGED_ROUTES_H
 
@@ -17,6 +17,11 @@ void endpoint_filter(struct http_req *r, void *app);
 /* POST /v1/compare: the listed variants (default: every one that can serve) on the same image;
  * answers JSON rows with kernel time, rates and the largest difference from cpu_serial. */
 void endpoint_compare(struct http_req *r, void *app);
+
+/* POST /v1/info: what the uploaded image is (format, size, channels, bit depth, orientation,
+ * progressive, animated, the JPEG frame), from its header alone, and whether it is within the
+ * limits; answers JSON. */
+void endpoint_info(struct http_req *r, void *app);
 
 /* GET /healthz (liveness: always 200) and /readyz (200 or 503 with the reason). */
 void endpoint_healthz(struct http_req *r, void *app);

@@ -5,7 +5,7 @@ set -eu
 cd "$(dirname "$0")/../.."
 OUT=${1:-${OUT:-build-fuzz}}
 CLANG=${CLANG:-clang}
-PKGS="libpng libcjson zlib libdeflate libturbojpeg libwebp"
+PKGS="libpng libcjson zlib libdeflate libturbojpeg libjpeg libwebp"
 CFLAGS="-std=c11 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
  -Wall -Wextra -Wshadow -Wstrict-prototypes -D_DEFAULT_SOURCE -DEDGED_GPU=0 -Iapi -Iserver -Icpu_ref -Igpu \
  $(pkg-config --cflags $PKGS)"

@@ -1,8 +1,9 @@
-/* fuzz_image.c — libFuzzer target: the input path for JPEG and WebP (imageio_sniff, the JPEG and
- * WebP header peeks, the size limits, the TurboJPEG and libwebp decoders, orientation) on arbitrary
- * bytes. Oracles beyond "no crash, no leak, no UB": only documented errors and never a partial
- * image; a decode that succeeds has the size and channels the peek announced (sides swapped for
- * orientations 5..8), and jpegio_orientation agrees with the peek. */
+/* fuzz_image.c — libFuzzer target: the input path for JPEG and WebP (imageio_sniff, the header
+ * probe of every format as POST /v1/info runs it, the JPEG marker walk and scan count, the limits,
+ * the libjpeg and libwebp decoders, orientation) on arbitrary bytes. Oracles beyond "no crash, no
+ * leak, no UB": only documented errors and never a partial image; the probe and the peek agree (the
+ * peek is the probe and the limits); a decode that succeeds has the size and channels the peek
+ * announced (sides swapped for orientations 5..8), and jpegio_orientation agrees with the peek. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -22,19 +23,23 @@ static int documented(int rc)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct png_limits lim = {FUZZ_MAX_SIDE, FUZZ_MAX_PIXELS, (size_t)1 << 20};
-    struct imageio_head head;
+    struct imageio_head head, probe;
     struct img im = {0};
     char err[EDGED_ERR_LEN];
-    int rc, o = jpegio_orientation(data, size);
+    int rc, prc, o = jpegio_orientation(data, size);
 
     (void)jpegio_complete(data, size); /* reads at most size bytes (ASan checks) */
     if (o < 1 || o > 8)
         abort();
+    prc = imageio_probe(data, size, &probe, err);
     if ((rc = imageio_peek(data, size, &lim, &head, err)) != 0) {
-        if (!documented(rc))
+        if (!documented(rc) || (prc != 0 && prc != rc))
             abort();
         return 0;
     }
+    if (prc != 0 || probe.w != head.w || probe.h != head.h || probe.ch != head.ch ||
+        (head.fmt == IMAGEIO_JPEG && (head.jpeg.scans < 1 || head.jpeg.scans > JPEGIO_MAX_SCANS)))
+        abort();
     if (head.fmt == IMAGEIO_PNG)
         return 0; /* fuzz_png's ground */
     if (head.fmt == IMAGEIO_JPEG && head.orientation != o)

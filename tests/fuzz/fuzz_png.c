@@ -48,9 +48,10 @@ static void one(const uint8_t *data, size_t size)
     struct png_limits lim = {FUZZ_MAX_SIDE, FUZZ_MAX_PIXELS, (size_t)1 << 20};
     struct img im = {0};
     char err[EDGED_ERR_LEN];
-    int w = 0, h = 0, ch = 0, rc, prc;
+    struct pngio_info pi;
+    int rc, prc;
 
-    prc = pngio_peek(data, size, &w, &h, &ch, err);
+    prc = pngio_peek(data, size, &pi, err);
     rc = pngio_decode(data, size, &lim, &im, err);
     if (rc != 0) {
         if (rc != EDGED_E_NOT_PNG && rc != EDGED_E_BAD_PNG && rc != EDGED_E_IMAGE_TOO_LARGE && rc != EDGED_E_NOMEM)
@@ -59,7 +60,7 @@ static void one(const uint8_t *data, size_t size)
             abort(); /* never a partial image */
         return;
     }
-    if (prc != 0 || w != im.w || h != im.h || im.ch < 1 || im.ch > 4 || (uint64_t)im.w * im.h > FUZZ_MAX_PIXELS)
+    if (prc != 0 || pi.w != im.w || pi.h != im.h || im.ch < 1 || im.ch > 4 || (uint64_t)im.w * im.h > FUZZ_MAX_PIXELS)
         abort();
     if ((size_t)im.w * (size_t)im.h <= 65536)
         roundtrip(&im);

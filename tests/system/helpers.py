@@ -1,12 +1,15 @@
 """helpers.py — helpers of the system tests (tests/system): raw HTTP over sockets,
-/metrics parsing and balance, process memory and fds from /proc, hand-built PNGs (chunks, bombs,
-huge single-colour images) and a check that the binary under test is sanitized (ASan/valgrind
-runs skip the assertions that measure memory or limit address space)."""
+/metrics parsing and balance, process memory, CPU time and fds from /proc, hand-built PNGs (chunks,
+bombs, huge single-colour images), JPEGs no common encoder writes (uncommon sampling factors through
+cjpeg, a progressive file of any number of scans) and a check that the binary under test is
+sanitized (ASan/valgrind runs skip the assertions that measure memory or limit address space)."""
 import json
 import os
 import re
+import shutil
 import socket
 import struct
+import subprocess
 import time
 import zlib
 
@@ -223,6 +226,17 @@ def proc_status(pid, key):
     return 0
 
 
+def cpu_ticks(pid):
+    """User + system CPU time of process pid so far, in clock ticks."""
+    with open("/proc/%d/stat" % pid) as f:
+        st = f.read().rsplit(")", 1)[1].split()
+    return int(st[11]) + int(st[12])
+
+
+def cpu_seconds(pid):
+    return cpu_ticks(pid) / os.sysconf("SC_CLK_TCK")
+
+
 def fd_count(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
@@ -237,3 +251,66 @@ def error_of(r):
 
 def json_error(body):
     return json.loads(body)["error"]
+
+
+# ---- JPEG construction ----------------------------------------------------------------------
+
+def cjpeg(rgb, sample, quality=90, progressive=False):
+    """rgb (H x W x 3 uint8) as a JPEG from libjpeg-turbo's cjpeg with the sampling factors
+    `sample` ("4x2,1x1,1x1": luma, Cb, Cr); None when cjpeg (Debian libjpeg-turbo-progs) is
+    missing."""
+    exe = shutil.which("cjpeg")
+    if not exe:
+        return None
+    h, w = rgb.shape[:2]
+    ppm = b"P6\n%d %d\n255\n" % (w, h) + rgb.tobytes()
+    args = [exe, "-quality", str(quality), "-sample", sample] + (["-progressive"] if progressive else [])
+    return subprocess.run(args, input=ppm, capture_output=True, check=True).stdout
+
+
+def _segment(marker, payload):
+    return b"\xff" + bytes([marker]) + struct.pack(">H", len(payload) + 2) + payload
+
+
+def _eob_runs(blocks):
+    """Entropy data of an AC scan in which every block's band is zero: EOB runs (symbol r << 4
+    of the AC table below, 4-bit codes, r extra bits) of at most 32767 blocks each."""
+    acc, n, out = 0, 0, bytearray()
+    while blocks:
+        c = min(blocks, 32767)
+        r = c.bit_length() - 1
+        acc, n = acc << (4 + r) | r << r | (c - (1 << r)), n + 4 + r
+        blocks -= c
+        while n >= 8:
+            n -= 8
+            out.append(acc >> n & 0xFF)
+            if out[-1] == 0xFF:
+                out.append(0)
+    if n:
+        out.append((acc << (8 - n) | (1 << (8 - n)) - 1) & 0xFF)
+        if out[-1] == 0xFF:
+            out.append(0)
+    return bytes(out)
+
+
+def progressive_jpeg(w, h, scans):
+    """A valid gray progressive JPEG of w x h (every coefficient zero: mid-gray) in `scans` scans:
+    the DC scan, then for each AC coefficient in turn a first scan at Al=13 and its refinements
+    down to Al=0 (up to 1 + 63 * 14 scans). Each scan is a pass over every block: a 50-megapixel
+    one of 500 scans is about 144 KB. Built here because libjpeg's tools cap a script at 100 scans."""
+    blocks = ((w + 7) // 8) * ((h + 7) // 8)
+    head = (b"\xff\xd8" + _segment(0xDB, b"\x00" + b"\x01" * 64) +
+            _segment(0xC2, struct.pack(">BHHB", 8, h, w, 1) + b"\x01\x11\x00") +
+            _segment(0xC4, b"\x00" + bytes([1] + [0] * 15) + b"\x00") +  # DC: code 0 = category 0
+            _segment(0xC4, b"\x10" + bytes([0, 0, 0, 15] + [0] * 12) + bytes(r << 4 for r in range(15))))
+
+    def sos(k, ah, al):
+        return _segment(0xDA, b"\x01\x01\x00" + bytes([k, k, ah << 4 | al]))
+
+    dc = bytes(blocks // 8) + (bytes([(1 << (8 - blocks % 8)) - 1]) if blocks % 8 else b"")
+    body, runs = [sos(0, 0, 0), dc], _eob_runs(blocks)
+    for k in range(1, 64):
+        for al in range(13, -1, -1):
+            if len(body) // 2 < scans:
+                body += [sos(k, 0 if al == 13 else al + 1, al), runs]
+    return head + b"".join(body) + b"\xff\xd9"

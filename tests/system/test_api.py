@@ -305,14 +305,13 @@ def test_bit_depth_1_same_map(server, w, ch):
     assert np.array_equal(png_decode(r1.content), png_decode(r8.content))
 
 
-def test_compare_bit_depth_1(server):
-    # compare reads every variant's map byte for byte: a 1-bit request must not change the numbers
-    # (on the GPU, fast would otherwise hand back its map packed 8 pixels per byte)
+def test_compare_refuses_bit_depth(server):
+    # compare encodes no image, so an output option such as bit_depth is refused, not ignored
     png = png_bytes(random_image(40, 72, 1, seed=5))
-    rows = [{x["variant"]: x["max_abs_diff_vs_cpu_serial"] for x in
-             post(server.url, png, dict(params, threshold=3), path="/v1/compare").json()["rows"]}
-            for params in ({}, {"bit_depth": 1})]
-    assert rows[0] == rows[1] and rows[1]["cpu_serial"] == 0, rows
+    r = post(server.url, png, {"threshold": 3, "bit_depth": 1}, path="/v1/compare")
+    assert r.status_code == 400 and r.json()["error"]["message"].startswith("bit_depth:"), r.text
+    rows = post(server.url, png, {"threshold": 3}, path="/v1/compare").json()["rows"]
+    assert {x["variant"]: x["max_abs_diff_vs_cpu_serial"] for x in rows}["cpu_serial"] == 0, rows
 
 
 def test_same_input_same_bytes(server, image):

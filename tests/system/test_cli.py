@@ -232,7 +232,7 @@ def test_stdin_stdout(photo, tmp_path):
 
 # ---- output names ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["out.webp", "out.gif", "out.bmp", "out.tif", "out.tiff"])
+@pytest.mark.parametrize("name", ["out.gif", "out.bmp", "out.tif", "out.tiff", "out.avif"])
 def test_foreign_extension_refused(photo, tmp_path, name):
     p = edged_text("filter", photo, tmp_path / name)
     assert p.returncode == 2, p.stderr
@@ -352,7 +352,7 @@ def test_usage_errors_before_any_work(tmp_path):
     for argv in ([srcs[0], tmp_path / "o0.png", srcs[1]],               # odd number of paths
                  [srcs[0], tmp_path / "o0.png", "-", tmp_path / "o1.png"],  # - with several images
                  ["--out-dir", tmp_path / "d", "-"],
-                 [srcs[0], tmp_path / "o0.png", srcs[1], tmp_path / "o1.webp"],
+                 [srcs[0], tmp_path / "o0.png", srcs[1], tmp_path / "o1.gif"],
                  [srcs[0], tmp_path / "o0.png", "--threads", "0"],
                  ["--out-dir", tmp_path / "d"]):
         p = edged_text("filter", *argv)

@@ -237,6 +237,11 @@ def drivers(png):
         ],
         "compareVariants": [("/v1/compare", "post", lambda url, h: upload(url, png, {"filter": "edge"},
                                                                            path="/v1/compare", headers=h))],
+        "describeImage": [
+            ("/v1/info", "post", lambda url, h: requests.post(url + "/v1/info", data=png,
+                                                              headers=dict(h, **{"Content-Type": "image/png"}))),
+            ("/v1/info", "post", lambda url, h: upload(url, png, path="/v1/info", headers=h)),
+        ],
         "listFilters": [("/v1/filters", "get", g("/v1/filters"))],
         "listVariants": [("/v1/variants", "get", g("/v1/variants"))],
         "getHealth": [("/healthz", "get", g("/healthz"))],
@@ -274,6 +279,10 @@ def test_400(server, doc, png):
     r = check(doc, requests.post(server.url + "/v1/filter", files={"params": (None, "{}")}), "/v1/filter", "post", 400)
     assert code(r) == "bad_multipart"
     r = check(doc, upload(server.url, png, {"variant": "cpu"}, path="/v1/compare"), "/v1/compare", "post", 400)
+    assert code(r) == "invalid_parameter"
+    r = check(doc, upload(server.url, png, {"format": "webp"}, path="/v1/compare"), "/v1/compare", "post", 400)
+    assert code(r) == "invalid_parameter"
+    r = check(doc, upload(server.url, png, {"filter": "edge"}, path="/v1/info"), "/v1/info", "post", 400)
     assert code(r) == "invalid_parameter"
     status, hdrs, body = exchange(server.port, post_head("/v1/filter", "image/png", 10, "Content-Length: 12\r\n"))
     r = check(doc, Raw(status, hdrs, body), "/v1/filter", "post", 400)
@@ -320,6 +329,8 @@ def test_415(server, doc, png):
     assert code(r) == "unsupported_media_type"
     r = requests.post(server.url + "/v1/compare", data=png, headers={"Content-Type": "text/plain"})
     assert code(check(doc, r, "/v1/compare", "post", 415)) == "unsupported_media_type"
+    r = check(doc, upload(server.url, b"GIF89a" + b"\0" * 100, path="/v1/info"), "/v1/info", "post", 415)
+    assert code(r) == "unsupported_media_type"
 
 
 def test_422(make_server, doc, png):
@@ -328,6 +339,9 @@ def test_422(make_server, doc, png):
     assert code(check(doc, upload(s.url, small[:len(small) // 2]), "/v1/filter", "post", 422)) == "bad_png"
     assert code(check(doc, upload(s.url, png), "/v1/filter", "post", 422)) == "image_too_large"
     assert code(check(doc, upload(s.url, png, path="/v1/compare"), "/v1/compare", "post", 422)) == "image_too_large"
+    assert code(check(doc, upload(s.url, small[:20], path="/v1/info"), "/v1/info", "post", 422)) == "bad_png"
+    info = check(doc, upload(s.url, png, path="/v1/info"), "/v1/info", "post", 200).json()  # over the limit: described
+    assert not info["within_limits"] and info["limit_error"]["code"] == "image_too_large", info
     if BACKEND != "gpu":
         assert code(check(doc, upload(s.url, small, {"variant": "shared"}), "/v1/filter", "post", 422)) == \
             "variant_unavailable"

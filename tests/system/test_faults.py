@@ -12,8 +12,8 @@ import pytest
 import requests
 
 from conftest import BACKEND, png_bytes, random_image
-from helpers import (assert_balanced, connect, error_of, fd_count, metrics, proc_status, sanitized, slowdown,
-                     solid_png, total)
+from helpers import (assert_balanced, connect, cpu_ticks, error_of, fd_count, metrics, proc_status, sanitized,
+                     slowdown, solid_png, total)
 
 K = slowdown()  # timing limits scale with it (sanitizers, valgrind)
 
@@ -109,12 +109,6 @@ def test_sigterm_under_load_answers_every_accepted_request(make_server):
     assert all(x["status"] in (200, 503) for x in lines), [x for x in lines if x["status"] not in (200, 503)]  # none lost (0)
     assert len(lines) == len(codes)
     assert s.log_lines()[-1]["event"] == "exit"
-
-
-def cpu_ticks(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        st = f.read().rsplit(")", 1)[1].split()
-    return int(st[11]) + int(st[12])  # utime + stime
 
 
 def test_fd_exhaustion_survived(make_server, small):

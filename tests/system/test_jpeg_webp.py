@@ -1,10 +1,14 @@
-"""test_jpeg_webp.py — JPEG and WebP input, EXIF orientation, JPEG output, over HTTP and the CLI.
+"""test_jpeg_webp.py — JPEG and WebP input, EXIF orientation, JPEG and WebP output, the output format
+rules (format, Accept, quality, what /v1/compare refuses) and the JPEG scan limit, over HTTP and the
+CLI.
 
 The corpus is made here: cv2 writes baseline, progressive and gray JPEG and lossy/lossless WebP;
 PIL writes the 4:4:4 / 4:2:2 / 4:2:0 JPEGs (this cv2 has no IMWRITE_JPEG_SAMPLING_FACTOR) and a
-CMYK one. Decoded pixels must equal cv2.imdecode's exactly: both decode with the system
-libjpeg-turbo and libwebp, islow IDCT and fancy upsampling. The identity filter (custom taps [[1]])
-returns the decoded image as a PNG."""
+CMYK one; cjpeg (libjpeg-turbo-progs) the uncommon sampling factors (4:1:0, 1x3, 1x4, 2x4, 3x1,
+chroma 2x1); helpers.progressive_jpeg a progressive file of any number of scans. Decoded pixels
+must equal cv2.imdecode's exactly: both decode with the system libjpeg-turbo and libwebp, islow
+IDCT and fancy upsampling. The identity filter (custom taps [[1]]) returns the decoded image as a
+PNG."""
 import io
 import json
 import os
@@ -17,8 +21,8 @@ import pytest
 import requests
 from PIL import Image
 
-from conftest import BIN, Server, png_decode
-from helpers import error_of
+from conftest import BIN, Server, png_bytes, png_decode
+from helpers import cjpeg, cpu_seconds, error_of, progressive_jpeg, slowdown
 
 IDENTITY = {"filter": "custom", "taps": "[[1]]", "post": "clamp"}
 H, W = 47, 61  # odd sides: partial MCUs on both axes
@@ -110,6 +114,24 @@ CORPUS = {
     "webp_alpha": lambda: cv_webp(np.dstack([BGR, (np.arange(W)[None, :] * 4 % 256).repeat(H, 0).astype(np.uint8)]),
                                   101),
 }
+
+
+# luma, Cb, Cr sampling factors TurboJPEG 2.1's header call has no name for; libjpeg decodes them
+SAMPLINGS = ["4x2,1x1,1x1", "1x3,1x1,1x1", "1x4,1x1,1x1", "2x4,1x1,1x1", "3x1,1x1,1x1", "2x2,2x1,1x1",
+             "4x1,1x1,1x1"]
+
+
+@pytest.mark.parametrize("progressive", [False, True])
+@pytest.mark.parametrize("sample", SAMPLINGS)
+def test_uncommon_sampling_equals_opencv(server, sample, progressive):
+    data = cjpeg(RGB, sample, progressive=progressive)
+    if data is None:
+        pytest.skip("cjpeg missing (Debian package libjpeg-turbo-progs)")
+    sof = data.index(b"\xff\xc2" if progressive else b"\xff\xc0")
+    assert data[sof + 11] == int(sample[0]) << 4 | int(sample[2]), sample  # the factors are what we asked for
+    want = cv_decode_rgb(data)
+    got = decoded(server, data, {"color": "rgb"})
+    assert got.shape == want.shape and np.array_equal(got, want), (sample, int(np.abs(got.astype(int) - want).max()))
 
 
 @pytest.mark.parametrize("name", sorted(CORPUS))
@@ -205,6 +227,28 @@ def test_unsupported_jpeg_kinds_are_415(server, marker, precision, what):
     assert what in error_of(r)["message"]
 
 
+def test_many_scans_refused_before_decoding(server):
+    """A 50-megapixel progressive JPEG of 505 scans (144 KB): the scans are counted from the markers
+    and the file refused at once. Decoding it cost 11-12 CPU seconds before this check (2-core VM);
+    the bound below is generous."""
+    data = progressive_jpeg(7070, 7070, 505)
+    assert len(data) < 200_000 and data.count(b"\xff\xda") == 505
+    pid = server.proc.pid
+    c0 = cpu_seconds(pid)
+    r = post(server.url, data, {})
+    used = cpu_seconds(pid) - c0
+    assert r.status_code == 422, r.text
+    e = error_of(r)
+    assert e["code"] == "bad_image" and "505 scans" in e["message"] and "500" in e["message"], e
+    assert used < 0.5 * slowdown(), used
+
+
+def test_scans_under_the_limit_decode(server):
+    data = progressive_jpeg(61, 47, 40)
+    got = decoded(server, data)
+    assert np.array_equal(got, cv_decode_rgb(data)) and set(np.unique(got)) == {128}
+
+
 def test_animated_webp_is_415(server):
     vp8x = b"VP8X" + struct.pack("<I", 10) + bytes([0x02, 0, 0, 0]) + (7).to_bytes(3, "little") * 2
     anim = b"ANIM" + struct.pack("<I", 6) + b"\0" * 6
@@ -259,6 +303,88 @@ def test_output_format_choice(server):
     assert r.status_code == 200 and r.json()["output"]["bytes"] > 0
 
 
+def test_webp_output(server):
+    """format=webp without quality is lossless: the pixels of the PNG answer exactly (gray maps
+    expanded to RGB, alpha kept); with quality it is lossy within a PSNR bound."""
+    data = cv_jpeg(BGR)
+    for params in ({"filter": "gaussian", "size": 5, "color": "rgb"}, {}):  # RGB, and a gray edge map
+        ref = png_decode(post(server.url, data, params).content)
+        r = post(server.url, data, dict(params, format="webp"))
+        assert r.status_code == 200 and r.headers["Content-Type"] == "image/webp", r.text
+        assert r.content[:4] == b"RIFF" and r.content[8:12] == b"WEBP"
+        got = cv_decode_rgb(r.content)
+        want = ref if ref.ndim == 3 else np.dstack([ref] * 3)
+        assert got.shape == want.shape and np.array_equal(got, want), params
+        lossy = post(server.url, data, dict(params, format="webp", quality=80))
+        assert lossy.status_code == 200 and lossy.headers["Content-Type"] == "image/webp"
+        # quality 80 of a smooth image (and of a 0/255 map): PSNR >= 30 dB
+        assert psnr(cv_decode_rgb(lossy.content), want) >= 30.0, (params, psnr(cv_decode_rgb(lossy.content), want))
+    rgba = np.dstack([RGB, (np.arange(W)[None, :] * 4 % 256).repeat(H, 0).astype(np.uint8)])
+    png = png_bytes(rgba)
+    ident = dict(IDENTITY, color="rgb")
+    r = post(server.url, png, dict(ident, format="webp"), "image/png")
+    assert r.status_code == 200 and np.array_equal(cv_decode_rgb(r.content), rgba)
+    j = post(server.url, data, {"format": "webp", "output": "json"}).json()
+    assert j["output"]["format"] == "webp" and j["params"]["format"] == "webp" and "quality" not in j["params"]
+    j = post(server.url, data, {"format": "webp", "quality": 70, "output": "json"}).json()
+    assert (j["params"]["format"], j["params"]["quality"]) == ("webp", 70)
+
+
+def test_format_names_and_accept(server):
+    data = cv_jpeg(BGR)
+    for fmt, ctype in (("jpg", "image/jpeg"), ("jpeg", "image/jpeg"), ("png", "image/png"), ("webp", "image/webp")):
+        r = post(server.url, data, {"format": fmt})
+        assert r.status_code == 200 and r.headers["Content-Type"] == ctype, (fmt, r.text)
+    for accept, ctype in (("image/webp", "image/webp"), ("image/webp, image/png;q=0.9", "image/webp"),
+                          ("image/jpeg, image/webp;q=0.5", "image/jpeg"), ("image/webp, image/jpeg", "image/jpeg"),
+                          ("image/png, image/webp", "image/png"), ("image/jpeg;q=0.8, image/webp;q=0.9", "image/webp"),
+                          ("text/html,application/xhtml+xml,image/avif,image/webp,*/*;q=0.8", "image/webp")):
+        r = post(server.url, data, {}, headers={"Accept": accept})
+        assert r.status_code == 200 and r.headers["Content-Type"] == ctype, (accept, r.headers["Content-Type"])
+    r = post(server.url, data, {"quality": 60}, headers={"Accept": "image/webp"})
+    assert r.status_code == 200 and r.headers["Content-Type"] == "image/webp"
+    r = post(server.url, data, {"format": "gif"})
+    assert r.status_code == 400 and "png, jpeg (or jpg), webp" in error_of(r)["message"]
+
+
+def test_quality_without_a_lossy_format_is_400(server):
+    data = cv_jpeg(BGR)
+    for params, headers, words in (({"quality": 80}, None, ["format=jpeg or webp", "Accept", "PNG"]),
+                                   ({"quality": 80}, {"Accept": "*/*"}, ["format=jpeg or webp", "Accept"]),
+                                   ({"quality": 80, "format": "png"}, None, ["format=jpeg or webp", "not png"]),
+                                   ({"quality": 80, "format": "png"}, {"Accept": "image/jpeg"}, ["not png"])):
+        r = post(server.url, data, params, headers=headers)
+        assert r.status_code == 400, (params, headers, r.status_code)
+        e = error_of(r)
+        assert e["code"] == "invalid_parameter" and all(w in e["message"] for w in words), e
+
+
+def test_webp_side_limit(server):
+    wide = png_bytes(np.zeros((1, 16384), np.uint8))
+    r = post(server.url, wide, {"format": "webp"}, "image/png")
+    assert r.status_code == 400 and "16383" in error_of(r)["message"], r.text
+    assert post(server.url, wide, {"format": "png"}, "image/png").status_code == 200
+
+
+@pytest.mark.parametrize("params,named", [({"format": "jpeg"}, "format"), ({"quality": 50}, "quality"),
+                                          ({"png_level": 6}, "png_level"), ({"bit_depth": 8}, "bit_depth"),
+                                          ({"output": "png"}, "output=png"),
+                                          ({"format": "webp", "png_level": 1}, "png_level, format")])
+def test_compare_refuses_image_output_options(server, params, named):
+    r = requests.post(server.url + "/v1/compare", params=dict(params, variants="cpu_serial"), data=cv_jpeg(BGR),
+                      headers={"Content-Type": "image/jpeg"}, timeout=30)
+    assert r.status_code == 400, r.text
+    e = error_of(r)
+    assert e["code"] == "invalid_parameter" and e["message"].startswith(named + ":"), e
+    assert "/v1/compare" in e["message"]
+
+
+def test_compare_takes_output_json(server):
+    r = requests.post(server.url + "/v1/compare", params={"output": "json", "variants": "cpu_serial"},
+                      data=cv_jpeg(BGR), headers={"Content-Type": "image/jpeg"}, timeout=30)
+    assert r.status_code == 200 and r.json()["rows"], r.text
+
+
 def test_jpeg_in_multipart_and_json_params(server):
     files = {"image": ("x.png", cv_webp(BGR, 101), "image/png")}  # the name and part type are not trusted
     r = requests.post(server.url + "/v1/filter", files=files, data={"params": '{"format": "jpeg", "quality": 80}'},
@@ -289,8 +415,8 @@ def test_cli_jpeg_webp(tmp_path):
     assert p.returncode == 0 and (tmp_path / "o3").read_bytes()[:2] == b"\xff\xd8"
     p = run_cli(str(webp), str(tmp_path / "o.jpg"), "--format", "png")
     assert p.returncode == 2 and "--format is png" in p.stderr
-    p = run_cli(str(jpg), str(tmp_path / "o.webp"))
-    assert p.returncode == 2 and "PNG and JPEG" in p.stderr
+    p = run_cli(str(jpg), str(tmp_path / "o.gif"))
+    assert p.returncode == 2 and "PNG, JPEG and WebP" in p.stderr
     p = run_cli("--out-dir", str(tmp_path / "d"), "--format", "jpeg", str(jpg))
     assert p.returncode == 0 and (tmp_path / "d" / "in.jpg").read_bytes()[:2] == b"\xff\xd8"
     trunc = tmp_path / "t.jpg"
@@ -298,6 +424,27 @@ def test_cli_jpeg_webp(tmp_path):
     p = run_cli(str(trunc), str(tmp_path / "t.png"))
     assert p.returncode == 3 and "bad_image" in p.stderr and "JPEG" in p.stderr, p.stderr
     assert not (tmp_path / "t.png").exists()
+
+
+def test_cli_webp_output(tmp_path):
+    src = tmp_path / "in.png"
+    src.write_bytes(png_bytes(RGB))
+    ident = ["--filter", "custom", "--taps", "1", "--post", "clamp", "--color", "rgb"]
+    p = run_cli(str(src), str(tmp_path / "o.webp"), *ident)
+    out = (tmp_path / "o.webp").read_bytes()
+    assert p.returncode == 0 and out[8:12] == b"WEBP" and np.array_equal(cv_decode_rgb(out), RGB), p.stderr
+    p = run_cli(str(src), str(tmp_path / "o2.webp"), *ident, "--quality", "85")
+    assert p.returncode == 0 and psnr(cv_decode_rgb((tmp_path / "o2.webp").read_bytes()), RGB) >= 30.0
+    p = run_cli(str(src), str(tmp_path / "o3"), *ident, "--format", "webp")
+    assert p.returncode == 0 and (tmp_path / "o3").read_bytes()[8:12] == b"WEBP"
+    p = run_cli("--out-dir", str(tmp_path / "d"), "--format", "webp", str(src))
+    assert p.returncode == 0 and (tmp_path / "d" / "in.webp").read_bytes()[8:12] == b"WEBP", p.stderr
+    for args, words in (([str(tmp_path / "o.png"), "--quality", "80"], ["quality", "OUTPUT name"]),
+                        ([str(tmp_path / "o4.png"), "--format", "jpeg"], ["png file", "--format is jpeg"]),
+                        ([str(tmp_path / "o.webp"), "--format", "png"], ["webp file", "--format is png"])):
+        p = run_cli(str(src), *args)
+        assert p.returncode == 2 and all(w in p.stderr for w in words), (args, p.stderr)
+    assert not (tmp_path / "o4.png").exists()
 
 
 def test_bench_codec_rows(tmp_path):

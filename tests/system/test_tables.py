@@ -1,6 +1,7 @@
 """test_tables.py — the copies of edged's tables in other languages agree with what the server
 serves. The C code holds each table once (the filter bank and its knobs in api/filter.c, the
-variants in api/variant.h, the request stages in api/result.h); openapi.yaml, the web page
+variants in api/variant.h, the request stages in api/result.h, the output formats in
+api/params_field.c); openapi.yaml, the web page
 (server/http/web/app.js, index.html), the CLI usage and the Python tools write them out again. Each
 test here reads the table from a real `edged serve` (GET /v1/filters, /v1/variants, a JSON result,
 Server-Timing, /metrics) and compares every copy with it, strictly (same names, same order where
@@ -189,3 +190,52 @@ def test_python_and_page_copies_of_the_stages(result, metric_stages):
     # the page draws the parts of total (its own order: the order the request meets them)
     assert sorted(js_list(read("server", "http", "web", "app.js"), "STAGES") + ["total"]) == sorted(api)
     assert sorted(py_list(read("tests", "system", "test_web.py"), "STAGES") + ["total"]) == sorted(api)
+
+
+# ---------------------------------------------------------------- the output formats
+
+
+@pytest.fixture(scope="module")
+def formats(server):
+    """The `format` names of the C table (api/params_field.c), from the server's own refusal of an
+    unknown one: "(png, jpeg (or jpg), webp)" -> (["png", "jpeg", "webp"], ["jpg"])."""
+    png = png_bytes(random_image(8, 8, 1, seed=3))
+    r = requests.post(server.url + "/v1/filter", params={"format": "bmp"}, data=png,
+                      headers={"Content-Type": "image/png"}, timeout=30)
+    assert r.status_code == 400, r.text
+    listed = re.search(r"\(([a-z ,()]+)\)$", r.json()["error"]["message"]).group(1)
+    aliases = re.findall(r"\(or ([a-z]+)\)", listed)
+    names = re.findall(r"[a-z]+", re.sub(r"\(or [a-z]+\)", "", listed))
+    assert "png" in names and len(names) >= 3, listed
+    return names, aliases
+
+
+def test_openapi_format_enums(formats, openapi):
+    names, aliases = formats
+    s = openapi["components"]["schemas"]
+    enum = openapi["components"]["parameters"]["format"]["schema"]["enum"]
+    assert [v for v in enum if v not in aliases] == names and set(enum) - set(names) == set(aliases), enum
+    assert s["AppliedParams"]["properties"]["format"]["enum"] == names
+    assert s["FilterResult"]["properties"]["output"]["properties"]["format"]["enum"] == names
+    assert s["ImageInfo"]["properties"]["format"]["enum"] == names
+
+
+def test_page_and_cli_format_lists(formats):
+    """The page's selector offers each format by its name; `edged filter --help` names each, the
+    aliases in parentheses ("png, jpeg (or jpg) or webp: ...")."""
+    names, aliases = formats
+    html = read("server", "http", "web", "index.html")
+    select = re.search(r'<select id="format">(.*?)</select>', html, re.S).group(1)
+    assert re.findall(r'<option value="([a-z]+)"', select) == names
+    listed = cli_usage_options()["format"].split(":")[0]
+    assert re.findall(r"\(or ([a-z]+)\)", listed) == aliases, listed
+    assert [w for w in re.findall(r"[a-z]+", re.sub(r"\(or [a-z]+\)", "", listed)) if w != "or"] == names, listed
+
+
+def test_each_format_answers_its_name(server, formats):
+    png = png_bytes(random_image(8, 8, 3, seed=4))
+    for name in formats[0] + formats[1]:
+        r = requests.post(server.url + "/v1/filter", params={"format": name, "output": "json"}, data=png,
+                          headers={"Content-Type": "image/png"}, timeout=30)
+        assert r.status_code == 200, r.text
+        assert r.json()["output"]["format"] == (name if name in formats[0] else "jpeg"), name

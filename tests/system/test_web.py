@@ -678,3 +678,24 @@ def test_jpeg_input_and_jpeg_output(srv, browser, images, tmp_path):
     assert shown.shape == want.shape and np.abs(shown.astype(int) - want).max() <= 2
     assert d.execute_script("return document.getElementById('download').download").endswith("-box.jpg")
     assert page_errors(d) == []
+
+
+def test_webp_output_and_compare_without_output_options(srv, browser, images):
+    """WebP from the format selector: lossless by default (the page shows exactly the API's PNG
+    pixels), lossy with the box cleared (then the quality field shows). Compare sends none of the
+    output options, which /v1/compare refuses, even with the 1-bit box and WebP chosen."""
+    d = browser
+    open_page(d, srv)
+    upload(d, images["png"])
+    fill_form(d, {"filter": "edge", "format": "webp"})
+    assert visible(d, "lossless") and not visible(d, "quality")
+    set_checked(d, "bit_depth", True)
+    assert click_and_settle(d, "run") == ""
+    assert_same_pixels(shown_pixels(d), api_filter(srv, images["png"], {"filter": "edge", "variant": "auto"}).content)
+    assert d.execute_script("return document.getElementById('download').download").endswith("-edge.webp")
+    assert click_and_settle(d, "compare") == ""
+    set_checked(d, "lossless", False)
+    assert visible(d, "quality")
+    type_into(d, "quality", "75")
+    assert click_and_settle(d, "run") == ""
+    assert page_errors(d) == []

@@ -1,6 +1,11 @@
-/* test_image_io.c — JPEG header peek, EXIF orientation, sniff, JPEG/WebP decode and JPEG encode. */
+/* test_image_io.c — JPEG header peek and scan count, EXIF orientation, sniff, JPEG/WebP decode (JPEG at
+ * any sampling factors), JPEG and WebP encode. */
+#include <math.h>
+#include <stdio.h> /* before jpeglib.h */
 #include <stdlib.h>
 #include <string.h>
+#include <jpeglib.h>
+#include <webp/decode.h>
 #include <webp/encode.h>
 
 #include "check.h"
@@ -15,7 +20,8 @@ static size_t make_header(uint8_t *b, int m, int p, int w, int h, int nf, const 
     size_t n = 0;
 
     b[n++] = 0xFF, b[n++] = 0xD8;
-    memcpy(b + n, extra, extra_len);
+    if (extra_len) /* memcpy's source may not be NULL, even for 0 bytes */
+        memcpy(b + n, extra, extra_len);
     n += extra_len;
     b[n++] = 0xFF, b[n++] = (uint8_t)m;
     b[n++] = 0, b[n++] = (uint8_t)(8 + 3 * nf);
@@ -73,7 +79,15 @@ static void test_peek_kinds(void)
         CHECK(info.cs == cases[i].cs && info.sub == cases[i].sub, "case %zu: %s %s", i,
               jpegio_colorspace_name(info.cs), jpegio_subsamp_name(info.sub));
         CHECK(info.orientation == 1, "case %zu: orientation %d", i, info.orientation);
+        CHECK(info.scans == 1, "case %zu: %d scans (one SOS, no EOI)", i, info.scans);
     }
+    /* the sampling factors as the frame gives them, for POST /v1/info */
+    struct jpegio_info info;
+    size_t n = make_header(b, 0xC0, 8, 30, 20, 3, sodd, NULL, 0);
+    CHECK(jpegio_peek(b, n, &info, err) == 0 && strcmp(info.factors, "2x2,2x1,1x1") == 0, "factors '%s'",
+          info.factors);
+    n = make_header(b, 0xC0, 8, 30, 20, 1, g, NULL, 0);
+    CHECK(jpegio_peek(b, n, &info, err) == 0 && strcmp(info.factors, "1x1") == 0, "gray factors '%s'", info.factors);
 }
 
 static void test_peek_refusals(void)
@@ -236,8 +250,9 @@ static void test_jpeg_round_trip(void)
             memcpy(jpg + len, "\xFF\x12z", 3); /* bytes after the EOI, as some cameras write */
             CHECK(jpegio_complete(jpg, len + 3), "ch %d: trailing bytes after the EOI", ch);
         }
-        CHECK(jpegio_encode(&im, 0, &jpg, &len, err) == EDGED_E_PARAM || !jpg, "quality 0");
         free(jpg);
+        jpg = NULL;
+        CHECK(jpegio_encode(&im, 0, &jpg, &len, err) == EDGED_E_PARAM && !jpg, "quality 0");
         img_free(&im);
     }
 }
@@ -270,6 +285,186 @@ static void test_webp(void)
     }
     WebPFree(wp);
     img_free(&im);
+}
+
+/* im (3 channels) as a JPEG of quality 95 with luma sampling hv[0] and chroma hv[1] (h << 4 | v),
+ * progressive (libjpeg's default script) when prog; malloc'd into *out (libjpeg's jpeg_mem_dest). */
+static void libjpeg_encode(const struct img *im, const int hv[2], int prog, unsigned char **out, unsigned long *len)
+{
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr e;
+
+    c.err = jpeg_std_error(&e);
+    jpeg_create_compress(&c);
+    jpeg_mem_dest(&c, out, len);
+    c.image_width = (JDIMENSION)im->w;
+    c.image_height = (JDIMENSION)im->h;
+    c.input_components = 3;
+    c.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&c);
+    jpeg_set_quality(&c, 95, TRUE);
+    for (int i = 0; i < 3; i++) {
+        c.comp_info[i].h_samp_factor = hv[i > 0] >> 4;
+        c.comp_info[i].v_samp_factor = hv[i > 0] & 15;
+    }
+    if (prog)
+        jpeg_simple_progression(&c);
+    jpeg_start_compress(&c, TRUE);
+    while (c.next_scanline < c.image_height) {
+        JSAMPROW row = im->px + (size_t)c.next_scanline * im->stride;
+        jpeg_write_scanlines(&c, &row, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+}
+
+static double psnr(const struct img *a, const struct img *b)
+{
+    double se = 0.0;
+    size_t n = 0;
+
+    for (int y = 0; y < a->h; y++)
+        for (int x = 0; x < a->w * a->ch; x++, n++) {
+            double d = (double)a->px[(size_t)y * a->stride + x] - (double)b->px[(size_t)y * b->stride + x];
+            se += d * d;
+        }
+    return se == 0.0 ? 99.0 : 10.0 * log10(255.0 * 255.0 * (double)n / se);
+}
+
+/* Sampling factors TurboJPEG's header call has no name for (4:1:0, 1x3, 1x4, 2x4, 3x1, chroma
+ * above 1x1) decode, baseline and progressive, to the size and channels the peek announced and
+ * close to the source; the peek counts the scans (1 baseline; libjpeg's script: 10). */
+static void test_jpeg_samplings(void)
+{
+    static const int hv[][2] = {{0x42, 0x11}, {0x13, 0x11}, {0x14, 0x11}, {0x24, 0x11}, {0x31, 0x11},
+                                {0x22, 0x21}, {0x41, 0x11}, {0x22, 0x11}};
+    char err[EDGED_ERR_LEN];
+    struct img im = {0};
+
+    CHECK(img_alloc(&im, 61, 47, 3, err) == 0, "alloc");
+    fill(&im, 9);
+    for (size_t i = 0; i < sizeof(hv) / sizeof(hv[0]); i++)
+        for (int prog = 0; prog <= 1; prog++) {
+            unsigned char *jpg = NULL;
+            unsigned long len = 0;
+            struct imageio_head head;
+            struct img out = {0};
+            libjpeg_encode(&im, hv[i], prog, &jpg, &len);
+            CHECK(imageio_peek(jpg, len, NULL, &head, err) == 0 && head.ch == 3 && head.w == 61 && head.h == 47,
+                  "%dx%d/%dx%d prog %d: peek %s", hv[i][0] >> 4, hv[i][0] & 15, hv[i][1] >> 4, hv[i][1] & 15, prog,
+                  err);
+            CHECK(head.jpeg.scans == (prog ? 10 : 1), "%02x prog %d: %d scans", hv[i][0], prog, head.jpeg.scans);
+            CHECK(imageio_decode(jpg, len, NULL, &head, 1, &out, err) == 0 && out.w == 61 && out.h == 47 &&
+                      out.ch == 3,
+                  "%02x/%02x prog %d: decode %s", hv[i][0], hv[i][1], prog, err);
+            CHECK(out.px && psnr(&im, &out) >= 30.0, "%02x/%02x prog %d: PSNR %.1f dB", hv[i][0], hv[i][1], prog,
+                  out.px ? psnr(&im, &out) : 0.0);
+            img_free(&out);
+            free(jpg);
+        }
+    img_free(&im);
+}
+
+/* The scan limit is judged from the peek's count, before any decode. */
+static void test_scan_limit(void)
+{
+    struct jpegio_info info = {.scans = JPEGIO_MAX_SCANS};
+    char err[EDGED_ERR_LEN] = "";
+
+    CHECK(jpegio_check_scans(&info, err) == 0, "%d scans: %s", info.scans, err);
+    info.scans = JPEGIO_MAX_SCANS + 1;
+    CHECK(jpegio_check_scans(&info, err) == EDGED_E_BAD_IMAGE && strstr(err, "501") && strstr(err, "500"),
+          "%d scans: %s", info.scans, err);
+}
+
+/* im through webpio_encode and back through libwebp's own decoder, as RGBA: lossless gives every
+ * sample (gray expanded to RGB; the colour under alpha 0 kept too), lossy at quality 90 a PSNR of
+ * at least 35 dB on this smooth image and alpha exact. */
+static void webp_round_trip(const struct img *im, int lossless)
+{
+    char err[EDGED_ERR_LEN];
+    uint8_t *wp = NULL, *back = NULL;
+    size_t len = 0;
+    int w = 0, h = 0, alpha = im->ch == 2 || im->ch == 4;
+    struct img want = {0}, got = {0};
+
+    CHECK(webpio_encode(im, lossless, 90, &wp, &len, err) == 0 && len > 12, "encode ch %d lossless %d: %s", im->ch,
+          lossless, err);
+    back = wp ? WebPDecodeRGBA(wp, len, &w, &h) : NULL;
+    CHECK(back && w == im->w && h == im->h, "libwebp decode ch %d", im->ch);
+    if (back && img_alloc(&want, im->w, im->h, 4, err) == 0) {
+        for (int y = 0; y < im->h; y++)
+            for (int x = 0; x < im->w; x++) {
+                const uint8_t *s = im->px + (size_t)y * im->stride + (size_t)x * im->ch;
+                uint8_t *d = want.px + (size_t)y * want.stride + 4 * (size_t)x;
+                d[0] = s[0], d[1] = s[im->ch >= 3], d[2] = s[im->ch >= 3 ? 2 : 0], d[3] = alpha ? s[im->ch - 1] : 255;
+            }
+        got = (struct img){im->w, im->h, 4, 4 * (size_t)im->w, back, 0};
+        if (lossless)
+            CHECK(img_same(&want, &got), "ch %d: lossless round trip differs (max %d)", im->ch, img_max_diff(&want, &got));
+        else
+            CHECK(psnr(&want, &got) >= 35.0, "ch %d: lossy PSNR %.1f dB", im->ch, psnr(&want, &got));
+        for (size_t i = 3; alpha && !lossless && i < want.stride * (size_t)want.h; i += 4)
+            if (want.px[i] != back[i]) {
+                CHECK(0, "ch %d: lossy alpha differs at %zu", im->ch, i / 4);
+                break;
+            }
+    }
+    img_free(&want);
+    WebPFree(back);
+    free(wp);
+}
+
+static void test_webp_encode(void)
+{
+    char err[EDGED_ERR_LEN];
+    struct img im = {0}, packed = {0};
+    uint8_t *out = NULL;
+    size_t len = 0;
+
+    for (int ch = 1; ch <= 4; ch++)
+        for (int lossless = 0; lossless <= 1; lossless++) {
+            CHECK(img_alloc(&im, 37, 29, ch, err) == 0, "alloc");
+            fill(&im, (unsigned)ch);
+            if (ch == 4) /* transparent pixels of several colours: lossless keeps their colour */
+                for (int x = 0; x < im.w; x++)
+                    im.px[4 * (size_t)x + 3] = 0;
+            webp_round_trip(&im, lossless);
+            img_free(&im);
+        }
+    /* a packed 1-bit map is written as 0/255 */
+    CHECK(img_alloc(&im, 20, 3, 1, err) == 0, "alloc");
+    packed = (struct img){20, 3, 1, 3, calloc(9, 1), 1};
+    for (int y = 0; packed.px && y < 3; y++)
+        for (int x = 0; x < 20; x++)
+            if ((x + y) % 3 == 0) {
+                packed.px[(size_t)y * 3 + (x >> 3)] |= (uint8_t)(0x80 >> (x & 7));
+                im.px[(size_t)y * im.stride + x] = 255;
+            }
+    if (packed.px) {
+        uint8_t *a = NULL, *b = NULL;
+        size_t alen = 0, blen = 0;
+        CHECK(webpio_encode(&packed, 1, 90, &a, &alen, err) == 0 && webpio_encode(&im, 1, 90, &b, &blen, err) == 0 &&
+                  alen == blen && memcmp(a, b, alen) == 0,
+              "packed map and its 0/255 twin encode alike: %s", err);
+        free(a);
+        free(b);
+    }
+    free(packed.px);
+    img_free(&im);
+    /* refusals: a side past WebP's, a quality out of range (lossy only) */
+    im = (struct img){WEBPIO_MAX_SIDE + 1, 1, 1, WEBPIO_MAX_SIDE + 1, NULL, 0};
+    uint8_t one = 0;
+    im.px = &one;
+    CHECK(webpio_encode(&im, 1, 90, &out, &len, err) == EDGED_E_PARAM && !out && strstr(err, "16383"), "side: %s",
+          err);
+    CHECK(imageio_check_output(IMAGEIO_OUT_WEBP, WEBPIO_MAX_SIDE + 1, 1, err) == EDGED_E_PARAM &&
+              imageio_check_output(IMAGEIO_OUT_WEBP, WEBPIO_MAX_SIDE, 1, err) == 0 &&
+              imageio_check_output(IMAGEIO_OUT_PNG, 65535, 1, err) == 0,
+          "check_output: %s", err);
+    im = (struct img){1, 1, 1, 1, &one, 0};
+    CHECK(webpio_encode(&im, 0, 0, &out, &len, err) == EDGED_E_PARAM && !out, "quality 0: %s", err);
+    CHECK(webpio_encode(&im, 0, 101, &out, &len, err) == EDGED_E_PARAM && !out, "quality 101: %s", err);
 }
 
 static void test_sniff_and_orient(void)
@@ -313,6 +508,9 @@ int main(void)
     test_orientation();
     test_jpeg_round_trip();
     test_webp();
+    test_jpeg_samplings();
+    test_scan_limit();
+    test_webp_encode();
     test_sniff_and_orient();
     return check_summary();
 }

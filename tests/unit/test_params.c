@@ -204,6 +204,48 @@ static void test_compare_mode(void)
     CHECK(params_set_text(&p, "variant", "cpu", err) == EDGED_E_PARAM, "compare took `variant`");
     CHECK(params_set_text(&p, "variants", "cpu,auto", err) == EDGED_E_PARAM, "compare took auto");
     CHECK(params_set_json(&p, "{\"variants\":[]}", 15, err) == EDGED_E_PARAM, "empty variants accepted");
+    /* compare encodes no image: the image output options are refused, named; output=json is not */
+    static const char *const refused[][3] = {{"format", "jpeg", "format"},   {"quality", "80", "quality"},
+                                             {"png_level", "6", "png_level"}, {"bit_depth", "8", "bit_depth"},
+                                             {"output", "png", "output=png"}};
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        params_init(&p, PARAMS_COMPARE);
+        CHECK(params_set_text(&p, refused[i][0], refused[i][1], err) == 0, "%s: %s", refused[i][0], err);
+        CHECK(params_validate(&p, err) == EDGED_E_PARAM && strncmp(err, refused[i][2], strlen(refused[i][2])) == 0 &&
+                  strstr(err, "/v1/compare"),
+              "compare %s=%s: %s", refused[i][0], refused[i][1], err);
+    }
+    params_init(&p, PARAMS_COMPARE);
+    CHECK(params_set_text(&p, "output", "json", err) == 0 && params_validate(&p, err) == 0, "output=json: %s", err);
+}
+
+/* format: png, jpeg (jpg), webp; quality only for a lossy output, `format` given or resolved. */
+static void test_format(void)
+{
+    static const char *const names[][2] = {{"png", "png"}, {"jpeg", "jpeg"}, {"jpg", "jpeg"}, {"webp", "webp"}};
+    struct params p;
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        params_init(&p, PARAMS_FILTER);
+        CHECK(params_set_text(&p, "format", names[i][0], err) == 0 && params_validate(&p, err) == 0 &&
+                  strcmp(params_format_name(p.format), names[i][1]) == 0,
+              "format %s: %s", names[i][0], err);
+    }
+    rejects_text("format", "gif", "png, jpeg (or jpg), webp");
+    rejects("{\"format\":\"png\",\"quality\":80}", "format=jpeg or webp");
+    CHECK(json("{\"format\":\"webp\",\"quality\":80}", &p) == 0 && p.format == PARAMS_FORMAT_WEBP, "%s", err);
+    CHECK(json("{\"quality\":80}", &p) == 0, "quality alone waits for the resolved format: %s", err);
+    CHECK(params_output_format(&p, PARAMS_FORMAT_JPEG, "by", err) == PARAMS_FORMAT_JPEG &&
+              params_output_format(&p, PARAMS_FORMAT_WEBP, "by", err) == PARAMS_FORMAT_WEBP,
+          "quality with a lossy resolved format: %s", err);
+    CHECK(params_output_format(&p, PARAMS_FORMAT_PNG, "the Accept header said so", err) == EDGED_E_PARAM &&
+              strstr(err, "the Accept header said so") && strstr(err, "quality"),
+          "quality with a PNG resolved format: %s", err);
+    CHECK(json("{}", &p) == 0 && params_output_format(&p, PARAMS_FORMAT_PNG, "by", err) == PARAMS_FORMAT_PNG,
+          "no quality, PNG: %s", err);
+    CHECK(json("{\"format\":\"jpeg\"}", &p) == 0 &&
+              params_output_format(&p, PARAMS_FORMAT_PNG, "by", err) == PARAMS_FORMAT_JPEG,
+          "format wins over the resolved choice: %s", err);
 }
 
 /* The knob table (filter_takes) is what the parser enforces: each filter-specific knob, given a
@@ -346,6 +388,7 @@ int main(void)
     test_bad_json();
     test_text_rejections();
     test_compare_mode();
+    test_format();
     test_knob_table();
     test_strict_numbers();
     test_nul_and_utf8();

@@ -320,7 +320,8 @@ static void suite_valid(const char *dir, const char *name, const uint8_t *data, 
 {
     struct img im;
     char err[EDGED_ERR_LEN] = "";
-    int rc = pngio_decode(data, len, NULL, &im, err), w = 0, h = 0, ch = 0;
+    struct pngio_info pi;
+    int rc = pngio_decode(data, len, NULL, &im, err);
 
     CHECK(rc == 0, "%s: decode returned %d: %s", name, rc, err);
     if (rc)
@@ -328,8 +329,9 @@ static void suite_valid(const char *dir, const char *name, const uint8_t *data, 
     (*nvalid)++;
     CHECK(im.ch == suite_channels(name), "%s: %d channels, name says %d", name, im.ch, suite_channels(name));
     CHECK(compare_with_ref(name, data, len, &im) == 0, "%s: pixels differ from the reference mapping", name);
-    CHECK(pngio_peek(data, len, &w, &h, &ch, err) == 0 && w == im.w && h == im.h && ch == im.ch,
-          "%s: peek %dx%dx%d vs decode %dx%dx%d", name, w, h, ch, im.w, im.h, im.ch);
+    CHECK(pngio_peek(data, len, &pi, err) == 0 && pi.w == im.w && pi.h == im.h && pi.ch == im.ch,
+          "%s: peek %dx%dx%d vs decode %dx%dx%d", name, pi.w, pi.h, pi.ch, im.w, im.h, im.ch);
+    CHECK(pi.interlaced == (name[3] == 'i'), "%s: peek says interlaced %d", name, pi.interlaced);
     if (name[3] == 'i') {
         char path[4096];
         uint8_t *twin;
@@ -533,7 +535,8 @@ static void test_too_large(void)
     struct img im;
     char err[EDGED_ERR_LEN] = "";
     long rss0 = peak_rss_kb(), grew;
-    int w, h, ch, rc = pngio_decode(b.p, b.len, NULL, &im, err);
+    struct pngio_info pi;
+    int rc = pngio_decode(b.p, b.len, NULL, &im, err);
 
     grew = peak_rss_kb() - rss0;
     printf("20000x20000 flat PNG: %zu bytes -> %s: %s (peak RSS +%ld KB)\n", b.len, edged_err_name(rc), err,
@@ -542,7 +545,7 @@ static void test_too_large(void)
     CHECK(strstr(err, "400000000") && strstr(err, "50000000"), "message should name value and limit: %s",
           err);
     CHECK(grew < RSS_BUDGET_KB, "peak RSS grew by %ld KB", grew);
-    CHECK(pngio_peek(b.p, b.len, &w, &h, &ch, err) == 0 && w == 20000 && h == 20000 && ch == 1, "peek %s",
+    CHECK(pngio_peek(b.p, b.len, &pi, err) == 0 && pi.w == 20000 && pi.h == 20000 && pi.ch == 1, "peek %s",
           err);
     free(b.p);
 
@@ -673,11 +676,12 @@ static void expect_rc(const char *what, const uint8_t *data, size_t len, int wan
 {
     struct img im;
     char err[EDGED_ERR_LEN] = "";
-    int w, h, ch, rc = pngio_decode(data, len, NULL, &im, err);
+    struct pngio_info pi;
+    int rc = pngio_decode(data, len, NULL, &im, err);
 
     CHECK(rc == want && im.px == NULL && err[0], "%s: got %d (%s), want %d", what, rc, err, want);
     if (want == EDGED_E_NOT_PNG)
-        CHECK(pngio_peek(data, len, &w, &h, &ch, err) == EDGED_E_NOT_PNG, "%s: peek", what);
+        CHECK(pngio_peek(data, len, &pi, err) == EDGED_E_NOT_PNG, "%s: peek", what);
     printf("  %s -> %s: %s\n", what, edged_err_name(rc), err);
     img_free(&im);
 }
@@ -885,13 +889,14 @@ static void roundtrip_one(int w, int h, int ch, int level, size_t pad)
     size_t len = 0, len2 = 0;
     char err[EDGED_ERR_LEN] = "";
     int rc = pngio_encode(&src, level, 8, &png, &len, err);
-    int pw, ph, pch;
+    struct pngio_info pi;
 
     CHECK(rc == 0 && png && len > 33, "encode %dx%dx%d level %d: %s", w, h, ch, level, err);
     rc = pngio_decode(png, len, NULL, &back, err);
     CHECK(rc == 0 && img_equal(&src, &back), "round trip %dx%dx%d level %d pad %zu: %s", w, h, ch, level, pad,
           err);
-    CHECK(pngio_peek(png, len, &pw, &ph, &pch, err) == 0 && pw == w && ph == h && pch == ch && png[24] == 8,
+    CHECK(pngio_peek(png, len, &pi, err) == 0 && pi.w == w && pi.h == h && pi.ch == ch && pi.depth == 8 &&
+              !pi.interlaced && !pi.animated,
           "peek of encoded %dx%dx%d", w, h, ch);
     CHECK(pngio_encode(&src, level, 8, &png2, &len2, err) == 0 && len2 == len && memcmp(png, png2, len) == 0,
           "encode %dx%dx%d level %d not deterministic", w, h, ch, level);

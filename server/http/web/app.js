@@ -200,6 +200,13 @@
     $('post').options[0].textContent = f.post ? 'auto (' + f.post + ')' : 'auto';
   }
 
+  // Quality is for JPEG and lossy WebP; WebP is lossless unless its box is cleared.
+  function formatChanged() {
+    const f = $('format').value;
+    $('lossless-field').hidden = f !== 'webp';
+    $('quality-field').hidden = !(f === 'jpeg' || (f === 'webp' && !$('lossless').checked));
+  }
+
   function variantChanged() {
     const v = currentVariant();
     if (!v) return;
@@ -258,16 +265,17 @@
     if (knobs.has('taps')) set('taps', parseTaps($('taps').value));
     if (knobs.has('normalize') && $('normalize').checked) p.normalize = true;
     if (knobs.has('post') && $('post').value !== 'auto') p.post = $('post').value;
-    if (knobs.has('bit_depth') && $('bit_depth').checked) p.bit_depth = 1;
+    if (!forCompare && knobs.has('bit_depth') && $('bit_depth').checked) p.bit_depth = 1;
     if (knobs.has('low')) p.low = Number($('low').value);
     if (knobs.has('high')) p.high = Number($('high').value);
     if (knobs.has('aperture')) p.aperture = Number($('aperture').value);
     if (knobs.has('l2gradient') && $('l2gradient').checked) p.l2gradient = true;
     p.border = $('border').value;
     p.color = $('color').value;
-    if (!forCompare && $('format').value === 'jpeg') {
-      p.format = 'jpeg';
-      p.quality = numberField('quality');
+    // compare encodes no image: it takes no output options (the API refuses them)
+    if (!forCompare && $('format').value !== 'png') {
+      p.format = $('format').value;
+      if (p.format === 'jpeg' || !$('lossless').checked) p.quality = numberField('quality');
     }
     if (!forCompare) {
       const v = currentVariant();
@@ -430,7 +438,7 @@
   }
 
   const resultName = (params) => (state.file.name || 'image').replace(/\.(png|jpe?g|webp)$/i, '') + '-' +
-    params.filter + (params.format === 'jpeg' ? '.jpg' : '.png');
+    params.filter + ({ jpeg: '.jpg', webp: '.webp' }[params.format] || '.png');
 
   /* ---- before / after ------------------------------------------------------------------------ */
 
@@ -632,7 +640,8 @@
       $('high-value').textContent = high.value;
     }));
     $('variant').addEventListener('change', variantChanged);
-    $('format').addEventListener('change', () => { $('quality-field').hidden = $('format').value !== 'jpeg'; });
+    $('format').addEventListener('change', formatChanged);
+    $('lossless').addEventListener('change', formatChanged);
     $('controls').addEventListener('submit', (e) => {
       e.preventDefault();
       if (!$('run').disabled) busy('Filtering…', runFilter);

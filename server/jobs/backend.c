@@ -119,7 +119,7 @@ int backend_run_cpu(const struct backend *b, struct job *job, int threads, struc
     if (job->plan.filter == FILTER_CANNY) { /* canny takes its share once, for the whole job */
         int nt = share ? cpu_share_threads(share) : threads;
         job->threads = serial ? 1 : cpu_threads(nt, job->in.h);
-        rc = canny_plan_run(&job->in, &job->plan, serial, nt, &job->out, job->err);
+        rc = canny_plan_run_cancel(&job->in, &job->plan, serial, nt, &job->out, &job->cancel, job->err);
     } else if (serial) {
         job->threads = 1;
         rc = cpu_serial_run_cancel(&job->in, &job->plan, &job->out, &job->cancel, job->err);

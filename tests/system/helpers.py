@@ -223,6 +223,13 @@ def proc_status(pid, key):
     return 0
 
 
+def proc_cpu_seconds(pid):
+    """User + system CPU seconds the process has used (/proc/PID/stat), all its threads."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def fd_count(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 

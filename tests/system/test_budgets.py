@@ -1,9 +1,10 @@
 """test_budgets.py — docs/reliability.md "Budgets": a CPU job over --max-job-cpu-s is refused
 (422 job_too_costly) before it is queued, a running job is cancelled at --job-timeout-s (504) or
-when its client leaves (499, counted), drain keeps its timeout with a long job running, the memory
-budget refuses with 503 memory_budget and Retry-After and is back to 0 afterwards, /healthz and
-/readyz answer under 256 idle connections, a connection past a cap gets JSON instead of a reset,
-stalled uploads do not starve other clients, and /readyz turns 503 while work is refused and back."""
+when its client leaves (499, counted) and stops using CPU (Canny too), drain keeps its timeout with
+a long job running, the memory budget refuses with 503 memory_budget and Retry-After and is back to
+0 afterwards, /healthz and /readyz answer under 256 idle connections, a connection past a cap gets
+JSON instead of a reset, stalled uploads do not starve other clients, and /readyz turns 503 while
+work is refused and back."""
 import concurrent.futures as cf
 import signal
 import socket
@@ -13,10 +14,13 @@ import pytest
 import requests
 
 from conftest import png_bytes, random_image
-from helpers import connect, error_of, json_error, metrics, post_head, read_response, slowdown, total
+from helpers import (connect, error_of, json_error, metrics, post_head, proc_cpu_seconds, read_response,
+                     slowdown, solid_png, total)
 
 K = slowdown()
 BIG = '{"filter":"gaussian","size":63,"color":"gray","variant":"cpu_serial"}'
+# on a large black image: seconds of CPU, nearly all in the 63x63 pre-blur, which runs direct
+CANNY = '{"filter":"canny","size":63,"variant":"cpu"}'
 
 
 def upload(url, png, params, timeout=60, path="/v1/filter"):
@@ -32,6 +36,22 @@ def png2000():
 @pytest.fixture(scope="module")
 def png1000():
     return png_bytes(random_image(1000, 1000, 1, seed=6))
+
+
+@pytest.fixture(scope="module")
+def black4000():
+    return solid_png(4000, 4000)
+
+
+def budget_bytes(url):
+    return total(metrics(url), "edged_memory_budget_bytes")
+
+
+def wait_budget(url, below, timeout):
+    until = time.time() + timeout
+    while budget_bytes(url) > below and time.time() < until:
+        time.sleep(0.05)
+    return budget_bytes(url)
 
 
 def wait_metric(url, name, want, timeout=10.0, **labels):
@@ -54,6 +74,30 @@ def test_costly_cpu_job_refused_before_queueing(server, png2000):
     assert r.status_code == 422 and error_of(r)["code"] == "job_too_costly", r.text
     r = upload(server.url, png2000, '{"filter":"gaussian","size":63,"color":"gray","variant":"cpu"}')
     assert r.status_code == 200, r.text
+
+
+def test_cancelled_canny_stops_using_cpu(make_server, black4000):
+    """A Canny job cancelled at --job-timeout-s (504), or by its client leaving, stops: the server
+    uses next to no CPU afterwards (the job has seconds left), and its reservation is given back
+    once the job has stopped and freed its memory."""
+    s = make_server("--job-timeout-s", "1", "--max-job-cpu-s", "86400", "--cpu-workers", "1")
+    r = upload(s.url, black4000, CANNY)
+    assert r.status_code == 504 and "cancelled" in error_of(r)["message"], r.text
+    time.sleep(0.3 * K)
+    c0 = proc_cpu_seconds(s.proc.pid)
+    time.sleep(2)
+    assert proc_cpu_seconds(s.proc.pid) - c0 < 0.3 * K, "the job went on after its 504"
+    assert wait_budget(s.url, 0, 5 * K) == 0
+    c = connect(s.port)
+    c.sendall(post_head("/v1/filter?filter=canny&size=63&variant=cpu", "image/png", len(black4000)) + black4000)
+    time.sleep(0.5)  # the job runs (about 3 CPU seconds on the 2-core VM)
+    c.close()
+    assert wait_metric(s.url, "edged_rejections_total", 1, 5 * K, reason="client_closed") == 1
+    time.sleep(0.3 * K)
+    c0 = proc_cpu_seconds(s.proc.pid)
+    time.sleep(2)
+    assert proc_cpu_seconds(s.proc.pid) - c0 < 0.3 * K, "the job went on after its client left"
+    assert wait_budget(s.url, 0, 5 * K) == 0
 
 
 def test_running_job_cancelled_at_its_limit(make_server, png1000, png2000):
@@ -86,10 +130,13 @@ def test_client_gone_cancels_and_counts(make_server, png1000, png2000):
     assert gone and gone[0].get("error") == "client_closed", s.log_text()[-3000:]
 
 
-def test_drain_keeps_its_timeout_with_a_long_job(make_server, png2000):
+@pytest.mark.parametrize("job", ["gaussian_serial", "canny"])
+def test_drain_keeps_its_timeout_with_a_long_job(make_server, request, job):
+    png, params = (request.getfixturevalue("png2000"), BIG) if job != "canny" else \
+        (request.getfixturevalue("black4000"), CANNY)
     s = make_server("--max-job-cpu-s", "86400", "--drain-timeout-s", "1")
     with cf.ThreadPoolExecutor(1) as ex:
-        fut = ex.submit(upload, s.url, png2000, BIG)
+        fut = ex.submit(upload, s.url, png, params)
         time.sleep(1.0)
         t0 = time.time()
         s.signal(signal.SIGTERM)

@@ -263,7 +263,7 @@ struct cpu_conv_job {
 };
 
 /* Whether the two-pass path computes this kernel within the promised tolerance, and pays. */
-static int cpu_use_separable(const struct kernel2d *k)
+int cpu_conv_separable(const struct kernel2d *k)
 {
     double sum = 0.0, res = 0.0;
 
@@ -383,7 +383,7 @@ static int cpu_conv_run(const float *in, float *out, int w, int h, size_t pitch,
     size_t bytes;
     int rc;
 
-    j.sep = cpu_use_separable(k);
+    j.sep = cpu_conv_separable(k);
     j.mac = cpu_pick_mac();
     if (cpu_scratch_size(&j, nt, &bytes) < 0)
         return edged_fail(err, EDGED_E_IMAGE_TOO_LARGE, "scratch for a %d-wide image overflows", w);

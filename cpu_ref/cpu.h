@@ -20,6 +20,9 @@ int cpu_conv(const float *in, float *out, int w, int h, size_t pitch, const stru
  * EDGED_E_CANCELLED (out incomplete). */
 int cpu_conv_cancel(const float *in, float *out, int w, int h, size_t pitch, const struct kernel2d *k, enum border b,
                     int threads, const atomic_int *cancel, char *err);
+/* 1 when cpu_conv runs k as two passes (a row pass, then a column pass: rows + cols multiply-adds a
+ * pixel), 0 when it runs it direct (rows x cols). */
+int cpu_conv_separable(const struct kernel2d *k);
 
 /* The cancel flag of a job, read relaxed: it only has to be seen within a row or a chunk. 0 when
  * cancel is NULL. */

@@ -1,10 +1,10 @@
 """test_budgets.py — docs/reliability.md "Budgets": a CPU job over --max-job-cpu-s is refused
-(422 job_too_costly) before it is queued, a running job is cancelled at --job-timeout-s (504) or
-when its client leaves (499, counted) and stops using CPU (Canny too), drain keeps its timeout with
-a long job running, the memory budget refuses with 503 memory_budget and Retry-After and is back to
-0 afterwards, /healthz and /readyz answer under 256 idle connections, a connection past a cap gets
-JSON instead of a reset, stalled uploads do not starve other clients, and /readyz turns 503 while
-work is refused and back."""
+(422 job_too_costly) before it is queued, Canny priced as it runs, a running job is cancelled at
+--job-timeout-s (504) or when its client leaves (499, counted) and stops using CPU (Canny too),
+drain keeps its timeout with a long job running, the memory budget refuses with 503 memory_budget
+and Retry-After and is back to 0 afterwards, /healthz and /readyz answer under 256 idle
+connections, a connection past a cap gets JSON instead of a reset, stalled uploads do not starve
+other clients, and /readyz turns 503 while work is refused and back."""
 import concurrent.futures as cf
 import signal
 import socket
@@ -73,6 +73,19 @@ def test_costly_cpu_job_refused_before_queueing(server, png2000):
     r = upload(server.url, png2000, '{"filter":"gaussian","size":63,"color":"gray"}', path="/v1/compare")
     assert r.status_code == 422 and error_of(r)["code"] == "job_too_costly", r.text
     r = upload(server.url, png2000, '{"filter":"gaussian","size":63,"color":"gray","variant":"cpu"}')
+    assert r.status_code == 200, r.text
+
+
+def test_canny_priced_as_it_runs(server):
+    """Canny's 63x63 pre-blur runs direct, 3969 taps a pixel: on 7000x7000 that is over the
+    default 10 CPU seconds, for cpu and cpu_serial alike, so neither is offered as cheaper."""
+    png = solid_png(7000, 7000)
+    for variant in ("cpu", "cpu_serial"):
+        r = upload(server.url, png, '{"filter":"canny","size":63,"variant":"%s"}' % variant)
+        e = error_of(r)
+        assert r.status_code == 422 and e["code"] == "job_too_costly", r.text
+        assert "variant=cpu" not in e["message"], e
+    r = upload(server.url, png, '{"filter":"canny","variant":"cpu"}')  # no blur: estimated at 1.5 s
     assert r.status_code == 200, r.text
 
 

@@ -92,6 +92,9 @@ int http_req_query(struct http_req *r, int (*cb)(void *cls, const char *key, con
 struct result_times *http_req_times(struct http_req *r);
 /* Access-log fields: filter and variant names (static strings) and the image size. */
 void http_req_note(struct http_req *r, const char *filter, const char *variant, int w, int h);
+/* n bytes of the memory budget (http_config.budget), taken by the handler, that the request gives
+ * back when it completes: after its answer is sent, or its connection is gone. */
+void http_req_keep_budget(struct http_req *r, size_t n);
 /* 1 when the Accept header ranks media type `type` strictly above `other` (the q of the most
  * specific matching entry each); 0 without an Accept header. */
 int http_req_prefers(struct http_req *r, const char *type, const char *other);

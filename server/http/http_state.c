@@ -62,6 +62,8 @@ int http_req_query(struct http_req *r, int (*cb)(void *cls, const char *key, con
 
 struct result_times *http_req_times(struct http_req *r) { return &r->t; }
 
+void http_req_keep_budget(struct http_req *r, size_t n) { r->reserved += n; }
+
 void http_req_note(struct http_req *r, const char *filter, const char *variant, int w, int h)
 {
     r->filter = filter;

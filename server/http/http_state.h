@@ -60,7 +60,8 @@ struct http_req {
     int pending;                /* an error decided on the first callback, answered on the last */
     int raw;                    /* answered by http_guard_raw_error */
     int close;                  /* this answer carries Connection: close */
-    size_t reserved;            /* memory budget held for the body buffer */
+    size_t reserved;            /* memory budget given back at completion: the body buffer, and what
+                                 * the handler kept (http_req_keep_budget) */
     int preflight;              /* a CORS preflight (OPTIONS), answered on the last callback */
     size_t drained;             /* body bytes read and dropped for a pending answer */
     const char *pending_xh, *pending_xv;

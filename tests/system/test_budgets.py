@@ -161,11 +161,15 @@ def test_drain_keeps_its_timeout_with_a_long_job(make_server, request, job):
 
 
 def test_memory_budget_refuses_with_retry_after_and_is_given_back(make_server, png1000):
-    # 1000x1000 gray reserves about 21 MB: three fit in 64 MiB, the fourth waits briefly, then 503
-    s = make_server("--max-memory-mb", "64", "--max-job-cpu-s", "86400", "--cpu-workers", "1")
+    # 1500x1500 gray: admitted with its image (4.4 MB), once the largest stage fits, the serial
+    # job's 21.5 MB working set taken while it runs (service_image_bytes), its body 2.2 MiB as it
+    # arrives: with 64 MiB two are admitted while a 2-second job runs, the others wait 0.5 s, 503
+    s = make_server("--max-memory-mb", "64", "--max-job-cpu-s", "86400", "--cpu-workers", "1", "--job-timeout-s", "600",
+                    "--queue-deadline-ms", "600000")  # a sanitized build runs the jobs several times slower
     slow = '{"filter":"gaussian","size":31,"color":"gray","variant":"cpu_serial"}'
+    png1500 = png_bytes(random_image(1500, 1500, 1, seed=8))
     with cf.ThreadPoolExecutor(6) as ex:
-        futs = [ex.submit(upload, s.url, png1000, slow) for _ in range(6)]
+        futs = [ex.submit(upload, s.url, png1500, slow) for _ in range(6)]
         codes = [f.result() for f in futs]
     refused = [r for r in codes if r.status_code == 503]
     assert refused and all(r.status_code in (200, 503) for r in codes), [r.status_code for r in codes]
@@ -181,7 +185,7 @@ def test_memory_budget_refuses_with_retry_after_and_is_given_back(make_server, p
     until = time.time() + 10 * K
     while total(metrics(s.url), "edged_memory_budget_bytes") < (33 << 20) and time.time() < until:
         time.sleep(0.05)
-    big = png_bytes(random_image(1700, 1700, 1, seed=7))  # about 61 MB: over what is left
+    big = png_bytes(random_image(1700, 1700, 1, seed=7))  # about 42 MB: over what is left
     b = upload(s.url, big, '{"filter":"edge"}')
     mid = requests.get(s.url + "/readyz", timeout=5)
     c.close()

@@ -1,7 +1,8 @@
 /* test_cancel.c — cooperative cancellation: cpu_serial, cpu and both forms of Canny (its pre-blur,
  * gradients, suppression and flood) stop within rows of the flag (EDGED_E_CANCELLED, no output)
  * and give the same result as before without it; the queue cancels a running job past its run
- * limit (504) or when its client is gone (499), and queue_fail cancels running jobs. */
+ * limit (504) or when its client is gone (499), and queue_fail cancels running jobs; a job's
+ * memory budget is given back when its memory is freed, not when its waiter stops waiting. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "cpu_serial.h"
 #include "errors.h"
 #include "filter.h"
+#include "jobs/budget.h"
 #include "jobs/queue.h"
 
 static char err[EDGED_ERR_LEN];
@@ -222,6 +224,51 @@ static void test_queue_cancel(void)
     queue_free(q);
 }
 
+/* A job abandoned by its waiter (run limit) keeps its reservation until the worker completes and
+ * frees it: the bytes follow the job's memory, not the answer. Its worker's working set is
+ * reserved while it runs; of it, the output's part stays until the job is freed. */
+static void test_budget_follows_the_job(void)
+{
+    struct budget *b;
+    struct queue *q;
+    struct job *j;
+    size_t bytes = 1000;
+
+    budget_new(&b, 4096, err);
+    queue_new(&q, 4, 60000, 0, err);
+    CHECK(budget_take(b, bytes, 0, err) == 0, "take: %s", err);
+    j = job_new();
+    job_set_budget(j, b, 2000, 300);
+    job_take_budget(j, &bytes);
+    CHECK(bytes == 0 && j->budget_bytes == 1000, "the job did not take the reservation");
+    j->lane = LANE_CPU;
+    j->timeout_ms = 50;
+    queue_push(q, j, err);
+    queue_pop(q, LANE_CPU, 0);
+    CHECK(job_work_begin(j) == 0 && budget_used(b) == 3000, "work not reserved: %zu", budget_used(b));
+    CHECK(queue_wait_watch(q, j, NULL, NULL, err) == EDGED_E_DEADLINE, "limit: %s", err);
+    job_release(q, j); /* the waiter answers 504 and lets go */
+    CHECK(budget_used(b) == 3000, "given back at the 504 while the job still runs: %zu", budget_used(b));
+    job_work_end(j, EDGED_E_CANCELLED); /* the worker stops: no output kept */
+    CHECK(budget_used(b) == 1000, "work not given back: %zu", budget_used(b));
+    queue_complete(q, j, EDGED_E_CANCELLED); /* and frees it */
+    CHECK(budget_used(b) == 0, "not given back when the job was freed: %zu", budget_used(b));
+
+    j = job_new(); /* a job that runs to the end keeps its output's part until it is freed */
+    job_set_budget(j, b, 2000, 300);
+    CHECK(job_work_begin(j) == 0, "work: %s", err);
+    job_work_end(j, 0);
+    CHECK(budget_used(b) == 300, "output's part: %zu", budget_used(b));
+    job_release(NULL, j);
+    CHECK(budget_used(b) == 0, "output's part not given back: %zu", budget_used(b));
+    j = job_new(); /* a working set the budget cannot hold: refused, nothing taken */
+    job_set_budget(j, b, 5000, 0);
+    CHECK(job_work_begin(j) == EDGED_E_IMAGE_TOO_LARGE && budget_used(b) == 0, "work over the whole budget");
+    job_release(NULL, j);
+    queue_free(q);
+    budget_free(b);
+}
+
 int main(void)
 {
     test_cpu_cancel(1);
@@ -232,5 +279,6 @@ int main(void)
     test_canny_cancel(0, 1);
     test_canny_same_result();
     test_queue_cancel();
+    test_budget_follows_the_job();
     return check_summary();
 }

@@ -189,7 +189,8 @@ static int serve_run(const struct serve_config *cfg, const sigset_t *set)
                              cfg->queue_depth,
                              cfg->api_keys,
                              cfg->cors_origin,
-                             NULL};
+                             NULL,
+                             0};
     struct http_server *h = NULL;
     const struct http_route *routes;
     char err[EDGED_ERR_LEN];
@@ -210,6 +211,7 @@ static int serve_run(const struct serve_config *cfg, const sigset_t *set)
     /* image requests in the server at once: the queue's bound plus what can be decoding or
      * encoding (codec slots) and running (GPU streams or CPU workers) */
     hc.budget = s.budget;
+    hc.min_body_rate = (size_t)cfg->min_body_rate_kb << 10;
     log_event("info", "budget", "memory budget %zu MiB (--max-memory-mb), jobs over %d CPU seconds refused, "
               "cancelled after %d s", budget_limit(s.budget) >> 20, cfg->max_job_cpu_s, cfg->job_timeout_s);
     hc.max_active = cfg->queue_depth + 2 * cfg->threads +

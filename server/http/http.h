@@ -20,6 +20,12 @@
 #define HTTP_CONN_RESERVE 32
 #define HTTP_OVER_IDLE_MS 1000
 #define HTTP_BUDGET_WAIT_MS 500 /* a body chunk waits this long for the memory budget, then 503 */
+/* A body is reserved in the memory budget as it arrives, in steps of this many bytes: what has
+ * arrived rounded up (the buffer's capacity beyond it is address space, not memory). */
+#define HTTP_BODY_STEP (256u << 10)
+/* With --min-body-rate-kb, a body still arriving must bring that rate over every window of this
+ * length, counted from the request's headers; a slower one is cut. */
+#define HTTP_BODY_WINDOW_MS 5000
 
 struct budget;
 
@@ -52,7 +58,8 @@ struct http_config {
     int queue_depth;          /* the job queue's bound, named in that 429's message */
     const char *api_keys;     /* comma-separated (auth.h); NULL or "" = no authentication */
     const char *cors_origin;  /* Access-Control-Allow-Origin value; NULL or "" = CORS off */
-    struct budget *budget;    /* body buffers reserve here as they grow; NULL = not counted */
+    struct budget *budget;    /* bodies reserve here as they arrive; NULL = not counted */
+    size_t min_body_rate;     /* bytes a second a body must bring over each HTTP_BODY_WINDOW_MS; 0 = none */
 };
 
 /* Called on the first callback of a POST to a known route, before its body is read: 0 to go on,
@@ -70,7 +77,8 @@ int http_in_flight(struct http_server *s);
 /* From now on every answer carries `Connection: close` (draining). */
 void http_set_closing(struct http_server *s);
 /* Cuts connections whose request (headers and body) has not fully arrived request_timeout_s
- * after the connection opened or its previous answer (slowloris, slow bodies), and connections
+ * after the connection opened or its previous answer (slowloris, slow bodies), whose body brought
+ * less than min_body_rate over the last HTTP_BODY_WINDOW_MS (stalled uploads), and connections
  * over a cap idle for HTTP_OVER_IDLE_MS. Called periodically by the main loop. Returns how many
  * were cut. */
 int http_reap(struct http_server *s);

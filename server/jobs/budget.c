@@ -47,8 +47,8 @@ void budget_free(struct budget *b)
 
 /* Waiting is for the bytes of requests finishing now (a few hundred ms at most); a longer wait
  * would only hold the connection while the client could be retrying elsewhere. Takes n once room
- * bytes are free. */
-static int take(struct budget *b, size_t n, size_t room, int wait_ms, char *err)
+ * bytes are free; note: a refusal sets last_refusal. */
+static int take(struct budget *b, size_t n, size_t room, int wait_ms, int note, char *err)
 {
     double until = clock_ms() + wait_ms;
     int rc = 0;
@@ -65,7 +65,8 @@ static int take(struct budget *b, size_t n, size_t room, int wait_ms, char *err)
         if (clock_ms() >= until || pthread_cond_timedwait(&b->freed, &b->mu, &ts) != 0) {
             if (b->used + room <= b->limit)
                 break;
-            b->last_refusal = clock_ms();
+            if (note)
+                b->last_refusal = clock_ms();
             rc = edged_fail(err, EDGED_E_MEMORY_BUDGET, "memory budget spent: %zu of %zu MiB reserved, %zu MiB "
                             "more needed (--max-memory-mb)", b->used >> 20, b->limit >> 20, (room + (1 << 20) - 1) >> 20);
             break;
@@ -77,12 +78,14 @@ static int take(struct budget *b, size_t n, size_t room, int wait_ms, char *err)
     return rc;
 }
 
-int budget_take(struct budget *b, size_t n, int wait_ms, char *err) { return take(b, n, n, wait_ms, err); }
+int budget_take(struct budget *b, size_t n, int wait_ms, char *err) { return take(b, n, n, wait_ms, 1, err); }
 
 int budget_take_room(struct budget *b, size_t n, size_t room, int wait_ms, char *err)
 {
-    return take(b, n, room, wait_ms, err);
+    return take(b, n, room, wait_ms, 1, err);
 }
+
+int budget_take_body(struct budget *b, size_t n, int wait_ms, char *err) { return take(b, n, n, wait_ms, 0, err); }
 
 void budget_give(struct budget *b, size_t n)
 {

@@ -19,6 +19,10 @@ int budget_take(struct budget *b, size_t n, int wait_ms, char *err);
 /* As budget_take, but waits until `room` bytes (at least n) are free and takes n of them: a request
  * admitted with the bytes of its first stage, when those of its largest stage fit now. */
 int budget_take_room(struct budget *b, size_t n, size_t room, int wait_ms, char *err);
+/* As budget_take for a request body as its bytes arrive, except that a refusal is not noted for
+ * budget_last_refusal: readiness says whether the server can serve, which one client's stalled
+ * upload does not tell (the HTTP layer caps what bodies may hold: http_guard.c). */
+int budget_take_body(struct budget *b, size_t n, int wait_ms, char *err);
 /* Gives back n bytes taken before; accepts NULL and 0. */
 void budget_give(struct budget *b, size_t n);
 

@@ -2,9 +2,11 @@
 (422 job_too_costly) before it is queued, Canny priced as it runs, a running job is cancelled at
 --job-timeout-s (504) or when its client leaves (499, counted) and stops using CPU (Canny too),
 drain keeps its timeout with a long job running, the memory budget refuses with 503 memory_budget
-and Retry-After and is back to 0 afterwards, /healthz and /readyz answer under 256 idle
-connections, a connection past a cap gets JSON instead of a reset, stalled uploads do not starve
-other clients, and /readyz turns 503 while work is refused and back."""
+and Retry-After and is back to 0 afterwards, a body reserves what has arrived, stalled uploads
+hold at most their address's share and the bodies' half and are cut below --min-body-rate-kb,
+/healthz and /readyz answer under 256 idle connections, a connection past a cap gets JSON instead
+of a reset, stalled uploads do not starve other clients nor make /readyz 503, and /readyz turns
+503 while work is refused and back."""
 import concurrent.futures as cf
 import signal
 import socket
@@ -14,13 +16,14 @@ import pytest
 import requests
 
 from conftest import png_bytes, random_image
-from helpers import (connect, error_of, json_error, metrics, post_head, proc_cpu_seconds, read_response,
+from helpers import (connect, error_of, is_closed, json_error, metrics, post_head, proc_cpu_seconds, read_response,
                      slowdown, solid_png, total)
 
 K = slowdown()
 BIG = '{"filter":"gaussian","size":63,"color":"gray","variant":"cpu_serial"}'
 # on a large black image: seconds of CPU, nearly all in the 63x63 pre-blur, which runs direct
 CANNY = '{"filter":"canny","size":63,"variant":"cpu"}'
+MIB = 1 << 20
 
 
 def upload(url, png, params, timeout=60, path="/v1/filter"):
@@ -178,8 +181,8 @@ def test_memory_budget_refuses_with_retry_after_and_is_given_back(make_server, p
     m = metrics(s.url)
     assert total(m, "edged_memory_budget_bytes") == 0, m
     assert total(m, "edged_rejections_total", reason="memory_budget") == len(refused)
-    # a body mid-upload holds its part of the budget (about 40 MiB here) until it ends; an image
-    # that needs more than is left is refused, readiness turns 503, and both recover on their own
+    # a body mid-upload holds what has arrived (33 MiB here) until it ends; an image that needs
+    # more than is left is refused, readiness turns 503, and both recover on their own
     c = connect(s.port)
     c.sendall(post_head("/v1/filter", "image/png", 40 << 20) + b"\x89PNG" + b"\0" * (33 << 20))
     until = time.time() + 10 * K
@@ -268,6 +271,69 @@ def test_stalled_uploads_do_not_starve_others(make_server, png1000):
         assert requests.get(s.url + "/readyz", timeout=5).status_code == 200
     finally:
         for c in stalled:
+            c.close()
+
+
+def stall(port, source, announce, send):
+    """A connection that sends the headers of a body of `announce` bytes, `send` of them, and stops."""
+    c = connect(port, source=source)
+    c.sendall(post_head("/v1/filter", "image/png", announce) + b"\x89PNG" + b"\1" * (send - 4))
+    return c
+
+
+def test_stalled_body_reserves_what_arrived(make_server):
+    """32 MiB and one byte of a body hold 32.25 MiB of the budget (what arrived, rounded up to a
+    256 KiB step), not the 64 MiB the buffer's next doubling would be."""
+    s = make_server("--max-memory-mb", "1024", "--min-body-rate-kb", "0")
+    c = stall(s.port, "127.0.0.2", 40 * MIB, 32 * MIB + 1)
+    until = time.time() + 10 * K
+    while budget_bytes(s.url) < 32 * MIB and time.time() < until:
+        time.sleep(0.05)
+    held = budget_bytes(s.url)
+    c.close()
+    assert 32 * MIB < held <= 32 * MIB + (256 << 10), held / MIB
+    assert wait_budget(s.url, 0, 5 * K) == 0
+
+
+def test_stalled_uploads_hold_their_share_only(make_server, png1000):
+    """Bodies still arriving hold at most half the budget, one address a quarter: with 64 MiB and
+    8 MiB bodies, two stalled 6 MiB uploads fill an address's 16 MiB and its next ones are 429,
+    while requests from another address are served; stalled uploads from more addresses fill the
+    bodies' 32 MiB, and the next body is 503, the rest of the budget left to images. /readyz stays
+    200 all along: a stalled upload says nothing of whether the server can serve. Below
+    --min-body-rate-kb the stalled uploads are cut, and the budget is back to 0."""
+    s = make_server("--max-memory-mb", "64", "--max-body-mb", "8", "--min-body-rate-kb", "16")
+    held, refused = [], []
+    try:
+        for _ in range(4):
+            c = stall(s.port, "127.0.0.2", 8 * MIB, 6 * MIB)
+            (held if not is_closed(c, 0.5 * K) else refused).append(c)
+        assert len(held) == 2 and len(refused) == 2, (len(held), len(refused))
+        c = connect(s.port, source="127.0.0.2")
+        c.sendall(post_head("/v1/filter", "image/png", 8 * MIB) + b"\x89PNG" + b"\1" * (6 * MIB))
+        st, _, body = read_response(c, 5 * K)
+        c.close()
+        assert st == 429 and "share of the memory budget" in json_error(body)["message"], (st, body)
+        r = requests.post(s.url + "/v1/filter", data=png1000, headers={"Content-Type": "image/png"}, timeout=30,
+                          params={"filter": "edge"})  # from 127.0.0.1
+        assert r.status_code == 200, r.text
+        assert requests.get(s.url + "/readyz", timeout=5).status_code == 200
+        for i in range(3):  # 12 + 18 MiB of the bodies' 32
+            held.append(stall(s.port, "127.0.0.%d" % (10 + i), 8 * MIB, 6 * MIB))
+        c = connect(s.port, source="127.0.0.20")
+        c.sendall(post_head("/v1/filter", "image/png", 8 * MIB) + b"\x89PNG" + b"\1" * (6 * MIB))
+        st, _, body = read_response(c, 5 * K)
+        c.close()
+        assert st == 503 and "their part of the memory budget" in json_error(body)["message"], (st, body)
+        assert budget_bytes(s.url) <= 32 * MIB, budget_bytes(s.url) / MIB
+        assert requests.get(s.url + "/readyz", timeout=5).status_code == 200
+        # no byte for a window of 5 s: cut, and every reservation given back
+        t0 = time.time()
+        assert all(is_closed(c, 12 * K) for c in held), "a stalled upload was not cut"
+        assert time.time() - t0 < 12 * K
+        assert wait_budget(s.url, 0, 5 * K) == 0
+    finally:
+        for c in held + refused:
             c.close()
 
 

@@ -1,7 +1,7 @@
 /* test_budget.c — the memory budget: reservations up to the limit, a brief wait for bytes given
  * back, refusal (memory_budget) when spent and image_too_large past the whole budget, the last
- * refusal time readiness reads, a take that needs room for more than it takes, back to 0 after
- * every give, and the derived default. */
+ * refusal time readiness reads (not set by a body's refusal), a take that needs room for more than
+ * it takes, back to 0 after every give, and the derived default. */
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
@@ -73,12 +73,17 @@ static void test_wait_for_give(void)
     budget_free(b);
 }
 
-/* A take with room waits for room bytes and takes n; room past the whole budget never fits. */
-static void test_room(void)
+/* A body's refusal says nothing of the server: readiness does not see it. A take with room waits
+ * for room bytes and takes n; room past the whole budget never fits. */
+static void test_body_and_room(void)
 {
     struct budget *b;
 
     budget_new(&b, 1000, err);
+    CHECK(budget_take_body(b, 900, 0, err) == 0 && budget_take_body(b, 200, 0, err) == EDGED_E_MEMORY_BUDGET,
+          "body over the limit: %s", err);
+    CHECK(budget_last_refusal(b) == 0.0, "a body's refusal was noted for readiness");
+    budget_give(b, 900);
     CHECK(budget_take_room(b, 100, 600, 0, err) == 0 && budget_used(b) == 100, "room 600 in 1000: %s", err);
     CHECK(budget_take_room(b, 100, 901, 0, err) == EDGED_E_MEMORY_BUDGET && budget_used(b) == 100,
           "room 901 with 900 free granted");
@@ -100,7 +105,7 @@ int main(void)
 {
     test_take_give();
     test_wait_for_give();
-    test_room();
+    test_body_and_room();
     test_default();
     return check_summary();
 }

@@ -24,6 +24,10 @@
 #define CANNY_MAX_R 3 /* aperture 7 */
 #define CANNY_SPAN 32 /* magnitudes tested against low at once */
 #define CANNY_GRAIN 64 /* rows per band at least: each band computes two rows of gradients twice */
+/* The loops over rows read the job's cancel flag once a row (a row of the widest image is about a
+ * millisecond of work); a flood, whose work a row does not bound, every CANNY_CANCEL_POPS pixels
+ * it takes off its stack (well under a millisecond). */
+#define CANNY_CANCEL_POPS 65536
 
 /* Map values, as cv::Canny keeps them: 0 a candidate (suppression passed, magnitude > low), 1 not
  * an edge, 2 an edge. The map has a frame of 1 around the image, so neighbours need no checks. */
@@ -133,14 +137,23 @@ static void serial_sobel(const struct img *g, int ap, int x, int y, int *dx, int
     *dy = ap == 7 ? canny_div16(sy) : sy;
 }
 
-/* 8-connected flood from every MAP_EDGE pixel on the stack through MAP_CAND pixels. */
-static int flood(size_t mstep, uint8_t **stack, size_t n, size_t cap)
+/* Whether a flood that has taken `pops` pixels off its stack must stop for *cancel. */
+static inline int flood_cancelled(size_t pops, const atomic_int *cancel)
+{
+    return pops % CANNY_CANCEL_POPS == 0 && cpu_cancelled(cancel);
+}
+
+/* 8-connected flood from every MAP_EDGE pixel on the stack through MAP_CAND pixels. -1 when the
+ * stack overflows, 1 when cancelled, else 0. */
+static int flood(size_t mstep, uint8_t **stack, size_t n, size_t cap, const atomic_int *cancel)
 {
     const ptrdiff_t off[8] = {-(ptrdiff_t)mstep - 1, -(ptrdiff_t)mstep, -(ptrdiff_t)mstep + 1, -1, 1,
                               (ptrdiff_t)mstep - 1,  (ptrdiff_t)mstep,  (ptrdiff_t)mstep + 1};
 
-    while (n > 0) {
+    for (size_t pops = 1; n > 0; pops++) {
         uint8_t *m = stack[--n];
+        if (flood_cancelled(pops, cancel))
+            return 1;
         for (int k = 0; k < 8; k++)
             if (m[off[k]] == MAP_CAND) {
                 m[off[k]] = MAP_EDGE;
@@ -152,7 +165,11 @@ static int flood(size_t mstep, uint8_t **stack, size_t n, size_t cap)
     return 0;
 }
 
-int canny_serial(const struct img *gray, const struct canny_params *p, struct img *out, char *err)
+static int cancelled(char *err) { return edged_fail(err, EDGED_E_CANCELLED, "job cancelled"); }
+
+/* canny_serial, reading *cancel (may be NULL) once a row and in the flood. */
+static int serial_run(const struct img *gray, const struct canny_params *p, struct img *out,
+                      const atomic_int *cancel, char *err)
 {
     int w, h, low, high, rc;
     size_t n, mstep, top = 0;
@@ -175,15 +192,24 @@ int canny_serial(const struct img *gray, const struct canny_params *p, struct im
         rc = edged_fail(err, EDGED_E_NOMEM, "cannot allocate Canny buffers for a %dx%d image", w, h);
         goto out;
     }
-    for (int y = 0; y < h; y++)
+    for (int y = 0; y < h; y++) {
+        if (cpu_cancelled(cancel)) {
+            rc = cancelled(err);
+            goto out;
+        }
         for (int x = 0; x < w; x++) {
             size_t i = (size_t)y * w + x;
             serial_sobel(gray, p->aperture, x, y, &dx[i], &dy[i]);
             mag[(size_t)(y + 1) * mstep + x + 1] = canny_mag(dx[i], dy[i], p->l2gradient);
         }
+    }
     memset(map, MAP_NONE, mstep * ((size_t)h + 2));
     for (int y = 0; y < h; y++) {
         const int *mc = mag + (size_t)(y + 1) * mstep + 1;
+        if (cpu_cancelled(cancel)) {
+            rc = cancelled(err);
+            goto out;
+        }
         for (int x = 0; x < w; x++) {
             size_t i = (size_t)y * w + x;
             uint8_t *m = map + (size_t)(y + 1) * mstep + x + 1;
@@ -194,8 +220,8 @@ int canny_serial(const struct img *gray, const struct canny_params *p, struct im
                 stack[top++] = m;
         }
     }
-    if (flood(mstep, stack, top, n) < 0) {
-        rc = edged_fail(err, EDGED_E_INTERNAL, "canny: hysteresis stack overflow");
+    if ((rc = flood(mstep, stack, top, n, cancel)) != 0) {
+        rc = rc > 0 ? cancelled(err) : edged_fail(err, EDGED_E_INTERNAL, "canny: hysteresis stack overflow");
         goto out;
     }
     for (int y = 0; y < h; y++)
@@ -209,6 +235,11 @@ out:
     free(dy);
     free(dx);
     return rc;
+}
+
+int canny_serial(const struct img *gray, const struct canny_params *p, struct img *out, char *err)
+{
+    return serial_run(gray, p, out, NULL, err);
 }
 
 /* ---- the threaded form ---------------------------------------------------------------------- */
@@ -233,6 +264,7 @@ struct canny_job {
     struct canny_scratch *s;
     atomic_int failed; /* a band could not grow its stack */
     struct img *out;
+    const atomic_int *cancel; /* may be NULL */
 };
 
 /* Row y's dx, dy and magnitude into dx, dy, mag (x in [0, w)), zero magnitudes at -1 and w. The
@@ -349,6 +381,8 @@ static void canny_band(void *ctx, int t, int y0, int y1)
     row_grad(j, s, y0, 1);
     for (int y = y0; y < y1; y++) {
         int u = (y - y0) % 3, c = (y - y0 + 1) % 3, d = (y - y0 + 2) % 3;
+        if (cpu_cancelled(j->cancel))
+            return; /* cpu_parallel reports it */
         const int *mu = s->mag[u] + 1, *mc = s->mag[c] + 1, *md = s->mag[d] + 1, *dx = s->dx[c], *dy = s->dy[c];
         uint8_t *mrow = j->map + (size_t)(y + 1) * j->mstep + 1;
 
@@ -368,8 +402,10 @@ static void canny_band(void *ctx, int t, int y0, int y1)
             }
         }
     }
-    while (n > 0) {
+    for (size_t pops = 1; n > 0; pops++) {
         uint8_t *m = s->stack[--n];
+        if (flood_cancelled(pops, j->cancel))
+            return;
         for (int k = 0; k < 8; k++) {
             uint8_t *q = m + off[k];
             if (q >= lo && q < hi && *q == MAP_CAND) {
@@ -387,7 +423,7 @@ fail:
 /* Joins the bands: where an edge pixel of one band touches a candidate of the next across a seam,
  * the candidate becomes an edge, and the flood goes on from there over the whole image. Every edge
  * pixel then has had all its 8 neighbours looked at (in its band, at a seam or here), so the map
- * is the same as one flood over the whole image. */
+ * is the same as one flood over the whole image. -1 when the stack cannot grow, 1 when cancelled. */
 static int canny_seams(struct canny_job *j)
 {
     struct canny_scratch *s = &j->s[0];
@@ -398,6 +434,8 @@ static int canny_seams(struct canny_job *j)
         uint8_t *a = j->map + (size_t)y * j->mstep + 1, *b = a + j->mstep; /* rows y-1 and y */
         if (!j->seam[y])
             continue;
+        if (cpu_cancelled(j->cancel))
+            return 1;
         for (int x = 0; x < w; x++)
             for (int k = -1; k <= 1; k++) {
                 if (a[x] == MAP_EDGE && b[x + k] == MAP_CAND) {
@@ -412,8 +450,10 @@ static int canny_seams(struct canny_job *j)
                 }
             }
     }
-    while (n > 0) {
+    for (size_t pops = 1; n > 0; pops++) {
         uint8_t *m = s->stack[--n];
+        if (flood_cancelled(pops, j->cancel))
+            return 1;
         for (int k = 0; k < 9; k++) {
             uint8_t *q = m + (k / 3 - 1) * (ptrdiff_t)j->mstep + (k % 3 - 1);
             if (*q == MAP_CAND) {
@@ -472,9 +512,11 @@ static void scratch_free(struct canny_job *j, int nt)
     free(j->s);
 }
 
-int canny_cpu(const struct img *gray, const struct canny_params *p, int threads, struct img *out, char *err)
+/* canny_cpu, its loops reading *cancel (may be NULL) once a row and in the floods. */
+static int threaded_run(const struct img *gray, const struct canny_params *p, int threads, struct img *out,
+                   const atomic_int *cancel, char *err)
 {
-    struct canny_job j = {.g = gray, .p = p, .out = out};
+    struct canny_job j = {.g = gray, .p = p, .out = out, .cancel = cancel};
     int rc, nt;
 
     if ((rc = canny_check(gray, p, out, err)) < 0)
@@ -495,18 +537,23 @@ int canny_cpu(const struct img *gray, const struct canny_params *p, int threads,
     memset(j.map + j.mstep * ((size_t)gray->h + 1), MAP_NONE, j.mstep);
     for (int y = 0; y < gray->h; y++)
         j.map[(size_t)(y + 1) * j.mstep] = j.map[(size_t)(y + 2) * j.mstep - 1] = MAP_NONE;
-    if ((rc = cpu_parallel(nt, gray->h, CANNY_GRAIN, canny_band, &j, NULL, err)) < 0)
+    if ((rc = cpu_parallel(nt, gray->h, CANNY_GRAIN, canny_band, &j, cancel, err)) < 0)
         goto out;
-    if (atomic_load(&j.failed) || canny_seams(&j) < 0) {
+    if (atomic_load(&j.failed) || (rc = canny_seams(&j)) < 0) {
         rc = edged_fail(err, EDGED_E_NOMEM, "cannot grow the Canny hysteresis stack");
         goto out;
     }
-    rc = cpu_parallel(nt, gray->h, CANNY_GRAIN, canny_store_band, &j, NULL, err);
+    rc = rc > 0 ? cancelled(err) : cpu_parallel(nt, gray->h, CANNY_GRAIN, canny_store_band, &j, cancel, err);
 out:
     scratch_free(&j, nt);
     free(j.seam);
     free(j.map);
     return rc;
+}
+
+int canny_cpu(const struct img *gray, const struct canny_params *p, int threads, struct img *out, char *err)
+{
+    return threaded_run(gray, p, threads, out, NULL, err);
 }
 
 /* ---- a plan of filter canny ----------------------------------------------------------------- */
@@ -527,7 +574,7 @@ static void plan_load(const struct img *in, float *dst)
  * blurred first by conv[0] under plan->border when the plan has a pre-blur. The threaded form
  * runs the blur direct (never as two passes), so that both forms give the same gray. */
 static int plan_gray(const struct img *in, const struct filter_plan *plan, int serial, int threads,
-                     struct img *gray, char *err)
+                     const atomic_int *cancel, struct img *gray, char *err)
 {
     size_t n = (size_t)in->w * (size_t)in->h;
     float *a = NULL, *b = NULL;
@@ -552,7 +599,9 @@ static int plan_gray(const struct img *in, const struct filter_plan *plan, int s
     }
     plan_load(in, a);
     if (serial) {
-        cpu_serial_conv(a, b, in->w, in->h, (size_t)in->w, &plan->conv[0], plan->border);
+        if ((rc = cpu_serial_conv_cancel(a, b, in->w, in->h, (size_t)in->w, &plan->conv[0], plan->border, cancel,
+                                         err)) < 0)
+            goto out;
     } else {
         if (!(k = malloc(sizeof(*k)))) {
             rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");
@@ -560,7 +609,7 @@ static int plan_gray(const struct img *in, const struct filter_plan *plan, int s
         }
         *k = plan->conv[0];
         k->separable = 0;
-        if ((rc = cpu_conv(a, b, in->w, in->h, (size_t)in->w, k, plan->border, threads, err)) < 0)
+        if ((rc = cpu_conv_cancel(a, b, in->w, in->h, (size_t)in->w, k, plan->border, threads, cancel, err)) < 0)
             goto out;
     }
     for (int y = 0; y < in->h; y++)
@@ -576,6 +625,12 @@ out:
 int canny_plan_run(const struct img *in, const struct filter_plan *plan, int serial, int threads, struct img *out,
                    char *err)
 {
+    return canny_plan_run_cancel(in, plan, serial, threads, out, NULL, err);
+}
+
+int canny_plan_run_cancel(const struct img *in, const struct filter_plan *plan, int serial, int threads,
+                          struct img *out, const atomic_int *cancel, char *err)
+{
     struct img gray = {0};
     const struct img *src;
     size_t n;
@@ -590,13 +645,13 @@ int canny_plan_run(const struct img *in, const struct filter_plan *plan, int ser
         gray = *in;
         gray.px = NULL;
     } else if ((rc = img_alloc(&gray, in->w, in->h, 1, err)) < 0 ||
-               (rc = plan_gray(in, plan, serial, threads, &gray, err)) < 0) {
+               (rc = plan_gray(in, plan, serial, threads, cancel, &gray, err)) < 0) {
         goto out;
     }
     if ((rc = img_alloc(out, in->w, in->h, 1, err)) < 0)
         goto out;
     src = gray.px ? &gray : in;
-    rc = serial ? canny_serial(src, &plan->canny, out, err) : canny_cpu(src, &plan->canny, threads, out, err);
+    rc = serial ? serial_run(src, &plan->canny, out, cancel, err) : threaded_run(src, &plan->canny, threads, out, cancel, err);
 out:
     img_free(&gray);
     if (rc < 0)

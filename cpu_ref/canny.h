@@ -28,6 +28,17 @@ int canny_cpu(const struct img *gray, const struct canny_params *p, int threads,
 int canny_plan_run(const struct img *in, const struct filter_plan *plan, int serial, int threads, struct img *out,
                    char *err);
 
+#ifndef __cplusplus /* <stdatomic.h> is C's; the CUDA sources (C++) do not cancel */
+#include <stdatomic.h>
+
+/* As canny_plan_run, stopping soon after *cancel (may be NULL) turns non-zero: the pre-blur, the
+ * gradients and the suppression read it once a row, the hysteresis flood every few ten thousand
+ * pixels. Then EDGED_E_CANCELLED, out left empty. The pre-blur always runs direct (rows x cols
+ * multiply-adds a pixel, never as two passes), so that both forms give the same gray. */
+int canny_plan_run_cancel(const struct img *in, const struct filter_plan *plan, int serial, int threads,
+                          struct img *out, const atomic_int *cancel, char *err);
+#endif
+
 #ifdef __cplusplus
 }
 #endif

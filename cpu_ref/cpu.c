@@ -144,12 +144,6 @@ struct cpu_team {
     const atomic_int *cancel; /* may be NULL: no chunk is started once it is non-zero */
 };
 
-/* The cancel flag, read relaxed: it only has to be seen within a row or a chunk. */
-static inline int cpu_cancelled(const atomic_int *cancel)
-{
-    return cancel && atomic_load_explicit(cancel, memory_order_relaxed);
-}
-
 struct cpu_worker {
     pthread_t tid;
     struct cpu_team *team;
@@ -269,7 +263,7 @@ struct cpu_conv_job {
 };
 
 /* Whether the two-pass path computes this kernel within the promised tolerance, and pays. */
-static int cpu_use_separable(const struct kernel2d *k)
+int cpu_conv_separable(const struct kernel2d *k)
 {
     double sum = 0.0, res = 0.0;
 
@@ -389,7 +383,7 @@ static int cpu_conv_run(const float *in, float *out, int w, int h, size_t pitch,
     size_t bytes;
     int rc;
 
-    j.sep = cpu_use_separable(k);
+    j.sep = cpu_conv_separable(k);
     j.mac = cpu_pick_mac();
     if (cpu_scratch_size(&j, nt, &bytes) < 0)
         return edged_fail(err, EDGED_E_IMAGE_TOO_LARGE, "scratch for a %d-wide image overflows", w);
@@ -403,6 +397,12 @@ static int cpu_conv_run(const float *in, float *out, int w, int h, size_t pitch,
 int cpu_conv(const float *in, float *out, int w, int h, size_t pitch, const struct kernel2d *k, enum border b,
              int threads, char *err)
 {
+    return cpu_conv_cancel(in, out, w, h, pitch, k, b, threads, NULL, err);
+}
+
+int cpu_conv_cancel(const float *in, float *out, int w, int h, size_t pitch, const struct kernel2d *k, enum border b,
+                    int threads, const atomic_int *cancel, char *err)
+{
     int rc;
 
     if (!in || !out || in == out || !k || w < 1 || h < 1 || pitch < (size_t)w || threads < 0 ||
@@ -411,7 +411,7 @@ int cpu_conv(const float *in, float *out, int w, int h, size_t pitch, const stru
                           w, h, pitch, threads, (int)b);
     if ((rc = filter_kernel_check(k, err)) < 0)
         return rc;
-    return cpu_conv_run(in, out, w, h, pitch, k, b, cpu_threads(threads, h), NULL, err);
+    return cpu_conv_run(in, out, w, h, pitch, k, b, cpu_threads(threads, h), cancel, err);
 }
 
 /* ---- the plan ------------------------------------------------------------------------------------ */

@@ -16,6 +16,20 @@ extern "C" {
  * within 1e-4 relative. Returns 0 or a negative EDGED_E_* code (thread or memory failure). */
 int cpu_conv(const float *in, float *out, int w, int h, size_t pitch, const struct kernel2d *k, enum border b,
              int threads, char *err);
+/* As cpu_conv, stopping within a row per thread once *cancel (may be NULL) turns non-zero: then
+ * EDGED_E_CANCELLED (out incomplete). */
+int cpu_conv_cancel(const float *in, float *out, int w, int h, size_t pitch, const struct kernel2d *k, enum border b,
+                    int threads, const atomic_int *cancel, char *err);
+/* 1 when cpu_conv runs k as two passes (a row pass, then a column pass: rows + cols multiply-adds a
+ * pixel), 0 when it runs it direct (rows x cols). */
+int cpu_conv_separable(const struct kernel2d *k);
+
+/* The cancel flag of a job, read relaxed: it only has to be seen within a row or a chunk. 0 when
+ * cancel is NULL. */
+static inline int cpu_cancelled(const atomic_int *cancel)
+{
+    return cancel && atomic_load_explicit(cancel, memory_order_relaxed);
+}
 
 /* As cpu_serial_compute / cpu_serial_run, threaded. */
 int cpu_compute(const struct img *in, const struct filter_plan *plan, float *planes, int threads, char *err);

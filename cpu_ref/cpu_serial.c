@@ -7,19 +7,23 @@
 #include "pixel.h"
 #include "planes.h"
 
+/* *cancel (may be NULL) is read every SERIAL_CANCEL_PIXELS outputs: a row of a wide image with a
+ * 63x63 kernel is tens of milliseconds of this loop. */
+#define SERIAL_CANCEL_PIXELS 1024
+
 /* Algorithm 1 of the Trento report: every output pixel is the sum over the taps in row-major order
  * of tap * sample, the sample's row and column each resolved by border_index (-1: zero, skipped).
- * *cancel (may be NULL) is read once a row: -1 when it stopped the loop, else 0. */
+ * Returns -1 when *cancel stopped the loop, else 0. */
 static int serial_conv(const float *in, float *out, int w, int h, size_t pitch, const struct kernel2d *k,
                        enum border b, const atomic_int *cancel)
 {
     int ry = k->rows / 2, rx = k->cols / 2;
 
     for (int y = 0; y < h; y++) {
-        if (cancel && atomic_load_explicit(cancel, memory_order_relaxed))
-            return -1;
         for (int x = 0; x < w; x++) {
             float acc = 0.0f;
+            if (x % SERIAL_CANCEL_PIXELS == 0 && cancel && atomic_load_explicit(cancel, memory_order_relaxed))
+                return -1;
             for (int i = 0; i < k->rows; i++) {
                 int sy = border_index(y + i - ry, h, b);
                 if (sy < 0)
@@ -40,6 +44,14 @@ void cpu_serial_conv(const float *in, float *out, int w, int h, size_t pitch, co
                      enum border b)
 {
     serial_conv(in, out, w, h, pitch, k, b, NULL);
+}
+
+int cpu_serial_conv_cancel(const float *in, float *out, int w, int h, size_t pitch, const struct kernel2d *k,
+                           enum border b, const atomic_int *cancel, char *err)
+{
+    if (serial_conv(in, out, w, h, pitch, k, b, cancel) < 0)
+        return edged_fail(err, EDGED_E_CANCELLED, "job cancelled");
+    return 0;
 }
 
 /* One plane: src holds the input plane; dst receives the combined result; tmp is the second buffer

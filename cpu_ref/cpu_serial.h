@@ -16,6 +16,10 @@ extern "C" {
  * (same geometry; must not alias in). Algorithm 1 of the Trento report. */
 void cpu_serial_conv(const float *in, float *out, int w, int h, size_t pitch, const struct kernel2d *k,
                      enum border b);
+/* As cpu_serial_conv, reading *cancel (may be NULL) once a row: once it is non-zero the loop stops
+ * and EDGED_E_CANCELLED is returned (out then incomplete); else 0. */
+int cpu_serial_conv_cancel(const float *in, float *out, int w, int h, size_t pitch, const struct kernel2d *k,
+                           enum border b, const atomic_int *cancel, char *err);
 
 /* Runs plan on in up to the float result before post-processing: planes holds plan->planes planes
  * of w*h floats each (plane p at planes + p*w*h), allocated by the caller. Returns 0 or a negative

@@ -184,7 +184,7 @@ static int open_backend(struct service *s, const struct serve_config *cfg)
 static int start_probe(struct http_server **out, const struct serve_config *cfg, struct service *s, char *err)
 {
     struct http_config pc = {cfg->metrics_host, cfg->metrics_port, 0, HTTP_PROBE_CONNECTIONS, HTTP_PROBE_RESERVE, 0,
-                             HTTP_PROBE_TIMEOUT_S, HTTP_PROBE_TIMEOUT_S, 0, 0, NULL, NULL, NULL};
+                             HTTP_PROBE_TIMEOUT_S, HTTP_PROBE_TIMEOUT_S, 0, 0, NULL, NULL, NULL, 0};
     const struct http_route *routes;
     int nroutes, rc;
 
@@ -215,7 +215,8 @@ static int serve_run(const struct serve_config *cfg, const sigset_t *set)
                              cfg->queue_depth,
                              cfg->api_keys,
                              cfg->cors_origin,
-                             NULL};
+                             NULL,
+                             0};
     struct http_server *h = NULL, *probe = NULL;
     const struct http_route *routes;
     char err[EDGED_ERR_LEN];
@@ -236,6 +237,7 @@ static int serve_run(const struct serve_config *cfg, const sigset_t *set)
     /* image requests in the server at once: the queue's bound plus what can be decoding or
      * encoding (codec slots) and running (GPU streams or CPU workers) */
     hc.budget = s.budget;
+    hc.min_body_rate = (size_t)cfg->min_body_rate_kb << 10;
     log_event("info", "budget", "memory budget %zu MiB (--max-memory-mb), jobs over %d CPU seconds refused, "
               "cancelled after %d s", budget_limit(s.budget) >> 20, cfg->max_job_cpu_s, cfg->job_timeout_s);
     hc.max_active = cfg->queue_depth + 2 * cfg->threads +

@@ -121,31 +121,32 @@ static int compare_cost(struct service *s, const struct filter_plan *plan, int w
 
 /* Reads the image header once into *head (sniff and limits: a refused image costs no pixel
  * memory, slot or budget), then, before anything is decoded, refuses a job over --max-job-cpu-s
- * (the cost of the variant asked for; compare: cpu_serial) and reserves in the memory budget what
- * `copies` images of that size will hold (service_image_bytes); *bytes is what to give back.
- * Parameters that make no plan reserve nothing here: job_prepare refuses them with their own
- * message. */
-static int image_reserve(struct service *s, const struct upload *u, int copies, struct imageio_head *head,
-                         size_t *bytes, char *err)
+ * (the cost of the variant asked for; compare: cpu_serial) and, once the request's largest stage
+ * fits in the memory budget, reserves its first: the image it decodes and the decoder's scratch
+ * (service_bytes; *b tells the stages, b->hold + b->decode is taken). Parameters that make no plan
+ * reserve nothing here (*b all 0): job_prepare refuses them with their own message. */
+static int image_reserve(struct service *s, const struct upload *u, int compare, struct imageio_head *head,
+                         struct service_bytes *b, char *err)
 {
     struct filter_plan plan;
     char perr[EDGED_ERR_LEN];
-    size_t need;
     int rc;
 
-    *bytes = 0;
+    *b = (struct service_bytes){0};
     if ((rc = imageio_peek(u->image, u->image_len, &s->lim, head, err)) < 0)
         return rc;
     if (params_plan(&u->p, head->ch, &plan, perr) < 0)
         return 0;
-    if ((rc = copies > 1 ? compare_cost(s, &plan, head->w, head->h, err)
-                         : service_check_cost(s, &plan, head->w, head->h, u->p.variant, err)) < 0)
+    if ((rc = compare ? compare_cost(s, &plan, head->w, head->h, err)
+                      : service_check_cost(s, &plan, head->w, head->h, u->p.variant, err)) < 0)
         return rc;
-    need = service_image_bytes(head->w, head->h, head->ch) * (size_t)copies;
-    if ((rc = budget_take(s->budget, need, SERVICE_BUDGET_WAIT_MS, err)) < 0)
-        return rc;
-    *bytes = need;
-    return 0;
+    if (compare)
+        service_compare_bytes(s, &plan, head->w, head->h, head->ch, b);
+    else
+        service_image_bytes(s, &plan, u->p.variant, head->w, head->h, head->ch, b);
+    if ((rc = budget_take_room(s->budget, b->hold + b->decode, b->peak, SERVICE_BUDGET_WAIT_MS, err)) < 0)
+        *b = (struct service_bytes){0};
+    return rc;
 }
 
 /* ---- jobs --------------------------------------------------------------------------------- */
@@ -283,23 +284,33 @@ static void answer_json(struct http_req *r, struct service *s, const struct para
     http_respond(r, 200, "application/json", text, strlen(text), "X-Edged-Variant", res.variant);
 }
 
-/* Encodes the finished job (PNG, JPEG or WebP) and answers; the image is encoded even for JSON, whose
- * output.bytes and encode time then describe what the image answer would have been. */
-static void answer(struct http_req *r, struct service *s, const struct upload *u, const struct job *job)
+/* Encodes the finished job (PNG, JPEG or WebP), its `encoding` bytes reserved meanwhile, and
+ * answers; the image is encoded even for JSON, whose output.bytes and encode time then describe
+ * what the image answer would have been. The encoded image stays reserved with the request until
+ * it is sent (a slow reader holds it); the rest is given back. */
+static void answer(struct http_req *r, struct service *s, const struct upload *u, const struct job *job,
+                   size_t encoding)
 {
     struct result_times *t = http_req_times(r);
     struct imageio_enc enc = output_encoding(r, &u->p);
     uint8_t *png = NULL;
-    size_t png_len = 0;
+    size_t png_len = 0, kept;
     char err[EDGED_ERR_LEN];
     double t0;
     int rc;
 
+    if ((rc = budget_take(s->budget, encoding, SERVICE_BUDGET_WAIT_MS, err)) < 0) {
+        http_respond_error(r, rc, err);
+        return;
+    }
     t->codec_wait += service_codec_enter(s, (long long)job->out.w * job->out.h);
     t0 = clock_ms();
     rc = encode_output(job, &enc, &png, &png_len, err);
     t->encode = clock_ms() - t0;
     service_codec_leave(s, (long long)job->out.w * job->out.h);
+    kept = rc == 0 && !wants_json(r, &u->p) ? (png_len < encoding ? png_len : encoding) : 0;
+    http_req_keep_budget(r, kept);
+    budget_give(s->budget, encoding - kept);
     if (rc < 0) {
         http_respond_error(r, rc, err);
         return;
@@ -320,25 +331,30 @@ void endpoint_filter(struct http_req *r, void *app)
     struct upload u;
     struct job *job = NULL;
     struct imageio_head head;
+    struct service_bytes b = {0};
     char err[EDGED_ERR_LEN];
-    size_t reserved = 0;
+    size_t decoding = 0; /* the decoder's part of the reservation, given back once decoded */
     int rc;
 
     if ((rc = read_upload(r, PARAMS_FILTER, &u, err)) < 0 ||
         (rc = params_output_format(&u.p, accept_format(r), ACCEPT_KEEPS_PNG, err)) < 0)
         goto fail;
     http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), NULL, 0, 0);
-    if ((rc = image_reserve(s, &u, 1, &head, &reserved, err)) < 0 ||
-        (rc = check_output_size(r, &u.p, &head, err)) < 0)
+    if ((rc = image_reserve(s, &u, 0, &head, &b, err)) < 0 || (rc = check_output_size(r, &u.p, &head, err)) < 0)
         goto fail;
+    decoding = b.decode;
     if (!(job = job_new())) {
         rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");
         goto fail;
     }
+    job_set_budget(job, s->budget, b.work, b.out);
+    job_take_budget(job, &b.hold); /* a job abandoned at a 504 keeps it until it is freed */
     if ((rc = job_take_jpeg(s, r, &u.p, &head, u.image, u.image_len, job, err)) < 0 ||
         (rc == 0 &&
          (rc = decode_image(s, &u.p, &head, u.image, u.image_len, &job->in, http_req_times(r), err)) < 0))
         goto fail;
+    budget_give(s->budget, decoding);
+    decoding = 0;
     http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), NULL, job->in.w, job->in.h);
     if (!job->src && (rc = job_prepare(s, &u.p, job, err)) < 0)
         goto fail;
@@ -349,15 +365,13 @@ void endpoint_filter(struct http_req *r, void *app)
     stage_times(http_req_times(r), job);
     http_req_note(r, filter_name(job->plan.filter), variant_name(job->used), job_backend(job), job->out.w,
                   job->out.h);
-    answer(r, s, &u, job);
+    answer(r, s, &u, job, b.encode);
     job_release(s->q, job);
-    budget_give(s->budget, reserved);
     return;
 fail:
     http_respond_error(r, rc, err);
-    if (job)
-        job_release(s->q, job);
-    budget_give(s->budget, reserved);
+    job_release(s->q, job);
+    budget_give(s->budget, decoding + b.hold); /* b.hold is 0 once the job took it */
 }
 
 /* ---- POST /v1/compare --------------------------------------------------------------------- */
@@ -378,9 +392,10 @@ static int max_abs_diff(const struct img *a, const struct img *b)
 }
 
 /* Runs variant v on a copy of in. A variant that cannot serve the case becomes a skipped row;
- * any other failure (queue full, deadline, GPU fatal) fails the whole request. */
+ * any other failure (queue full, deadline, GPU fatal) fails the whole request, and the job takes
+ * the request's reservation *reserved: it may still be running (abandoned at a 504 or 499). */
 static int compare_one(struct service *s, struct http_req *r, const struct params *p, const struct img *in,
-                       enum variant v, struct compare *c, char *err)
+                       enum variant v, struct compare *c, size_t *reserved, char *err)
 {
     struct result_compare_row *row = &c->rows[c->nrows];
     struct params pv = *p;
@@ -395,6 +410,9 @@ static int compare_one(struct service *s, struct http_req *r, const struct param
     }
     memcpy(job->in.px, in->px, in->stride * (size_t)in->h);
     if ((rc = job_prepare(s, &pv, job, c->msgs[c->nrows])) == 0) {
+        struct service_bytes b;
+        service_image_bytes(s, &job->plan, v, in->w, in->h, in->ch, &b);
+        job_set_budget(job, s->budget, b.work, b.out);
         job->plan.accept_packed = 0; /* max_abs_diff reads the maps byte for byte; nothing is encoded */
         rc = job_run(s, r, job, c->msgs[c->nrows]);
     }
@@ -413,6 +431,7 @@ static int compare_one(struct service *s, struct http_req *r, const struct param
         c->nrows++;
     } else {
         edged_fail(err, rc, "%s: %s", variant_name(v), c->msgs[c->nrows]);
+        job_take_budget(job, reserved);
     }
     job_release(s->q, job);
     return rc;
@@ -420,7 +439,7 @@ static int compare_one(struct service *s, struct http_req *r, const struct param
 
 /* cpu_serial first (the reference), then the listed variants or every one this server has. */
 static int compare_all(struct service *s, struct http_req *r, const struct params *p, const struct img *in,
-                       struct compare *c, char *err)
+                       struct compare *c, size_t *reserved, char *err)
 {
     unsigned want = p->variants;
     int rc;
@@ -431,7 +450,7 @@ static int compare_all(struct service *s, struct http_req *r, const struct param
                 want |= 1u << v;
     want |= 1u << VARIANT_CPU_SERIAL;
     for (int v = VARIANT_CPU_SERIAL; v < VARIANT_COUNT; v++)
-        if ((want & (1u << v)) && (rc = compare_one(s, r, p, in, (enum variant)v, c, err)) < 0)
+        if ((want & (1u << v)) && (rc = compare_one(s, r, p, in, (enum variant)v, c, reserved, err)) < 0)
             return rc;
     return 0;
 }
@@ -444,18 +463,20 @@ void endpoint_compare(struct http_req *r, void *app)
     struct compare *c = calloc(1, sizeof(*c));
     struct result_compare res = {0};
     struct imageio_head head;
+    struct service_bytes b = {0};
     char err[EDGED_ERR_LEN], dev[64];
     char *text;
-    size_t reserved = 0;
     int rc;
 
-    /* the input, the reference and the row running: two images' worth */
     if (!c)
         rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");
     else if ((rc = read_upload(r, PARAMS_COMPARE, &u, err)) == 0 &&
-             (rc = image_reserve(s, &u, 2, &head, &reserved, err)) == 0 &&
-             (rc = decode_image(s, &u.p, &head, u.image, u.image_len, &in, http_req_times(r), err)) == 0)
-        rc = compare_all(s, r, &u.p, &in, c, err);
+             (rc = image_reserve(s, &u, 1, &head, &b, err)) == 0) {
+        rc = decode_image(s, &u.p, &head, u.image, u.image_len, &in, http_req_times(r), err);
+        budget_give(s->budget, b.decode);
+        if (rc == 0) /* a row's job that fails takes over b.hold: it may still be running */
+            rc = compare_all(s, r, &u.p, &in, c, &b.hold, err);
+    }
     if (rc < 0) {
         http_respond_error(r, rc, err);
         goto out;
@@ -473,5 +494,5 @@ out:
         img_free(&c->ref);
     free(c);
     img_free(&in);
-    budget_give(s->budget, reserved);
+    budget_give(s->budget, b.hold);
 }

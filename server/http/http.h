@@ -28,6 +28,12 @@
 #define HTTP_PROBE_RESERVE 8
 #define HTTP_PROBE_TIMEOUT_S 5
 #define HTTP_BUDGET_WAIT_MS 500 /* a body chunk waits this long for the memory budget, then 503 */
+/* A body is reserved in the memory budget as it arrives, in steps of this many bytes: what has
+ * arrived rounded up (the buffer's capacity beyond it is address space, not memory). */
+#define HTTP_BODY_STEP (256u << 10)
+/* With --min-body-rate-kb, a body still arriving must bring that rate over every window of this
+ * length, counted from the request's headers; a slower one is cut. */
+#define HTTP_BODY_WINDOW_MS 5000
 
 struct budget;
 
@@ -64,7 +70,8 @@ struct http_config {
     int queue_depth;          /* the job queue's bound, named in that 429's message */
     const char *api_keys;     /* comma-separated (auth.h); NULL or "" = no authentication */
     const char *cors_origin;  /* Access-Control-Allow-Origin value; NULL or "" = CORS off */
-    struct budget *budget;    /* body buffers reserve here as they grow; NULL = not counted */
+    struct budget *budget;    /* bodies reserve here as they arrive; NULL = not counted */
+    size_t min_body_rate;     /* bytes a second a body must bring over each HTTP_BODY_WINDOW_MS; 0 = none */
 };
 
 /* Called on the first callback of a POST to a known route, before its body is read: 0 to go on,
@@ -83,7 +90,8 @@ int http_in_flight(struct http_server *s);
 /* From now on every answer carries `Connection: close` (draining). */
 void http_set_closing(struct http_server *s);
 /* Cuts connections whose request (headers and body) has not fully arrived request_timeout_s
- * after the connection opened or its previous answer (slowloris, slow bodies), and connections
+ * after the connection opened or its previous answer (slowloris, slow bodies), whose body brought
+ * less than min_body_rate over the last HTTP_BODY_WINDOW_MS (stalled uploads), and connections
  * over a cap idle for HTTP_OVER_IDLE_MS; logs those cut and those displaced since the last log
  * (at most once a second). Called periodically by the main loop. Returns how many were cut. */
 int http_reap(struct http_server *s);
@@ -110,6 +118,9 @@ void http_req_note(struct http_req *r, const char *filter, const char *variant, 
                    int h);
 /* The W3C trace id of the request: the caller's (traceparent) or a new one; 32 lowercase hex. */
 const char *http_req_trace_id(const struct http_req *r);
+/* n bytes of the memory budget (http_config.budget), taken by the handler, that the request gives
+ * back when it completes: after its answer is sent, or its connection is gone. */
+void http_req_keep_budget(struct http_req *r, size_t n);
 /* 1 when the Accept header ranks media type `type` strictly above `other` (the q of the most
  * specific matching entry each); 0 without an Accept header. */
 int http_req_prefers(struct http_req *r, const char *type, const char *other);

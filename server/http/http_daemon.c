@@ -133,13 +133,14 @@ static enum MHD_Result receive(struct http_req *r, const char *data, size_t *siz
         r->error = "request_timeout";
         return MHD_NO;
     }
-    need = upload_body_next_cap(&r->body, *size);
-    if (need > r->reserved) { /* the buffer grows with what arrives, each growth reserved first */
-        if ((rc = budget_take(r->s->c.budget, need - r->reserved, HTTP_BUDGET_WAIT_MS, msg)) < 0) {
-            http_guard_raw_error(r, rc == EDGED_E_IMAGE_TOO_LARGE ? EDGED_E_MEMORY_BUDGET : rc, msg, NULL, NULL);
-            return MHD_NO;
-        }
-        r->reserved = need;
+    /* what has arrived, rounded up to a step (or to the announced length), is reserved before it is
+     * kept */
+    need = (r->body.len + *size + HTTP_BODY_STEP - 1) / HTTP_BODY_STEP * HTTP_BODY_STEP;
+    if (need > r->body.max && r->body.len + *size <= r->body.max)
+        need = r->body.max;
+    if (need > r->reserved && (rc = http_guard_body_take(r, need - r->reserved, msg)) < 0) {
+        http_guard_raw_error(r, rc == EDGED_E_IMAGE_TOO_LARGE ? EDGED_E_MEMORY_BUDGET : rc, msg, NULL, NULL);
+        return MHD_NO;
     }
     if ((rc = upload_body_append(&r->body, data, *size, msg)) < 0) {
         if (rc == EDGED_E_BODY_TOO_LARGE)
@@ -187,6 +188,7 @@ static enum MHD_Result begin(struct http_server *s, struct MHD_Connection *conn,
     ids_begin(s, r);
     atomic_fetch_add(&s->in_flight, 1);
     metrics_request_begin(s->m);
+    http_guard_body_begin(r);
     if (!(r->route = route_find(s, url)) && lacks_key(r))
         return refuse_unauthorized(r, err);
     if (!r->route) {
@@ -223,6 +225,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     (void)version;
     if (!r)
         return begin(cls, conn, url, method, con_cls);
+    if (*upload_size)
+        http_guard_body_progress(r, *upload_size);
     if (r->answered) { /* refused before the body: drop whatever still arrives */
         *upload_size = 0;
         return MHD_YES;
@@ -238,6 +242,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (*upload_size)
         return receive(r, upload, upload_size);
     http_guard_conn_phase(r->s, conn, 0);
+    http_guard_body_arrived(r);
     if (r->route && r->route->post)
         r->t.receive = clock_ms() - r->t0;
     if (!r->pending && !r->preflight && r->route->post && (rc = http_guard_admit_active(r, 1, r->pending_msg)) < 0)
@@ -299,6 +304,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         atomic_fetch_sub(&s->active, 1);
     atomic_fetch_sub(&s->in_flight, 1);
     upload_body_free(&r->body);
+    http_guard_body_arrived(r);
     budget_give(s->c.budget, r->reserved);
     free(r);
     *con_cls = NULL;

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "jobs/budget.h"
 #include "http/http_answer.h"
 #include "http/http_guard.h"
 #include "ops/log.h"
@@ -237,6 +238,120 @@ enum MHD_Result http_guard_refuse(struct http_req *r, int code, const char *msg,
     return MHD_YES;
 }
 
+/* ---- bodies in the memory budget ----------------------------------------------------------- */
+
+/* What bodies still arriving may hold of the memory budget: all of them together half of it, so
+ * that stalled uploads leave the other half to the images being decoded, filtered and encoded;
+ * those from one client address a quarter, so that one client cannot take the bodies' half alone.
+ * Each is at least one body of --max-body-mb (never more than the budget), so that every body the
+ * cap admits can arrive. 0: no cap (an unlimited budget). */
+static void body_caps(const struct http_server *s, size_t *all, size_t *one)
+{
+    size_t limit = budget_limit(s->c.budget), body = s->c.max_body < limit ? s->c.max_body : limit;
+
+    *all = limit / 2 > body ? limit / 2 : body;
+    *one = limit / 4 > body ? limit / 4 : body;
+}
+
+/* Body bytes still arriving from address ip; called with conns_mu held. */
+static size_t arriving_from(const struct http_server *s, uint32_t ip)
+{
+    size_t n = 0;
+
+    for (const struct http_conn *it = s->conns; it; it = it->next)
+        n += it->ip == ip ? it->arriving : 0;
+    return n;
+}
+
+/* Counts n more bytes (or, negative, fewer) of r's body as arriving; conns_mu held. */
+static void count_arriving(struct http_req *r, struct http_conn *c, size_t n, int add)
+{
+    r->s->arriving = add ? r->s->arriving + n : r->s->arriving - n;
+    if (c)
+        c->arriving = add ? c->arriving + n : c->arriving - n;
+    r->arriving = add ? r->arriving + n : r->arriving - n;
+}
+
+/* The caps are checked and the bytes counted under one lock, so that two uploads from one address
+ * cannot both pass the last free share; the budget may then wait, without the lock. */
+int http_guard_body_take(struct http_req *r, size_t n, char *err)
+{
+    struct http_server *s = r->s;
+    struct http_conn *c = conn_of(r->conn);
+    size_t all, one, mine = 0;
+    int rc = 0;
+
+    body_caps(s, &all, &one);
+    pthread_mutex_lock(&s->conns_mu);
+    if (c && c->ip)
+        mine = arriving_from(s, c->ip);
+    if (all && s->arriving + n > all)
+        rc = edged_fail(err, EDGED_E_MEMORY_BUDGET, "uploads still arriving hold %zu of the %zu MiB that are their "
+                        "part of the memory budget (--max-memory-mb)", s->arriving >> 20, all >> 20);
+    else if (one && c && c->ip && mine + n > one)
+        rc = edged_fail(err, EDGED_E_QUEUE_FULL, "uploads from your address still arriving hold %zu of the %zu MiB "
+                        "that are its share of the memory budget: send them faster or fewer at once", mine >> 20,
+                        one >> 20);
+    else
+        count_arriving(r, c, n, 1);
+    pthread_mutex_unlock(&s->conns_mu);
+    if (rc == 0 && (rc = budget_take(s->c.budget, n, HTTP_BUDGET_WAIT_MS, err)) < 0) {
+        pthread_mutex_lock(&s->conns_mu);
+        count_arriving(r, c, n, 0);
+        pthread_mutex_unlock(&s->conns_mu);
+    }
+    if (rc == 0)
+        r->reserved += n;
+    return rc;
+}
+
+void http_guard_body_arrived(struct http_req *r)
+{
+    struct http_conn *c = conn_of(r->conn);
+
+    pthread_mutex_lock(&r->s->conns_mu);
+    count_arriving(r, c, r->arriving, 0);
+    if (c)
+        c->body = 0;
+    pthread_mutex_unlock(&r->s->conns_mu);
+}
+
+void http_guard_body_begin(struct http_req *r)
+{
+    struct http_conn *c = conn_of(r->conn);
+
+    if (!c)
+        return;
+    pthread_mutex_lock(&r->s->conns_mu);
+    c->body = 1;
+    c->got = c->mark = 0;
+    c->t_mark = clock_ms();
+    pthread_mutex_unlock(&r->s->conns_mu);
+}
+
+void http_guard_body_progress(struct http_req *r, size_t n)
+{
+    struct http_conn *c = conn_of(r->conn);
+
+    if (!c)
+        return;
+    pthread_mutex_lock(&r->s->conns_mu);
+    c->got += n;
+    pthread_mutex_unlock(&r->s->conns_mu);
+}
+
+/* Whether c's body brought less than --min-body-rate-kb over the window that ends now (the next
+ * window starts then); conns_mu held. */
+static int body_too_slow(const struct http_server *s, struct http_conn *c, double now)
+{
+    if (!s->c.min_body_rate || !c->body || now - c->t_mark < HTTP_BODY_WINDOW_MS)
+        return 0;
+    if (c->got - c->mark < s->c.min_body_rate * (HTTP_BODY_WINDOW_MS / 1000))
+        return 1;
+    c->mark = c->got;
+    c->t_mark = now;
+    return 0;
+}
 
 void http_guard_conn_phase(struct http_server *s, struct MHD_Connection *conn, int receiving)
 {
@@ -317,7 +432,7 @@ void http_guard_on_connection(void *cls, struct MHD_Connection *conn, void **soc
         ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
         if (!ci || !(c = calloc(1, sizeof(*c))))
             return;
-        *c = (struct http_conn){ci->connect_fd, 1, clock_ms(), conn_ip(conn), 0, NULL, NULL};
+        *c = (struct http_conn){.fd = ci->connect_fd, .receiving = 1, .t_phase = clock_ms(), .ip = conn_ip(conn)};
         pthread_mutex_lock(&s->conns_mu);
         c->next = s->conns;
         if (s->conns)
@@ -349,28 +464,37 @@ void http_guard_on_connection(void *cls, struct MHD_Connection *conn, void **soc
 int http_reap(struct http_server *s)
 {
     double now = clock_ms(), limit = s->c.request_timeout_s * 1000.0;
-    int cut = 0, total = 0, displaced = 0;
+    int cut = 0, slow = 0, late_total = 0, slow_total = 0, displaced = 0;
 
     pthread_mutex_lock(&s->conns_mu);
-    for (struct http_conn *c = s->conns; c; c = c->next)
-        if (c->receiving && now - c->t_phase > (c->over ? HTTP_OVER_IDLE_MS : limit)) {
+    for (struct http_conn *c = s->conns; c; c = c->next) {
+        int late = c->receiving && now - c->t_phase > (c->over ? HTTP_OVER_IDLE_MS : limit);
+        int stalled = !late && c->receiving && body_too_slow(s, c, now);
+        if (late || stalled) {
             shutdown(c->fd, SHUT_RDWR);
             c->receiving = 0;
-            cut++;
+            cut += late;
+            slow += stalled;
         }
+    }
     s->reap_cut += cut;
-    if ((s->reap_cut || s->displaced) && now - s->reap_logged >= 1000.0) {
-        total = s->reap_cut;
+    s->reap_slow += slow;
+    if ((s->reap_cut || s->reap_slow || s->displaced) && now - s->reap_logged >= 1000.0) {
+        late_total = s->reap_cut;
+        slow_total = s->reap_slow;
         displaced = s->displaced;
-        s->reap_cut = s->displaced = 0;
+        s->reap_cut = s->reap_slow = s->displaced = 0;
         s->reap_logged = now;
     }
     pthread_mutex_unlock(&s->conns_mu);
-    if (total || displaced)
+    if (late_total || displaced)
         log_event("warn", "request_timeout", "%d connection(s) cut: request not complete within %d s (over a cap: "
-                  "%d ms); %d idle over a cap displaced by newer ones", total, s->c.request_timeout_s,
+                  "%d ms); %d idle over a cap displaced by newer ones", late_total, s->c.request_timeout_s,
                   HTTP_OVER_IDLE_MS, displaced);
-    return cut;
+    if (slow_total)
+        log_event("warn", "request_timeout", "%d connection(s) cut: body slower than --min-body-rate-kb %zu over %d s",
+                  slow_total, s->c.min_body_rate >> 10, HTTP_BODY_WINDOW_MS / 1000);
+    return cut + slow;
 }
 
 /* ---- descriptors and libmicrohttpd's log -------------------------------------------------- */

@@ -25,6 +25,16 @@ int http_guard_body_headers(struct http_req *r, char *err);
 enum MHD_Result http_guard_refuse(struct http_req *r, int code, const char *msg, const char *xh, const char *xv);
 /* Writes the error answer straight to the socket and lingers; the caller then returns MHD_NO. */
 void http_guard_raw_error(struct http_req *r, int code, const char *msg, const char *xh, const char *xv);
+/* The body in the memory budget: take reserves n more bytes for r's body as they arrive (0, or
+ * EDGED_E_MEMORY_BUDGET when the budget or the bodies' part of it is spent, EDGED_E_QUEUE_FULL
+ * when the uploads from r's address hold its share; with a message), counted as arriving until
+ * arrived (idempotent), which every request calls once its body is complete or it ends. begin
+ * starts the request's body on its connection (the minimum rate's clock) and progress counts n
+ * bytes of it. */
+int http_guard_body_take(struct http_req *r, size_t n, char *err);
+void http_guard_body_arrived(struct http_req *r);
+void http_guard_body_begin(struct http_req *r);
+void http_guard_body_progress(struct http_req *r, size_t n);
 /* Marks the request's connection as receiving (1) or not (0) for http_reap. */
 void http_guard_conn_phase(struct http_server *s, struct MHD_Connection *conn, int receiving);
 /* MHD_OPTION_NOTIFY_CONNECTION: adds and removes connections of the reap list. */

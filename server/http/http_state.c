@@ -64,6 +64,8 @@ struct result_times *http_req_times(struct http_req *r) { return &r->t; }
 
 const char *http_req_trace_id(const struct http_req *r) { return r->trace.trace_id; }
 
+void http_req_keep_budget(struct http_req *r, size_t n) { r->reserved += n; }
+
 void http_req_note(struct http_req *r, const char *filter, const char *variant, const char *backend, int w, int h)
 {
     r->filter = filter;

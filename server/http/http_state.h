@@ -25,6 +25,10 @@ struct http_conn {
     uint32_t ip;   /* IPv4 peer address, network order (0: unknown) */
     int over;      /* 0, or the refusal for its requests: EDGED_E_QUEUE_FULL (address cap) or
                     * EDGED_E_UNAVAILABLE (connection cap) */
+    size_t arriving; /* memory budget its request's body holds while it still arrives */
+    int body;        /* 1 from a request's first callback until its body has all arrived */
+    size_t got, mark; /* body bytes arrived, and at t_mark (the minimum body rate) */
+    double t_mark;
     struct http_conn *prev, *next;
 };
 
@@ -42,11 +46,13 @@ struct http_server {
     unsigned long long id_seed;
     struct auth_keys keys;
     char cors[256];
-    pthread_mutex_t conns_mu; /* guards the conns list and each entry (fd use included) */
+    pthread_mutex_t conns_mu; /* guards the conns list and each entry (fd use included), and arriving */
     struct http_conn *conns;
     int displaced;            /* idle over-cap connections displaced by newer ones, not yet logged */
     double reap_logged;       /* clock_ms() of http_reap's last log line */
-    int reap_cut;             /* cut by http_reap since that line */
+    int reap_cut;             /* cut by http_reap since that line: late */
+    int reap_slow;            /* ... and with a body under --min-body-rate-kb */
+    size_t arriving;          /* memory budget held by bodies still arriving, all connections */
     pthread_mutex_t log_mu;   /* guards the rate limit of libmicrohttpd's messages */
     double log_window;
     long log_count, log_dropped;
@@ -64,7 +70,9 @@ struct http_req {
     int pending;                /* an error decided on the first callback, answered on the last */
     int raw;                    /* answered by http_guard_raw_error */
     int close;                  /* this answer carries Connection: close */
-    size_t reserved;            /* memory budget held for the body buffer */
+    size_t reserved;            /* memory budget given back at completion: the body as it arrived, and
+                                 * what the handler kept (http_req_keep_budget) */
+    size_t arriving;            /* of reserved: counted as a body still arriving (http_guard_body_take) */
     int preflight;              /* a CORS preflight (OPTIONS), answered on the last callback */
     size_t drained;             /* body bytes read and dropped for a pending answer */
     const char *pending_xh, *pending_xv;

@@ -119,7 +119,7 @@ int backend_run_cpu(const struct backend *b, struct job *job, int threads, struc
     if (job->plan.filter == FILTER_CANNY) { /* canny takes its share once, for the whole job */
         int nt = share ? cpu_share_threads(share) : threads;
         job->threads = serial ? 1 : cpu_threads(nt, job->in.h);
-        rc = canny_plan_run(&job->in, &job->plan, serial, nt, &job->out, job->err);
+        rc = canny_plan_run_cancel(&job->in, &job->plan, serial, nt, &job->out, &job->cancel, job->err);
     } else if (serial) {
         job->threads = 1;
         rc = cpu_serial_run_cancel(&job->in, &job->plan, &job->out, &job->cancel, job->err);
@@ -133,24 +133,51 @@ int backend_run_cpu(const struct backend *b, struct job *job, int threads, struc
     return rc;
 }
 
-/* Multiply-adds per second of one thread with a 63x63 custom kernel: the serial loop (about
- * 1.3e9 measured) and the vectorised direct loop of cpu (1.6e10 with AVX-512, half with AVX2),
- * rounded down so that a slower machine is not underestimated. Rough on purpose: the estimate
- * only has to tell a seconds-long job from a minutes-long one. */
-#define BACKEND_SERIAL_MACS_PER_S 1.0e9
-#define BACKEND_CPU_MACS_PER_S 8.0e9
-#define BACKEND_CPU_DIRECT_MAX_TAPS 25 /* cpu.c runs larger separable kernels as two passes */
+/* What a CPU job costs, in thread-seconds: its pixels times, for each plane, the taps of the
+ * kernels as the variant really runs them at the rate of the loop that runs them, plus a time per
+ * pixel for what is not a convolution (loading, combining, storing; Canny's gradients, suppression
+ * and hysteresis). Measured in thread-seconds on the 2-core AVX2 VM with images of 1000^2 and
+ * 2000^2 (docs/perf/journal.md), and rounded so that each estimate came out above what was
+ * measured, or within an eighth of it:
+ *   cpu_serial runs every kernel direct (rows x cols taps): 5.5e8 taps a second (5.6e8 for 15 x 15,
+ *     up to 9e8 for larger, measured), and 40 ns a pixel of each plane besides (14 to 54 measured);
+ *   cpu runs a kernel as two passes (rows + cols taps) where cpu_conv_separable says so, at 8e9 a
+ *     second (about 1e10 measured), else direct at 1.6e10 (1.7e10 to 2.1e10 measured), and 30 ns
+ *     a pixel of each plane besides (15 to 29 measured);
+ *   canny runs its pre-blur direct in both forms (canny.h), the blurred plane's load and store
+ *     costing a pixel as above; its own work costs a serial pixel 2 ap^2 + 30 taps' worth, ap its
+ *     aperture (53 to 77 ns measured for 3, 95 to 124 for 5, 184 to 195 for 7: a Sobel of 2 ap^2 taps
+ *     computed straight), a threaded one 30 ns (19 to 27 measured).
+ * A machine without AVX2 runs the threaded loops at about half these rates: the estimate only has
+ * to tell a seconds-long job from a minutes-long one. */
+#define BACKEND_SERIAL_TAPS_PER_S 5.5e8
+#define BACKEND_SERIAL_PIXEL_S 40e-9
+#define BACKEND_CPU_PASS_TAPS_PER_S 8.0e9
+#define BACKEND_CPU_DIRECT_TAPS_PER_S 1.6e10
+#define BACKEND_CPU_PIXEL_S 30e-9
+#define BACKEND_CANNY_SERIAL_TAPS 30
+#define BACKEND_CANNY_CPU_PIXEL_S 30e-9
 
-static double plan_macs(const struct filter_plan *plan, int w, int h, int serial)
+/* Seconds one pixel of one plane costs: each kernel as its loop runs it, plus the per-pixel work. */
+static double pixel_seconds(const struct filter_plan *plan, int serial)
 {
-    double taps = 0.0;
+    int canny = plan->filter == FILTER_CANNY, ap = plan->canny.aperture;
+    double t = 0.0;
 
     for (int i = 0; i < plan->nconv; i++) {
         const struct kernel2d *k = &plan->conv[i];
-        int sep = !serial && k->separable && k->rows * k->cols > BACKEND_CPU_DIRECT_MAX_TAPS;
-        taps += sep ? k->rows + k->cols : (double)k->rows * k->cols;
+        if (serial)
+            t += (double)k->rows * k->cols / BACKEND_SERIAL_TAPS_PER_S;
+        else if (!canny && cpu_conv_separable(k))
+            t += (double)(k->rows + k->cols) / BACKEND_CPU_PASS_TAPS_PER_S;
+        else
+            t += (double)k->rows * k->cols / BACKEND_CPU_DIRECT_TAPS_PER_S;
     }
-    return (double)w * h * (plan->planes > 0 ? plan->planes : 1) * taps;
+    if (!canny || plan->nconv) /* a plane loaded, filtered and stored */
+        t += serial ? BACKEND_SERIAL_PIXEL_S : BACKEND_CPU_PIXEL_S;
+    if (canny)
+        t += serial ? (2.0 * ap * ap + BACKEND_CANNY_SERIAL_TAPS) / BACKEND_SERIAL_TAPS_PER_S : BACKEND_CANNY_CPU_PIXEL_S;
+    return t;
 }
 
 double backend_cpu_seconds(const struct backend *b, const struct filter_plan *plan, int w, int h, enum variant v)
@@ -159,9 +186,7 @@ double backend_cpu_seconds(const struct backend *b, const struct filter_plan *pl
         v = backend_has_gpu(b) ? VARIANT_FAST : VARIANT_CPU;
     if (variant_is_gpu(v))
         return 0.0;
-    if (v == VARIANT_CPU_SERIAL)
-        return plan_macs(plan, w, h, 1) / BACKEND_SERIAL_MACS_PER_S;
-    return plan_macs(plan, w, h, 0) / BACKEND_CPU_MACS_PER_S;
+    return (double)w * h * (plan->planes > 0 ? plan->planes : 1) * pixel_seconds(plan, v == VARIANT_CPU_SERIAL);
 }
 
 /* gconv_submit checks the variant's limits against the plan and size. */

@@ -27,7 +27,8 @@ int backend_threads(const struct backend *b);
 enum variant backend_pick(const struct backend *b, const struct filter_plan *plan, int w, int h);
 
 /* CPU seconds (thread-seconds) a job of plan on a w x h image would take with variant v, estimated
- * from pixels x taps x the variant's measured rate; 0 for a GPU variant. */
+ * from the pixels, planes and taps of what the variant really runs at its loops' measured rates
+ * (backend.c states the rule); 0 for a GPU variant. */
 double backend_cpu_seconds(const struct backend *b, const struct filter_plan *plan, int w, int h, enum variant v);
 
 /* ---- one job (struct job, queue.h) ---------------------------------------------------------- */

@@ -45,25 +45,27 @@ void budget_free(struct budget *b)
 }
 
 /* Waiting is for the bytes of requests finishing now (a few hundred ms at most); a longer wait
- * would only hold the connection while the client could be retrying elsewhere. */
-int budget_take(struct budget *b, size_t n, int wait_ms, char *err)
+ * would only hold the connection while the client could be retrying elsewhere. Takes n once room
+ * bytes are free. */
+static int take(struct budget *b, size_t n, size_t room, int wait_ms, char *err)
 {
     double until = clock_ms() + wait_ms;
     int rc = 0;
 
+    room = room > n ? room : n;
     if (!b || n == 0)
         return 0;
-    if (b->limit && n > b->limit)
+    if (b->limit && room > b->limit)
         return edged_fail(err, EDGED_E_IMAGE_TOO_LARGE, "request needs %zu MiB, more than the whole memory budget "
-                          "(--max-memory-mb %zu)", n >> 20, b->limit >> 20);
+                          "(--max-memory-mb %zu)", room >> 20, b->limit >> 20);
     pthread_mutex_lock(&b->mu);
-    while (b->limit && b->used + n > b->limit) {
+    while (b->limit && b->used + room > b->limit) {
         struct timespec ts = clock_abs(until);
         if (clock_ms() >= until || pthread_cond_timedwait(&b->freed, &b->mu, &ts) != 0) {
-            if (b->used + n <= b->limit)
+            if (b->used + room <= b->limit)
                 break;
             rc = edged_fail(err, EDGED_E_MEMORY_BUDGET, "memory budget spent: %zu of %zu MiB reserved, %zu MiB "
-                            "more needed (--max-memory-mb)", b->used >> 20, b->limit >> 20, (n + (1 << 20) - 1) >> 20);
+                            "more needed (--max-memory-mb)", b->used >> 20, b->limit >> 20, (room + (1 << 20) - 1) >> 20);
             break;
         }
     }
@@ -71,6 +73,13 @@ int budget_take(struct budget *b, size_t n, int wait_ms, char *err)
         b->used += n;
     pthread_mutex_unlock(&b->mu);
     return rc;
+}
+
+int budget_take(struct budget *b, size_t n, int wait_ms, char *err) { return take(b, n, n, wait_ms, err); }
+
+int budget_take_room(struct budget *b, size_t n, size_t room, int wait_ms, char *err)
+{
+    return take(b, n, room, wait_ms, err);
 }
 
 void budget_give(struct budget *b, size_t n)

@@ -16,6 +16,9 @@ void budget_free(struct budget *b);
  * EDGED_E_MEMORY_BUDGET (spent: retry later) or EDGED_E_IMAGE_TOO_LARGE (n alone exceeds the
  * whole budget: never fits) with a message. A NULL budget grants everything. */
 int budget_take(struct budget *b, size_t n, int wait_ms, char *err);
+/* As budget_take, but waits until `room` bytes (at least n) are free and takes n of them: a request
+ * admitted with the bytes of its first stage, when those of its largest stage fit now. */
+int budget_take_room(struct budget *b, size_t n, size_t room, int wait_ms, char *err);
 /* Gives back n bytes taken before; accepts NULL and 0. */
 void budget_give(struct budget *b, size_t n);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "jobs/budget.h"
 
 /* Jobs are in exactly one of the two lists while the queue holds them: `queued` (FIFO, at most
  * `depth`) or `running` (popped, not yet complete), so that queue_fail can reach both. */
@@ -86,8 +87,32 @@ static void job_free(struct job *job)
     img_free(&job->out);
     free(job->src);
     free(job->out_jpeg);
+    budget_give(job->budget, job->budget_bytes + job->out_kept); /* after its memory is freed */
     pthread_cond_destroy(&job->done);
     free(job);
+}
+
+void job_set_budget(struct job *job, struct budget *b, size_t work, size_t out)
+{
+    job->budget = b;
+    job->work_bytes = work;
+    job->out_bytes = out < work ? out : work;
+}
+
+void job_take_budget(struct job *job, size_t *bytes)
+{
+    job->budget_bytes += *bytes;
+    *bytes = 0;
+}
+
+/* The worker waits longer than a request's admission does: the bytes it waits for are those of
+ * jobs running now, given back within their run. */
+int job_work_begin(struct job *job) { return budget_take(job->budget, job->work_bytes, JOB_WORK_WAIT_MS, job->err); }
+
+void job_work_end(struct job *job, int rc)
+{
+    job->out_kept = rc == 0 ? job->out_bytes : 0;
+    budget_give(job->budget, job->work_bytes - job->out_kept);
 }
 
 /* Drops one reference under q->mu; returns the job when it must be freed (outside the lock). */

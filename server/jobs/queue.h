@@ -57,6 +57,13 @@ struct job {
     /* set (never cleared) when nobody waits for the result any more: the CPU loops stop at the
      * next row, a GPU job's result is dropped when its stream finishes */
     atomic_int cancel;
+    /* the memory budget (budget.h) the job holds for its request, given back when the job is freed
+     * by whoever lets go last: a job abandoned at a 504 or 499 keeps its bytes reserved until its
+     * worker has stopped and freed its memory. budget_bytes: taken over from the submitter
+     * (job_take_budget; the submitter's alone); work_bytes, out_bytes: set before the job is
+     * queued (job_set_budget); out_kept: the worker's (job_work_end). */
+    struct budget *budget;
+    size_t budget_bytes, work_bytes, out_bytes, out_kept;
     /* bookkeeping (queue.c) */
     enum job_state state;
     int refs;
@@ -78,6 +85,22 @@ struct job *job_new(void);
 /* Drops the caller's reference; frees the job, its images included, with the last one. q may be
  * NULL for a job that was never queued (run directly by backend_run). Accepts a NULL job. */
 void job_release(struct queue *q, struct job *job);
+
+/* Before the job is queued: its memory budget b, the bytes its worker reserves while it runs (CPU
+ * lane: job_work_begin) and, of them, those its output keeps until the job is freed. */
+struct budget;
+void job_set_budget(struct job *job, struct budget *b, size_t work, size_t out);
+/* The job takes over *bytes of its budget (then *bytes is 0), given back when it is freed. Its
+ * submitter's call, holding a reference: before the job is queued, or once it is done or
+ * abandoned. */
+void job_take_budget(struct job *job, size_t *bytes);
+/* CPU lane, around a job's run on its worker: begin reserves job->work_bytes, waiting up to
+ * JOB_WORK_WAIT_MS for other jobs to give theirs back (0, or EDGED_E_MEMORY_BUDGET with the
+ * message in job->err); end gives them back but, when rc is 0, job->out_bytes that the output
+ * keeps until the job is freed. */
+#define JOB_WORK_WAIT_MS 2000
+int job_work_begin(struct job *job);
+void job_work_end(struct job *job, int rc);
 
 /* Queues job. Errors: EDGED_E_QUEUE_FULL (at its bound), EDGED_E_UNAVAILABLE (closed: draining)
  * or the code queue_fail set (GPU fatal), with a message. */

@@ -118,14 +118,72 @@ int service_admit(void *app, char *err)
  * would get connection errors or the ingress's 503 instead of edged's 429. */
 int service_ready(struct service *s, char *reason) { return service_admit(s, reason) == 0; }
 
-/* Peak of one image request: the decoded image (ch bytes a pixel), the float planes (up to ch of
- * them, 4 bytes each) with the source and second buffers (8 more), the output (up to 4 channels)
- * and its PNG (no larger than the raw output plus a little). */
-size_t service_image_bytes(int w, int h, int ch)
-{
-    size_t px = (size_t)w * (size_t)h, per = (size_t)ch + 4 * (size_t)ch + 8 + 2 * 4;
+/* An image request's memory, stage by stage, in bytes a pixel (n = w x h pixels, ch the decoded
+ * channels, out_ch the result's), as measured: the peak RSS of one request over the server's idle
+ * RSS, less its body, came within 0.7 bytes a pixel above the largest stage's sum for 1000 x 1000
+ * and within 0.4 for 3000 x 3000, every filter, variant and channel count tried, and below it for
+ * Canny (docs/perf/journal.md).
+ *   hold, decode to answer: the decoded image (ch); on the GPU lane also the output the worker
+ *     fills (out_ch), allocated when the job is routed;
+ *   decode, while decoding: a second buffer of four bytes a pixel at most (a copy turned by the
+ *     EXIF orientation, a CMYK JPEG's samples, a PNG's joined IDAT stream);
+ *   work, while a CPU job runs, its output included:
+ *     convolutions: the float result planes (4 each), the source plane (4) and for a plan of two
+ *       kernels the second buffer (4); the output (out_ch) comes once the last two are freed;
+ *     canny: its gray (1; none for 1-channel input without a blur), then the blur's two float
+ *       planes (8) or, threaded, the map, output and band stacks (3), serial the gradients and
+ *       magnitudes (12), map, output and hysteresis stack (at most one pixel in two: 4), 18 in all;
+ *   out, from the run to the answer: the CPU job's output (out_ch);
+ *   encode, while encoding: the filtered rows and the PNG (2 out_ch), the PNG kept until sent.
+ * Each part is counted a sixteenth larger (the allocator's rounding), and the hold SERVICE_IMAGE_SLACK
+ * more: the codecs' state and the thread's stack. The body is reserved apart (http_daemon.c). */
+#define SERVICE_IMAGE_SLACK ((size_t)2 << 20)
 
-    return px * per + (64u << 10);
+static size_t max_z(size_t a, size_t b) { return a > b ? a : b; }
+
+/* px pixels of per bytes, with the sixteenth. */
+static size_t part(size_t px, size_t per) { return px * per + px * per / 16; }
+
+/* Bytes a pixel of a CPU job's working set (the image itself not counted). */
+static size_t work_per_pixel(const struct filter_plan *plan, enum variant v, int ch)
+{
+    size_t gray = ch > 1 || plan->nconv ? 1 : 0, blur = plan->nconv ? 8 : 0;
+
+    if (plan->filter == FILTER_CANNY)
+        return gray + max_z(blur, v == VARIANT_CPU_SERIAL ? 18 : 3);
+    return 4 * (size_t)plan->planes + 4 * (size_t)plan->nconv;
+}
+
+static void set_peak(struct service_bytes *b)
+{
+    b->peak = b->hold + max_z(b->decode, max_z(b->work, b->out + b->encode));
+}
+
+void service_image_bytes(const struct service *s, const struct filter_plan *plan, enum variant v, int w, int h,
+                         int ch, struct service_bytes *b)
+{
+    size_t px = (size_t)w * (size_t)h, out = (size_t)plan->out_ch;
+    int gpu = variant_is_gpu(v) || (v == VARIANT_AUTO && backend_has_gpu(s->backend));
+
+    b->hold = part(px, (size_t)ch + (gpu ? out : 0)) + SERVICE_IMAGE_SLACK;
+    b->decode = part(px, 4);
+    b->work = gpu ? 0 : part(px, work_per_pixel(plan, v, ch));
+    b->out = gpu ? 0 : part(px, out);
+    b->encode = part(px, 2 * out);
+    set_peak(b);
+}
+
+/* /v1/compare holds its decoded image, the reference map and the copy of the image the running
+ * row's job filters (2 ch + out_ch); that job works as one of filter; nothing is encoded. */
+void service_compare_bytes(const struct service *s, const struct filter_plan *plan, int w, int h, int ch,
+                           struct service_bytes *b)
+{
+    size_t px = (size_t)w * (size_t)h;
+
+    service_image_bytes(s, plan, VARIANT_CPU_SERIAL, w, h, ch, b); /* the largest job (canny) or as large */
+    b->hold = part(px, 2 * (size_t)ch + (size_t)plan->out_ch) + SERVICE_IMAGE_SLACK;
+    b->encode = 0;
+    set_peak(b);
 }
 
 int service_check_cost(struct service *s, const struct filter_plan *plan, int w, int h, enum variant v, char *err)

@@ -63,9 +63,24 @@ int service_is_large(const struct service *s, long long pixels);
  * one is always left to small ones (at least 1). The one share for both. */
 int service_large_slots(int slots);
 
-/* Bytes an image request of w x h x ch holds at its peak: the decoded image, the float planes and
- * their scratch, the output and its PNG (an upper bound; the body is reserved by http_daemon.c). */
-size_t service_image_bytes(int w, int h, int ch);
+/* What an image request reserves in the memory budget, stage by stage, so that the reservation
+ * follows what the request holds (service.c says what each part counts). Admission waits for
+ * `peak` free and takes hold + decode (image_reserve); the decoder's part is given back once the
+ * image is decoded, and the job holds `hold` until it is freed (job_take_budget). A CPU job's
+ * worker takes `work` while the job runs, and `out` of it stays with the job for its output
+ * (job_work_begin, job_work_end). The handler takes `encode` while it encodes; the encoded bytes
+ * stay with the request until they are sent (http_req_keep_budget). The body is reserved apart,
+ * as it arrives (http_daemon.c). */
+struct service_bytes {
+    size_t hold, decode, work, out, encode;
+    size_t peak; /* the most held at once: hold + the largest of decode, work and out + encode */
+};
+/* For plan with variant v on an image of w x h x ch. */
+void service_image_bytes(const struct service *s, const struct filter_plan *plan, enum variant v, int w, int h,
+                         int ch, struct service_bytes *b);
+/* For /v1/compare of plan: its image, the reference map and one variant's job at once. */
+void service_compare_bytes(const struct service *s, const struct filter_plan *plan, int w, int h, int ch,
+                           struct service_bytes *b);
 /* Refuses a job over --max-job-cpu-s: EDGED_E_TOO_COSTLY naming the estimate, the limit and the
  * cheaper variant to ask for; else 0. */
 int service_check_cost(struct service *s, const struct filter_plan *plan, int w, int h, enum variant v, char *err);

@@ -87,10 +87,12 @@ static void cpu_job(struct worker *w, struct job *job)
 {
     int rc = fault_cpu_job(job->err); /* debug builds only; 0 otherwise */
 
-    cpu_share_enter(&w->cpu_share);
-    if (rc == 0)
+    if (rc == 0 && (rc = job_work_begin(job)) == 0) { /* its working set, while it runs */
+        cpu_share_enter(&w->cpu_share);
         rc = backend_run_cpu(w->b, job, w->c.cpu_threads, &w->cpu_share);
-    cpu_share_leave(&w->cpu_share);
+        cpu_share_leave(&w->cpu_share);
+        job_work_end(job, rc);
+    }
     queue_complete(w->q, job, rc);
 }
 

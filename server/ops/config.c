@@ -99,6 +99,9 @@ static const struct opt opts[] = {
      "naming a cheaper variant"},
     {"job-timeout-s", "EDGED_JOB_TIMEOUT_S", OPT_INT, O(job_timeout_s), 1, 3600, "30",
      "a job running longer is cancelled (CPU loops stop, a GPU result is dropped): 504 deadline_exceeded"},
+    {"min-body-rate-kb", "EDGED_MIN_BODY_RATE_KB", OPT_INT, O(min_body_rate_kb), 0, 1048576, "16",
+     "a body still arriving must bring at least this many KiB a second over every 5 s from its headers on; a "
+     "slower upload (a stalled one) is cut, giving back its memory budget (0 = no floor)"},
 };
 #undef O
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))

@@ -46,6 +46,7 @@ struct serve_config {
     int max_memory_mb;      /* memory budget of requests, MiB; 0 = half the cgroup or machine memory */
     int max_job_cpu_s;      /* a job estimated over this many CPU seconds is refused (422) */
     int job_timeout_s;      /* a running job is cancelled after this (504) */
+    int min_body_rate_kb;   /* KiB a second a body still arriving must bring over each 5 s; 0 = none */
 };
 
 /* Fills cfg from defaults, then EDGED_<NAME> variables, then argv flags (`--name V` or

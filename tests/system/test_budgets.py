@@ -1,10 +1,13 @@
 """test_budgets.py — docs/reliability.md "Budgets": a CPU job over --max-job-cpu-s is refused
-(422 job_too_costly) before it is queued, a running job is cancelled at --job-timeout-s (504) or
-when its client leaves (499, counted), drain keeps its timeout with a long job running, the memory
-budget refuses with 503 memory_budget and Retry-After and is back to 0 afterwards, /healthz and
-/readyz answer under 256 idle connections, a connection past a cap gets JSON instead of a reset,
-stalled uploads do not starve other clients, and /readyz stays 200 under twice the load the server
-can take (readiness is "can serve": overload is answered 429 per request)."""
+(422 job_too_costly) before it is queued, Canny priced as it runs, a running job is cancelled at
+--job-timeout-s (504) or when its client leaves (499, counted) and stops using CPU (Canny too),
+drain keeps its timeout with a long job running, the memory budget refuses with 503 memory_budget
+and Retry-After and is back to 0 afterwards, a body reserves what has arrived, stalled uploads
+hold at most their address's share and the bodies' half and are cut below --min-body-rate-kb,
+/healthz and /readyz answer under 256 idle connections, a connection past a cap gets JSON instead
+of a reset, stalled uploads do not starve other clients nor make /readyz 503, and /readyz stays
+200 under twice the load the server can take (readiness is "can serve": overload is answered 429
+per request)."""
 import concurrent.futures as cf
 import signal
 import socket
@@ -15,10 +18,14 @@ import pytest
 import requests
 
 from conftest import png_bytes, random_image
-from helpers import connect, error_of, json_error, metrics, post_head, read_response, slowdown, total
+from helpers import (connect, cpu_seconds, error_of, is_closed, json_error, metrics, post_head, read_response,
+                     slowdown, solid_png, total)
 
 K = slowdown()
 BIG = '{"filter":"gaussian","size":63,"color":"gray","variant":"cpu_serial"}'
+# on a large black image: seconds of CPU, nearly all in the 63x63 pre-blur, which runs direct
+CANNY = '{"filter":"canny","size":63,"variant":"cpu"}'
+MIB = 1 << 20
 
 
 def upload(url, png, params, timeout=60, path="/v1/filter"):
@@ -34,6 +41,22 @@ def png2000():
 @pytest.fixture(scope="module")
 def png1000():
     return png_bytes(random_image(1000, 1000, 1, seed=6))
+
+
+@pytest.fixture(scope="module")
+def black4000():
+    return solid_png(4000, 4000)
+
+
+def budget_bytes(url):
+    return total(metrics(url), "edged_memory_budget_bytes")
+
+
+def wait_budget(url, below, timeout):
+    until = time.time() + timeout
+    while budget_bytes(url) > below and time.time() < until:
+        time.sleep(0.05)
+    return budget_bytes(url)
 
 
 def wait_metric(url, name, want, timeout=10.0, **labels):
@@ -56,6 +79,43 @@ def test_costly_cpu_job_refused_before_queueing(server, png2000):
     assert r.status_code == 422 and error_of(r)["code"] == "job_too_costly", r.text
     r = upload(server.url, png2000, '{"filter":"gaussian","size":63,"color":"gray","variant":"cpu"}')
     assert r.status_code == 200, r.text
+
+
+def test_canny_priced_as_it_runs(server):
+    """Canny's 63x63 pre-blur runs direct, 3969 taps a pixel: on 7000x7000 that is over the
+    default 10 CPU seconds, for cpu and cpu_serial alike, so neither is offered as cheaper."""
+    png = solid_png(7000, 7000)
+    for variant in ("cpu", "cpu_serial"):
+        r = upload(server.url, png, '{"filter":"canny","size":63,"variant":"%s"}' % variant)
+        e = error_of(r)
+        assert r.status_code == 422 and e["code"] == "job_too_costly", r.text
+        assert "variant=cpu" not in e["message"], e
+    r = upload(server.url, png, '{"filter":"canny","variant":"cpu"}')  # no blur: estimated at 1.5 s
+    assert r.status_code == 200, r.text
+
+
+def test_cancelled_canny_stops_using_cpu(make_server, black4000):
+    """A Canny job cancelled at --job-timeout-s (504), or by its client leaving, stops: the server
+    uses next to no CPU afterwards (the job has seconds left), and its reservation is given back
+    once the job has stopped and freed its memory."""
+    s = make_server("--job-timeout-s", "1", "--max-job-cpu-s", "86400", "--cpu-workers", "1")
+    r = upload(s.url, black4000, CANNY)
+    assert r.status_code == 504 and "cancelled" in error_of(r)["message"], r.text
+    time.sleep(0.3 * K)
+    c0 = cpu_seconds(s.proc.pid)
+    time.sleep(2)
+    assert cpu_seconds(s.proc.pid) - c0 < 0.3 * K, "the job went on after its 504"
+    assert wait_budget(s.url, 0, 5 * K) == 0
+    c = connect(s.port)
+    c.sendall(post_head("/v1/filter?filter=canny&size=63&variant=cpu", "image/png", len(black4000)) + black4000)
+    time.sleep(0.5)  # the job runs (about 3 CPU seconds on the 2-core VM)
+    c.close()
+    assert wait_metric(s.url, "edged_rejections_total", 1, 5 * K, reason="client_closed") == 1
+    time.sleep(0.3 * K)
+    c0 = cpu_seconds(s.proc.pid)
+    time.sleep(2)
+    assert cpu_seconds(s.proc.pid) - c0 < 0.3 * K, "the job went on after its client left"
+    assert wait_budget(s.url, 0, 5 * K) == 0
 
 
 def test_running_job_cancelled_at_its_limit(make_server, png1000, png2000):
@@ -88,10 +148,14 @@ def test_client_gone_cancels_and_counts(make_server, png1000, png2000):
     assert gone and gone[0].get("error") == "client_closed", s.log_text()[-3000:]
 
 
-def test_drain_keeps_its_timeout_with_a_long_job(make_server, png2000):
-    s = make_server("--max-job-cpu-s", "86400", "--drain-timeout-s", "1")
+@pytest.mark.parametrize("job", ["gaussian_serial", "canny"])
+def test_drain_keeps_its_timeout_with_a_long_job(make_server, request, job):
+    png, params = (request.getfixturevalue("png2000"), BIG) if job != "canny" else \
+        (request.getfixturevalue("black4000"), CANNY)
+    # one compute thread: the job runs for seconds past the drain even on an idle fast machine
+    s = make_server("--max-job-cpu-s", "86400", "--drain-timeout-s", "1", "--threads", "1")
     with cf.ThreadPoolExecutor(1) as ex:
-        fut = ex.submit(upload, s.url, png2000, BIG)
+        fut = ex.submit(upload, s.url, png, params)
         time.sleep(1.0)
         t0 = time.time()
         s.signal(signal.SIGTERM)
@@ -103,27 +167,31 @@ def test_drain_keeps_its_timeout_with_a_long_job(make_server, png2000):
 
 
 def test_memory_budget_refuses_with_retry_after_and_is_given_back(make_server, png1000):
-    # 1000x1000 gray reserves about 21 MB: three fit in 64 MiB, the fourth waits briefly, then 503
-    s = make_server("--max-memory-mb", "64", "--max-job-cpu-s", "86400", "--cpu-workers", "1")
+    # 1500x1500 gray: admitted with its image (4.4 MB), once the largest stage fits, the serial
+    # job's 21.5 MB working set taken while it runs (service_image_bytes), its body 2.2 MiB as it
+    # arrives: with 64 MiB two are admitted while a 2-second job runs, the others wait 0.5 s, 503
+    s = make_server("--max-memory-mb", "64", "--max-job-cpu-s", "86400", "--cpu-workers", "1", "--job-timeout-s", "600",
+                    "--queue-deadline-ms", "600000")  # a sanitized build runs the jobs several times slower
     slow = '{"filter":"gaussian","size":31,"color":"gray","variant":"cpu_serial"}'
+    png1500 = png_bytes(random_image(1500, 1500, 1, seed=8))
     with cf.ThreadPoolExecutor(6) as ex:
-        futs = [ex.submit(upload, s.url, png1000, slow) for _ in range(6)]
+        futs = [ex.submit(upload, s.url, png1500, slow) for _ in range(6)]
         codes = [f.result() for f in futs]
     refused = [r for r in codes if r.status_code == 503]
     assert refused and all(r.status_code in (200, 503) for r in codes), [r.status_code for r in codes]
     r = refused[0]
     assert error_of(r)["code"] == "memory_budget" and r.headers.get("Retry-After"), r.text
-    m = metrics(s.url)
-    assert total(m, "edged_memory_budget_bytes") == 0, m
-    assert total(m, "edged_rejections_total", reason="memory_budget") == len(refused)
-    # a body mid-upload holds its part of the budget (about 40 MiB here) until it ends; an image
-    # that needs more than is left is refused, the server stays ready, and the budget recovers
+    # each answer's bytes are given back when its request completes, just after the client read it
+    assert wait_budget(s.url, 0, 5 * K) == 0
+    assert total(metrics(s.url), "edged_rejections_total", reason="memory_budget") == len(refused)
+    # a body mid-upload holds what has arrived (33 MiB here) until it ends; an image that needs
+    # more than is left is refused, the server stays ready, and the budget recovers
     c = connect(s.port)
     c.sendall(post_head("/v1/filter", "image/png", 40 << 20) + b"\x89PNG" + b"\0" * (33 << 20))
     until = time.time() + 10 * K
     while total(metrics(s.url), "edged_memory_budget_bytes") < (33 << 20) and time.time() < until:
         time.sleep(0.05)
-    big = png_bytes(random_image(1700, 1700, 1, seed=7))  # about 61 MB: over what is left
+    big = png_bytes(random_image(1700, 1700, 1, seed=7))  # about 42 MB: over what is left
     b = upload(s.url, big, '{"filter":"edge"}')
     mid = requests.get(s.url + "/readyz", timeout=5)
     c.close()
@@ -205,6 +273,69 @@ def test_stalled_uploads_do_not_starve_others(make_server, png1000):
         assert requests.get(s.url + "/readyz", timeout=5).status_code == 200
     finally:
         for c in stalled:
+            c.close()
+
+
+def stall(port, source, announce, send):
+    """A connection that sends the headers of a body of `announce` bytes, `send` of them, and stops."""
+    c = connect(port, source=source)
+    c.sendall(post_head("/v1/filter", "image/png", announce) + b"\x89PNG" + b"\1" * (send - 4))
+    return c
+
+
+def test_stalled_body_reserves_what_arrived(make_server):
+    """32 MiB and one byte of a body hold 32.25 MiB of the budget (what arrived, rounded up to a
+    256 KiB step), not the 64 MiB the buffer's next doubling would be."""
+    s = make_server("--max-memory-mb", "1024", "--min-body-rate-kb", "0")
+    c = stall(s.port, "127.0.0.2", 40 * MIB, 32 * MIB + 1)
+    until = time.time() + 10 * K
+    while budget_bytes(s.url) < 32 * MIB and time.time() < until:
+        time.sleep(0.05)
+    held = budget_bytes(s.url)
+    c.close()
+    assert 32 * MIB < held <= 32 * MIB + (256 << 10), held / MIB
+    assert wait_budget(s.url, 0, 5 * K) == 0
+
+
+def test_stalled_uploads_hold_their_share_only(make_server, png1000):
+    """Bodies still arriving hold at most half the budget, one address a quarter: with 64 MiB and
+    8 MiB bodies, two stalled 6 MiB uploads fill an address's 16 MiB and its next ones are 429,
+    while requests from another address are served; stalled uploads from more addresses fill the
+    bodies' 32 MiB, and the next body is 503, the rest of the budget left to images. /readyz stays
+    200 all along: a stalled upload says nothing of whether the server can serve. Below
+    --min-body-rate-kb the stalled uploads are cut, and the budget is back to 0."""
+    s = make_server("--max-memory-mb", "64", "--max-body-mb", "8", "--min-body-rate-kb", "16")
+    held, refused = [], []
+    try:
+        for _ in range(4):
+            c = stall(s.port, "127.0.0.2", 8 * MIB, 6 * MIB)
+            (held if not is_closed(c, 0.5 * K) else refused).append(c)
+        assert len(held) == 2 and len(refused) == 2, (len(held), len(refused))
+        c = connect(s.port, source="127.0.0.2")
+        c.sendall(post_head("/v1/filter", "image/png", 8 * MIB) + b"\x89PNG" + b"\1" * (6 * MIB))
+        st, _, body = read_response(c, 5 * K)
+        c.close()
+        assert st == 429 and "share of the memory budget" in json_error(body)["message"], (st, body)
+        r = requests.post(s.url + "/v1/filter", data=png1000, headers={"Content-Type": "image/png"}, timeout=30,
+                          params={"filter": "edge"})  # from 127.0.0.1
+        assert r.status_code == 200, r.text
+        assert requests.get(s.url + "/readyz", timeout=5).status_code == 200
+        for i in range(3):  # 12 + 18 MiB of the bodies' 32
+            held.append(stall(s.port, "127.0.0.%d" % (10 + i), 8 * MIB, 6 * MIB))
+        c = connect(s.port, source="127.0.0.20")
+        c.sendall(post_head("/v1/filter", "image/png", 8 * MIB) + b"\x89PNG" + b"\1" * (6 * MIB))
+        st, _, body = read_response(c, 5 * K)
+        c.close()
+        assert st == 503 and "their part of the memory budget" in json_error(body)["message"], (st, body)
+        assert budget_bytes(s.url) <= 32 * MIB, budget_bytes(s.url) / MIB
+        assert requests.get(s.url + "/readyz", timeout=5).status_code == 200
+        # no byte for a window of 5 s: cut, and every reservation given back
+        t0 = time.time()
+        assert all(is_closed(c, 12 * K) for c in held), "a stalled upload was not cut"
+        assert time.time() - t0 < 12 * K
+        assert wait_budget(s.url, 0, 5 * K) == 0
+    finally:
+        for c in held + refused:
             c.close()
 
 

@@ -1,6 +1,6 @@
 /* test_budget.c — the memory budget: reservations up to the limit, a brief wait for bytes given
- * back, refusal (memory_budget) when spent and image_too_large past the whole budget, back to 0
- * after every give, and the derived default. */
+ * back, refusal (memory_budget) when spent and image_too_large past the whole budget, a take that
+ * needs room for more than it takes, back to 0 after every give, and the derived default. */
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
@@ -70,6 +70,21 @@ static void test_wait_for_give(void)
     budget_free(b);
 }
 
+/* A take with room waits for room bytes and takes n; room past the whole budget never fits. */
+static void test_room(void)
+{
+    struct budget *b;
+
+    budget_new(&b, 1000, err);
+    CHECK(budget_take_room(b, 100, 600, 0, err) == 0 && budget_used(b) == 100, "room 600 in 1000: %s", err);
+    CHECK(budget_take_room(b, 100, 901, 0, err) == EDGED_E_MEMORY_BUDGET && budget_used(b) == 100,
+          "room 901 with 900 free granted");
+    CHECK(budget_take_room(b, 1, 1001, 0, err) == EDGED_E_IMAGE_TOO_LARGE, "room past the budget: %s", err);
+    budget_give(b, 100);
+    CHECK(budget_used(b) == 0, "used %zu", budget_used(b));
+    budget_free(b);
+}
+
 static void test_default(void)
 {
     size_t d = budget_default_bytes();
@@ -81,6 +96,7 @@ int main(void)
 {
     test_take_give();
     test_wait_for_give();
+    test_room();
     test_default();
     return check_summary();
 }

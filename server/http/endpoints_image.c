@@ -133,7 +133,8 @@ static int image_reserve(struct service *s, const struct upload *u, int compare,
     int rc;
 
     *b = (struct service_bytes){0};
-    if ((rc = imageio_peek(u->image, u->image_len, &s->lim, head, err)) < 0)
+    if ((rc = imageio_peek(u->image, u->image_len, &s->lim, head, err)) < 0 ||
+        (rc = service_check_decode(s, head, err)) < 0)
         return rc;
     if (params_plan(&u->p, head->ch, &plan, perr) < 0)
         return 0;

@@ -84,5 +84,10 @@ void service_compare_bytes(const struct service *s, const struct filter_plan *pl
 /* Refuses a job over --max-job-cpu-s: EDGED_E_TOO_COSTLY naming the estimate, the limit and the
  * cheaper variant to ask for; else 0. */
 int service_check_cost(struct service *s, const struct filter_plan *plan, int w, int h, enum variant v, char *err);
+/* Refuses an image whose decode alone is estimated over --max-job-cpu-s (a progressive JPEG of
+ * many scans: pixels x scans): EDGED_E_TOO_COSTLY naming the scans, the estimate and the limit;
+ * else 0. */
+struct imageio_head;
+int service_check_decode(struct service *s, const struct imageio_head *head, char *err);
 
 #endif

@@ -243,6 +243,21 @@ def test_many_scans_refused_before_decoding(server):
     assert used < 0.5 * slowdown(), used
 
 
+def test_costly_scans_refused_before_decoding(server):
+    """500 scans is the limit, but 500 scans of 50 megapixels would take seconds of CPU to decode
+    (12.9-14.3 s on the 2-core VM): the decode's estimate (pixels x scans) is held to
+    --max-job-cpu-s (10) before any pixel is decoded."""
+    data = progressive_jpeg(7070, 7070, 500)
+    pid = server.proc.pid
+    c0 = cpu_seconds(pid)
+    r = post(server.url, data, {})
+    used = cpu_seconds(pid) - c0
+    assert r.status_code == 422, r.text
+    e = error_of(r)
+    assert e["code"] == "job_too_costly" and "500 scans" in e["message"] and "--max-job-cpu-s" in e["message"], e
+    assert used < 0.5 * slowdown(), used
+
+
 def test_scans_under_the_limit_decode(server):
     data = progressive_jpeg(61, 47, 40)
     got = decoded(server, data)

@@ -112,7 +112,7 @@ const char *params_quote(const char *s, char *buf);
 /* The output format of request p: `format` when given, else `chosen` (PNG, JPEG or WEBP: what
  * the Accept header or the OUTPUT name picked, which `by` names for the message). Returns that
  * format, or EDGED_E_PARAM when p gives a quality and the format is PNG (quality applies to
- * format=jpeg or webp). */
+ * format=jpeg or webp), or png_level and the format is not PNG. */
 int params_output_format(const struct params *p, enum params_format chosen, const char *by, char *err);
 
 /* "png", "jpeg", "webp" ("auto" for AUTO): the format's name as `format` takes it. */

@@ -461,7 +461,7 @@ static int check_applies(const struct params *p, char *err)
         return edged_fail(err, EDGED_E_PARAM, "block: applies to GPU variants, not %s", variant_name(p->variant));
     if (p->mode == PARAMS_COMPARE)
         return check_compare(p, err);
-    if (p->format == PARAMS_FORMAT_PNG && (rc = params_output_format(p, PARAMS_FORMAT_PNG, NULL, err)) < 0)
+    if (p->format != PARAMS_FORMAT_AUTO && (rc = params_output_format(p, p->format, NULL, err)) < 0)
         return rc;
     return 0;
 }
@@ -470,6 +470,13 @@ int params_output_format(const struct params *p, enum params_format chosen, cons
 {
     enum params_format f = p->format != PARAMS_FORMAT_AUTO ? p->format : chosen;
 
+    /* bit_depth 1 is not among them: a 1-bit map is written as 0/255 in any format (api.md) */
+    if (f != PARAMS_FORMAT_PNG && (p->given & PARAMS_F_PNG_LEVEL)) {
+        if (p->format != PARAMS_FORMAT_AUTO)
+            return edged_fail(err, EDGED_E_PARAM, "png_level: applies to format=png, not %s", params_format_name(f));
+        return edged_fail(err, EDGED_E_PARAM, "png_level: applies to format=png; without `format` %s, so the answer "
+                          "would be %s", by ? by : "the answer is not PNG", params_format_name(f));
+    }
     if (f != PARAMS_FORMAT_PNG || !(p->given & PARAMS_F_QUALITY))
         return (int)f;
     if (p->format == PARAMS_FORMAT_PNG)

@@ -374,6 +374,17 @@ def test_quality_without_a_lossy_format_is_400(server):
         assert e["code"] == "invalid_parameter" and all(w in e["message"] for w in words), e
 
 
+def test_png_level_with_another_format_is_400(server):
+    data = cv_jpeg(BGR)
+    for params, headers, words in (({"png_level": 6, "format": "jpeg"}, None, ["png_level", "not jpeg"]),
+                                   ({"png_level": 6, "format": "webp"}, None, ["png_level", "not webp"]),
+                                   ({"png_level": 6}, {"Accept": "image/webp"}, ["png_level", "Accept", "webp"])):
+        r = post(server.url, data, params, headers=headers)
+        assert r.status_code == 400, (params, headers, r.status_code)
+        e = error_of(r)
+        assert e["code"] == "invalid_parameter" and all(w in e["message"] for w in words), e
+
+
 def test_webp_side_limit(server):
     wide = png_bytes(np.zeros((1, 16384), np.uint8))
     r = post(server.url, wide, {"format": "webp"}, "image/png")

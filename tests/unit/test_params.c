@@ -246,6 +246,13 @@ static void test_format(void)
     CHECK(json("{\"format\":\"jpeg\"}", &p) == 0 &&
               params_output_format(&p, PARAMS_FORMAT_PNG, "by", err) == PARAMS_FORMAT_JPEG,
           "format wins over the resolved choice: %s", err);
+    /* png_level with another format (a bit_depth 1 map is written as 0/255 in any format) */
+    rejects("{\"format\":\"jpeg\",\"png_level\":6}", "png_level: applies to format=png, not jpeg");
+    CHECK(json("{\"format\":\"webp\",\"bit_depth\":1}", &p) == 0, "bit_depth 1 with webp: %s", err);
+    CHECK(json("{\"png_level\":6}", &p) == 0 &&
+              params_output_format(&p, PARAMS_FORMAT_WEBP, "the Accept header said so", err) == EDGED_E_PARAM &&
+              strstr(err, "png_level") && strstr(err, "the Accept header said so") && strstr(err, "webp"),
+          "png_level with a WebP resolved format: %s", err);
 }
 
 /* The knob table (filter_takes) is what the parser enforces: each filter-specific knob, given a

@@ -97,8 +97,10 @@ def test_canny_priced_as_it_runs(server):
 def test_cancelled_canny_stops_using_cpu(make_server, black4000):
     """A Canny job cancelled at --job-timeout-s (504), or by its client leaving, stops: the server
     uses next to no CPU afterwards (the job has seconds left), and its reservation is given back
-    once the job has stopped and freed its memory."""
-    s = make_server("--job-timeout-s", "1", "--max-job-cpu-s", "86400", "--cpu-workers", "1")
+    once the job has stopped and freed its memory. CPU jobs on the CPU backend, one compute thread:
+    the job outlasts its limit on a fast machine too."""
+    s = make_server("--backend", "cpu", "--threads", "1", "--job-timeout-s", "1", "--max-job-cpu-s", "86400",
+                    "--cpu-workers", "1")
     r = upload(s.url, black4000, CANNY)
     assert r.status_code == 504 and "cancelled" in error_of(r)["message"], r.text
     time.sleep(0.3 * K)
@@ -170,8 +172,9 @@ def test_memory_budget_refuses_with_retry_after_and_is_given_back(make_server, p
     # 1500x1500 gray: admitted with its image (4.4 MB), once the largest stage fits, the serial
     # job's 21.5 MB working set taken while it runs (service_image_bytes), its body 2.2 MiB as it
     # arrives: with 64 MiB two are admitted while a 2-second job runs, the others wait 0.5 s, 503
-    s = make_server("--max-memory-mb", "64", "--max-job-cpu-s", "86400", "--cpu-workers", "1", "--job-timeout-s", "600",
-                    "--queue-deadline-ms", "600000")  # a sanitized build runs the jobs several times slower
+    # the CPU backend whatever EDGED_TEST_BACKEND says: the reservations are those of CPU jobs
+    s = make_server("--backend", "cpu", "--max-memory-mb", "64", "--max-job-cpu-s", "86400", "--cpu-workers", "1",
+                    "--job-timeout-s", "600", "--queue-deadline-ms", "600000")  # a sanitized build runs jobs slower
     slow = '{"filter":"gaussian","size":31,"color":"gray","variant":"cpu_serial"}'
     png1500 = png_bytes(random_image(1500, 1500, 1, seed=8))
     with cf.ThreadPoolExecutor(6) as ex:

@@ -1,5 +1,5 @@
 # Makefile — builds build/edged and its tests. Knobs: CC NVCC GPU=auto|0|1 NPP=auto|0|1
-# NVJPEG=auto|0|1 (NVJPEG_INC NVJPEG_LIBS) CFLAGS CPPFLAGS LDFLAGS CUDA_HOME CUDA_ARCHS PYTHON PREFIX
+# FFT=auto|0|1 NVJPEG=auto|0|1 (NVJPEG_INC NVJPEG_LIBS) CFLAGS CPPFLAGS LDFLAGS CUDA_HOME CUDA_ARCHS PYTHON PREFIX
 # DESTDIR V=1 (full command lines). Targets:
 # all deps deps-build run test test-gpu bench bench-service plots install uninstall clean asan.
 
@@ -7,6 +7,7 @@ CC ?= cc
 BUILD ?= build
 GPU ?= auto
 NPP ?= auto
+FFT ?= auto
 NVJPEG ?= auto
 CUDA_HOME ?= $(firstword $(wildcard /usr/local/cuda) /usr/local/cuda)
 NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard $(CUDA_HOME)/bin/nvcc))
@@ -35,12 +36,19 @@ endif
 ifeq ($(GPU),auto)
   GPU := $(if $(NVCC),1,0)
 endif
+# cuFFT (variant fft) is linked as the shared libcufft with an rpath, as NPP is: libcufft_static.a
+# would add the FFT kernels of every architecture to the binary (hundreds of MB). auto is 1 when
+# the toolkit has the library; FFT=0 builds list fft as unavailable.
 ifeq ($(GPU),1)
   ifeq ($(NPP),auto)
     NPP := $(if $(wildcard $(CUDA_HOME)/lib64/libnppif.so $(CUDA_HOME)/targets/x86_64-linux/lib/libnppif.so),1,0)
   endif
+  ifeq ($(FFT),auto)
+    FFT := $(if $(wildcard $(CUDA_HOME)/lib64/libcufft.so $(CUDA_HOME)/targets/x86_64-linux/lib/libcufft.so),1,0)
+  endif
 else
   NPP := 0
+  FFT := 0
 endif
 # nvJPEG, linked statically so the runtime image needs nothing more: auto is 1 when the toolkit has
 # the header and libnvjpeg_static.a. NVJPEG_INC and NVJPEG_LIBS override where they come from (a
@@ -63,7 +71,7 @@ CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes
 override CFLAGS += -std=c11 $(WARN) -pthread
 override CPPFLAGS += -D_DEFAULT_SOURCE -Iapi -Icpu_ref -Igpu -Iserver -DEDGED_GPU=$(GPU) \
-                     -DEDGED_NPP=$(NPP) -DEDGED_NVJPEG=$(NVJPEG) $(PKG_CFLAGS) -MMD -MP
+                     -DEDGED_NPP=$(NPP) -DEDGED_FFT=$(FFT) -DEDGED_NVJPEG=$(NVJPEG) $(PKG_CFLAGS) -MMD -MP
 override CPPFLAGS += $(if $(filter 1,$(DEBUG)),-DEDGED_DEBUG=1)
 LDLIBS += $(PKG_LIBS) -lm -pthread
 
@@ -86,6 +94,9 @@ ifeq ($(GPU),1)
   LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
   ifeq ($(NPP),1)
     LDLIBS += -lnppif -lnppc -Wl,-rpath,$(CUDA_HOME)/lib64
+  endif
+  ifeq ($(FFT),1)
+    LDLIBS += -lcufft $(if $(filter 1,$(NPP)),,-Wl,-rpath,$(CUDA_HOME)/lib64)
   endif
   override CPPFLAGS += -I$(CUDA_HOME)/include
 else

@@ -3,6 +3,10 @@
 
 #include <string.h>
 
+#ifndef EDGED_FFT
+#define EDGED_FFT 0
+#endif
+
 static const struct {
     const char *name, *desc;
 } variant_rows[VARIANT_COUNT] = {
@@ -20,4 +24,11 @@ int variant_from_name(const char *name)
         if (strcmp(variant_rows[i].name, name) == 0)
             return i;
     return -1;
+}
+
+int variant_built(enum variant v) { return v != VARIANT_FFT || EDGED_FFT; }
+
+const char *variant_missing(enum variant v)
+{
+    return variant_built(v) ? NULL : "built without cuFFT";
 }

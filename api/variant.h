@@ -40,7 +40,10 @@ extern "C" {
       "applies the border")                                                                                  \
     X(FAST, "fast",                                                                                          \
       "the production path: rank-1 kernels in one fused pass, others with several outputs "                  \
-      "per thread in registers; the edge filter in one pass over the 8-bit image")
+      "per thread in registers; the edge filter in one pass over the 8-bit image")                         \
+    X(FFT, "fft",                                                                                            \
+      "cuFFT overlap-save: tiles of the image times the spectrum of the taps, for large full-rank kernels; " \
+      "float error grows with the kernel (docs/semantics.md)")
 
 enum variant {
 #define VARIANT_ENUM(id, name, desc) VARIANT_##id,
@@ -57,6 +60,10 @@ const char *variant_description(enum variant v);
 /* Returns the variant or -1 when the name is unknown. */
 int variant_from_name(const char *name);
 static inline int variant_is_gpu(enum variant v) { return v >= VARIANT_FIRST_GPU && v < VARIANT_COUNT; }
+/* 1 when this build has variant v: every one but fft, which needs cuFFT (EDGED_FFT). Why not when
+ * 0, for listings: "built without cuFFT". */
+int variant_built(enum variant v);
+const char *variant_missing(enum variant v);
 /* Block sides the GPU variants accept: 8, 16, 24, 32. */
 static inline int variant_block_ok(int b) { return b == 8 || b == 16 || b == 24 || b == 32; }
 

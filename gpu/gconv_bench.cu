@@ -165,6 +165,7 @@ int gconv_bench_conv(struct gconv_ctx *ctx, int w, int h, const struct kernel2d 
     memset(&a, 0, sizeof(a));
     a.w = w, a.h = h, a.pitch = gctx_pitch(ctx, w), a.k = k, a.border = bd, a.variant = v, a.block = block;
     a.stream = st->s, a.cslot = 0, a.tc = &tc, a.lim = &ctx->lim, a.check_only = 1, a.d_taps = st->d_taps;
+    a.ctx = ctx, a.fft = &st->fft;
     if ((rc = conv_dispatch(&a, err)) < 0)
         return rc;
     if ((e = bench_alloc(ctx, w, h, &b)) != cudaSuccess)
@@ -309,7 +310,7 @@ int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, const uint8_t 
     if (variant_uses_cslot(v) && (slot = gctx_slot_lock(ctx, 0, &e)) < 0)
         goto out;
     memset(&d, 0, sizeof(d));
-    d.stream = st->s, d.tc = &tc, d.d_arena = b.d_arena, d.stride = b.stride, d.d_taps = st->d_taps;
+    d.stream = st->s, d.tc = &tc, d.fft = &st->fft, d.d_arena = b.d_arena, d.stride = b.stride, d.d_taps = st->d_taps;
     d.w = w, d.h = h;
     what = "bench edge pipeline";
     e = bench_loop(ctx, warmup, reps, median_ms, [&](int i) {

@@ -424,6 +424,7 @@ static void close_stream(struct gconv_ctx *ctx, struct gstream *st)
     if (st->s)
         cudaStreamSynchronize(st->s);
     texcache_clear(&st->tc);
+    gfft_free(st->fft);
     gctx_free_device(ctx, st->d_in8, st->d_in8_cap);
     gctx_free_device(ctx, st->d_out8, st->d_out8_cap);
     gctx_free_device(ctx, st->d_arena, st->d_arena_cap);

@@ -65,6 +65,7 @@ struct gstream {
     size_t d_arena_cap;
     float *d_taps; /* GCONV_TAPS_FLOATS */
     struct tex_cache tc;
+    struct gfft *fft; /* the fft variant's plans, spectra and tiles (conv_fft.cu); NULL until used */
     /* the job in flight */
     int busy, rc;
     char err[EDGED_ERR_LEN];
@@ -108,6 +109,12 @@ struct conv_args {
     int check_only;     /* 1: only check the limits, launch nothing */
     cudaError_t cuerr;  /* out: the failed CUDA call's error when a launcher returns -1 */
     const char *cuwhat; /* out: which call */
+    /* fft only (conv_fft.cu): the context, the stream's FFT state (created on first use), and
+     * planes > 1 planes, plane_stride floats apart, correlated in one batch */
+    struct gconv_ctx *ctx;
+    struct gfft **fft;
+    int planes;
+    size_t plane_stride;
 };
 
 /* Family launchers, one per conv_*.cu file. Each checks the variant's limits for a (returning
@@ -123,6 +130,10 @@ int conv_separable(struct conv_args *a, char *err); /* separable */
 int conv_tiled(struct conv_args *a, char *err);     /* tiled */
 int conv_texture(struct conv_args *a, char *err);   /* texture, texture2d */
 int conv_fast(struct conv_args *a, char *err);      /* fast (fast.cu) */
+int conv_fft(struct conv_args *a, char *err);       /* fft (conv_fft.cu; EDGED_E_NO_CUDA without cuFFT) */
+/* Frees a stream's FFT state (its cuFFT plans and buffers) once the stream is idle; accepts NULL. */
+struct gfft;
+void gfft_free(struct gfft *f);
 /* fast for kernels with sides 1, 3 or 5, and 7x7 or 9x9 (fast_stream.cu); conv_fast calls it for
  * the sizes it picks. */
 int fast_stream_conv(struct conv_args *a, char *err);
@@ -213,6 +224,7 @@ static inline struct gplan_planes gplan_planes_of(float *d_arena, int planes, si
 struct gplan_dev {
     cudaStream_t stream;
     struct tex_cache *tc;
+    struct gfft **fft; /* the stream's FFT state (variant fft) */
     const uint8_t *d_in8;
     uint8_t *d_out8;
     float *d_arena;

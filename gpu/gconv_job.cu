@@ -82,7 +82,7 @@ static int job_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const
                            cudaMemcpyHostToDevice, st->s));
     CK(cudaEventRecord(st->ev_up, st->s));
     memset(&d, 0, sizeof(d));
-    d.stream = st->s, d.tc = &st->tc, d.d_in8 = st->d_in8, d.d_out8 = st->d_out8, d.d_arena = st->d_arena;
+    d.stream = st->s, d.tc = &st->tc, d.fft = &st->fft, d.d_in8 = st->d_in8, d.d_out8 = st->d_out8, d.d_arena = st->d_arena;
     d.stride = gctx_plane_stride(ctx, w, h), d.d_taps = st->d_taps, d.w = w, d.h = h;
     d.want_planes = want_planes;
     if ((rc = gplan_kernels(ctx, &d, plan, v, block, slot, &e, &what, err)) < 0) {

@@ -77,6 +77,8 @@ int conv_dispatch(struct conv_args *a, char *err)
         return conv_texture(a, err);
     case VARIANT_FAST:
         return conv_fast(a, err);
+    case VARIANT_FFT:
+        return conv_fft(a, err);
     default:
         return edged_fail(err, EDGED_E_PARAM, "variant %s is not a GPU variant", variant_name(a->variant));
     }
@@ -106,6 +108,8 @@ void conv_args_init(struct conv_args *a, struct gconv_ctx *ctx, struct gstream *
     a->cslot = -1;
     a->tc = st ? &st->tc : NULL;
     a->lim = &ctx->lim;
+    a->ctx = ctx;
+    a->fft = st ? &st->fft : NULL;
 }
 
 int gplan_request_ok(struct gconv_ctx *ctx, int w, int h, enum variant v, int block, char *err)
@@ -211,7 +215,10 @@ int gplan_kernels(struct gconv_ctx *ctx, const struct gplan_dev *d, const struct
     a.tc = d->tc;
     a.cslot = slot;
     a.taps_loaded = d->taps_loaded;
-    for (int p = 0; p < plan->planes; p++)
+    a.fft = d->fft;
+    if (v == VARIANT_FFT && plan->combine == COMBINE_SINGLE) /* every plane in one batch of tiles */
+        a.planes = plan->planes, a.plane_stride = d->stride;
+    for (int p = 0; p < (a.planes > 1 ? 1 : plan->planes); p++)
         if ((rc = run_plane(&a, plan, d->d_taps, &jp, p, err)) < 0) {
             if (rc == GCONV_CUDA_FAILED)
                 *cuerr = a.cuerr, *cuwhat = a.cuwhat;

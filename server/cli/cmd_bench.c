@@ -145,7 +145,8 @@ static void opts_default(struct bench_opts *o)
 
     memset(o, 0, sizeof(*o));
     for (int v = VARIANT_FIRST_GPU; v < VARIANT_COUNT; v++)
-        o->variants[o->nv++] = v;
+        if (variant_built(v))
+            o->variants[o->nv++] = v;
     memcpy(o->sizes, sizes, sizeof(sizes));
     o->ns = 6;
     memcpy(o->ks, ks, sizeof(ks));

@@ -36,13 +36,17 @@ static int list_variants(void)
 
     printf("%-16s %-15s %-4s %s\n", "variant", "runs on", "here", "what it is");
     for (int v = 0; v < VARIANT_COUNT; v++) {
-        const char *where = v == VARIANT_AUTO ? "any" : variant_is_gpu(v) ? (EDGED_GPU ? "gpu" : "gpu, not built")
+        int built = EDGED_GPU && variant_built(v);
+        const char *where = v == VARIANT_AUTO ? "any" : variant_is_gpu(v) ? (built ? "gpu" : "gpu, not built")
                                                                           : "cpu";
-        const char *here = !variant_is_gpu(v) || gpu ? "yes" : "no";
+        const char *here = !variant_is_gpu(v) || (gpu && built) ? "yes" : "no";
         printf("%-16s %-15s %-4s %s\n", variant_name(v), where, here, variant_description(v));
     }
+    for (int v = 0; gpu && v < VARIANT_COUNT; v++)
+        if (!variant_built(v))
+            printf("here: %s cannot run (%s)\n", variant_name(v), variant_missing(v));
     if (gpu)
-        printf("here: every variant can run (auto picks a GPU variant)\n");
+        printf("here: every other variant can run (auto picks a GPU variant)\n");
     else
         printf("here: the GPU variants cannot run (%s); auto runs cpu\n", why);
     return EXIT_OK;

@@ -447,7 +447,7 @@ static int compare_all(struct service *s, struct http_req *r, const struct param
 
     if (!want)
         for (int v = VARIANT_CPU_SERIAL; v < VARIANT_COUNT; v++)
-            if (!variant_is_gpu(v) || backend_has_gpu(s->backend))
+            if (!variant_is_gpu(v) || (backend_has_gpu(s->backend) && variant_built(v)))
                 want |= 1u << v;
     want |= 1u << VARIANT_CPU_SERIAL;
     for (int v = VARIANT_CPU_SERIAL; v < VARIANT_COUNT; v++)

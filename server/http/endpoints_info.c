@@ -169,15 +169,16 @@ void endpoint_variants(struct http_req *r, void *app)
     cJSON_AddStringToObject(root, "device", s->backend ? backend_device(s->backend) : "none");
     for (int v = 0; v < VARIANT_COUNT; v++) {
         cJSON *o = cJSON_CreateObject();
-        int avail = variant_is_gpu(v) ? gpu : s->backend != NULL;
+        int avail = variant_is_gpu(v) ? gpu && variant_built(v) : s->backend != NULL;
         cJSON_AddStringToObject(o, "name", variant_name(v));
         cJSON_AddStringToObject(o, "description", variant_description(v));
         cJSON_AddStringToObject(o, "kind", v == VARIANT_AUTO ? "auto" : variant_is_gpu(v) ? "gpu" : "cpu");
         cJSON_AddBoolToObject(o, "available", avail);
         if (!avail)
-            cJSON_AddStringToObject(o, "reason", !s->backend ? "backend unavailable"
-                                                 : EDGED_GPU ? "no CUDA device in use"
-                                                             : "built without CUDA");
+            cJSON_AddStringToObject(o, "reason", !s->backend           ? "backend unavailable"
+                                                 : !EDGED_GPU          ? "built without CUDA"
+                                                 : !variant_built(v)   ? variant_missing(v)
+                                                                       : "no CUDA device in use");
         if (variant_is_gpu(v)) {
             cJSON *b = cJSON_AddArrayToObject(o, "block_sides");
             for (int side = 8; side <= 32; side += 8)

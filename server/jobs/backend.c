@@ -59,7 +59,21 @@ const char *backend_device(const struct backend *b) { return b->device; }
 struct gconv_ctx *backend_gpu(struct backend *b) { return b->gpu; }
 int backend_threads(const struct backend *b) { return b->threads; }
 
-/* auto = fast wherever fast can serve the case (its only limit is opt-in shared memory per block),
+/* Full-rank taps of at least this many taps go to fft under auto: from there the FFT's cost per
+ * pixel (independent of the taps) undercuts direct correlation's rows*cols FMAs. A starting value,
+ * to be set from `edged bench --variants fast,fft` on the GPU host. */
+#define BACKEND_FFT_MIN_TAPS (13 * 13)
+
+/* Whether plan has a full-rank kernel large enough for fft (BACKEND_FFT_MIN_TAPS). */
+static int backend_wants_fft(const struct filter_plan *plan)
+{
+    for (int i = 0; i < plan->nconv; i++)
+        if (!plan->conv[i].separable && plan->conv[i].rows * plan->conv[i].cols >= BACKEND_FFT_MIN_TAPS)
+            return 1;
+    return 0;
+}
+
+/* auto = fft for large full-rank taps when this build has cuFFT; else fast wherever fast can serve the case (its only limit is opt-in shared memory per block),
  * because `edged bench --compare` measured it fastest in every case (notes in docs/perf/journal.md);
  * else the seed variant the bench found fastest: separable passes for rank-1 taps from 7x7 up, else
  * the adaptive tiled kernel; cpu without a GPU. */
@@ -72,6 +86,8 @@ enum variant backend_pick(const struct backend *b, const struct filter_plan *pla
         return VARIANT_CPU;
     if (!filter_variant_serves(plan->filter, VARIANT_TILED)) /* canny: fast is its only GPU variant */
         return VARIANT_FAST;
+    if (backend_wants_fft(plan) && gconv_check(b->gpu, plan, w, h, VARIANT_FFT, VARIANT_DEFAULT_BLOCK, err) == 0)
+        return VARIANT_FFT;
     if (gconv_check(b->gpu, plan, w, h, VARIANT_FAST, VARIANT_DEFAULT_BLOCK, err) == 0)
         return VARIANT_FAST;
     for (int i = 0; i < plan->nconv; i++) {

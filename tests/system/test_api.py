@@ -522,6 +522,8 @@ def test_422_gpu_variant_without_gpu(server, image):
     if BACKEND == "gpu":
         pytest.skip("GPU backend: GPU variants are available")
     assert_error(post(server.url, image, {"variant": "shared"}), 422, "variant_unavailable", ["shared"])
+    assert_error(post(server.url, image, {"filter": "box", "size": 31, "variant": "fft"}), 422,
+                 "variant_unavailable", ["fft"])
 
 
 def test_429_queue_full(make_server, slow_png):

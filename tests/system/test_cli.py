@@ -177,6 +177,7 @@ def test_variants_here_column():
     gpu = gpu_here()
     for name in ("naive", "tiled", "fast"):
         assert re.search(r"\s%s\s" % ("yes" if gpu else "no"), rows[name]), rows[name]
+    assert re.search(r"\sno\s", rows["fft"]) or gpu, rows["fft"]  # fft: listed, runs only with a GPU and cuFFT
     footer = lines[-1]
     assert footer.startswith("here:")
     if not gpu:

@@ -100,6 +100,11 @@ static void test_json_fields(void)
     CHECK(p.spec.threshold == 12.5f && p.bit_depth == 1 && p.variant == VARIANT_CPU_SERIAL, "edge fields");
     CHECK(json("  {\"filter\" : \"box\", \"size\" : 5}  ", &p) == 0 && p.spec.size == 5, "whitespace: %s", err);
     CHECK(json("{\"block\":32,\"variant\":\"naive\"}", &p) == 0 && p.block == 32, "block on GPU variant: %s", err);
+    CHECK(json("{\"filter\":\"box\",\"size\":31,\"variant\":\"fft\"}", &p) == 0 && p.variant == VARIANT_FFT,
+          "variant fft refused: %s", err);
+    CHECK(variant_is_gpu(VARIANT_FFT) && variant_built(VARIANT_FFT) == EDGED_FFT &&
+              (variant_missing(VARIANT_FFT) == NULL) == EDGED_FFT,
+          "fft: a GPU variant, built exactly when EDGED_FFT");
 }
 
 /* Query/form first, JSON last: JSON wins field by field, other fields survive. */

@@ -1,0 +1,383 @@
+/* conv_fft.cu — fft: correlation through cuFFT by overlap-save on square tiles, for large full-rank taps. */
+#include <string.h>
+
+#include "gconv_internal.h"
+
+#if EDGED_FFT
+#include <cufft.h>
+
+/* Why: direct correlation costs rows*cols FMAs per output (3,969 at 63x63), the FFT about
+ * 2*log2(n*n) multiply-adds per sample of an n x n tile whatever the taps. Each tile is the image
+ * under the border rule from (x0 - cols/2, y0 - rows/2), n x n samples; its circular correlation
+ * with the zero-padded taps equals the linear one on the first n-cols+1 columns and n-rows+1 rows
+ * (no wrap-around reaches them), so the tiles overlap by the taps' extent and each writes only
+ * that valid part (overlap-save). Correlation, not convolution: tile spectrum times the CONJUGATE
+ * of the taps' spectrum (the taps are real), scaled by 1/(n*n) since cuFFT does not normalise. */
+#define FFT_MIN_N 32        /* tile sides tried: powers of two from here ... */
+#define FFT_MAX_N 1024      /* ... to here */
+#define FFT_PASS_COST 6     /* per-sample cost of gather, multiply and scatter, in FFT-stage units */
+#define FFT_CHUNK_BYTES ((size_t)256 << 20) /* tile spectra of one cuFFT call at most */
+#define FFT_MAX_BATCH 65535 /* tiles of one call: the launch grids' z extent */
+#define FFT_PLANS 6         /* cuFFT plan pairs kept per stream */
+#define FFT_SPECTRA 2       /* taps spectra kept per stream: the two correlations of a plan */
+#define FFT_BX 32
+#define FFT_BY 8
+
+struct fft_plan_entry {
+    cufftHandle r2c, c2r;
+    int made; /* bit 0: r2c created, bit 1: c2r */
+    int n, batch;
+    size_t work;
+    unsigned long long used;
+};
+
+struct fft_spectrum {
+    cufftComplex *d_spec;
+    size_t cap;
+    int n, rows, cols;
+    unsigned long long used;
+    float taps[FILTER_MAX_TAPS];
+};
+
+/* A stream's FFT state (struct gstream.fft): plans, taps spectra and the tile buffers, grown to fit
+ * and reused; only the stream's job touches it. */
+struct gfft {
+    struct gconv_ctx *ctx;
+    struct fft_plan_entry plan[FFT_PLANS];
+    int nplan;
+    struct fft_spectrum spec[FFT_SPECTRA];
+    float *d_real;
+    size_t real_cap;
+    cufftComplex *d_cplx;
+    size_t cplx_cap;
+    void *d_work;
+    size_t work_cap;
+    unsigned long long tick;
+};
+
+/* Tiling of one call: tile side n, valid outputs vx x vy per tile, tx x ty tiles per plane. */
+struct fft_tiling {
+    int n, vx, vy, tx, ty;
+    long total; /* tiles of every plane */
+    int batch;  /* tiles per cuFFT call */
+};
+
+static int ilog2(int n)
+{
+    int l = 0;
+    while ((1 << l) < n)
+        l++;
+    return l;
+}
+
+/* The tile side with the least modelled work: tiles * n^2 * (log2(n^2) + FFT_PASS_COST). Small
+ * taps prefer small tiles (less overlap is wasted on nothing), 63x63 taps 512 or 1024. */
+static struct fft_tiling fft_tile(int w, int h, int rows, int cols, int planes)
+{
+    struct fft_tiling t, best;
+    double best_cost = 0;
+
+    memset(&best, 0, sizeof(best));
+    for (int n = FFT_MIN_N; n <= FFT_MAX_N; n *= 2) {
+        if (n < rows || n < cols)
+            continue;
+        t.n = n, t.vx = n - cols + 1, t.vy = n - rows + 1;
+        t.tx = div_up(w, t.vx), t.ty = div_up(h, t.vy);
+        t.total = (long)t.tx * t.ty * planes;
+        double cost = (double)t.total * n * n * (2 * ilog2(n) + FFT_PASS_COST);
+        if (best.n == 0 || cost < best_cost)
+            best = t, best_cost = cost;
+    }
+    size_t per = (size_t)best.n * (best.n / 2 + 1) * sizeof(cufftComplex);
+    long cap = (long)(FFT_CHUNK_BYTES / per);
+    cap = cap < 1 ? 1 : cap > FFT_MAX_BATCH ? FFT_MAX_BATCH : cap;
+    best.batch = (int)(best.total < cap ? best.total : cap);
+    return best;
+}
+
+/* Samples of tiles [t0, t0 + gridDim.z) under the border rule into d_real (n x n each, dense). */
+__global__ void k_fft_gather(const float *__restrict__ d_in, size_t plane_stride, conv_geom g, float *d_real,
+                             struct fft_tiling t, long t0)
+{
+    int x = blockIdx.x * FFT_BX + threadIdx.x, y = blockIdx.y * FFT_BY + threadIdx.y;
+    long tile = t0 + blockIdx.z, per = (long)t.tx * t.ty;
+    int p = (int)(tile / per), r = (int)(tile % per);
+    int sx = (r % t.tx) * t.vx - g.cols / 2 + x, sy = (r / t.tx) * t.vy - g.rows / 2 + y;
+    d_real[((size_t)blockIdx.z * t.n + y) * t.n + x] = conv_load(d_in + p * plane_stride, sx, sy, g);
+}
+
+/* The taps, zero-padded to n x n, into d_real. */
+__global__ void k_fft_taps(const float *__restrict__ d_taps, int rows, int cols, float *d_real, int n)
+{
+    int x = blockIdx.x * FFT_BX + threadIdx.x, y = blockIdx.y * FFT_BY + threadIdx.y;
+    d_real[(size_t)y * n + x] = x < cols && y < rows ? d_taps[y * cols + x] : 0.0f;
+}
+
+/* Tile spectra times the conjugate of the taps' spectrum, times scale (1/(n*n)). */
+__global__ void k_fft_mul(cufftComplex *d_c, const cufftComplex *__restrict__ d_k, int per_tile, float scale)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= per_tile)
+        return;
+    cufftComplex *c = d_c + (size_t)blockIdx.y * per_tile + i;
+    cufftComplex a = *c, b = d_k[i];
+    c->x = (a.x * b.x + a.y * b.y) * scale;
+    c->y = (a.y * b.x - a.x * b.y) * scale;
+}
+
+/* The valid vx x vy corner of each tile to its place in the output planes (pitch floats). */
+__global__ void k_fft_scatter(const float *__restrict__ d_real, float *d_out, size_t plane_stride, int w, int h,
+                              int pitch, struct fft_tiling t, long t0)
+{
+    int x = blockIdx.x * FFT_BX + threadIdx.x, y = blockIdx.y * FFT_BY + threadIdx.y;
+    long tile = t0 + blockIdx.z, per = (long)t.tx * t.ty;
+    int p = (int)(tile / per), r = (int)(tile % per);
+    int ox = (r % t.tx) * t.vx + x, oy = (r / t.tx) * t.vy + y;
+    if (x >= t.vx || y >= t.vy || ox >= w || oy >= h)
+        return;
+    d_out[p * plane_stride + (size_t)oy * pitch + ox] = d_real[((size_t)blockIdx.z * t.n + y) * t.n + x];
+}
+
+/* A cuFFT failure as this launcher reports it: allocation failures as CUDA's (EDGED_E_GPU_OOM via
+ * gctx_fail), others as EDGED_E_INTERNAL naming the call. */
+static int fft_fail(struct conv_args *a, cufftResult r, const char *what, char *err)
+{
+    if (r == CUFFT_ALLOC_FAILED) {
+        a->cuerr = cudaErrorMemoryAllocation, a->cuwhat = what;
+        return GCONV_CUDA_FAILED;
+    }
+    return edged_fail(err, EDGED_E_INTERNAL, "fft: %s failed (cufftResult %d)", what, (int)r);
+}
+
+/* Grows one of f's device buffers; the stream's earlier kernels may still read the old one. */
+static cudaError_t fft_grow(struct gfft *f, cudaStream_t s, void **p, size_t *cap, size_t need)
+{
+    cudaError_t e;
+
+    if (need <= *cap)
+        return cudaSuccess;
+    if ((e = cudaStreamSynchronize(s)) != cudaSuccess)
+        return e;
+    return gctx_grow_device(f->ctx, NULL, p, cap, need);
+}
+
+static void fft_plan_destroy(struct fft_plan_entry *pe)
+{
+    if (pe->made & 1)
+        cufftDestroy(pe->r2c);
+    if (pe->made & 2)
+        cufftDestroy(pe->c2r);
+    memset(pe, 0, sizeof(*pe));
+}
+
+static cufftResult fft_plan_make(struct fft_plan_entry *pe, int n, int batch)
+{
+    int dims[2] = {n, n};
+    size_t w1 = 0, w2 = 0;
+    cufftResult r;
+
+    memset(pe, 0, sizeof(*pe));
+    if ((r = cufftCreate(&pe->r2c)) == CUFFT_SUCCESS)
+        pe->made |= 1;
+    if (r == CUFFT_SUCCESS && (r = cufftCreate(&pe->c2r)) == CUFFT_SUCCESS)
+        pe->made |= 2;
+    if (r != CUFFT_SUCCESS || (r = cufftSetAutoAllocation(pe->r2c, 0)) != CUFFT_SUCCESS ||
+        (r = cufftSetAutoAllocation(pe->c2r, 0)) != CUFFT_SUCCESS ||
+        (r = cufftMakePlanMany(pe->r2c, 2, dims, NULL, 1, 0, NULL, 1, 0, CUFFT_R2C, batch, &w1)) != CUFFT_SUCCESS ||
+        (r = cufftMakePlanMany(pe->c2r, 2, dims, NULL, 1, 0, NULL, 1, 0, CUFFT_C2R, batch, &w2)) != CUFFT_SUCCESS) {
+        fft_plan_destroy(pe);
+        return r;
+    }
+    pe->n = n, pe->batch = batch, pe->work = w1 > w2 ? w1 : w2;
+    return CUFFT_SUCCESS;
+}
+
+/* The plan pair for (n, batch), made on first use; the least recently used pair goes when the
+ * cache is full (after the stream drained: its last calls may still run). */
+static int fft_plan_get(struct conv_args *a, struct gfft *f, int n, int batch, struct fft_plan_entry **out,
+                        char *err)
+{
+    struct fft_plan_entry *pe = NULL;
+    cufftResult r;
+    cudaError_t e;
+
+    for (int i = 0; i < f->nplan && !pe; i++)
+        if (f->plan[i].n == n && f->plan[i].batch == batch)
+            pe = &f->plan[i];
+    if (!pe) {
+        if (f->nplan < FFT_PLANS) {
+            pe = &f->plan[f->nplan++];
+        } else {
+            pe = &f->plan[0];
+            for (int i = 1; i < FFT_PLANS; i++)
+                if (f->plan[i].used < pe->used)
+                    pe = &f->plan[i];
+            if ((e = cudaStreamSynchronize(a->stream)) != cudaSuccess) {
+                a->cuerr = e, a->cuwhat = "fft: cudaStreamSynchronize";
+                return GCONV_CUDA_FAILED;
+            }
+            fft_plan_destroy(pe);
+        }
+        if ((r = fft_plan_make(pe, n, batch)) != CUFFT_SUCCESS) /* pe stays empty: n 0 matches nothing */
+            return fft_fail(a, r, "cufftMakePlanMany", err);
+    }
+    if ((e = fft_grow(f, a->stream, &f->d_work, &f->work_cap, pe->work)) != cudaSuccess) {
+        a->cuerr = e, a->cuwhat = "fft: workspace";
+        return GCONV_CUDA_FAILED;
+    }
+    pe->used = ++f->tick;
+    *out = pe;
+    return 0;
+}
+
+static cufftResult fft_exec(struct fft_plan_entry *pe, struct gfft *f, cudaStream_t s, int forward)
+{
+    cufftHandle h = forward ? pe->r2c : pe->c2r;
+    cufftResult r;
+
+    if ((r = cufftSetStream(h, s)) != CUFFT_SUCCESS || (r = cufftSetWorkArea(h, f->d_work)) != CUFFT_SUCCESS)
+        return r;
+    return forward ? cufftExecR2C(h, f->d_real, f->d_cplx) : cufftExecC2R(h, f->d_cplx, f->d_real);
+}
+
+/* The spectrum of a's taps padded to n x n: kept from an earlier call with the same taps and n,
+ * else computed on a's stream (into the least recently used slot) from a->d_taps. */
+static int fft_spectrum_get(struct conv_args *a, struct gfft *f, int n, const cufftComplex **out, char *err)
+{
+    const struct kernel2d *k = a->k;
+    size_t ntaps = (size_t)k->rows * k->cols, bytes = (size_t)n * (n / 2 + 1) * sizeof(cufftComplex);
+    struct fft_spectrum *sp = &f->spec[0];
+    struct fft_plan_entry *pe;
+    cudaError_t e;
+    cufftResult r;
+    int rc;
+
+    for (int i = 0; i < FFT_SPECTRA; i++) {
+        struct fft_spectrum *c = &f->spec[i];
+        if (c->n == n && c->rows == k->rows && c->cols == k->cols && !memcmp(c->taps, k->taps, ntaps * sizeof(float))) {
+            c->used = ++f->tick;
+            *out = c->d_spec;
+            return 0;
+        }
+        if (c->used < sp->used)
+            sp = c;
+    }
+    sp->n = 0; /* invalid until recomputed */
+    if ((rc = fft_plan_get(a, f, n, 1, &pe, err)) < 0)
+        return rc;
+    if ((e = fft_grow(f, a->stream, (void **)&sp->d_spec, &sp->cap, bytes)) != cudaSuccess ||
+        (e = fft_grow(f, a->stream, (void **)&f->d_real, &f->real_cap, sizeof(float) * n * n)) != cudaSuccess ||
+        (e = fft_grow(f, a->stream, (void **)&f->d_cplx, &f->cplx_cap, bytes)) != cudaSuccess) {
+        a->cuerr = e, a->cuwhat = "fft: spectrum buffers";
+        return GCONV_CUDA_FAILED;
+    }
+    dim3 block(FFT_BX, FFT_BY), grid(n / FFT_BX, n / FFT_BY);
+    k_fft_taps<<<grid, block, 0, a->stream>>>(a->d_taps, k->rows, k->cols, f->d_real, n);
+    if ((rc = conv_launched(a, "fft taps kernel")) < 0)
+        return rc;
+    if ((r = fft_exec(pe, f, a->stream, 1)) != CUFFT_SUCCESS)
+        return fft_fail(a, r, "cufftExecR2C (taps)", err);
+    if ((e = cudaMemcpyAsync(sp->d_spec, f->d_cplx, bytes, cudaMemcpyDeviceToDevice, a->stream)) != cudaSuccess) {
+        a->cuerr = e, a->cuwhat = "fft: spectrum copy";
+        return GCONV_CUDA_FAILED;
+    }
+    sp->n = n, sp->rows = k->rows, sp->cols = k->cols, sp->used = ++f->tick;
+    memcpy(sp->taps, k->taps, ntaps * sizeof(float));
+    *out = sp->d_spec;
+    return 0;
+}
+
+/* One chunk of tiles [t0, t0 + count): gather, R2C, multiply, C2R, scatter. */
+static int fft_chunk(struct conv_args *a, struct gfft *f, const struct fft_tiling *t, const cufftComplex *d_spec,
+                     long t0, int count, size_t plane_stride, char *err)
+{
+    struct fft_plan_entry *pe;
+    conv_geom g = conv_geom_of(a);
+    int per = t->n * (t->n / 2 + 1), rc;
+    cufftResult r;
+
+    if ((rc = fft_plan_get(a, f, t->n, count, &pe, err)) < 0)
+        return rc;
+    dim3 block(FFT_BX, FFT_BY), tiles(t->n / FFT_BX, t->n / FFT_BY, count);
+    k_fft_gather<<<tiles, block, 0, a->stream>>>(a->d_in, plane_stride, g, f->d_real, *t, t0);
+    if ((rc = conv_launched(a, "fft gather kernel")) < 0)
+        return rc;
+    if ((r = fft_exec(pe, f, a->stream, 1)) != CUFFT_SUCCESS)
+        return fft_fail(a, r, "cufftExecR2C", err);
+    k_fft_mul<<<dim3(div_up(per, 256), count), 256, 0, a->stream>>>(f->d_cplx, d_spec, per,
+                                                                     1.0f / ((float)t->n * t->n));
+    if ((rc = conv_launched(a, "fft multiply kernel")) < 0)
+        return rc;
+    if ((r = fft_exec(pe, f, a->stream, 0)) != CUFFT_SUCCESS)
+        return fft_fail(a, r, "cufftExecC2R", err);
+    dim3 valid(div_up(t->vx, FFT_BX), div_up(t->vy, FFT_BY), count);
+    k_fft_scatter<<<valid, block, 0, a->stream>>>(f->d_real, a->d_out, plane_stride, a->w, a->h, a->pitch, *t, t0);
+    return conv_launched(a, "fft scatter kernel");
+}
+
+void gfft_free(struct gfft *f)
+{
+    if (!f)
+        return;
+    for (int i = 0; i < f->nplan; i++)
+        fft_plan_destroy(&f->plan[i]);
+    for (int i = 0; i < FFT_SPECTRA; i++)
+        gctx_free_device(f->ctx, f->spec[i].d_spec, f->spec[i].cap);
+    gctx_free_device(f->ctx, f->d_real, f->real_cap);
+    gctx_free_device(f->ctx, f->d_cplx, f->cplx_cap);
+    gctx_free_device(f->ctx, f->d_work, f->work_cap);
+    free(f);
+}
+
+/* Limits: none beyond the image's (any odd taps up to 63x63, any border, any size from 1x1). The
+ * block argument is not used. a->planes planes (a->plane_stride floats apart) go through in one
+ * batch of tiles. */
+extern "C" int conv_fft(struct conv_args *a, char *err)
+{
+    int planes = a->planes > 1 ? a->planes : 1;
+    struct fft_tiling t = fft_tile(a->w, a->h, a->k->rows, a->k->cols, planes);
+    size_t cbytes = (size_t)t.batch * t.n * (t.n / 2 + 1) * sizeof(cufftComplex);
+    const cufftComplex *d_spec = NULL;
+    struct gfft *f;
+    cudaError_t e;
+    int rc;
+
+    if ((a->k->cols & 1) == 0 || (a->k->rows & 1) == 0)
+        return edged_fail(err, EDGED_E_PARAM, "fft: kernel sides must be odd");
+    if (a->check_only)
+        return 0;
+    if (!a->fft || !a->ctx)
+        return edged_fail(err, EDGED_E_INTERNAL, "fft: no stream state given");
+    if (!*a->fft) {
+        if (!(*a->fft = (struct gfft *)calloc(1, sizeof(struct gfft))))
+            return edged_fail(err, EDGED_E_NOMEM, "fft: out of memory for the stream state");
+        (*a->fft)->ctx = a->ctx;
+    }
+    f = *a->fft;
+    if ((rc = fft_spectrum_get(a, f, t.n, &d_spec, err)) < 0)
+        return rc;
+    if ((e = fft_grow(f, a->stream, (void **)&f->d_real, &f->real_cap, sizeof(float) * t.batch * t.n * t.n)) !=
+            cudaSuccess ||
+        (e = fft_grow(f, a->stream, (void **)&f->d_cplx, &f->cplx_cap, cbytes)) != cudaSuccess) {
+        a->cuerr = e, a->cuwhat = "fft: tile buffers";
+        return GCONV_CUDA_FAILED;
+    }
+    for (long t0 = 0; t0 < t.total; t0 += t.batch) {
+        int count = (int)(t.total - t0 < t.batch ? t.total - t0 : t.batch);
+        if ((rc = fft_chunk(a, f, &t, d_spec, t0, count, planes > 1 ? a->plane_stride : 0, err)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+#else /* built without cuFFT */
+
+void gfft_free(struct gfft *f) { (void)f; }
+
+extern "C" int conv_fft(struct conv_args *a, char *err)
+{
+    (void)a;
+    return edged_fail(err, EDGED_E_NO_CUDA, "variant fft unavailable: built without cuFFT (libcufft not found)");
+}
+
+#endif

@@ -1,8 +1,10 @@
 #!/bin/sh
 # gpu_host.sh — one pass on a GPU host: build, GPU tests, the quick set
 # under compute-sanitizer memcheck and racecheck, a bench with NPP and its charts. Logs under $OUT.
-# usage (repo root, with .debs carried): sh tests/gpu_host/gpu_host.sh [all|test|bench|fast|headline]
-# test: test_gpu and test_gpu_jpeg, then memcheck, synccheck and one racecheck per GPU variant side
+# usage (repo root, with .debs carried): sh tests/gpu_host/gpu_host.sh [all|test|bench|fast|fft|headline]
+# fft: test_gpu_fft (fft against the exact correlation, its errors beside the bound), memcheck of it,
+# and fft beside fast on custom full-rank taps 13..63 at 8192^2, gray and 3 planes (fft_bench.csv).
+# test: test_gpu, test_gpu_fft and test_gpu_jpeg, then memcheck, synccheck and one racecheck per GPU variant side
 # by side (each with its own time limit; a run killed at its limit says FAILED: TIMED OUT).
 # fast: the fast-kernel pass: full GPU tests, memcheck (quick set, every variant), racecheck of fast
 # alone, and the fast-vs-seed-vs-NPP bench at 8192^2 (fp32 gaussian and full-rank custom taps,
@@ -72,7 +74,7 @@ if [ "$what" = headline ]; then
 fi
 
 # Build; when NPP (only here) breaks the build, build without it so the rest still runs.
-targets="$BUILD/edged $BUILD/tests/test_gpu $BUILD/tests/test_gpu_jpeg"
+targets="$BUILD/edged $BUILD/tests/test_gpu $BUILD/tests/test_gpu_fft $BUILD/tests/test_gpu_jpeg"
 [ "$what" = headline ] && targets="$BUILD/edged"
 # shellcheck disable=SC2086
 if ! step build 180 make -j16 BUILD="$BUILD" CUDA_ARCHS="$ARCHS" $targets >> "$log" 2>&1; then
@@ -92,6 +94,8 @@ grep -c "warning:" "$log" | sed 's/^/build warnings (all files): /' | tee -a "$l
 if [ "$what" = all ] || [ "$what" = test ]; then
     step test_gpu 120 "$BUILD/tests/test_gpu" > "$OUT/test_gpu.log" 2>&1
     tail -n 12 "$OUT/test_gpu.log"; grep -m 20 FAIL "$OUT/test_gpu.log"
+    step test_gpu_fft 120 "$BUILD/tests/test_gpu_fft" > "$OUT/test_gpu_fft.log" 2>&1
+    tail -n 3 "$OUT/test_gpu_fft.log"; grep -m 20 FAIL "$OUT/test_gpu_fft.log"
     step test_gpu_jpeg 120 "$BUILD/tests/test_gpu_jpeg" > "$OUT/test_gpu_jpeg.log" 2>&1
     tail -n 3 "$OUT/test_gpu_jpeg.log"; grep -m 20 FAIL "$OUT/test_gpu_jpeg.log"
     # The sanitizer runs are independent processes on one GPU, each mostly one busy CPU thread: they
@@ -134,6 +138,17 @@ for r in rows:
         print("%-16s %5s %4s %9s %9s %8s %6s %7s" % (r["variant"], r["width"], r["ksize"], r["ms"], r["gflop_s"],
               r["gb_s"], r["pct_copy_bw"], r["speedup_vs_cpu"]))
 PY
+fi
+if [ "$what" = fft ]; then
+    step test_gpu_fft 200 "$BUILD/tests/test_gpu_fft" > "$OUT/test_gpu_fft.log" 2>&1
+    grep -E "largest error|passed, [0-9]+ failed|seed" "$OUT/test_gpu_fft.log"; grep -m 20 FAIL "$OUT/test_gpu_fft.log"
+    step memcheck-fft 200 compute-sanitizer --tool memcheck --error-exitcode 99 "$BUILD/tests/test_gpu_fft" \
+        > "$OUT/sanitizer_fft.log" 2>&1
+    grep -E "ERROR SUMMARY|passed, [0-9]+ failed" "$OUT/sanitizer_fft.log"
+    b="$BUILD/edged bench --sizes 8192 --reps 20 --warmup 3 --filter custom --ksizes 13,15,17,21,25,31,45,63 --csv"
+    step bench-fft 150 $b --variants fast,fft > "$OUT/fft_bench.csv" 2>> "$log"
+    step bench-fft-rgb 150 $b --variants fast,fft --channels 3 | tail -n +2 >> "$OUT/fft_bench.csv" 2>> "$log"
+    cat "$OUT/fft_bench.csv"
 fi
 if [ "$what" = fast ]; then
     step test_gpu 200 "$BUILD/tests/test_gpu" > "$OUT/test_gpu.log" 2>&1

@@ -54,6 +54,11 @@ def synthetic():
         "tall": rng.integers(0, 256, (301, 3)),
         "thin": np.tile(np.where(np.arange(257) % 11 < 5, 250, 10), (2, 1)),
         "tiny": rng.integers(0, 256, (1, 1)),
+        # widths off the 16-byte rows of the GPU map writer: its misaligned heads and ragged tails
+        "w15": rng.integers(0, 256, (40, 15)),
+        "w17": np.where((np.mgrid[0:33, 0:17][1] * 3 + np.mgrid[0:33, 0:17][0]) % 11 < 5, 230, 20),
+        "wide_7001": (np.mgrid[0:20, 0:7001][1] // 13 * 37 + rng.integers(0, 40, (20, 7001))) % 256,
+        "wide_8191": (np.mgrid[0:9, 0:8191][1] // 7 * 53 + rng.integers(0, 30, (9, 8191))) % 256,
     }
     return {k: v.astype(np.uint8) for k, v in out.items()}
 

@@ -20,7 +20,8 @@
  * every channel count, several thresholds, smooth images with |L| near T); the default border
  * (reflect) has its own, flat images included.
  * Canny (test_canny): gconv_canny_host equals canny_serial bit for bit (0 pixels differ) on random
- * and smooth images of many sizes, every aperture, both norms and several threshold pairs; the
+ * and smooth images of many sizes (widths 1, 15, 17, 7000, 7001, 8191: rows off 16-byte alignment),
+ * every aperture, both norms and several threshold pairs; the
  * spiral of canny_spiral.h is found whole; plans of filter canny (gray, RGB, pre-blur) through
  * gconv_run and gconv_submit/gconv_finish equal canny_plan_run's serial map. */
 
@@ -948,8 +949,11 @@ static void image_photo(struct img *im, int w, int h)
 
 static void test_canny_maps(struct gconv_ctx *ctx)
 {
-    static const int sizes[][2] = {{1, 1},   {1, 77},   {93, 1},   {2, 2},    {64, 64},  {65, 63},
-                                   {127, 129}, {200, 131}, {333, 257}, {1000, 3}, {3, 700}};
+    /* widths and heights off the 16-byte rows of the map writer too: 15, 17, 7000, 7001, 8191 */
+    static const int sizes[][2] = {{1, 1},    {1, 77},    {93, 1},    {2, 2},     {64, 64},   {65, 63},
+                                   {127, 129}, {200, 131}, {333, 257}, {1000, 3},  {3, 700},   {15, 15},
+                                   {17, 17},   {15, 70},   {17, 130},  {7000, 70}, {7001, 67}, {8191, 65},
+                                   {70, 7000}, {67, 7001}, {1, 8191},  {8191, 1},  {7001, 15}, {15, 7001}};
     static const float thr[][2] = {{50, 150}, {0, 0}, {100, 100}, {10, 400}, {0, 60}, {400, 2000}};
     struct img g;
 

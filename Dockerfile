@@ -54,7 +54,8 @@ COPY docker/deps.sh docker/deps.sh
 RUN sh docker/deps.sh build
 COPY . .
 # NPP=0: the runtime image has no NPP libraries. The CUDA runtime is linked statically, so the
-# binary needs only libcuda.so.1, which the NVIDIA Container Toolkit mounts from the host driver.
+# binary needs libcuda.so.1, which the NVIDIA Container Toolkit mounts from the host driver, and
+# libcufft.so.12 (variant fft; FFT=auto finds it in the devel image), copied into the gpu stage.
 # make install puts the binary, its man page, the docs and openapi.yaml under /stage/usr/local;
 # the web page is inside the binary.
 RUN make -j"$(nproc)" GPU=1 NPP=0 ${CUDA_ARCHS:+CUDA_ARCHS="$CUDA_ARCHS"} DESTDIR=/stage PREFIX=/usr/local install
@@ -65,6 +66,10 @@ COPY docker/deps.sh docker/runtime_user.sh /tmp/
 RUN sh /tmp/deps.sh runtime && sh /tmp/runtime_user.sh \
     && rm -rf /var/lib/apt/lists/* /tmp/deps.sh /tmp/runtime_user.sh
 COPY --from=build /stage/ /
+# cuFFT from the toolkit the binary was built with (the file, not its symlinks), found through
+# the loader cache: /usr/local/lib is in the default search list.
+COPY --from=build /usr/local/cuda/lib64/libcufft.so.12 /usr/local/lib/libcufft.so.12
+RUN ldconfig
 USER 10001:10001
 # The CUDA JIT cache goes to /tmp: with a read-only root filesystem, mount a tmpfs or an
 # emptyDir there.

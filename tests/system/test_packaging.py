@@ -240,7 +240,8 @@ def test_deps_build_has_every_pkg_config_package():
 
 def test_deps_runtime_has_every_linked_library():
     """Each shared library the binary needs directly (ELF NEEDED) comes from a package of deps.sh's
-    runtime group, or from libc/libstdc++ of the base image."""
+    runtime group, or from libc/libstdc++ of the base image; libcufft (a build with cuFFT) from the
+    CUDA toolkit, which the GPU image copies from its build stage."""
     binary = installed_binary()
     runtime = {p for alt in deps_group("RUNTIME") for p in alt.split("|")}
     r = subprocess.run(["readelf", "-d", binary], capture_output=True, text=True)
@@ -251,6 +252,10 @@ def test_deps_runtime_has_every_linked_library():
     paths.update((os.path.basename(p), p) for p in re.findall(r"^\s*(/\S+) \(", ldd, re.M))  # the loader
     for lib in needed:
         assert lib in paths, f"{lib} not found by ldd"
+        if lib.startswith("libcufft.so."):
+            assert re.search(r"^COPY --from=build \S*/%s " % re.escape(lib), read(os.path.join(ROOT, "Dockerfile")),
+                             re.M), f"the Dockerfile does not copy {lib} into the GPU image"
+            continue
         owner = dpkg_owner(paths[lib])
         assert owner in runtime | BASE_IMAGE_PACKAGES, f"{lib} comes from {owner}, not in deps.sh's runtime group"
 

@@ -13,13 +13,13 @@
  * (no wrap-around reaches them), so the tiles overlap by the taps' extent and each writes only
  * that valid part (overlap-save). Correlation, not convolution: tile spectrum times the CONJUGATE
  * of the taps' spectrum (the taps are real), scaled by 1/(n*n) since cuFFT does not normalise. */
-#define FFT_MIN_N 32        /* tile sides tried: powers of two from here ... */
-#define FFT_MAX_N 1024      /* ... to here */
-#define FFT_PASS_COST 6     /* per-sample cost of gather, multiply and scatter, in FFT-stage units */
+#define FFT_MIN_N 32    /* tile sides tried: powers of two from here ... */
+#define FFT_MAX_N 1024  /* ... to here */
+#define FFT_PASS_COST 6 /* per-sample cost of gather, multiply and scatter, in FFT-stage units */
 #define FFT_CHUNK_BYTES ((size_t)256 << 20) /* tile spectra of one cuFFT call at most */
-#define FFT_MAX_BATCH 65535 /* tiles of one call: the launch grids' z extent */
-#define FFT_PLANS 6         /* cuFFT plan pairs kept per stream */
-#define FFT_SPECTRA 2       /* taps spectra kept per stream: the two correlations of a plan */
+#define FFT_MAX_BATCH 65535                 /* tiles of one call: the launch grids' z extent */
+#define FFT_PLANS 6                         /* cuFFT plan pairs kept per stream */
+#define FFT_SPECTRA 2                       /* taps spectra kept per stream: the two correlations of a plan */
 #define FFT_BX 32
 #define FFT_BY 8
 
@@ -126,8 +126,8 @@ __global__ void k_fft_mul(cufftComplex *d_c, const cufftComplex *__restrict__ d_
 }
 
 /* The valid vx x vy corner of each tile to its place in the output planes (pitch floats). */
-__global__ void k_fft_scatter(const float *__restrict__ d_real, float *d_out, size_t plane_stride, int w, int h,
-                              int pitch, struct fft_tiling t, long t0)
+__global__ void k_fft_scatter(const float *__restrict__ d_real, float *d_out, size_t plane_stride, int w,
+                              int h, int pitch, struct fft_tiling t, long t0)
 {
     int x = blockIdx.x * FFT_BX + threadIdx.x, y = blockIdx.y * FFT_BY + threadIdx.y;
     long tile = t0 + blockIdx.z, per = (long)t.tx * t.ty;
@@ -183,8 +183,10 @@ static cufftResult fft_plan_make(struct fft_plan_entry *pe, int n, int batch)
         pe->made |= 2;
     if (r != CUFFT_SUCCESS || (r = cufftSetAutoAllocation(pe->r2c, 0)) != CUFFT_SUCCESS ||
         (r = cufftSetAutoAllocation(pe->c2r, 0)) != CUFFT_SUCCESS ||
-        (r = cufftMakePlanMany(pe->r2c, 2, dims, NULL, 1, 0, NULL, 1, 0, CUFFT_R2C, batch, &w1)) != CUFFT_SUCCESS ||
-        (r = cufftMakePlanMany(pe->c2r, 2, dims, NULL, 1, 0, NULL, 1, 0, CUFFT_C2R, batch, &w2)) != CUFFT_SUCCESS) {
+        (r = cufftMakePlanMany(pe->r2c, 2, dims, NULL, 1, 0, NULL, 1, 0, CUFFT_R2C, batch, &w1)) !=
+            CUFFT_SUCCESS ||
+        (r = cufftMakePlanMany(pe->c2r, 2, dims, NULL, 1, 0, NULL, 1, 0, CUFFT_C2R, batch, &w2)) !=
+            CUFFT_SUCCESS) {
         fft_plan_destroy(pe);
         return r;
     }
@@ -254,7 +256,8 @@ static int fft_spectrum_get(struct conv_args *a, struct gfft *f, int n, const cu
 
     for (int i = 0; i < FFT_SPECTRA; i++) {
         struct fft_spectrum *c = &f->spec[i];
-        if (c->n == n && c->rows == k->rows && c->cols == k->cols && !memcmp(c->taps, k->taps, ntaps * sizeof(float))) {
+        if (c->n == n && c->rows == k->rows && c->cols == k->cols &&
+            !memcmp(c->taps, k->taps, ntaps * sizeof(float))) {
             c->used = ++f->tick;
             *out = c->d_spec;
             return 0;
@@ -266,7 +269,8 @@ static int fft_spectrum_get(struct conv_args *a, struct gfft *f, int n, const cu
     if ((rc = fft_plan_get(a, f, n, 1, &pe, err)) < 0)
         return rc;
     if ((e = fft_grow(f, a->stream, (void **)&sp->d_spec, &sp->cap, bytes)) != cudaSuccess ||
-        (e = fft_grow(f, a->stream, (void **)&f->d_real, &f->real_cap, sizeof(float) * n * n)) != cudaSuccess ||
+        (e = fft_grow(f, a->stream, (void **)&f->d_real, &f->real_cap, sizeof(float) * n * n)) !=
+            cudaSuccess ||
         (e = fft_grow(f, a->stream, (void **)&f->d_cplx, &f->cplx_cap, bytes)) != cudaSuccess) {
         a->cuerr = e, a->cuwhat = "fft: spectrum buffers";
         return GCONV_CUDA_FAILED;
@@ -277,7 +281,8 @@ static int fft_spectrum_get(struct conv_args *a, struct gfft *f, int n, const cu
         return rc;
     if ((r = fft_exec(pe, f, a->stream, 1)) != CUFFT_SUCCESS)
         return fft_fail(a, r, "cufftExecR2C (taps)", err);
-    if ((e = cudaMemcpyAsync(sp->d_spec, f->d_cplx, bytes, cudaMemcpyDeviceToDevice, a->stream)) != cudaSuccess) {
+    if ((e = cudaMemcpyAsync(sp->d_spec, f->d_cplx, bytes, cudaMemcpyDeviceToDevice, a->stream)) !=
+        cudaSuccess) {
         a->cuerr = e, a->cuwhat = "fft: spectrum copy";
         return GCONV_CUDA_FAILED;
     }
@@ -288,8 +293,8 @@ static int fft_spectrum_get(struct conv_args *a, struct gfft *f, int n, const cu
 }
 
 /* One chunk of tiles [t0, t0 + count): gather, R2C, multiply, C2R, scatter. */
-static int fft_chunk(struct conv_args *a, struct gfft *f, const struct fft_tiling *t, const cufftComplex *d_spec,
-                     long t0, int count, size_t plane_stride, char *err)
+static int fft_chunk(struct conv_args *a, struct gfft *f, const struct fft_tiling *t,
+                     const cufftComplex *d_spec, long t0, int count, size_t plane_stride, char *err)
 {
     struct fft_plan_entry *pe;
     conv_geom g = conv_geom_of(a);
@@ -305,13 +310,14 @@ static int fft_chunk(struct conv_args *a, struct gfft *f, const struct fft_tilin
     if ((r = fft_exec(pe, f, a->stream, 1)) != CUFFT_SUCCESS)
         return fft_fail(a, r, "cufftExecR2C", err);
     k_fft_mul<<<dim3(div_up(per, 256), count), 256, 0, a->stream>>>(f->d_cplx, d_spec, per,
-                                                                     1.0f / ((float)t->n * t->n));
+                                                                    1.0f / ((float)t->n * t->n));
     if ((rc = conv_launched(a, "fft multiply kernel")) < 0)
         return rc;
     if ((r = fft_exec(pe, f, a->stream, 0)) != CUFFT_SUCCESS)
         return fft_fail(a, r, "cufftExecC2R", err);
     dim3 valid(div_up(t->vx, FFT_BX), div_up(t->vy, FFT_BY), count);
-    k_fft_scatter<<<valid, block, 0, a->stream>>>(f->d_real, a->d_out, plane_stride, a->w, a->h, a->pitch, *t, t0);
+    k_fft_scatter<<<valid, block, 0, a->stream>>>(f->d_real, a->d_out, plane_stride, a->w, a->h, a->pitch, *t,
+                                                  t0);
     return conv_launched(a, "fft scatter kernel");
 }
 
@@ -356,8 +362,8 @@ extern "C" int conv_fft(struct conv_args *a, char *err)
     f = *a->fft;
     if ((rc = fft_spectrum_get(a, f, t.n, &d_spec, err)) < 0)
         return rc;
-    if ((e = fft_grow(f, a->stream, (void **)&f->d_real, &f->real_cap, sizeof(float) * t.batch * t.n * t.n)) !=
-            cudaSuccess ||
+    if ((e = fft_grow(f, a->stream, (void **)&f->d_real, &f->real_cap,
+                      sizeof(float) * t.batch * t.n * t.n)) != cudaSuccess ||
         (e = fft_grow(f, a->stream, (void **)&f->d_cplx, &f->cplx_cap, cbytes)) != cudaSuccess) {
         a->cuerr = e, a->cuwhat = "fft: tile buffers";
         return GCONV_CUDA_FAILED;
@@ -372,12 +378,16 @@ extern "C" int conv_fft(struct conv_args *a, char *err)
 
 #else /* built without cuFFT */
 
-void gfft_free(struct gfft *f) { (void)f; }
+void gfft_free(struct gfft *f)
+{
+    (void)f;
+}
 
 extern "C" int conv_fft(struct conv_args *a, char *err)
 {
     (void)a;
-    return edged_fail(err, EDGED_E_NO_CUDA, "variant fft unavailable: built without cuFFT (libcufft not found)");
+    return edged_fail(err, EDGED_E_NO_CUDA,
+                      "variant fft unavailable: built without cuFFT (libcufft not found)");
 }
 
 #endif

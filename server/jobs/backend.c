@@ -73,8 +73,8 @@ static int backend_wants_fft(const struct filter_plan *plan)
     return 0;
 }
 
-/* auto = fft for large full-rank taps when this build has cuFFT; else fast wherever fast can serve the case (its only limit is opt-in shared memory per block),
- * because `edged bench --compare` measured it fastest in every case (notes in docs/perf/journal.md);
+/* auto = fft for large full-rank taps when this build has cuFFT; else fast wherever fast can serve
+ * the case (its only limit is opt-in shared memory per block), because `edged bench --compare` measured it fastest in every case (notes in docs/perf/journal.md);
  * else the seed variant the bench found fastest: separable passes for rank-1 taps from 7x7 up, else
  * the adaptive tiled kernel; cpu without a GPU. */
 enum variant backend_pick(const struct backend *b, const struct filter_plan *plan, int w, int h)

@@ -14,15 +14,15 @@
  * EDGED_GPU_QUICK=2 a third of those kernels and no async rounds (racecheck, synccheck);
  * EDGED_GPU_ONLY=name runs the kernel and plan matrices for that one variant (sanitizer runs);
  * EDGED_REQUIRE_GPU=1 fails instead of skipping when no device is usable.
- * fast joins every matrix; auto is checked per plan through backend_run (the dispatch the service runs),
- * and the fused u8 edge kernel of fast has its own test (every border, sizes around its 240- and
- * 120-column warp strips and below its 5x5 kernel, 1xN and Nx1, strips of 32 rows and taller ones,
- * every channel count, several thresholds, smooth images with |L| near T); the default border
- * (reflect) has its own, flat images included.
+ * fast and fft (where built) join every matrix; auto is checked per plan through backend_run (the
+ * dispatch the service runs), and the fused u8 edge kernel of fast has its own test (every border,
+ * sizes around its 240- and 120-column warp strips and below its 5x5 kernel, 1xN and Nx1, strips
+ * of 32 rows and taller ones, every channel count, several thresholds, smooth images with |L| near
+ * T); the default border (reflect) has its own, flat images included.
  * Canny (test_canny): gconv_canny_host equals canny_serial bit for bit (0 pixels differ) on random
  * and smooth images of many sizes (widths 1, 15, 17, 7000, 7001, 8191: rows off 16-byte alignment),
- * every aperture, both norms and several threshold pairs; the
- * spiral of canny_spiral.h is found whole; plans of filter canny (gray, RGB, pre-blur) through
+ * every aperture, both norms and several threshold pairs; the spiral of canny_spiral.h is found
+ * whole; plans of filter canny (gray, RGB, pre-blur) through
  * gconv_run and gconv_submit/gconv_finish equal canny_plan_run's serial map. */
 
 #include <math.h>
@@ -169,7 +169,7 @@ static void conv_one(struct gconv_ctx *ctx, const float *in, float *out, float *
     plan.in_ch = plan.planes = plan.out_ch = 1, plan.post = POST_CLAMP;
     for (int v = VARIANT_FIRST_GPU; v < VARIANT_COUNT; v++)
         for (int bi = 0; bi < 4; bi++) {
-            if (!(block_mask & (1 << bi)) || (only >= 0 && v != only))
+            if (!(block_mask & (1 << bi)) || (only >= 0 && v != only) || !variant_built(v)) /* fft: FFT=0 */
                 continue;
             int B = blocks[bi], lim = expect_limit(v, &c->k, B), rc, rc_check;
             poison_floats(out, n);
@@ -449,7 +449,7 @@ static void plan_one(struct gconv_ctx *ctx, const struct img *in, const struct f
     if (img_alloc(&out, in->w, in->h, plan->out_ch, NULL) < 0)
         abort();
     for (int v = VARIANT_FIRST_GPU; v < VARIANT_COUNT; v++) {
-        if (only >= 0 && v != only)
+        if ((only >= 0 && v != only) || !variant_built(v)) /* fft in a build without cuFFT */
             continue;
         int B = blocks[(*rot)++ % 4], lim = 0, rc;
         for (int i = 0; i < plan->nconv; i++)

@@ -112,10 +112,10 @@ static void test_float_case(struct gconv_ctx *ctx, int w, int h, int side, enum 
         double e = max_diff(got, ref, n), es = max_diff(ser, ref, n);
         if (e / bound > worst_ratio)
             worst_ratio = e / bound;
-        printf("fft %4dx%-4d taps %2dx%-2d %-9s max |err| %.3g (cpu_serial %.3g), bound %.3g\n", w, h, side, side,
-               border_name(b), e, es, bound);
-        CHECK(e <= bound, "fft %dx%d taps %dx%d %s: max error %g > bound %g", w, h, side, side, border_name(b), e,
-              bound);
+        printf("fft %4dx%-4d taps %2dx%-2d %-9s max |err| %.3g (cpu_serial %.3g), bound %.3g\n", w, h, side,
+               side, border_name(b), e, es, bound);
+        CHECK(e <= bound, "fft %dx%d taps %dx%d %s: max error %g > bound %g", w, h, side, side,
+              border_name(b), e, bound);
     }
     free(in), free(got), free(ser), free(ref);
 }
@@ -142,7 +142,8 @@ static void test_plan_case(struct gconv_ctx *ctx, int w, int h, int ch, int side
         CHECK(0, "plan setup: %s", err);
         goto out;
     }
-    got = malloc(n * plan.planes * sizeof(float)), plane = malloc(n * sizeof(float)), ref = malloc(n * sizeof(double));
+    got = malloc(n * plan.planes * sizeof(float)), plane = malloc(n * sizeof(float)),
+    ref = malloc(n * sizeof(double));
     if (!got || !plane || !ref)
         abort();
     for (int y = 0; y < h; y++)
@@ -171,16 +172,16 @@ static void test_plan_case(struct gconv_ctx *ctx, int w, int h, int ch, int side
             if (abs(g - c) == 1 && lo != hi && g >= (lo < hi ? lo : hi) && g <= (lo > hi ? lo : hi))
                 off_by_one++;
             else if (!bad++)
-                fprintf(stderr, "fft plan %dx%dx%d taps %d: pixel %zu plane %d u8 %d, exact %.6f -> %d\n", w, h, ch,
-                        side, i, p, g, ref[i], c);
+                fprintf(stderr, "fft plan %dx%dx%d taps %d: pixel %zu plane %d u8 %d, exact %.6f -> %d\n", w,
+                        h, ch, side, i, p, g, ref[i], c);
         }
     }
     if (worst / bound > worst_ratio)
         worst_ratio = worst / bound;
-    printf("fft plan %4dx%-4dx%d taps %2d %-9s max |err| %.3g, bound %.3g, u8 off by one at ties %ld\n", w, h, ch,
-           side, border_name(b), worst, bound, off_by_one);
-    CHECK(worst <= bound, "fft plan %dx%dx%d taps %d %s: float error %g > bound %g", w, h, ch, side, border_name(b),
-          worst, bound);
+    printf("fft plan %4dx%-4dx%d taps %2d %-9s max |err| %.3g, bound %.3g, u8 off by one at ties %ld\n", w, h,
+           ch, side, border_name(b), worst, bound, off_by_one);
+    CHECK(worst <= bound, "fft plan %dx%dx%d taps %d %s: float error %g > bound %g", w, h, ch, side,
+          border_name(b), worst, bound);
     CHECK(bad == 0, "fft plan %dx%dx%d taps %d %s: %ld u8 samples off beyond a tie's band", w, h, ch, side,
           border_name(b), bad);
 out:

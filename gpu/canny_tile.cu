@@ -248,8 +248,8 @@ static __device__ void canny_tile_label(const unsigned (*s_cand)[2], const unsig
 
 /* A tile's samples, rows y0 - HR .. y0 + 63 + HR, into s_in (column CANNY_OX is x0): 16-byte loads
  * of x0 - 16 .. x0 + 79 where those lie inside the image and `vec` is 16 (rows and base aligned),
- * 4-byte loads of x0 - 4 .. x0 + 67 where those lie inside and `vec` is 4 or 16, else bytes with
- * the border replicated. */
+ * 4-byte loads of x0 - 4 .. x0 + 67 where those lie inside (aligned words shifted into place when
+ * `vec` is 1: rows off 4-byte alignment), else bytes with the border replicated. */
 template <int HR>
 static __device__ __forceinline__ void canny_load(const uint8_t *__restrict__ d_gray, uint8_t *s_in, int x0, int y0,
                                                   int w, int h, int vec)
@@ -274,6 +274,19 @@ static __device__ __forceinline__ void canny_load(const uint8_t *__restrict__ d_
             int sy = i / Q, k = i - sy * Q;
             ((unsigned *)(s_in + sy * CANNY_SS + CANNY_OX - 4))[k] =
                 __ldg((const unsigned *)(d_gray + (size_t)(y0 + sy - HR) * w + x0 - 4) + k);
+        }
+    } else if (rows && x0 >= 4 && x0 + CANNY_SPAN - 1 <= w) {
+        /* rows at any alignment (a width not a multiple of 4): the same columns from the aligned
+         * 4-byte words around them, each shared word the funnel shift of two (the words read reach
+         * at most 3 bytes past the span, inside the row: hence the 3 more columns asked of w) */
+        constexpr int Q = CANNY_SPAN / 4;
+        for (int i = threadIdx.x; i < SW * Q; i += CANNY_THREADS) {
+            int sy = i / Q, k = i - sy * Q;
+            const uint8_t *p = d_gray + (size_t)(y0 + sy - HR) * w + x0 - 4;
+            unsigned mis = (unsigned)((uintptr_t)p & 3);
+            const unsigned *q = (const unsigned *)(p - mis) + k;
+            unsigned lo = __ldg(q), hi = mis ? __ldg(q + 1) : 0u;
+            ((unsigned *)(s_in + sy * CANNY_SS + CANNY_OX - 4))[k] = __funnelshift_r(lo, hi, 8 * mis);
         }
     } else {
         for (int i = threadIdx.x; i < SW * CANNY_SPAN; i += CANNY_THREADS) {

@@ -24,6 +24,8 @@ struct edged_tuning {
     int sep_bulk;        /* fused separable kernel: 1 = bulk copies stage rows on sm_90 */
     int fast_stream;     /* fast: 1 = streaming kernel for small taps, 0 = tiles only */
     int fast_stream_big; /* fast: 1 = streaming kernel also for full-rank 7x7 and 9x9 */
+    int fft_tile;        /* fft: tile side (0: the cost model picks) */
+    int fft_chunk_mb;    /* fft: MiB of tile spectra per cuFFT call (small enough to stay in L2) */
     int cpu_simd;        /* CPU backend: enum tuning_simd */
 };
 

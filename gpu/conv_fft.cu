@@ -14,9 +14,8 @@
  * that valid part (overlap-save). Correlation, not convolution: tile spectrum times the CONJUGATE
  * of the taps' spectrum (the taps are real), scaled by 1/(n*n) since cuFFT does not normalise. */
 #define FFT_MIN_N 32    /* tile sides tried: powers of two from here ... */
-#define FFT_MAX_N 1024  /* ... to here */
+#define FFT_MAX_N 2048  /* ... to here */
 #define FFT_PASS_COST 6 /* per-sample cost of gather, multiply and scatter, in FFT-stage units */
-#define FFT_CHUNK_BYTES ((size_t)256 << 20) /* tile spectra of one cuFFT call at most */
 #define FFT_MAX_BATCH 65535                 /* tiles of one call: the launch grids' z extent */
 #define FFT_PLANS 6                         /* cuFFT plan pairs kept per stream */
 #define FFT_SPECTRA 2                       /* taps spectra kept per stream: the two correlations of a plan */
@@ -70,16 +69,23 @@ static int ilog2(int n)
     return l;
 }
 
-/* The tile side with the least modelled work: tiles * n^2 * (log2(n^2) + FFT_PASS_COST). Small
- * taps prefer small tiles (less overlap is wasted on nothing), 63x63 taps 512 or 1024. */
+/* The tile side with the least modelled work: tiles * n^2 * (log2(n^2) + FFT_PASS_COST), or the
+ * side EDGED_FFT_TILE forces (when it is a power of two from FFT_MIN_N that holds the taps; else
+ * the model picks). Small taps prefer
+ * small tiles (less overlap is wasted on nothing), 63x63 taps 512 or 1024. A call takes as many
+ * tiles as EDGED_FFT_CHUNK_MB of spectra hold: few enough that its tiles stay in L2 from the
+ * gather through both transforms to the scatter. */
 static struct fft_tiling fft_tile(int w, int h, int rows, int cols, int planes)
 {
     struct fft_tiling t, best;
     double best_cost = 0;
+    const int force = tuning()->fft_tile, chunk_mb = tuning()->fft_chunk_mb;
+    const bool forced = force >= FFT_MIN_N && !(force & (force - 1)) && force >= rows && force >= cols;
+    const size_t chunk = (size_t)(chunk_mb > 0 ? chunk_mb : 1) << 20;
 
     memset(&best, 0, sizeof(best));
     for (int n = FFT_MIN_N; n <= FFT_MAX_N; n *= 2) {
-        if (n < rows || n < cols)
+        if (n < rows || n < cols || (forced && n != force))
             continue;
         t.n = n, t.vx = n - cols + 1, t.vy = n - rows + 1;
         t.tx = div_up(w, t.vx), t.ty = div_up(h, t.vy);
@@ -89,7 +95,7 @@ static struct fft_tiling fft_tile(int w, int h, int rows, int cols, int planes)
             best = t, best_cost = cost;
     }
     size_t per = (size_t)best.n * (best.n / 2 + 1) * sizeof(cufftComplex);
-    long cap = (long)(FFT_CHUNK_BYTES / per);
+    long cap = (long)(chunk / per);
     cap = cap < 1 ? 1 : cap > FFT_MAX_BATCH ? FFT_MAX_BATCH : cap;
     best.batch = (int)(best.total < cap ? best.total : cap);
     return best;

@@ -454,6 +454,7 @@ void gconv_close(struct gconv_ctx *ctx)
 #if EDGED_NVJPEG
     gjpeg_close(ctx);
 #endif
+    gpng_close(ctx);
     for (int i = 0; i < ctx->nstreams; i++)
         close_stream(ctx, &ctx->st[i]);
     for (int k = 0; k < GCONV_CSLOTS; k++) {

@@ -17,6 +17,7 @@
 #include "codec/png_decode.h"
 #include "codec/png_io.h"
 #include "codec/png_unfilter.h"
+#include "png_layout.h"
 
 
 static uint32_t be32(const uint8_t *p)
@@ -45,6 +46,57 @@ static void fix_crc(uint8_t *d, size_t pos)
 
 static int lenient_seen;
 
+/* Pixel x of an unfiltered row by the layout's rules alone, as the device expands it. */
+static void layout_pixel(const struct png_layout *lay, const uint8_t *row, uint32_t x, uint8_t *dst)
+{
+    if (lay->color == PNG_COLOR_PALETTE) {
+        int ppb = 8 / lay->depth, shift = lay->depth * (ppb - 1 - (int)(x % (uint32_t)ppb));
+        int idx = lay->depth == 8 ? row[x] : (row[x / (uint32_t)ppb] >> shift) & ((1 << lay->depth) - 1);
+        memcpy(dst, lay->rgba[idx], (size_t)lay->out_ch);
+        return;
+    }
+    memcpy(dst, row + (size_t)x * lay->bpp, (size_t)lay->bpp);
+    if (lay->has_key)
+        dst[lay->bpp] = memcmp(dst, lay->key, (size_t)lay->bpp) == 0 ? 0 : 255;
+}
+
+/* The device decoder's view of a file pngdec_decode served: pngdec_layout takes it, and its zlib
+ * stream inflated by zlib, unfiltered by png_unfilter.c and expanded by the layout alone gives the
+ * same image. A stream zlib refuses (pngdec_deflate_lenient's kinds) is counted, not compared. */
+static int layout_zlib_refused;
+static void check_layout(const char *what, const uint8_t *data, size_t len, const struct img *direct)
+{
+    struct png_layout lay;
+    struct img m = {0};
+    const uint8_t *z = NULL;
+    uint8_t *join = NULL, *buf = NULL;
+    size_t zl = 0, raw;
+    uLongf got;
+    char err[EDGED_ERR_LEN];
+    int rc = pngdec_layout(data, len, &lay, &z, &zl, &join, err);
+
+    CHECK(rc == 0, "%s: served by pngdec_decode, refused by pngdec_layout (%d)", what, rc);
+    if (rc != 0)
+        return;
+    raw = (lay.rowbytes + 1) * lay.h;
+    got = raw;
+    buf = malloc(PNGUNF_LEAD(lay.rowbytes) + raw + PNGUNF_SLACK);
+    if (uncompress(buf + PNGUNF_LEAD(lay.rowbytes), &got, z, zl) != Z_OK || got != raw) {
+        layout_zlib_refused++;
+        goto out;
+    }
+    CHECK(pngunf_rows(buf, lay.rowbytes, lay.h, lay.bpp, err) == 0, "%s: unfilter: %s", what, err);
+    CHECK(img_alloc(&m, (int)lay.w, (int)lay.h, lay.out_ch, err) == 0, "%s: %s", what, err);
+    for (uint32_t y = 0; m.px && y < lay.h; y++)
+        for (uint32_t x = 0; x < lay.w; x++)
+            layout_pixel(&lay, buf + y * lay.rowbytes, x, m.px + y * m.stride + (size_t)x * m.ch);
+    CHECK(m.px && img_same(&m, direct), "%s: the layout's expansion differs from pngdec_decode", what);
+out:
+    img_free(&m);
+    free(buf);
+    free(join);
+}
+
 /* pngio_decode and pngio_decode_libpng agree: the same image, or the same code and message.
  * Returns the code; *served says whether the fast decoder took the file itself. */
 static int compare(const char *what, const uint8_t *data, size_t len, const struct png_limits *lim, int *served)
@@ -66,8 +118,10 @@ static int compare(const char *what, const uint8_t *data, size_t len, const stru
         else if (rf == rr)
             CHECK(strcmp(ef, er) == 0 && !fast.px && !ref.px, "%s: messages differ: '%s' vs '%s'", what, ef, er);
     }
-    if (rd == 0)
+    if (rd == 0) {
         CHECK(img_same(&direct, &fast), "%s: pngdec_decode differs from pngio_decode", what);
+        check_layout(what, data, len, &direct);
+    }
     img_free(&direct);
     img_free(&fast);
     img_free(&ref);

@@ -176,6 +176,7 @@ test: deps
 test-gpu: all
 	EDGED_REQUIRE_GPU=1 $(BUILD)/tests/test_gpu
 	$(if $(filter 1,$(NVJPEG)),EDGED_REQUIRE_GPU=1 $(BUILD)/tests/test_gpu_jpeg)
+	EDGED_REQUIRE_GPU=1 $(BUILD)/tests/test_gpu_png
 
 bench: all
 	$(BUILD)/edged bench

@@ -235,25 +235,9 @@ int backend_finish(struct backend *b, int s, struct job *job)
     job->t.upload = gt.upload_ms;
     job->t.kernel = gt.kernel_ms;
     job->t.download = gt.download_ms;
-    if (rc == GCONV_E_PNG_DECLINED)
-        return backend_png_declined(b, s, job);
     if (rc == 0 && job->src_format == JOB_SRC_PNG && job->src && !job->in.px) /* not the CPU's pixels */
         pngjob_count(PNGJOB_GPU_DECODED);
     return rc < 0 ? rc : jpegjob_encode_result(b->gpu, s, job);
-}
-
-void backend_submit_src(struct backend *b, enum job_src fmt, struct job *const *jobs, const int *streams, int n,
-                        int *rcs)
-{
-    if (fmt == JOB_SRC_PNG)
-        backend_submit_png(b, jobs, streams, n, rcs);
-    else
-        backend_submit_jpeg(b, jobs, streams, n, rcs);
-}
-
-int backend_src_decoding(struct backend *b, enum job_src fmt)
-{
-    return fmt == JOB_SRC_PNG ? backend_png_decoding(b) : backend_jpeg_decoding(b);
 }
 
 int backend_take(struct backend *b, int s, struct job *job) { return gconv_finish_copy(b->gpu, s, &job->out, job->err); }

@@ -48,11 +48,11 @@ int backend_run_cpu(const struct backend *b, struct job *job, int threads, struc
  * freed once this returns 0); finish waits for stream s and fills the stage times. It returns 1
  * when the result is left in the stream's staging for backend_take to copy into job->out (stream s
  * must take no other job before), 0 when there is nothing to take (encoded as JPEG on the device),
- * or an EDGED_E_* code. */
+ * GCONV_E_PNG_DECLINED (see backend_png_declined) or an EDGED_E_* code. */
 int backend_submit(struct backend *b, int s, struct job *job);
 int backend_finish(struct backend *b, int s, struct job *job);
-/* backend_finish's answer for a PNG job the device declined: decoded on the CPU and submitted again
- * on the same stream, it runs still (poll and finish it as before). */
+/* backend_png_declined's answer: the job, decoded on the CPU, was submitted again on the same
+ * stream and runs still (poll and finish it as before). */
 #define BACKEND_RESUBMITTED 2
 int backend_take(struct backend *b, int s, struct job *job);
 
@@ -91,17 +91,11 @@ int backend_gpu_png(const struct backend *b);
  * stream streams[i], as one batched device decode; a job the device refuses is decoded on the CPU
  * and submitted with its pixels (counted). rcs[i]: each job's result, as backend_submit's. */
 void backend_submit_png(struct backend *b, struct job *const *jobs, const int *streams, int n, int *rcs);
-/* A PNG job whose stream the device declined (GCONV_E_PNG_DECLINED from the finish): decodes it on
- * the CPU (counted) and submits it again on s. BACKEND_RESUBMITTED, or the decode's or submit's
+/* A PNG job whose stream the device declined (GCONV_E_PNG_DECLINED from backend_finish): decodes it
+ * on the CPU (counted) and submits it again on s. BACKEND_RESUBMITTED, or the decode's or submit's
  * error (the CPU decoder's verdict on a corrupt file). */
 int backend_png_declined(struct backend *b, int s, struct job *job);
 /* 1 while the device still inflates the last batch backend_submit_png gave it. */
 int backend_png_decoding(struct backend *b);
-
-/* The batched submit and the busy test of the format of compressed input fmt (the two above, or
- * the JPEG ones). */
-void backend_submit_src(struct backend *b, enum job_src fmt, struct job *const *jobs, const int *streams, int n,
-                        int *rcs);
-int backend_src_decoding(struct backend *b, enum job_src fmt);
 
 #endif

@@ -183,6 +183,8 @@ static int gpu_reap(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot *sl
         }
         t0 = clock_ms();
         rc = backend_finish(w->b, s, job);
+        if (rc == GCONV_E_PNG_DECLINED) /* the CPU decodes it and it runs again on s */
+            rc = backend_png_declined(w->b, s, job);
         w->prof.ms[GS_FINISH] += clock_ms() - t0;
         if (!fatal && gpu_is_fatal(ctx, rc))
             snprintf(fatal_msg, EDGED_ERR_LEN, "%s", rc < 0 ? job->err : "sticky CUDA error: GPU context lost");
@@ -284,7 +286,10 @@ static void src_flush(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot *
 {
     int rcs[GCONV_JPEG_MAX_BATCH];
 
-    backend_submit_src(w->b, fmt, p->jobs, p->streams, p->n, rcs);
+    if (fmt == JOB_SRC_PNG)
+        backend_submit_png(w->b, p->jobs, p->streams, p->n, rcs);
+    else
+        backend_submit_jpeg(w->b, p->jobs, p->streams, p->n, rcs);
     w->prof.src_batches[fmt]++, w->prof.src_jobs[fmt] += p->n;
     for (int i = 0; i < p->n; i++) {
         struct gpu_slot *slot = &slots[p->streams[i]];
@@ -303,7 +308,11 @@ static void src_flush(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot *
  * the previous one of its format. */
 static int src_due(struct worker *w, enum job_src fmt, const struct src_pend *p)
 {
-    return p->n > 0 && (p->n >= SRC_BATCH_FULL || !backend_src_decoding(w->b, fmt));
+    if (p->n == 0)
+        return 0;
+    if (p->n >= SRC_BATCH_FULL)
+        return 1;
+    return !(fmt == JOB_SRC_PNG ? backend_png_decoding(w->b) : backend_jpeg_decoding(w->b));
 }
 
 /* Sends every batch that is due; 1 when one went. */

@@ -482,5 +482,5 @@ int gconv_is_dead(const struct gconv_ctx *ctx)
 
 size_t gconv_mem_used(const struct gconv_ctx *ctx)
 {
-    return ctx ? __atomic_load_n(&ctx->mem_used, __ATOMIC_SEQ_CST) : 0;
+    return ctx ? __atomic_load_n(&ctx->mem_used, __ATOMIC_SEQ_CST) + gpng_mem(ctx) : 0;
 }

@@ -160,6 +160,8 @@ int gjob_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const struc
 void gjpeg_close(struct gconv_ctx *ctx);
 /* Frees the PNG decode state of ctx (gconv_close); accepts a ctx without one. */
 void gpng_close(struct gconv_ctx *ctx);
+/* Device bytes the PNG state holds outside the streams' pools (the inflate's scratch, the slots). */
+size_t gpng_mem(const struct gconv_ctx *ctx);
 /* GCONV_E_PNG_DECLINED with a message in err when the PNG job that ended on st was declined by the
  * device (gconv_poll, gconv_finish), else 0. */
 int gpng_job_declined(const struct gstream *st, char *err);

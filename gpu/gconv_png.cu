@@ -43,15 +43,15 @@ struct pdec {
 
 /* ---- state ---- */
 
-static void gpng_free(struct gpng *g)
+static void gpng_free(struct gconv_ctx *ctx, struct gpng *g)
 {
     if (!g)
         return;
     if (g->s_dec)
         cudaStreamSynchronize(g->s_dec);
     for (int i = 0; i < GCONV_MAX_STREAMS; i++) {
-        cudaFree(g->d_z[i]);
-        cudaFree(g->d_raw[i]);
+        gctx_free_device(ctx, g->d_z[i], g->z_cap[i]);
+        gctx_free_device(ctx, g->d_raw[i], g->raw_cap[i]);
     }
     cudaFree(g->d_slots);
     cudaFree(g->d_verdicts);
@@ -69,7 +69,7 @@ static void gpng_free(struct gpng *g)
 void gpng_close(struct gconv_ctx *ctx)
 {
     if (ctx) {
-        gpng_free(ctx->png);
+        gpng_free(ctx, ctx->png);
         ctx->png = NULL;
     }
 }
@@ -98,11 +98,18 @@ static int gpng_get(struct gconv_ctx *ctx, struct gpng **out, char *err)
     rc = ginflate_create(&g->inf, err);
 out:
     if (rc < 0) {
-        gpng_free(g);
+        gpng_free(ctx, g);
         return rc;
     }
     ctx->png = *out = g;
     return 0;
+}
+
+size_t gpng_mem(const struct gconv_ctx *ctx)
+{
+    const struct gpng *g = ctx->png;
+
+    return g ? ginflate_mem(g->inf) + GCONV_MAX_STREAMS * PNG_SLOT_BYTES + GCONV_PNG_MAX_BATCH * sizeof(int) : 0;
 }
 
 int gconv_png_available(const struct gconv_ctx *ctx)

@@ -236,8 +236,11 @@ static int bench_codec_gpu_rows(const char *path, struct bench_dev_src *src, con
     uint8_t *join = NULL;
     int rc = EXIT_OK;
 
+    struct pngio_info info;
+
     if (!bench_dev_ready(src) ||
-        (src->fmt == IMAGEIO_PNG && pngdec_layout(src->data, src->len, &src->lay, &src->z, &src->z_len, &join, err)))
+        (src->fmt == IMAGEIO_PNG && (pngio_peek(src->data, src->len, &info, err) ||
+                                     pngdec_layout(src->data, src->len, &src->lay, &src->z, &src->z_len, &join, err))))
         return EXIT_OK;
     for (size_t i = 0; i < sizeof(batches) / sizeof(batches[0]); i++) {
         struct bench_codec_result r = {0};

@@ -10,7 +10,8 @@
 
 #include "jobs/queue.h"
 
-/* Gives job (in sized, plan set) a copy of the PNG bytes d, n and their layout (pngdec_layout):
+/* Gives job (in sized, plan set) a copy of the PNG bytes d, n, whose header imageio_peek accepted,
+ * and their layout (pngdec_layout):
  * 1 when the device may take them, 0 when the PNG is of a kind the device path does not take
  * (interlaced, 16-bit, sub-byte gray, a chunk out of the ordinary, a bad CRC: the CPU decodes it,
  * or names its fault) or memory is short (nothing kept). */

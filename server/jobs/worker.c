@@ -238,8 +238,8 @@ static int free_slot(struct worker *w, const struct gpu_slot *slots, int ns)
 /* Jobs with compressed input gathered for the next batched device decode, one batch per format
  * (JPEG, PNG): each holds its stream's slot (pending) until its batch goes to the device. A batch
  * waits while the device still decodes the previous one of its format (it would queue behind it
- * anyway) and grows meanwhile, up to SRC_BATCH_FULL: the JPEG engines, and the inflate's blocks,
- * decode a large batch faster per image than several small ones. */
+ * anyway) and grows meanwhile, up to SRC_BATCH_FULL: the JPEG engines decode a large batch faster
+ * per image than several small ones, and a PNG batch shares one inflate and one unfilter launch. */
 struct src_pend {
     struct job *jobs[GCONV_JPEG_MAX_BATCH];
     int streams[GCONV_JPEG_MAX_BATCH];

@@ -244,12 +244,14 @@ static int job_take_jpeg(struct service *s, struct http_req *r, const struct par
  * 8-bit gray, gray+alpha, RGB, RGBA, 1/2/4/8-bit palette, non-interlaced, nothing out of the
  * ordinary) goes to the job undecoded: the GPU worker inflates it in device memory, batched with
  * other PNG jobs; what the device declines there the worker decodes on the CPU. The backlog rule
- * (pngjob_gpu_ok) keeps it on the CPU path while the device is busier than the cores. Returns 1
- * when the job took the bytes (plan and route set), 0 when the input goes through decode_image, or
- * job_prepare's error. */
+ * (pngjob_gpu_ok) keeps it on the CPU path while the device is busier than the cores. The decode
+ * stage of the request's times is then the host's part of the decode. Returns 1 when the job took
+ * the bytes (plan and route set), 0 when the input goes through decode_image, or job_prepare's
+ * error. */
 static int job_take_png(struct service *s, const struct params *p, const struct imageio_head *head,
-                        const uint8_t *d, size_t n, struct job *job, char *err)
+                        const uint8_t *d, size_t n, struct job *job, struct result_times *t, char *err)
 {
+    double t0;
     int rc;
 
     if (!s->cfg->gpu_png || !backend_gpu_png(s->backend) || head->fmt != IMAGEIO_PNG || head->png.interlaced ||
@@ -260,11 +262,13 @@ static int job_take_png(struct service *s, const struct params *p, const struct 
     job->in = (struct img){.w = head->w, .h = head->h, .ch = head->ch};
     if ((rc = job_prepare(s, p, job, err)) < 0)
         return rc;
+    t0 = clock_ms();
     if (job->lane != LANE_GPU || !pngjob_take(job, d, n)) { /* a kind the device does not take */
         img_free(&job->out);
         job->in = (struct img){0};
         return 0;
     }
+    t->decode = clock_ms() - t0; /* the host's part: the chunk walk, CRCs and the copy */
     return 1;
 }
 
@@ -383,7 +387,7 @@ void endpoint_filter(struct http_req *r, void *app)
     job_set_budget(job, s->budget, b.work, b.out);
     job_take_budget(job, &b.hold); /* a job abandoned at a 504 keeps it until it is freed */
     if ((rc = job_take_jpeg(s, r, &u.p, &head, u.image, u.image_len, job, err)) < 0 ||
-        (rc == 0 && (rc = job_take_png(s, &u.p, &head, u.image, u.image_len, job, err)) < 0) ||
+        (rc == 0 && (rc = job_take_png(s, &u.p, &head, u.image, u.image_len, job, http_req_times(r), err)) < 0) ||
         (rc == 0 &&
          (rc = decode_image(s, &u.p, &head, u.image, u.image_len, &job->in, http_req_times(r), err)) < 0))
         goto fail;

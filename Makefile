@@ -115,7 +115,7 @@ endif
 TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # The worker's GPU loop against a fake gconv, under ASan/UBSan: linked on its own because the
 # fake replaces the gconv symbols every other program links for real.
-MOCK_SRCS := $(wildcard tests/unit/worker_mock/*.c) server/jobs/worker.c server/jobs/backend.c server/jobs/queue.c server/jobs/budget.c \
+MOCK_SRCS := $(wildcard tests/unit/worker_mock/*.c) server/jobs/worker.c server/jobs/backend.c server/jobs/backend_png.c server/jobs/queue.c server/jobs/budget.c \
              server/ops/log.c api/utf8.c api/errors.c api/result.c api/params.c api/params_field.c api/image.c api/variant.c api/filter.c api/tuning.c $(wildcard cpu_ref/*.c)
 MOCK_BIN := $(BUILD)/tests/test_worker_mock
 BENCH_SRCS := $(wildcard tests/bench/*.c)
@@ -187,6 +187,7 @@ test: deps
 test-gpu: all
 	EDGED_REQUIRE_GPU=1 $(BUILD)/tests/test_gpu
 	$(if $(filter 1,$(NVJPEG)),EDGED_REQUIRE_GPU=1 $(BUILD)/tests/test_gpu_jpeg)
+	EDGED_REQUIRE_GPU=1 $(BUILD)/tests/test_gpu_png
 
 bench: all
 	$(BUILD)/edged bench

@@ -192,6 +192,60 @@ void gconv_jpeg_profile(const struct gconv_ctx *ctx, double ms[GCONV_JPEG_STAGES
 int gconv_jpeg_encode_host(struct gconv_ctx *ctx, const struct img *im, int quality, uint8_t **out,
                            size_t *out_len, char *err);
 
+/* ---- PNG on the device (gconv_png.cu, png_kernels.cu; the inflate is ginflate.h's) ---- */
+
+struct png_layout;
+
+/* gconv_submit_png's answer for a job the device path does not take (a layout it does not serve,
+ * channels or size other than the job expects, inflate scratch it could not grow): the caller
+ * decodes that image on the CPU, then gconv_submit. Never an HTTP answer. */
+#define GCONV_E_PNG_REFUSED (-1002)
+/* gconv_poll's and gconv_finish's answer for a PNG job whose stream the device inflate declined
+ * (malformed, or a stretch it cannot place) or whose rows have a filter type over 4: the caller
+ * decodes the PNG on the CPU (pngio_decode, whose verdict stands) and submits it again. */
+#define GCONV_E_PNG_DECLINED (-1003)
+/* Images one batched decode takes at most (ginflate.h's GINFLATE_MAX_BATCH). */
+#define GCONV_PNG_MAX_BATCH 32
+
+/* 1 when ctx is open and alive in a CUDA build (the device PNG path exists), else 0. */
+int gconv_png_available(const struct gconv_ctx *ctx);
+
+/* One job whose input is a PNG's zlib stream (gconv_submit_png). The caller fills the first half
+ * from pngdec_layout (server/codec/png_decode.h); lay, z and plan stay the caller's and must live
+ * until the job is finished. */
+struct gconv_png_job {
+    int s; /* the stream, free as for gconv_submit */
+    const struct png_layout *lay;
+    const uint8_t *z; /* the IDAT payloads joined, CRCs checked */
+    size_t z_len;
+    const struct filter_plan *plan; /* in_ch must be lay->out_ch */
+    enum variant v;
+    int block;
+    int w, h; /* the size the caller expects (0: any; another size is refused) */
+    int rc;   /* out: 0 submitted, GCONV_E_PNG_REFUSED, or another EDGED_E_* */
+    char err[EDGED_ERR_LEN];
+};
+
+/* Submits n (1..GCONV_PNG_MAX_BATCH) PNG jobs: uploads each stream, inflates them all in one
+ * ginflate_enqueue call on the context's PNG decode stream, undoes the row filters there, then on
+ * each job's stream expands the rows (palette, tRNS) straight into its input buffer as interleaved
+ * u8 and enqueues the plan as gconv_submit does. No host wait. gconv_poll and gconv_finish complete
+ * each job, answering GCONV_E_PNG_DECLINED when the device declined its stream. Each job's rc says
+ * how its submit went. Returns the number submitted, or EDGED_E_GPU_FATAL / EDGED_E_NO_CUDA for the
+ * whole call. */
+int gconv_submit_png(struct gconv_ctx *ctx, struct gconv_png_job *jobs, int n);
+/* 1 while the device still inflates the last batch gconv_submit_png gave it, else 0. */
+int gconv_png_decoding(const struct gconv_ctx *ctx);
+
+/* Decodes n (1..GCONV_PNG_MAX_BATCH) PNGs (tests, bench; not while jobs are in flight): layout
+ * lay[i] and zlib stream z[i] of z_len[i] bytes (pngdec_layout) into out[i] (allocated here,
+ * img_free). batched: 1 one batched inflate, 0 one call per image. rc[i]: 0, GCONV_E_PNG_REFUSED,
+ * GCONV_E_PNG_DECLINED or another code. *ms (may be NULL) receives the wall time from the first
+ * upload to the last pixel on the device, download excluded. Returns 0 when the call ran. */
+int gconv_png_decode_host(struct gconv_ctx *ctx, int n, const struct png_layout *const *lay,
+                          const uint8_t *const *z, const size_t *z_len, int batched, struct img *out, int *rc,
+                          double *ms, char *err);
+
 #ifdef __cplusplus
 }
 #endif

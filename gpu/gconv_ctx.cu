@@ -455,6 +455,7 @@ void gconv_close(struct gconv_ctx *ctx)
 #if EDGED_NVJPEG
     gjpeg_close(ctx);
 #endif
+    gpng_close(ctx);
     for (int i = 0; i < ctx->nstreams; i++)
         close_stream(ctx, &ctx->st[i]);
     for (int k = 0; k < GCONV_CSLOTS; k++) {
@@ -482,5 +483,5 @@ int gconv_is_dead(const struct gconv_ctx *ctx)
 
 size_t gconv_mem_used(const struct gconv_ctx *ctx)
 {
-    return ctx ? __atomic_load_n(&ctx->mem_used, __ATOMIC_SEQ_CST) : 0;
+    return ctx ? __atomic_load_n(&ctx->mem_used, __ATOMIC_SEQ_CST) + gpng_mem(ctx) : 0;
 }

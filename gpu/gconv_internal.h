@@ -72,6 +72,9 @@ struct gstream {
     int w, h, out_ch, planes, pitch;
     int packed; /* h_out holds the map packed, w/8 bytes per row */
     int jpeg_enc; /* an nvJPEG encode of the result runs behind the job (gconv_jpeg_encode.cu) */
+    /* a PNG job: its inflate and filter verdicts (pinned, written by the device before ev_down;
+     * nonzero: declined, see gconv_png.cu), else NULL */
+    const volatile int *png_status;
     size_t plane_stride;
 };
 
@@ -88,6 +91,7 @@ struct gconv_ctx {
     cudaEvent_t slot_ev[GCONV_CSLOTS];
     struct gstream st[GCONV_MAX_STREAMS];
     struct gjpeg *jpeg; /* nvJPEG state, made on the first JPEG call (gconv_jpeg.cu) */
+    struct gpng *png;   /* PNG decode state, made on the first PNG call (gconv_png.cu) */
 };
 
 /* Arguments of one single-plane correlation, filled by the caller of a family launcher. */
@@ -165,6 +169,37 @@ int gjob_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const struc
 
 /* Frees the nvJPEG state of ctx (gconv_close; NVJPEG=1 builds); accepts a ctx without one. */
 void gjpeg_close(struct gconv_ctx *ctx);
+/* Frees the PNG decode state of ctx (gconv_close); accepts a ctx without one. */
+void gpng_close(struct gconv_ctx *ctx);
+/* Device bytes the PNG state holds outside the streams' pools (the inflate's scratch, the slots). */
+size_t gpng_mem(const struct gconv_ctx *ctx);
+/* GCONV_E_PNG_DECLINED with a message in err when the PNG job that ended on st was declined by the
+ * device (gconv_poll, gconv_finish), else 0. */
+int gpng_job_declined(const struct gstream *st, char *err);
+
+/* ---- png_kernels.cu: the PNG rows on the device ---- */
+
+/* One image of an unfilter launch: h rows of a filter byte and rowbytes bytes at d_raw, undone in
+ * place; d_inflated is its ginflate status word, d_status receives {inflate, filter} verdicts
+ * (0 OK; filter 1 for a type over 4). */
+struct png_unf_image {
+    uint8_t *d_raw;
+    size_t rowbytes;
+    uint32_t h;
+    int bpp;
+    const int *d_inflated;
+    int *d_status;
+};
+struct png_unf_batch {
+    int n;
+    struct png_unf_image im[GCONV_PNG_MAX_BATCH];
+};
+/* Enqueues the unfiltering of b's images on s (one thread block each); the launch's error. */
+cudaError_t png_unfilter_launch(const struct png_unf_batch *b, cudaStream_t s);
+/* Enqueues on s the expansion of lay's unfiltered rows at d_raw (rows rowbytes + 1 apart, filter
+ * byte first) into d_dst, w x h x out_ch u8 rows dense; d_rgba: lay->rgba on the device. */
+cudaError_t png_expand_launch(const struct png_layout *lay, const uint8_t *d_raw, const uint8_t *d_rgba,
+                              uint8_t *d_dst, cudaStream_t s);
 
 /* ---- canny.cu: Canny on the device ---- */
 
@@ -268,6 +303,17 @@ static inline int variant_uses_cslot(enum variant v)
 
 /* Records the launch result of the kernel just enqueued into a. Returns 0 or GCONV_CUDA_FAILED. */
 int conv_launched(struct conv_args *a, const char *what);
+
+/* In a function with ctx, `int rc`, err and a label `out`: a failed CUDA call sets rc (gctx_fail)
+ * and jumps to out. */
+#define GCTX_CU(call)                                                                                        \
+    do {                                                                                                     \
+        cudaError_t e_ = (call);                                                                             \
+        if (e_ != cudaSuccess) {                                                                             \
+            rc = gctx_fail(ctx, e_, #call, err);                                                             \
+            goto out;                                                                                        \
+        }                                                                                                    \
+    } while (0)
 
 /* Turns CUDA error e of call `what` into an EDGED_E_* code: allocation failures are
  * EDGED_E_GPU_OOM (the context stays usable), sticky errors EDGED_E_GPU_FATAL (ctx marked dead),

@@ -153,6 +153,7 @@ int gjob_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const struc
     st->busy = 1;
     st->rc = 0;
     st->jpeg_enc = 0;
+    st->png_status = NULL;
     st->w = in->w;
     st->h = in->h;
     st->out_ch = plan->out_ch;
@@ -182,7 +183,7 @@ int gconv_poll(struct gconv_ctx *ctx, int s)
     if (gctx_enter(ctx, st->err) < 0)
         return st->rc = EDGED_E_GPU_FATAL;
     if ((e = cudaEventQuery(st->ev_down)) == cudaSuccess)
-        return 1;
+        return gpng_job_declined(st, st->err) < 0 ? st->rc = GCONV_E_PNG_DECLINED : 1;
     if (e == cudaErrorNotReady)
         return 0;
     return st->rc = gctx_fail(ctx, e, "job", st->err);
@@ -219,6 +220,8 @@ int gconv_finish(struct gconv_ctx *ctx, int s, struct img *out, struct gconv_tim
         return rc;
     if ((e = cudaEventSynchronize(st->ev_down)) != cudaSuccess)
         return gctx_fail(ctx, e, "job", err);
+    if ((rc = gpng_job_declined(st, err)) < 0)
+        return st->rc = rc;
     job_times(st, t);
     return out ? gconv_finish_copy(ctx, s, out, err) : 0;
 }

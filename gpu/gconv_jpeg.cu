@@ -118,8 +118,8 @@ int gjpeg_get(struct gconv_ctx *ctx, struct gjpeg **out, char *err)
     }
     if (!(g = (struct gjpeg *)calloc(1, sizeof(*g))))
         return edged_fail(err, EDGED_E_NOMEM, "cannot allocate the nvJPEG state");
-    GJPEG_CU(cudaStreamCreateWithFlags(&g->s_dec, cudaStreamNonBlocking));
-    GJPEG_CU(cudaEventCreateWithFlags(&g->ev_dec, cudaEventDisableTiming));
+    GCTX_CU(cudaStreamCreateWithFlags(&g->s_dec, cudaStreamNonBlocking));
+    GCTX_CU(cudaEventCreateWithFlags(&g->ev_dec, cudaEventDisableTiming));
     GJPEG_NVJ(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, NULL, NULL, 0, &g->sw));
     GJPEG_NVJ(nvjpegJpegStateCreate(g->sw, &g->sw_state));
     GJPEG_NVJ(nvjpegEncoderStateCreate(g->sw, &g->enc, NULL));

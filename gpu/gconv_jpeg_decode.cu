@@ -194,12 +194,12 @@ static int jdec_run(struct gconv_ctx *ctx, struct gjpeg *g, struct jdec *js, int
         for (int hw = 0; hw <= 1; hw++)
             for (int ch = 1; ch <= 3; ch += 2)
                 jdec_group(ctx, g, js, n, hw, ch);
-    GJPEG_CU(cudaEventRecord(g->ev_dec, g->s_dec));
+    GCTX_CU(cudaEventRecord(g->ev_dec, g->s_dec));
     for (int i = 0; i < n; i++) {
         if (js[i].rc < 0)
             continue;
-        GJPEG_CU(cudaStreamWaitEvent(js[i].s, g->ev_dec, 0));
-        GJPEG_CU(orient_launch(&js[i]));
+        GCTX_CU(cudaStreamWaitEvent(js[i].s, g->ev_dec, 0));
+        GCTX_CU(orient_launch(&js[i]));
     }
 out:
     return rc;
@@ -314,10 +314,10 @@ static int host_buffers(struct gconv_ctx *ctx, struct jdec *js, int n, char *err
         size_t bytes = (size_t)js[i].w * js[i].h * js[i].ch;
         if (js[i].rc < 0)
             continue;
-        GJPEG_CU(cudaMalloc((void **)&js[i].d_raw, bytes));
+        GCTX_CU(cudaMalloc((void **)&js[i].d_raw, bytes));
         js[i].d_dst = js[i].d_raw;
         if (js[i].orient > 1 && js[i].orient <= 8)
-            GJPEG_CU(cudaMalloc((void **)&js[i].d_dst, bytes));
+            GCTX_CU(cudaMalloc((void **)&js[i].d_dst, bytes));
     }
 out:
     return rc;
@@ -342,7 +342,7 @@ static int host_download(struct gconv_ctx *ctx, struct jdec *js, int n, struct i
             continue;
         if ((rcs[i] = img_alloc(&out[i], js[i].ow, js[i].oh, js[i].ch, js[i].err)) < 0)
             continue;
-        GJPEG_CU(cudaMemcpy2D(out[i].px, out[i].stride, js[i].d_dst, (size_t)js[i].ow * js[i].ch,
+        GCTX_CU(cudaMemcpy2D(out[i].px, out[i].stride, js[i].d_dst, (size_t)js[i].ow * js[i].ch,
                               (size_t)js[i].ow * js[i].ch, js[i].oh, cudaMemcpyDeviceToHost));
     }
 out:
@@ -375,7 +375,7 @@ int gconv_jpeg_decode_host(struct gconv_ctx *ctx, int n, const uint8_t *const *d
     t0 = clock_ms();
     if ((rc = jdec_run(ctx, g, js, n, batched, err)) < 0)
         goto out;
-    GJPEG_CU(cudaStreamSynchronize(g->s_dec));
+    GCTX_CU(cudaStreamSynchronize(g->s_dec));
     if (ms)
         *ms = clock_ms() - t0;
     rc = host_download(ctx, js, n, out, rc_each, err);

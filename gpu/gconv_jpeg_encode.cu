@@ -41,13 +41,13 @@ static int encode_collect(struct gconv_ctx *ctx, struct gjpeg *g, nvjpegEncoderS
     int rc = 0;
 
     GJPEG_NVJ(nvjpegEncodeRetrieveBitstream(g->sw, enc, NULL, &len, s));
-    GJPEG_CU(cudaStreamSynchronize(s));
+    GCTX_CU(cudaStreamSynchronize(s));
     if (!(buf = (uint8_t *)malloc(len ? len : 1))) {
         rc = edged_fail(err, EDGED_E_NOMEM, "cannot allocate %zu bytes of JPEG", len);
         goto out;
     }
     GJPEG_NVJ(nvjpegEncodeRetrieveBitstream(g->sw, enc, buf, &len, s));
-    GJPEG_CU(cudaStreamSynchronize(s));
+    GCTX_CU(cudaStreamSynchronize(s));
     *out = buf, *out_len = len, buf = NULL;
 out:
     free(buf);
@@ -81,7 +81,7 @@ int gjpeg_encode_behind(struct gconv_ctx *ctx, struct gjpeg *g, int s, int quali
     if ((rc = encode_enqueue(ctx, g, g->enc_s[s], g->par_s[s], st->d_out8, st->w, st->h, st->out_ch,
                              (size_t)st->w * st->out_ch, quality, st->s, err)) < 0)
         goto out;
-    GJPEG_CU(cudaEventRecord(st->ev_down, st->s));
+    GCTX_CU(cudaEventRecord(st->ev_down, st->s));
     st->jpeg_enc = 1;
 out:
     return rc;
@@ -131,8 +131,8 @@ int gconv_jpeg_encode_host(struct gconv_ctx *ctx, const struct img *im, int qual
     if ((rc = gjpeg_get(ctx, &g, err)) < 0)
         return rc;
     row = (size_t)im->w * im->ch;
-    GJPEG_CU(cudaMalloc((void **)&d_px, row * im->h));
-    GJPEG_CU(cudaMemcpy2DAsync(d_px, row, im->px, im->stride, row, im->h, cudaMemcpyHostToDevice, g->s_dec));
+    GCTX_CU(cudaMalloc((void **)&d_px, row * im->h));
+    GCTX_CU(cudaMemcpy2DAsync(d_px, row, im->px, im->stride, row, im->h, cudaMemcpyHostToDevice, g->s_dec));
     rc = encode_dev(ctx, g, d_px, im->w, im->h, im->ch, row, quality, g->s_dec, out, out_len, err);
 out:
     if (d_px) {

@@ -39,21 +39,13 @@ struct gjpeg {
  * image, or names its fault. */
 int gjpeg_fail(struct gconv_ctx *ctx, nvjpegStatus_t st, const char *what, char *err);
 
-/* In a function with ctx, `int rc`, err and a label `out`: a failed call sets rc (gjpeg_fail,
- * gctx_fail) and jumps to out. */
+/* In a function with ctx, `int rc`, err and a label `out`: a failed call sets rc (gjpeg_fail) and
+ * jumps to out; GCTX_CU (gconv_internal.h) does the same for CUDA calls. */
 #define GJPEG_NVJ(call)                                                                                      \
     do {                                                                                                     \
         nvjpegStatus_t st_ = (call);                                                                         \
         if (st_ != NVJPEG_STATUS_SUCCESS) {                                                                  \
             rc = gjpeg_fail(ctx, st_, #call, err);                                                           \
-            goto out;                                                                                        \
-        }                                                                                                    \
-    } while (0)
-#define GJPEG_CU(call)                                                                                       \
-    do {                                                                                                     \
-        cudaError_t e_ = (call);                                                                             \
-        if (e_ != cudaSuccess) {                                                                             \
-            rc = gctx_fail(ctx, e_, #call, err);                                                             \
             goto out;                                                                                        \
         }                                                                                                    \
     } while (0)

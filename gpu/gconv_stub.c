@@ -149,3 +149,31 @@ int gconv_bench_canny_spiral(struct gconv_ctx *ctx, int w, int h, int warmup, in
     (void)ctx, (void)w, (void)h, (void)warmup, (void)reps, (void)median_ms;
     return NO_CUDA(err);
 }
+
+int gconv_png_available(const struct gconv_ctx *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
+int gconv_submit_png(struct gconv_ctx *ctx, struct gconv_png_job *jobs, int n)
+{
+    (void)ctx;
+    for (int i = 0; i < n; i++)
+        jobs[i].rc = NO_CUDA(jobs[i].err);
+    return EDGED_E_NO_CUDA;
+}
+
+int gconv_png_decoding(const struct gconv_ctx *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
+int gconv_png_decode_host(struct gconv_ctx *ctx, int n, const struct png_layout *const *lay,
+                          const uint8_t *const *z, const size_t *z_len, int batched, struct img *out, int *rc,
+                          double *ms, char *err)
+{
+    (void)ctx, (void)n, (void)lay, (void)z, (void)z_len, (void)batched, (void)out, (void)rc, (void)ms;
+    return NO_CUDA(err);
+}

@@ -1,5 +1,5 @@
 /* bench_codec.c — `edged bench --codec`: times the codecs of each file's format on the same files:
- * PNG (edged's, libpng), JPEG (libjpeg-turbo), WebP (libwebp). */
+ * PNG (edged's, libpng, and the device decoder), JPEG (libjpeg-turbo, nvJPEG), WebP (libwebp). */
 #include "cli/bench_codec.h"
 
 #include <cjson/cJSON.h>
@@ -15,7 +15,9 @@
 #include "gconv.h"
 #include "image.h"
 #include "codec/image_io.h"
+#include "codec/png_decode.h"
 #include "ops/opts.h"
+#include "png_layout.h"
 
 #define BENCH_CODEC_REPS 5
 #define BENCH_CODEC_MAX_REPS 1000
@@ -138,41 +140,66 @@ static void bench_codec_print(const char *file, const char *codec, const struct 
     }
 }
 
-/* ---- nvJPEG rows (GPU builds with nvJPEG) ---- */
+/* ---- device rows: nvJPEG (GPU builds with nvJPEG), the device PNG decoder (GPU builds) ---- */
 
-/* Copies of one JPEG per call in the largest batched nvJPEG row. */
+/* Copies of one file per call in the largest batched device row. */
 #define BENCH_CODEC_BATCH 32
 
-static struct gconv_ctx *bench_gpu; /* opened by the first JPEG file; NULL: no nvJPEG rows */
+static struct gconv_ctx *bench_gpu; /* opened by the first JPEG or PNG file; NULL: no device rows */
 static int bench_gpu_tried;
 
-/* One nvJPEG row of a JPEG: `batch` copies decoded per call (1: one at a time), the decode time
- * being the device's up to the last image, download excluded, divided by batch; the encode is
- * nvJPEG's of the decoded image, upload included. Medians of reps after a warm-up. */
-static int bench_codec_nvjpeg(int batch, const uint8_t *data, size_t len, const struct bench_codec_opts *o,
-                              struct bench_codec_result *r, char *err)
+/* What a device row decodes: one file's bytes, and for a PNG its layout and zlib stream. */
+struct bench_dev_src {
+    enum imageio_format fmt;
+    const uint8_t *data;
+    size_t len;
+    struct png_layout lay;
+    const uint8_t *z;
+    size_t z_len;
+};
+
+/* batch copies of src decoded on the device into out, rcs and *ms as gconv_*_decode_host's. */
+static int bench_dev_decode(const struct bench_dev_src *src, int batch, struct img *out, int *rcs, double *ms,
+                            char *err)
 {
     const uint8_t *datas[BENCH_CODEC_BATCH];
+    const struct png_layout *lays[BENCH_CODEC_BATCH];
     size_t lens[BENCH_CODEC_BATCH];
+
+    for (int k = 0; k < batch; k++) {
+        datas[k] = src->fmt == IMAGEIO_PNG ? src->z : src->data;
+        lens[k] = src->fmt == IMAGEIO_PNG ? src->z_len : src->len;
+        lays[k] = &src->lay;
+    }
+    if (src->fmt == IMAGEIO_PNG)
+        return gconv_png_decode_host(bench_gpu, batch, lays, datas, lens, 1, out, rcs, ms, err);
+    return gconv_jpeg_decode_host(bench_gpu, batch, datas, lens, NULL, 1, out, rcs, ms, err);
+}
+
+/* One device row: `batch` copies decoded per call (1: one at a time), the decode time being the
+ * device's up to the last image (uploads included, download excluded), divided by batch; for a JPEG
+ * the encode is nvJPEG's of the decoded image, upload included (a PNG row has no device encode: 0).
+ * Medians of reps after a warm-up. */
+static int bench_codec_device(const struct bench_dev_src *src, int batch, const struct bench_codec_opts *o,
+                              struct bench_codec_result *r, char *err)
+{
     struct img out[BENCH_CODEC_BATCH];
     int rcs[BENCH_CODEC_BATCH], rc = 0;
     double dec[BENCH_CODEC_MAX_REPS], enc[BENCH_CODEC_MAX_REPS];
 
-    for (int k = 0; k < batch; k++)
-        datas[k] = data, lens[k] = len;
     for (int i = 0; i <= o->reps && rc == 0; i++) {
         uint8_t *jpeg = NULL;
         double ms = 0, t0;
 
-        rc = gconv_jpeg_decode_host(bench_gpu, batch, datas, lens, NULL, 1, out, rcs, &ms, err);
+        rc = bench_dev_decode(src, batch, out, rcs, &ms, err);
         for (int k = 0; rc == 0 && k < batch; k++)
             if (rcs[k] < 0)
-                rc = edged_fail(err, rcs[k], "nvJPEG did not decode it (the CPU decoder serves it)");
+                rc = edged_fail(err, rcs[k], "the device did not decode it (the CPU decoder serves it)");
         t0 = clock_ms();
-        if (rc == 0)
+        if (rc == 0 && src->fmt == IMAGEIO_JPEG)
             rc = gconv_jpeg_encode_host(bench_gpu, &out[0], o->quality, &jpeg, &r->bytes, err);
         if (i > 0)
-            dec[i - 1] = ms / batch, enc[i - 1] = clock_ms() - t0;
+            dec[i - 1] = ms / batch, enc[i - 1] = src->fmt == IMAGEIO_JPEG ? clock_ms() - t0 : 0.0;
         for (int k = 0; k < batch; k++)
             img_free(&out[k]);
         free(jpeg);
@@ -184,36 +211,54 @@ static int bench_codec_nvjpeg(int batch, const uint8_t *data, size_t len, const 
     return 0;
 }
 
-/* The nvJPEG rows of a JPEG file, when the build and the device have nvJPEG. */
-static int bench_codec_gpu_rows(const char *path, const uint8_t *data, size_t len,
-                                const struct bench_codec_opts *o)
+/* Whether the device serves src's format, the context opened on the first call. */
+static int bench_dev_ready(const struct bench_dev_src *src)
 {
-    static const int batches[] = {1, 4, 8, 16, BENCH_CODEC_BATCH};
-    char err[EDGED_ERR_LEN], name[32];
-    int rc = EXIT_OK;
+    char err[EDGED_ERR_LEN];
 
     if (!bench_gpu_tried) {
         bench_gpu_tried = 1;
-        if (gconv_open(&bench_gpu, 0, 1, err) < 0 || !gconv_jpeg_available(bench_gpu)) {
+        if (gconv_open(&bench_gpu, 0, 1, err) < 0) {
             gconv_close(bench_gpu);
             bench_gpu = NULL;
         }
     }
-    for (size_t i = 0; bench_gpu && i < sizeof(batches) / sizeof(batches[0]); i++) {
+    return bench_gpu && (src->fmt == IMAGEIO_PNG ? gconv_png_available(bench_gpu) : gconv_jpeg_available(bench_gpu));
+}
+
+/* The device rows of a JPEG (nvjpeg, nvjpeg-batchN) or PNG file (gpu-png, gpu-png-batchN) when the
+ * build and the device serve it. A file the device path does not take has none. */
+static int bench_codec_gpu_rows(const char *path, struct bench_dev_src *src, const struct bench_codec_opts *o)
+{
+    static const int batches[] = {1, 4, 8, 16, BENCH_CODEC_BATCH};
+    const char *base = src->fmt == IMAGEIO_PNG ? "gpu-png" : "nvjpeg";
+    char err[EDGED_ERR_LEN], name[32];
+    uint8_t *join = NULL;
+    int rc = EXIT_OK;
+
+    struct pngio_info info;
+
+    if (!bench_dev_ready(src) ||
+        (src->fmt == IMAGEIO_PNG && (pngio_peek(src->data, src->len, &info, err) ||
+                                     pngdec_layout(src->data, src->len, &src->lay, &src->z, &src->z_len, &join, err))))
+        return EXIT_OK;
+    for (size_t i = 0; i < sizeof(batches) / sizeof(batches[0]); i++) {
         struct bench_codec_result r = {0};
 
-        int e = bench_codec_nvjpeg(batches[i], data, len, o, &r, err);
-        if (e < 0) { /* a JPEG nvJPEG refuses has no row; any other failure is one */
-            fprintf(stderr, "edged bench --codec: %s (nvjpeg): %s\n", path, err);
-            rc = e == GCONV_E_JPEG_REFUSED ? EXIT_OK : EXIT_BAD_INPUT;
+        int e = bench_codec_device(src, batches[i], o, &r, err);
+        if (e < 0) { /* a file the device refuses or declines has no row; any other failure is one */
+            fprintf(stderr, "edged bench --codec: %s (%s): %s\n", path, base, err);
+            rc = e == GCONV_E_JPEG_REFUSED || e == GCONV_E_PNG_REFUSED || e == GCONV_E_PNG_DECLINED ? EXIT_OK
+                                                                                                   : EXIT_BAD_INPUT;
             break;
         }
         if (batches[i] == 1)
-            snprintf(name, sizeof(name), "nvjpeg");
+            snprintf(name, sizeof(name), "%s", base);
         else
-            snprintf(name, sizeof(name), "nvjpeg-batch%d", batches[i]);
+            snprintf(name, sizeof(name), "%s-batch%d", base, batches[i]);
         bench_codec_print(path, name, &r, o->json);
     }
+    free(join);
     return rc;
 }
 
@@ -244,8 +289,10 @@ static int bench_codec_file(const char *path, const struct bench_codec_opts *o)
             bench_codec_print(path, bench_codecs[i].name, &r, o->json);
         }
     }
-    if (rc == 0 && fmt == IMAGEIO_JPEG)
-        rc = bench_codec_gpu_rows(path, data, len, o);
+    if (rc == 0 && (fmt == IMAGEIO_JPEG || fmt == IMAGEIO_PNG)) {
+        struct bench_dev_src src = {.fmt = (enum imageio_format)fmt, .data = data, .len = len};
+        rc = bench_codec_gpu_rows(path, &src, o);
+    }
     free(data);
     return rc;
 }

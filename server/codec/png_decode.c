@@ -8,16 +8,12 @@
 #include <sys/mman.h>
 
 #include "errors.h"
+#include "png_layout.h"
 #include "codec/png_unfilter.h"
 
 /* Signature + IHDR chunk: where the second chunk starts. */
 #define PNGDEC_IHDR_END 33
 #define PNGDEC_MAX_CHUNK 0x7fffffffu
-#define PNGDEC_COLOR_GRAY 0
-#define PNGDEC_COLOR_RGB 2
-#define PNGDEC_COLOR_PALETTE 3
-#define PNGDEC_COLOR_GRAY_ALPHA 4
-#define PNGDEC_COLOR_RGBA 6
 /* The transparent huge page size of x86-64 (and of arm64 with 4 KiB pages). */
 #define PNGDEC_HUGE ((size_t)2 << 20)
 
@@ -93,19 +89,19 @@ static int pngdec_kind(struct pngdec *d)
     if (ihdr[12] != 0)
         return 0;
     switch (d->color) {
-    case PNGDEC_COLOR_GRAY:
+    case PNG_COLOR_GRAY:
         d->bpp = d->out_ch = 1;
         break;
-    case PNGDEC_COLOR_GRAY_ALPHA:
+    case PNG_COLOR_GRAY_ALPHA:
         d->bpp = d->out_ch = 2;
         break;
-    case PNGDEC_COLOR_RGB:
+    case PNG_COLOR_RGB:
         d->bpp = d->out_ch = 3;
         break;
-    case PNGDEC_COLOR_RGBA:
+    case PNG_COLOR_RGBA:
         d->bpp = d->out_ch = 4;
         break;
-    case PNGDEC_COLOR_PALETTE:
+    case PNG_COLOR_PALETTE:
         d->bpp = 1;
         d->out_ch = 3;
         bits = (size_t)d->w * (size_t)d->depth;
@@ -122,14 +118,14 @@ static int pngdec_kind(struct pngdec *d)
  * keeps at most 2^depth of them. A suggested palette (RGB, RGBA) is checked and ignored. */
 static int pngdec_plte(struct pngdec *d, const uint8_t *p, uint32_t n)
 {
-    int num = (int)(n / 3), max = d->color == PNGDEC_COLOR_PALETTE ? 1 << d->depth : 256;
+    int num = (int)(n / 3), max = d->color == PNG_COLOR_PALETTE ? 1 << d->depth : 256;
 
     if (!(d->color & 2) || d->nplte || d->ntrns || d->has_key || n == 0 || n % 3 || n > 768)
         return 0;
     if (num > max)
         num = max;
     d->nplte = num;
-    if (d->color == PNGDEC_COLOR_PALETTE)
+    if (d->color == PNG_COLOR_PALETTE)
         memcpy(d->plte, p, (size_t)num * 3);
     return 1;
 }
@@ -140,19 +136,19 @@ static int pngdec_trns(struct pngdec *d, const uint8_t *p, uint32_t n)
 {
     if (d->ntrns || d->has_key)
         return 0;
-    if (d->color == PNGDEC_COLOR_GRAY && n == 2) {
+    if (d->color == PNG_COLOR_GRAY && n == 2) {
         d->key[0] = p[1];
         d->has_key = 1;
         d->out_ch = 2;
         return 1;
     }
-    if (d->color == PNGDEC_COLOR_RGB && n == 6) {
+    if (d->color == PNG_COLOR_RGB && n == 6) {
         d->key[0] = p[1], d->key[1] = p[3], d->key[2] = p[5];
         d->has_key = 1;
         d->out_ch = 4;
         return 1;
     }
-    if (d->color == PNGDEC_COLOR_PALETTE && d->nplte && n >= 1 && n <= (uint32_t)d->nplte) {
+    if (d->color == PNG_COLOR_PALETTE && d->nplte && n >= 1 && n <= (uint32_t)d->nplte) {
         memcpy(d->alpha, p, n);
         d->ntrns = (int)n;
         d->out_ch = 4;
@@ -174,7 +170,7 @@ static size_t pngdec_walk_head(struct pngdec *d)
         if (!pngdec_chunk(d, pos, &n))
             return 0;
         if (pngdec_is(type, "IDAT"))
-            return d->color == PNGDEC_COLOR_PALETTE && !d->nplte ? 0 : pos;
+            return d->color == PNG_COLOR_PALETTE && !d->nplte ? 0 : pos;
         if (pngdec_is(type, "PLTE")) {
             if (!pngdec_plte(d, p, n))
                 return 0;
@@ -304,6 +300,15 @@ static void pngdec_expand_key_row(const struct pngdec *d, const uint8_t *src, ui
     }
 }
 
+/* The palette as RGBA entries: PLTE, then tRNS's alpha (255 past it). */
+static void pngdec_rgba(const struct pngdec *d, uint8_t rgba[256][4])
+{
+    for (int i = 0; i < 256; i++) {
+        memcpy(rgba[i], d->plte[i], 3);
+        rgba[i][3] = i < d->ntrns ? d->alpha[i] : 255;
+    }
+}
+
 /* Palette and tRNS-key images: from the packed rows in raw to a new image in out. */
 static int pngdec_expand(const struct pngdec *d, const uint8_t *raw, struct img *out, char *err)
 {
@@ -312,15 +317,12 @@ static int pngdec_expand(const struct pngdec *d, const uint8_t *raw, struct img 
 
     if (rc)
         return rc;
-    for (int i = 0; i < 256; i++) {
-        memcpy(rgba[i], d->plte[i], 3);
-        rgba[i][3] = i < d->ntrns ? d->alpha[i] : 255;
-    }
+    pngdec_rgba(d, rgba);
     for (size_t y = 0; y < d->h; y++) {
         const uint8_t *src = raw + y * d->rowbytes;
         uint8_t *dst = out->px + y * out->stride;
 
-        if (d->color == PNGDEC_COLOR_PALETTE)
+        if (d->color == PNG_COLOR_PALETTE)
             pngdec_expand_palette_row(d, src, dst, (const uint8_t(*)[4])rgba);
         else
             pngdec_expand_key_row(d, src, dst);
@@ -349,6 +351,18 @@ static uint8_t *pngdec_alloc(size_t n)
 /* One buffer holds the rows, the inflated stream behind them (the unfiltering layout) and, for
  * several IDAT chunks, their data joined at its end; the shrink at the end gives the last two
  * back. */
+/* The chunk walk of a file pngdec_decode may serve, and the bytes of its inflated stream;
+ * PNGDEC_DECLINED for any other. */
+static int pngdec_read_head(struct pngdec *d, size_t *raw_len)
+{
+    memset(d->alpha, 255, sizeof(d->alpha));
+    if (!pngdec_kind(d) || pngdec_walk(d))
+        return PNGDEC_DECLINED;
+    if (size_mul(d->rowbytes + 1, d->h, raw_len) || *raw_len > SIZE_MAX / 4)
+        return PNGDEC_DECLINED;
+    return 0;
+}
+
 int pngdec_decode(const uint8_t *data, size_t len, struct img *out, char *err)
 {
     struct pngdec d = {.data = data, .len = len};
@@ -357,10 +371,7 @@ int pngdec_decode(const uint8_t *data, size_t len, struct img *out, char *err)
     int rc;
 
     memset(out, 0, sizeof(*out));
-    memset(d.alpha, 255, sizeof(d.alpha));
-    if (!pngdec_kind(&d) || pngdec_walk(&d))
-        return PNGDEC_DECLINED;
-    if (size_mul(d.rowbytes + 1, d.h, &raw_len) || raw_len > SIZE_MAX / 4)
+    if (pngdec_read_head(&d, &raw_len))
         return PNGDEC_DECLINED;
     join_at = PNGUNF_LEAD(d.rowbytes) + raw_len + PNGUNF_SLACK;
     if (d.idat_n > 1 && d.idat_bytes > SIZE_MAX - join_at)
@@ -371,7 +382,7 @@ int pngdec_decode(const uint8_t *data, size_t len, struct img *out, char *err)
     if ((rc = pngdec_inflate(&d, raw + PNGUNF_LEAD(d.rowbytes), raw_len, raw + join_at, err)) ||
         (rc = pngdec_unfilter(&d, raw, err)))
         goto out;
-    if (d.color == PNGDEC_COLOR_PALETTE || d.has_key) {
+    if (d.color == PNG_COLOR_PALETTE || d.has_key) {
         rc = pngdec_expand(&d, raw, out, err);
         goto out;
     }
@@ -382,6 +393,32 @@ int pngdec_decode(const uint8_t *data, size_t len, struct img *out, char *err)
 out:
     free(raw);
     return rc;
+}
+
+int pngdec_layout(const uint8_t *data, size_t len, struct png_layout *lay, const uint8_t **z, size_t *z_len,
+                  uint8_t **join, char *err)
+{
+    struct pngdec d = {.data = data, .len = len};
+    size_t raw_len;
+
+    *join = NULL;
+    if (pngdec_read_head(&d, &raw_len))
+        return PNGDEC_DECLINED;
+    if (d.idat_n > 1 && !(*join = malloc(d.idat_bytes ? d.idat_bytes : 1)))
+        return edged_fail(err, EDGED_E_NOMEM, "cannot allocate %zu bytes of PNG image data", d.idat_bytes);
+    if (!(*z = pngdec_gather(&d, *join))) {
+        free(*join);
+        *join = NULL;
+        return PNGDEC_DECLINED;
+    }
+    *z_len = d.idat_bytes;
+    memset(lay, 0, sizeof(*lay));
+    lay->w = d.w, lay->h = d.h, lay->depth = d.depth, lay->color = d.color;
+    lay->bpp = d.bpp, lay->out_ch = d.out_ch, lay->rowbytes = d.rowbytes;
+    lay->has_key = d.has_key;
+    memcpy(lay->key, d.key, sizeof(lay->key));
+    pngdec_rgba(&d, lay->rgba);
+    return 0;
 }
 
 int pngdec_deflate_lenient(const char *err)

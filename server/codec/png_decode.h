@@ -19,6 +19,16 @@
  * PNGDEC_DECLINED (nothing allocated, out zeroed) or EDGED_E_NOMEM with a message in err. */
 int pngdec_decode(const uint8_t *data, size_t len, struct img *out, char *err);
 
+struct png_layout;
+
+/* For the device decoder: the layout (api/png_layout.h) of a PNG pngdec_decode would serve, and its
+ * zlib stream, every chunk's CRC checked: *z points into data (one IDAT chunk) or into *join, where
+ * several IDAT chunks are joined (malloc'd, caller frees; NULL when not needed). data must have
+ * passed pngio_decode's signature, IHDR and size-limit checks. Returns 0, PNGDEC_DECLINED (a file
+ * pngdec_decode would decline before inflating; *join NULL) or EDGED_E_NOMEM. */
+int pngdec_layout(const uint8_t *data, size_t len, struct png_layout *lay, const uint8_t **z, size_t *z_len,
+                  uint8_t **join, char *err);
+
 /* Whether libpng's refusal message err names one of the deflate-stream faults that libdeflate
  * reads and zlib refuses: more than 286 length or 30 distance codes, a code-length repeat past
  * their count, length symbols 286-287, distance symbols 30-31, the unused codeword of an empty or

@@ -11,6 +11,7 @@
 #include "codec/image_io.h"
 #include "result.h"
 #include "http/routes.h"
+#include "jobs/png_job.h"
 #include "jobs/service.h"
 #include "http/upload.h"
 
@@ -237,6 +238,40 @@ static int job_take_jpeg(struct service *s, struct http_req *r, const struct par
     return 1;
 }
 
+/* ---- PNG left to the GPU ------------------------------------------------------------------ */
+
+/* When the GPU lane decodes PNGs on the device, a PNG whose layout the device takes (pngjob_take:
+ * 8-bit gray, gray+alpha, RGB, RGBA, 1/2/4/8-bit palette, non-interlaced, nothing out of the
+ * ordinary) goes to the job undecoded: the GPU worker inflates it in device memory, batched with
+ * other PNG jobs; what the device declines there the worker decodes on the CPU. The backlog rule
+ * (pngjob_gpu_ok) keeps it on the CPU path while the device is busier than the cores. The decode
+ * stage of the request's times is then the host's part of the decode. Returns 1 when the job took
+ * the bytes (plan and route set), 0 when the input goes through decode_image, or job_prepare's
+ * error. */
+static int job_take_png(struct service *s, const struct params *p, const struct imageio_head *head,
+                        const uint8_t *d, size_t n, struct job *job, struct result_times *t, char *err)
+{
+    double t0;
+    int rc;
+
+    if (!s->cfg->gpu_png || !backend_gpu_png(s->backend) || head->fmt != IMAGEIO_PNG || head->png.interlaced ||
+        (p->variant != VARIANT_AUTO && !variant_is_gpu(p->variant)))
+        return 0;
+    if (!pngjob_gpu_ok(n, fair_slots_waiting(&s->codec) == 0))
+        return 0;
+    job->in = (struct img){.w = head->w, .h = head->h, .ch = head->ch};
+    if ((rc = job_prepare(s, p, job, err)) < 0)
+        return rc;
+    t0 = clock_ms();
+    if (job->lane != LANE_GPU || !pngjob_take(job, d, n)) { /* a kind the device does not take */
+        img_free(&job->out);
+        job->in = (struct img){0};
+        return 0;
+    }
+    t->decode = clock_ms() - t0; /* the host's part: the chunk walk, CRCs and the copy */
+    return 1;
+}
+
 /* The output bytes: the device's JPEG when the worker made one, else the CPU encoder's. */
 static int encode_output(const struct job *job, const struct imageio_enc *enc, uint8_t **out, size_t *len,
                          char *err)
@@ -335,6 +370,7 @@ void endpoint_filter(struct http_req *r, void *app)
     struct service_bytes b = {0};
     char err[EDGED_ERR_LEN];
     size_t decoding = 0; /* the decoder's part of the reservation, given back once decoded */
+    size_t png_backlog = 0; /* PNG bytes this request counts in the device's backlog */
     int rc;
 
     if ((rc = read_upload(r, PARAMS_FILTER, &u, err)) < 0 ||
@@ -351,9 +387,12 @@ void endpoint_filter(struct http_req *r, void *app)
     job_set_budget(job, s->budget, b.work, b.out);
     job_take_budget(job, &b.hold); /* a job abandoned at a 504 keeps it until it is freed */
     if ((rc = job_take_jpeg(s, r, &u.p, &head, u.image, u.image_len, job, err)) < 0 ||
+        (rc == 0 && (rc = job_take_png(s, &u.p, &head, u.image, u.image_len, job, http_req_times(r), err)) < 0) ||
         (rc == 0 &&
          (rc = decode_image(s, &u.p, &head, u.image, u.image_len, &job->in, http_req_times(r), err)) < 0))
         goto fail;
+    if (job->src_format == JOB_SRC_PNG && job->src)
+        pngjob_backlog_begin(png_backlog = job->src_len);
     budget_give(s->budget, decoding);
     decoding = 0;
     http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), NULL, job->in.w, job->in.h);
@@ -361,7 +400,10 @@ void endpoint_filter(struct http_req *r, void *app)
         goto fail;
     http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), job_backend(job), job->in.w,
                   job->in.h);
-    if ((rc = job_run(s, r, job, err)) < 0)
+    rc = job_run(s, r, job, err);
+    pngjob_backlog_end(png_backlog);
+    png_backlog = 0;
+    if (rc < 0)
         goto fail;
     stage_times(http_req_times(r), job);
     http_req_note(r, filter_name(job->plan.filter), variant_name(job->used), job_backend(job), job->out.w,
@@ -370,6 +412,7 @@ void endpoint_filter(struct http_req *r, void *app)
     job_release(s->q, job);
     return;
 fail:
+    pngjob_backlog_end(png_backlog);
     http_respond_error(r, rc, err);
     job_release(s->q, job);
     budget_give(s->budget, decoding + b.hold); /* b.hold is 0 once the job took it */

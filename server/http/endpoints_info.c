@@ -13,6 +13,7 @@
 #include "http/routes.h"
 #include "http/upload.h"
 #include "jobs/jpeg_job.h"
+#include "jobs/png_job.h"
 #include "jobs/service.h"
 #include "variant.h"
 #include "ops/version.h"
@@ -61,14 +62,18 @@ void endpoint_metrics(struct http_req *r, void *app)
     char reason[EDGED_ERR_LEN];
     struct metrics_gauges g = {queue_depth(s->q), queue_capacity(s->q), service_ready(s, reason),
                                worker_gpu_memory(s->w), worker_gpu_busy_seconds(s->w), budget_used(s->budget),
-                               budget_limit(s->budget), 0, 0, 0, 0, worker_fatal(s->w, NULL)};
+                               budget_limit(s->budget), 0, 0, 0, 0, 0, 0, 0, 0, worker_fatal(s->w, NULL)};
     struct jpegjob_counts jc;
+    struct pngjob_counts pc;
     size_t len = 0;
     char *text;
 
     jpegjob_counts(&jc);
     g.jpeg_gpu_decoded = jc.gpu_decoded, g.jpeg_gpu_encoded = jc.gpu_encoded;
     g.jpeg_fallback_decode = jc.cpu_fallback_decode, g.jpeg_fallback_encode = jc.cpu_fallback_encode;
+    pngjob_counts(&pc);
+    g.png_gpu_decoded = pc.gpu_decoded, g.png_cpu_refused = pc.cpu_refused;
+    g.png_cpu_declined = pc.cpu_declined, g.png_cpu_busy = pc.cpu_busy;
     text = metrics_render(s->m, &g, &len);
 
     if (!text) {

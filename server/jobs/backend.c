@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "canny.h"
@@ -13,6 +14,7 @@
 #include "errors.h"
 #include "gconv.h"
 #include "jobs/jpeg_job.h"
+#include "jobs/png_job.h"
 
 struct backend {
     struct gconv_ctx *gpu; /* NULL on the CPU backend */
@@ -121,13 +123,19 @@ int backend_route(const struct backend *b, struct job *job, char *err)
     return 0;
 }
 
+/* Compressed input left for the GPU lane, decoded on the CPU (a CPU job, one submitted by itself). */
+static int decode_src(struct job *job)
+{
+    return job->src_format == JOB_SRC_PNG ? pngjob_decode_src(job) : jpegjob_decode_src(job);
+}
+
 int backend_run_cpu(const struct backend *b, struct job *job, int threads, struct cpu_share *share)
 {
     double t0 = clock_ms();
     int rc, serial;
 
     (void)b;
-    if ((rc = jpegjob_decode_src(job)) < 0)
+    if ((rc = decode_src(job)) < 0)
         return rc;
     job->used = job->variant == VARIANT_AUTO ? VARIANT_CPU : job->variant;
     serial = job->used == VARIANT_CPU_SERIAL;
@@ -205,15 +213,33 @@ double backend_cpu_seconds(const struct backend *b, const struct filter_plan *pl
 }
 
 /* gconv_submit checks the variant's limits against the plan and size. */
-int backend_submit(struct backend *b, int s, struct job *job)
+int backend_resolve(const struct backend *b, struct job *job)
 {
-    int block = job->block ? job->block : VARIANT_DEFAULT_BLOCK, rc;
-
-    if ((rc = jpegjob_decode_src(job)) < 0) /* JPEG bytes submitted one at a time: CPU decode */
-        return rc;
     if (job->variant == VARIANT_AUTO)
         job->variant = backend_pick(b, &job->plan, job->in.w, job->in.h);
     job->used = job->variant;
+    return job->block ? job->block : VARIANT_DEFAULT_BLOCK;
+}
+
+int backend_batch_rc(struct backend *b, int s, struct job *job, int call_rc, int rc, int refused,
+                     int (*fallback)(struct backend *b, int s, struct job *job), const char *err)
+{
+    if (call_rc == EDGED_E_GPU_FATAL)
+        rc = call_rc;
+    if (rc == refused)
+        return fallback(b, s, job);
+    if (rc < 0)
+        memcpy(job->err, err, EDGED_ERR_LEN);
+    return rc;
+}
+
+int backend_submit(struct backend *b, int s, struct job *job)
+{
+    int block, rc;
+
+    if ((rc = decode_src(job)) < 0) /* compressed input submitted one at a time: CPU decode */
+        return rc;
+    block = backend_resolve(b, job);
     return gconv_submit(b->gpu, s, &job->in, &job->plan, job->used, block, job->err);
 }
 
@@ -225,6 +251,8 @@ int backend_finish(struct backend *b, int s, struct job *job)
     job->t.upload = gt.upload_ms;
     job->t.kernel = gt.kernel_ms;
     job->t.download = gt.download_ms;
+    if (rc == 0 && job->src_format == JOB_SRC_PNG && job->src && !job->in.px) /* not the CPU's pixels */
+        pngjob_count(PNGJOB_GPU_DECODED);
     return rc < 0 ? rc : jpegjob_encode_result(b->gpu, s, job);
 }
 

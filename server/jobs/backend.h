@@ -48,14 +48,25 @@ int backend_run_cpu(const struct backend *b, struct job *job, int threads, struc
  * freed once this returns 0); finish waits for stream s and fills the stage times. It returns 1
  * when the result is left in the stream's staging for backend_take to copy into job->out (stream s
  * must take no other job before), 0 when there is nothing to take (encoded as JPEG on the device),
- * or an EDGED_E_* code. */
+ * GCONV_E_PNG_DECLINED (see backend_png_declined) or an EDGED_E_* code. */
 int backend_submit(struct backend *b, int s, struct job *job);
 int backend_finish(struct backend *b, int s, struct job *job);
+/* backend_png_declined's answer: the job, decoded on the CPU, was submitted again on the same
+ * stream and runs still (poll and finish it as before). */
+#define BACKEND_RESUBMITTED 2
 int backend_take(struct backend *b, int s, struct job *job);
 
 /* Runs a routed job to the end on this thread, through the same calls as the workers (the CPU
  * with the backend's threads, or the GPU on stream 0). Returns 0 or an EDGED_E_* code. */
 int backend_run(struct backend *b, struct job *job);
+
+/* For the batched submits of compressed input: resolve sets job's variant (auto: backend_pick) and
+ * used, and returns its block side; batch_rc turns a job's rc from a batched call (call_rc the
+ * call's) into backend_submit's: `refused` goes to fallback (a CPU decode, then backend_submit), a
+ * fatal call fails every job, another error copies err into job->err. */
+int backend_resolve(const struct backend *b, struct job *job);
+int backend_batch_rc(struct backend *b, int s, struct job *job, int call_rc, int rc, int refused,
+                     int (*fallback)(struct backend *b, int s, struct job *job), const char *err);
 
 /* ---- the GPU lane's jobs whose input is JPEG bytes (backend_jpeg.c) ------------------------- */
 
@@ -71,5 +82,20 @@ int backend_jpeg_decoding(struct backend *b);
  * decodes, enqueues, bitstream copies. Call from the GPU worker's thread. */
 #define BACKEND_JPEG_STAGES 4
 void backend_jpeg_profile(struct backend *b, double ms[BACKEND_JPEG_STAGES]);
+
+/* ---- the GPU lane's jobs whose input is PNG bytes (backend_png.c) --------------------------- */
+
+/* 1 when the GPU lane decodes PNG input on the device (a GPU backend in a CUDA build). */
+int backend_gpu_png(const struct backend *b);
+/* GPU lane: submits n (1..GCONV_PNG_MAX_BATCH) jobs with PNG input (png_job.h), jobs[i] on free
+ * stream streams[i], as one batched device decode; a job the device refuses is decoded on the CPU
+ * and submitted with its pixels (counted). rcs[i]: each job's result, as backend_submit's. */
+void backend_submit_png(struct backend *b, struct job *const *jobs, const int *streams, int n, int *rcs);
+/* A PNG job whose stream the device declined (GCONV_E_PNG_DECLINED from backend_finish): decodes it
+ * on the CPU (counted) and submits it again on s. BACKEND_RESUBMITTED, or the decode's or submit's
+ * error (the CPU decoder's verdict on a corrupt file). */
+int backend_png_declined(struct backend *b, int s, struct job *job);
+/* 1 while the device still inflates the last batch backend_submit_png gave it. */
+int backend_png_decoding(struct backend *b);
 
 #endif

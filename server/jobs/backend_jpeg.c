@@ -29,9 +29,7 @@ void backend_submit_jpeg(struct backend *b, struct job *const *jobs, const int *
     memset(gj, 0, sizeof(gj[0]) * (size_t)n);
     for (int i = 0; i < n; i++) {
         struct job *job = jobs[i];
-        if (job->variant == VARIANT_AUTO)
-            job->variant = backend_pick(b, &job->plan, job->in.w, job->in.h);
-        job->used = job->variant;
+        int block = backend_resolve(b, job);
         gj[i] = (struct gconv_jpeg_job){.s = streams[i],
                                         .data = job->src,
                                         .len = job->src_len,
@@ -41,16 +39,13 @@ void backend_submit_jpeg(struct backend *b, struct job *const *jobs, const int *
                                         .quality = job->jpeg_quality,
                                         .w = job->in.w,
                                         .h = job->in.h,
-                                        .block = job->block ? job->block : VARIANT_DEFAULT_BLOCK};
+                                        .block = block};
     }
     rc = gconv_submit_jpeg(backend_gpu(b), gj, n);
     for (int i = 0; i < n; i++) {
-        rcs[i] = rc == EDGED_E_GPU_FATAL ? rc : gj[i].rc;
-        if (rcs[i] == GCONV_E_JPEG_REFUSED)
-            rcs[i] = submit_fallback(b, streams[i], jobs[i]);
-        else if (rcs[i] < 0)
-            memcpy(jobs[i]->err, gj[i].err, EDGED_ERR_LEN);
-        else
+        rcs[i] = backend_batch_rc(b, streams[i], jobs[i], rc, gj[i].rc, GCONV_E_JPEG_REFUSED, submit_fallback,
+                                  gj[i].err);
+        if (gj[i].rc == 0 && rc != EDGED_E_GPU_FATAL)
             jpegjob_count(JPEGJOB_GPU_DECODED);
     }
 }

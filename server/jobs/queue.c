@@ -86,6 +86,8 @@ static void job_free(struct job *job)
     img_free(&job->in);
     img_free(&job->out);
     free(job->src);
+    free(job->png_lay);
+    free(job->png_join);
     free(job->out_jpeg);
     budget_give(job->budget, job->budget_bytes + job->out_kept); /* after its memory is freed */
     pthread_cond_destroy(&job->done);

@@ -16,6 +16,11 @@ enum job_lane { LANE_CPU, LANE_GPU, LANE_COUNT };
 
 enum job_state { JOB_NEW, JOB_QUEUED, JOB_RUNNING, JOB_DONE };
 
+/* The format of input left compressed (job->src), each batched apart on the GPU lane. */
+enum job_src { JOB_SRC_JPEG, JOB_SRC_PNG, JOB_SRC_COUNT };
+
+struct png_layout;
+
 /* Stage times a worker measured, milliseconds. */
 struct job_times {
     double queue, upload, kernel, download;
@@ -33,10 +38,16 @@ struct job {
     enum job_lane lane;
     int large; /* over --large-pixels: the CPU lane runs a bounded number of these at once */
     double timeout_ms; /* longest run once started (0: none); past it the job is cancelled */
-    /* JPEG input left compressed for the GPU lane (backend_jpeg.c): while src is set and in.px is
-     * NULL, in holds only the size after orientation and the channels; src is owned by the job. */
+    /* JPEG or PNG input left compressed for the GPU lane (backend_jpeg.c, backend_png.c): while src
+     * is set and in.px is NULL, in holds only the size after orientation and the channels; src is
+     * owned by the job. */
     uint8_t *src;
     size_t src_len;
+    enum job_src src_format;
+    struct png_layout *png_lay; /* PNG: its layout (owned), and its zlib stream: in src or in png_join */
+    const uint8_t *png_z;
+    size_t png_z_len;
+    uint8_t *png_join; /* owned, or NULL */
     int orientation;  /* EXIF 1..8 to apply to src */
     int jpeg_quality; /* > 0: the GPU lane also encodes out as JPEG on the device, into out_jpeg */
     /* output */

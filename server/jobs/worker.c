@@ -24,15 +24,16 @@
 struct gpu_slot {
     struct job *job;
     double t_submit;
-    int pending; /* job waits in the pending JPEG batch, not yet on the device */
+    int pending; /* job waits in a pending batch of compressed input, not yet on the device */
 };
 
 /* Host time of the GPU worker's thread by what it did, logged when the thread ends: where a lane
  * bound by that one thread spends it. Only that thread touches it. */
-enum gpu_stage { GS_WAIT, GS_SUBMIT_JPEG, GS_SUBMIT, GS_FINISH, GS_COMPLETE, GS_N };
+enum gpu_stage { GS_WAIT, GS_SUBMIT_SRC, GS_SUBMIT, GS_FINISH, GS_COMPLETE, GS_N };
 struct gpu_prof {
     double ms[GS_N];
-    long long jobs, jpeg_batches, jpeg_jobs; /* jobs completed; JPEG batches submitted and their jobs */
+    long long jobs; /* completed */
+    long long src_batches[JOB_SRC_COUNT], src_jobs[JOB_SRC_COUNT]; /* batches of JPEG, PNG input and their jobs */
 };
 
 struct worker {
@@ -182,10 +183,17 @@ static int gpu_reap(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot *sl
         }
         t0 = clock_ms();
         rc = backend_finish(w->b, s, job);
+        if (rc == GCONV_E_PNG_DECLINED) /* the CPU decodes it and it runs again on s */
+            rc = backend_png_declined(w->b, s, job);
         w->prof.ms[GS_FINISH] += clock_ms() - t0;
         if (!fatal && gpu_is_fatal(ctx, rc))
             snprintf(fatal_msg, EDGED_ERR_LEN, "%s", rc < 0 ? job->err : "sticky CUDA error: GPU context lost");
         fatal = fatal || gpu_is_fatal(ctx, rc);
+        if (rc == BACKEND_RESUBMITTED && !fatal) { /* declined on the device: runs again, CPU-decoded */
+            slots[s].t_submit = clock_ms();
+            busy++;
+            continue;
+        }
         if (fatal && rc >= 0)
             rc = edged_fail(job->err, EDGED_E_GPU_FATAL, "GPU context lost");
         if (rc == 1)
@@ -227,23 +235,33 @@ static int free_slot(struct worker *w, const struct gpu_slot *slots, int ns)
     return -1;
 }
 
-/* JPEG jobs gathered for the next batched decode: each holds its stream's slot (pending) until the
- * batch goes to the device. A batch waits while the device still decodes the previous one (it
- * would queue behind it anyway) and grows meanwhile, up to JPEG_BATCH_FULL: the JPEG engines decode
- * a large batch faster per image than several small ones. */
-struct jpeg_pend {
+/* Jobs with compressed input gathered for the next batched device decode, one batch per format
+ * (JPEG, PNG): each holds its stream's slot (pending) until its batch goes to the device. A batch
+ * waits while the device still decodes the previous one of its format (it would queue behind it
+ * anyway) and grows meanwhile, up to SRC_BATCH_FULL: the JPEG engines decode a large batch faster
+ * per image than several small ones, and a PNG batch shares one inflate and one unfilter launch. */
+struct src_pend {
     struct job *jobs[GCONV_JPEG_MAX_BATCH];
     int streams[GCONV_JPEG_MAX_BATCH];
     int n;
 };
-#define JPEG_BATCH_FULL 8
+#define SRC_BATCH_FULL 8
+_Static_assert(GCONV_PNG_MAX_BATCH == GCONV_JPEG_MAX_BATCH, "one batch size for every format");
 
-static int is_jpeg_job(const struct job *job) { return job->src && !job->in.px; }
+static int is_src_job(const struct job *job) { return job->src && !job->in.px; }
 
-/* Adds first and the jobs queued behind it, one per free stream, to the pending batch; a job
- * without JPEG input among them is submitted by itself. */
-static void jpeg_gather(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot *slots, int ns,
-                       struct jpeg_pend *p, struct job *first)
+static int pend_full(const struct src_pend *p)
+{
+    for (int f = 0; f < JOB_SRC_COUNT; f++)
+        if (p[f].n >= GCONV_JPEG_MAX_BATCH)
+            return 1;
+    return 0;
+}
+
+/* Adds first and the jobs queued behind it, one per free stream, to the pending batch of its
+ * format; a job without compressed input among them is submitted by itself. */
+static void src_gather(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot *slots, int ns,
+                       struct src_pend *pend, struct job *first)
 {
     struct job *job = first;
     int s, rc;
@@ -251,23 +269,28 @@ static void jpeg_gather(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot
     do {
         s = free_slot(w, slots, ns);
         slots[s] = (struct gpu_slot){job, clock_ms(), 0};
-        if (is_jpeg_job(job)) {
+        if (is_src_job(job)) {
+            struct src_pend *p = &pend[job->src_format];
             slots[s].pending = 1;
             p->jobs[p->n] = job, p->streams[p->n++] = s;
         } else if ((rc = gpu_submit(w, s, job)) < 0) {
             slots[s].job = NULL;
             gpu_start_failed(w, ctx, job, rc);
         }
-    } while (p->n < GCONV_JPEG_MAX_BATCH && free_slot(w, slots, ns) >= 0 && (job = queue_pop(w->q, LANE_GPU, 0)));
+    } while (!pend_full(pend) && free_slot(w, slots, ns) >= 0 && (job = queue_pop(w->q, LANE_GPU, 0)));
 }
 
-/* Sends the pending batch to the device as one batched decode. */
-static void jpeg_flush(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot *slots, struct jpeg_pend *p)
+/* Sends the pending batch of format fmt to the device as one batched decode. */
+static void src_flush(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot *slots, enum job_src fmt,
+                      struct src_pend *p)
 {
     int rcs[GCONV_JPEG_MAX_BATCH];
 
-    backend_submit_jpeg(w->b, p->jobs, p->streams, p->n, rcs);
-    w->prof.jpeg_batches++, w->prof.jpeg_jobs += p->n;
+    if (fmt == JOB_SRC_PNG)
+        backend_submit_png(w->b, p->jobs, p->streams, p->n, rcs);
+    else
+        backend_submit_jpeg(w->b, p->jobs, p->streams, p->n, rcs);
+    w->prof.src_batches[fmt]++, w->prof.src_jobs[fmt] += p->n;
     for (int i = 0; i < p->n; i++) {
         struct gpu_slot *slot = &slots[p->streams[i]];
         slot->pending = 0;
@@ -281,11 +304,28 @@ static void jpeg_flush(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot 
     p->n = 0;
 }
 
-/* 1 when the pending batch should go now: it is full, or the device has finished decoding the
- * previous one. */
-static int jpeg_due(struct worker *w, const struct jpeg_pend *p)
+/* 1 when the pending batch of fmt should go now: it is full, or the device has finished decoding
+ * the previous one of its format. */
+static int src_due(struct worker *w, enum job_src fmt, const struct src_pend *p)
 {
-    return p->n > 0 && (p->n >= JPEG_BATCH_FULL || !backend_jpeg_decoding(w->b));
+    if (p->n == 0)
+        return 0;
+    if (p->n >= SRC_BATCH_FULL)
+        return 1;
+    return !(fmt == JOB_SRC_PNG ? backend_png_decoding(w->b) : backend_jpeg_decoding(w->b));
+}
+
+/* Sends every batch that is due; 1 when one went. */
+static int src_flush_due(struct worker *w, struct gconv_ctx *ctx, struct gpu_slot *slots, struct src_pend *pend)
+{
+    int sent = 0;
+
+    for (int f = 0; f < JOB_SRC_COUNT; f++)
+        if (src_due(w, (enum job_src)f, &pend[f])) {
+            src_flush(w, ctx, slots, (enum job_src)f, &pend[f]);
+            sent = 1;
+        }
+    return sent;
 }
 
 /* The GPU worker's profile (struct gpu_prof), with the nvJPEG stages inside its JPEG submits and
@@ -299,27 +339,30 @@ static void gpu_prof_log(struct worker *w)
         return;
     backend_jpeg_profile(w->b, nj);
     log_event("info", "gpu_worker_profile",
-              "jobs=%lld jpeg_batches=%lld jpeg_jobs=%lld wait_ms=%.1f submit_jpeg_ms=%.1f submit_ms=%.1f finish_ms=%.1f complete_ms=%.1f "
+              "jobs=%lld jpeg_batches=%lld jpeg_jobs=%lld png_batches=%lld png_jobs=%lld wait_ms=%.1f submit_src_ms=%.1f "
+              "submit_ms=%.1f finish_ms=%.1f complete_ms=%.1f "
               "nvjpeg_header_ms=%.1f nvjpeg_decode_ms=%.1f nvjpeg_enqueue_ms=%.1f nvjpeg_retrieve_ms=%.1f",
-              p->jobs, p->jpeg_batches, p->jpeg_jobs, p->ms[GS_WAIT], p->ms[GS_SUBMIT_JPEG], p->ms[GS_SUBMIT], p->ms[GS_FINISH],
+              p->jobs, p->src_batches[JOB_SRC_JPEG], p->src_jobs[JOB_SRC_JPEG], p->src_batches[JOB_SRC_PNG],
+              p->src_jobs[JOB_SRC_PNG], p->ms[GS_WAIT], p->ms[GS_SUBMIT_SRC], p->ms[GS_SUBMIT], p->ms[GS_FINISH],
               p->ms[GS_COMPLETE], nj[0], nj[1], nj[2], nj[3]);
 }
 
-/* Fills free streams from the queue (blocking only when none is busy), sends the pending JPEG batch
- * when it is due, then reaps finished streams. Ends when the queue is closed and drained, or on a
+/* Fills free streams from the queue (blocking only when none is busy), sends the pending batches
+ * when they are due, then reaps finished streams. Ends when the queue is closed and drained, or on a
  * fatal error. */
 static void *gpu_main(void *arg)
 {
     struct worker *w = arg;
     struct gconv_ctx *ctx = backend_gpu(w->b);
     struct gpu_slot slots[GPU_MAX_STREAMS] = {{0}};
-    struct jpeg_pend pend = {.n = 0};
+    struct src_pend pend[JOB_SRC_COUNT];
     int ns = gconv_stream_count(ctx), busy = 0, s, rc;
     struct job *job;
     struct timespec nap = {0, (long)(GPU_POLL_MS * 1e6)};
     char msg[EDGED_ERR_LEN];
     double t0, t1;
 
+    memset(pend, 0, sizeof(pend));
     ns = ns < 1 ? 1 : ns > GPU_MAX_STREAMS ? GPU_MAX_STREAMS : ns;
     while (!atomic_load(&w->fatal)) {
         int idle = 1; /* nothing to do this turn but wait */
@@ -331,9 +374,9 @@ static void *gpu_main(void *arg)
             idle = !job && queue_closed_empty(w->q, LANE_GPU); /* draining: pop no longer waits */
             t1 = clock_ms();
             w->prof.ms[GS_WAIT] += t1 - t0;
-            if (job && is_jpeg_job(job)) { /* JPEG input: decoded on the device, batched */
-                jpeg_gather(w, ctx, slots, ns, &pend, job); /* reaped below: pending counts as busy */
-                w->prof.ms[GS_SUBMIT_JPEG] += clock_ms() - t1;
+            if (job && is_src_job(job)) { /* compressed input: decoded on the device, batched */
+                src_gather(w, ctx, slots, ns, pend, job); /* reaped below: pending counts as busy */
+                w->prof.ms[GS_SUBMIT_SRC] += clock_ms() - t1;
             } else if (job) {
                 rc = gpu_submit(w, s, job);
                 w->prof.ms[GS_SUBMIT] += clock_ms() - t1;
@@ -349,9 +392,8 @@ static void *gpu_main(void *arg)
             }
         }
         t1 = clock_ms();
-        if (jpeg_due(w, &pend)) {
-            jpeg_flush(w, ctx, slots, &pend);
-            w->prof.ms[GS_SUBMIT_JPEG] += clock_ms() - t1;
+        if (src_flush_due(w, ctx, slots, pend)) {
+            w->prof.ms[GS_SUBMIT_SRC] += clock_ms() - t1;
         } else if (idle) { /* do not spin */
             nanosleep(&nap, NULL);
             w->prof.ms[GS_WAIT] += clock_ms() - t1;

@@ -17,6 +17,9 @@ struct metrics_gauges {
     /* the nvJPEG path (jpegjob_counts): JPEGs decoded and encoded on the device, and those
      * nvJPEG refused, done on the CPU instead */
     unsigned long long jpeg_gpu_decoded, jpeg_gpu_encoded, jpeg_fallback_decode, jpeg_fallback_encode;
+    /* the device PNG path (pngjob_counts): PNGs decoded on the device, and those the CPU decoded
+     * instead: refused at submit, declined by the device, or sent by the backlog rule */
+    unsigned long long png_gpu_decoded, png_cpu_refused, png_cpu_declined, png_cpu_busy;
     int gpu_fatal; /* 1 after a fatal GPU error (worker_fatal): the process is about to exit */
 };
 

@@ -30,14 +30,16 @@ pytestmark = pytest.mark.skipif(bool(gpu_ready()), reason=gpu_ready() or "ok")
 
 
 class FaultServer(conftest.Server):
-    """The debug build with EDGED_FAULT armed; expected to die, so stop() does not insist on 0."""
+    """The debug build with EDGED_FAULT armed; expected to die, so stop() does not insist on 0. The
+    fault switch counts and hooks the submits of pixel jobs, so the PNG uploads stay pixel jobs
+    (--gpu-png 0: decoded on the CPU, not left to the device decoder's batches)."""
 
     def __init__(self, fault, after, flags, extra_env=None):
         env = dict(os.environ, EDGED_FAULT=fault, EDGED_FAULT_AFTER=str(after), **(extra_env or {}))
         old = conftest.BIN
         conftest.BIN = os.path.join(conftest.ROOT, FAULT_BIN)
         try:
-            super().__init__(["--backend", "gpu"] + list(flags), env=env)
+            super().__init__(["--backend", "gpu", "--gpu-png", "0"] + list(flags), env=env)
         finally:
             conftest.BIN = old
 

@@ -10,12 +10,14 @@
 
 #include "check.h"
 #include "pngbuf.h"
+#include "pngwrite.h"
 #include "clock.h"
 #include "errors.h"
 #include "image.h"
 #include "codec/png_decode.h"
 #include "codec/png_io.h"
 #include "codec/png_unfilter.h"
+#include "png_layout.h"
 
 
 static uint32_t be32(const uint8_t *p)
@@ -39,28 +41,61 @@ static void fix_crc(uint8_t *d, size_t pos)
     put32(d + pos + 8 + n, (uint32_t)crc32(0, d + pos + 4, n + 4));
 }
 
-static uint8_t *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    uint8_t *p = NULL;
-    long n;
-
-    if (!f)
-        return NULL;
-    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 && (p = malloc((size_t)n + 1)))
-        *len = fread(p, 1, (size_t)n, f);
-    fclose(f);
-    return p;
-}
-
-static const char *suite_dir(void)
-{
-    return getenv("EDGED_PNGSUITE") ? getenv("EDGED_PNGSUITE") : "../shared/pngsuite";
-}
 
 /* ---- the comparison every case goes through ---- */
 
 static int lenient_seen;
+
+/* Pixel x of an unfiltered row by the layout's rules alone, as the device expands it. */
+static void layout_pixel(const struct png_layout *lay, const uint8_t *row, uint32_t x, uint8_t *dst)
+{
+    if (lay->color == PNG_COLOR_PALETTE) {
+        int ppb = 8 / lay->depth, shift = lay->depth * (ppb - 1 - (int)(x % (uint32_t)ppb));
+        int idx = lay->depth == 8 ? row[x] : (row[x / (uint32_t)ppb] >> shift) & ((1 << lay->depth) - 1);
+        memcpy(dst, lay->rgba[idx], (size_t)lay->out_ch);
+        return;
+    }
+    memcpy(dst, row + (size_t)x * lay->bpp, (size_t)lay->bpp);
+    if (lay->has_key)
+        dst[lay->bpp] = memcmp(dst, lay->key, (size_t)lay->bpp) == 0 ? 0 : 255;
+}
+
+/* The device decoder's view of a file pngdec_decode served: pngdec_layout takes it, and its zlib
+ * stream inflated by zlib, unfiltered by png_unfilter.c and expanded by the layout alone gives the
+ * same image. A stream zlib refuses (pngdec_deflate_lenient's kinds) is counted, not compared. */
+static int layout_zlib_refused;
+static void check_layout(const char *what, const uint8_t *data, size_t len, const struct img *direct)
+{
+    struct png_layout lay;
+    struct img m = {0};
+    const uint8_t *z = NULL;
+    uint8_t *join = NULL, *buf = NULL;
+    size_t zl = 0, raw;
+    uLongf got;
+    char err[EDGED_ERR_LEN];
+    int rc = pngdec_layout(data, len, &lay, &z, &zl, &join, err);
+
+    CHECK(rc == 0, "%s: served by pngdec_decode, refused by pngdec_layout (%d)", what, rc);
+    if (rc != 0)
+        return;
+    raw = (lay.rowbytes + 1) * lay.h;
+    got = raw;
+    buf = malloc(PNGUNF_LEAD(lay.rowbytes) + raw + PNGUNF_SLACK);
+    if (uncompress(buf + PNGUNF_LEAD(lay.rowbytes), &got, z, zl) != Z_OK || got != raw) {
+        layout_zlib_refused++;
+        goto out;
+    }
+    CHECK(pngunf_rows(buf, lay.rowbytes, lay.h, lay.bpp, err) == 0, "%s: unfilter: %s", what, err);
+    CHECK(img_alloc(&m, (int)lay.w, (int)lay.h, lay.out_ch, err) == 0, "%s: %s", what, err);
+    for (uint32_t y = 0; m.px && y < lay.h; y++)
+        for (uint32_t x = 0; x < lay.w; x++)
+            layout_pixel(&lay, buf + y * lay.rowbytes, x, m.px + y * m.stride + (size_t)x * m.ch);
+    CHECK(m.px && img_same(&m, direct), "%s: the layout's expansion differs from pngdec_decode", what);
+out:
+    img_free(&m);
+    free(buf);
+    free(join);
+}
 
 /* pngio_decode and pngio_decode_libpng agree: the same image, or the same code and message.
  * Returns the code; *served says whether the fast decoder took the file itself. */
@@ -83,8 +118,10 @@ static int compare(const char *what, const uint8_t *data, size_t len, const stru
         else if (rf == rr)
             CHECK(strcmp(ef, er) == 0 && !fast.px && !ref.px, "%s: messages differ: '%s' vs '%s'", what, ef, er);
     }
-    if (rd == 0)
+    if (rd == 0) {
         CHECK(img_same(&direct, &fast), "%s: pngdec_decode differs from pngio_decode", what);
+        check_layout(what, data, len, &direct);
+    }
     img_free(&direct);
     img_free(&fast);
     img_free(&ref);
@@ -135,118 +172,6 @@ static void test_pngsuite(void)
 
 /* ---- generated images, written by libpng (adaptive filters, level 6) ---- */
 
-struct kind {
-    int color, depth, trns; /* trns: palette entries with alpha, or 1 for a gray/RGB key */
-};
-
-static void wr(png_structp png, png_bytep data, size_t n)
-{
-    buf_add(png_get_io_ptr(png), data, n);
-}
-
-static void fl(png_structp png)
-{
-    (void)png;
-}
-
-/* A smooth photo-like sample with noise, so that every filter type gets chosen somewhere. */
-static unsigned photo(int x, int y, int c, int w, int h)
-{
-    int v = (x * 255) / (w > 1 ? w - 1 : 1) * (c + 1) / 4 + (y * 191) / (h > 1 ? h - 1 : 1) +
-            ((x / 5 + y / 3 + c) % 7) * 9 + (int)(check_rng() % 13);
-
-    return (unsigned)v;
-}
-
-/* Sample c of the first pixel of packed rows (rows hold at least 3 samples' bytes or more). */
-static png_uint_16 first_sample(const uint8_t *rows, int depth, int c)
-{
-    if (depth == 16)
-        return (png_uint_16)(rows[2 * c] << 8 | rows[2 * c + 1]);
-    if (depth == 8)
-        return rows[c];
-    return (png_uint_16)(rows[0] >> (8 - depth));
-}
-
-/* Packed PNG sample rows for kind k (values below 2^depth), written as libpng writes them. */
-static struct buf write_kind(const struct kind *k, int w, int h, size_t zbuf)
-{
-    static const int chans[7] = {1, 0, 3, 1, 2, 0, 4};
-    int ch = chans[k->color], bits = k->depth * ch;
-    size_t rb = ((size_t)w * bits + 7) / 8;
-    uint8_t *rows = calloc(rb * h, 1);
-    struct buf out = {0};
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
-    png_infop info = png_create_info_struct(png);
-    png_color plte[256];
-    png_byte alpha[256];
-    png_color_16 key = {0};
-    unsigned maxv = (1u << k->depth) - 1;
-
-    for (int y = 0; y < h; y++)
-        for (int x = 0; x < w; x++)
-            for (int c = 0; c < ch; c++) {
-                unsigned v = k->color == 3 ? (check_rng() % 5 ? (unsigned)(x + y) : check_rng()) & maxv
-                                           : (photo(x, y, c, w, h) * (maxv / 255 + 1)) & maxv;
-                size_t bit = ((size_t)x * ch + c) * k->depth;
-
-                if (k->depth == 16) {
-                    rows[y * rb + bit / 8] = (uint8_t)(v >> 8);
-                    rows[y * rb + bit / 8 + 1] = (uint8_t)v;
-                } else {
-                    rows[y * rb + bit / 8] |= (uint8_t)(v << (8 - k->depth - bit % 8));
-                }
-            }
-    if (setjmp(png_jmpbuf(png)))
-        abort();
-    png_set_write_fn(png, &out, wr, fl);
-    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, k->depth, k->color, PNG_INTERLACE_NONE,
-                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    png_set_compression_level(png, 6);
-    png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_ALL_FILTERS);
-    png_set_compression_buffer_size(png, zbuf);
-    if (k->color == 3) {
-        int n = 1 << k->depth;
-        for (int i = 0; i < n; i++)
-            plte[i] = (png_color){(png_byte)check_rng(), (png_byte)check_rng(), (png_byte)check_rng()};
-        for (int i = 0; i < 256; i++)
-            alpha[i] = (png_byte)check_rng();
-        /* a short palette leaves indices past its end: libpng reads them as black. Newer libpng
-         * (1.6.43 on Ubuntu 24.04) refuses to write such an index unless told not to check. */
-#ifdef PNG_CHECK_FOR_INVALID_INDEX_SUPPORTED
-        png_set_check_for_invalid_index(png, 0);
-#endif
-        png_set_PLTE(png, info, plte, n > 2 && k->trns == 0 ? n - 1 : n);
-        if (k->trns)
-            png_set_tRNS(png, info, alpha, k->trns < n ? k->trns : n, NULL);
-    } else if (k->trns) {
-        /* the key is the first pixel, so that it occurs */
-        key.gray = key.red = first_sample(rows, k->depth, 0);
-        key.green = first_sample(rows, k->depth, 1);
-        key.blue = first_sample(rows, k->depth, 2);
-        png_set_tRNS(png, info, NULL, 0, &key);
-    }
-    png_write_info(png, info);
-    for (int y = 0; y < h; y++)
-        png_write_row(png, rows + y * rb);
-    png_write_end(png, NULL);
-    png_destroy_write_struct(&png, &info);
-    free(rows);
-    return out;
-}
-
-static int fast_kind(const struct kind *k)
-{
-    return k->color == 3 || k->depth == 8;
-}
-
-static const struct kind kinds[] = {
-    {0, 1, 0}, {0, 2, 0}, {0, 4, 0}, {0, 8, 0}, {0, 16, 0}, {0, 8, 1}, {0, 4, 1}, {0, 16, 1},
-    {2, 8, 0}, {2, 16, 0},  {2, 8, 1},  {2, 16, 1}, {4, 8, 0}, {4, 16, 0}, {6, 8, 0},  {6, 16, 0},
-    {3, 1, 0}, {3, 2, 0},  {3, 4, 0},  {3, 8, 0},  {3, 1, 1}, {3, 2, 3},  {3, 4, 16}, {3, 8, 1},
-    {3, 8, 100}, {3, 8, 256},
-};
-#define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 
 static void test_generated(void)
 {

@@ -133,22 +133,6 @@ static struct buf make_small_with(uint32_t w, uint32_t h, const struct buf *extr
     return b;
 }
 
-static uint8_t *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    struct buf b = {0};
-    uint8_t tmp[65536];
-    size_t n;
-
-    if (!f)
-        return NULL;
-    while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
-        buf_add(&b, tmp, n);
-    fclose(f);
-    *len = b.len;
-    return b.p ? b.p : malloc(1);
-}
-
 /* ---- an independent reference: libpng with no value transforms, mapped by hand to 8 bits ---- */
 
 struct ref {
@@ -389,7 +373,7 @@ static void bitflips(const char *name, const uint8_t *data, size_t len, int n)
 
 static void test_pngsuite(void)
 {
-    const char *dir = getenv("EDGED_PNGSUITE") ? getenv("EDGED_PNGSUITE") : "../shared/pngsuite";
+    const char *dir = suite_dir();
     DIR *d = opendir(dir);
     struct dirent *e;
     char *names[512];
@@ -443,7 +427,7 @@ static void test_hand_checked(void)
         {"tbbn0g04.png", 0, 0, 2, {255, 0}},      /* raw 15 == tRNS gray 15: transparent */
         {"tbbn0g04.png", 10, 10, 2, {136, 255}},  /* raw 8 -> 8 * 17 */
     };
-    const char *dir = getenv("EDGED_PNGSUITE") ? getenv("EDGED_PNGSUITE") : "../shared/pngsuite";
+    const char *dir = suite_dir();
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char path[4096], err[EDGED_ERR_LEN] = "";
@@ -658,7 +642,7 @@ static void test_truncation(void)
     uint8_t *png = NULL;
     size_t len = 0;
     char err[EDGED_ERR_LEN] = "", path[4096];
-    const char *dir = getenv("EDGED_PNGSUITE") ? getenv("EDGED_PNGSUITE") : "../shared/pngsuite";
+    const char *dir = suite_dir();
 
     CHECK(pngio_encode(&src, 6, 8, &png, &len, err) == 0, "encode: %s", err);
     truncate_all("33x65 RGBA", png, len);

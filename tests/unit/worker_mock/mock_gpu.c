@@ -1,5 +1,7 @@
-/* mock_gpu.c — a fake gconv context and async API under the real backend.c, so that worker.c's GPU
- * loop (streams, poll, finish, OOM, fatal, watchdog) runs without a device. Jobs "run" for mock_dur_ms per stream. */
+/* mock_gpu.c — a fake gconv context and async API under the real backend.c and backend_png.c, so
+ * that worker.c's GPU loop (streams, poll, finish, OOM, fatal, watchdog, PNG batches) runs without a
+ * device. Jobs "run" for mock_dur_ms per stream. A PNG job whose layout is MOCK_PNG_DECLINE_W wide
+ * is declined when it finishes, one MOCK_PNG_REFUSE_W wide refused at submit. */
 #include <stdatomic.h>
 #include <string.h>
 
@@ -7,6 +9,7 @@
 #include "jobs/backend.h"
 #include "errors.h"
 #include "gconv.h"
+#include "png_layout.h"
 
 struct gconv_ctx {
     int unused;
@@ -17,7 +20,11 @@ int mock_streams = 4;
 double mock_dur_ms = 20;
 atomic_int mock_busy, mock_max_busy, mock_dead, mock_fatal_at = -1, mock_oom_at = -1, mock_submits, mock_hang;
 static double start[16];
-static int busy[16], failrc[16];
+static int busy[16], failrc[16], declined[16];
+#define MOCK_PNG_DECLINE_W 9
+#define MOCK_PNG_REFUSE_W 10
+atomic_int mock_png_busy, mock_png_nbatches;
+int mock_png_batch[64];
 /* a stream's submits and the submit its last finish ended: a result is copied only before the
  * stream takes another job */
 static int submits_on[16], finished_on[16];
@@ -34,6 +41,7 @@ struct backend *mock_backend(void)
 void mock_reset(void)
 {
     memset(busy, 0, sizeof(busy));
+    memset(declined, 0, sizeof(declined));
     memset(submits_on, 0, sizeof(submits_on));
     memset(finished_on, 0, sizeof(finished_on));
 }
@@ -99,6 +107,10 @@ int gconv_finish(struct gconv_ctx *ctx, int s, struct img *out, struct gconv_tim
     (void)ctx;
     busy[s] = 0;
     atomic_fetch_sub(&mock_busy, 1);
+    if (declined[s]) {
+        declined[s] = 0;
+        return edged_fail(err, GCONV_E_PNG_DECLINED, "mock: the device declined the PNG");
+    }
     if (failrc[s])
         return edged_fail(err, failrc[s], "mock: sticky CUDA error");
     finished_on[s] = submits_on[s];
@@ -113,4 +125,29 @@ int gconv_finish_copy(struct gconv_ctx *ctx, int s, struct img *out, char *err)
         return edged_fail(err, EDGED_E_INTERNAL, "mock: stream %d took another job before its result was copied", s);
     memset(out->px, 7, out->stride * (size_t)out->h);
     return 0;
+}
+
+int gconv_png_available(const struct gconv_ctx *c) { return c != NULL; }
+
+int gconv_png_decoding(const struct gconv_ctx *c) { return c && atomic_load(&mock_png_busy); }
+
+int gconv_submit_png(struct gconv_ctx *ctx, struct gconv_png_job *jobs, int n)
+{
+    int k = atomic_load(&mock_png_nbatches), done = 0; /* one writer: the worker's thread */
+
+    if (k < 64)
+        mock_png_batch[k] = n;
+    atomic_store(&mock_png_nbatches, k + 1);
+    for (int i = 0; i < n; i++) {
+        struct gconv_png_job *j = &jobs[i];
+        if (j->lay->w == MOCK_PNG_REFUSE_W) {
+            j->rc = edged_fail(j->err, GCONV_E_PNG_REFUSED, "mock: a kind the device does not take");
+            continue;
+        }
+        if ((j->rc = gconv_submit(ctx, j->s, NULL, j->plan, j->v, j->block, j->err)) == 0) {
+            declined[j->s] = j->lay->w == MOCK_PNG_DECLINE_W;
+            done++;
+        }
+    }
+    return done;
 }

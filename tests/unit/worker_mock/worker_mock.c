@@ -4,7 +4,9 @@
  * (edged_gpu_busy_seconds_total) counts the time the device had work and no more, and a job past
  * its run limit is abandoned at the limit and freed when its stream finishes (ASan: no leak), a
  * finished result holds its stream until its waiter has copied it, or until the job is freed, and
- * JPEG jobs gather into one batch while the decoder is busy. */
+ * JPEG jobs gather into one batch while the decoder is busy; PNG jobs batch apart from JPEG ones,
+ * and a PNG the device refuses at submit or declines when it finishes is decoded on the CPU and
+ * run again on its stream: every job answered once, with the device's result. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -13,12 +15,16 @@
 
 #include "check.h"
 #include "clock.h"
+#include "png_layout.h"
+#include "jobs/png_job.h"
 #include "jobs/queue.h"
 #include "jobs/worker.h"
 
 extern int mock_streams;
 extern atomic_int mock_jpeg_busy, mock_jpeg_nbatches;
 extern int mock_jpeg_batch[64];
+extern atomic_int mock_png_busy, mock_png_nbatches, mock_png_events[4];
+extern int mock_png_batch[64];
 extern double mock_dur_ms;
 extern atomic_int mock_busy, mock_max_busy, mock_dead, mock_fatal_at, mock_oom_at, mock_submits, mock_hang;
 struct backend *mock_backend(void);
@@ -251,6 +257,21 @@ static struct job *jpeg_job(void)
     return j;
 }
 
+/* 16 streams of 5 ms jobs, both decoders busy, nothing sent or counted yet. */
+static void batch_setup(void)
+{
+    mock_reset();
+    mock_hang = mock_dead = mock_busy = mock_max_busy = 0;
+    mock_streams = 16;
+    mock_dur_ms = 5;
+    atomic_store(&mock_jpeg_busy, 1);
+    atomic_store(&mock_png_busy, 1);
+    atomic_store(&mock_jpeg_nbatches, 0);
+    atomic_store(&mock_png_nbatches, 0);
+    for (int e = 0; e < 4; e++)
+        atomic_store(&mock_png_events[e], 0);
+}
+
 /* While the decoder is busy, JPEG jobs wait in one pending batch, which goes once it holds 8 (with
  * every job queued by then); the rest go when the decoder is done, and an idle decoder takes a job
  * at once. */
@@ -262,12 +283,7 @@ static void test_jpeg_batch_gated(void)
     struct timespec nap = {0, 50 * 1000000L};
     int ok = 0, sent = 0;
 
-    mock_reset();
-    mock_hang = mock_dead = mock_busy = mock_max_busy = 0;
-    mock_streams = 16;
-    mock_dur_ms = 5;
-    atomic_store(&mock_jpeg_busy, 1);
-    atomic_store(&mock_jpeg_nbatches, 0);
+    batch_setup();
     start(&q, &w);
     for (int i = 0; i < 5; i++)
         CHECK(queue_push(q, j[i] = jpeg_job(), err) == 0, "push: %s", err);
@@ -297,6 +313,60 @@ static void test_jpeg_batch_gated(void)
     stop(q, w);
 }
 
+/* A GPU-lane job with PNG input whose layout is lay_w wide (mock_gpu.c: 9 declined, 10 refused). */
+static struct job *png_job(int lay_w)
+{
+    struct job *j = jpeg_job();
+
+    j->src_format = JOB_SRC_PNG;
+    j->png_lay = calloc(1, sizeof(*j->png_lay));
+    j->png_lay->w = (uint32_t)lay_w, j->png_lay->h = 8, j->png_lay->out_ch = 3;
+    j->png_z = j->src, j->png_z_len = j->src_len;
+    return j;
+}
+
+/* With both decoders busy, 4 PNG and 4 JPEG jobs wait in two batches, sent apart once the decoders
+ * are done; one PNG declined on the device and one refused at submit are decoded on the CPU and
+ * finish on the device with the others. */
+static void test_png_batch_decline(void)
+{
+    static const int widths[4] = {8, 9, 10, 8};
+    struct queue *q;
+    struct worker *w;
+    struct job *j[8];
+    struct timespec nap = {0, 50 * 1000000L};
+    int ok = 0, png_sent = 0;
+
+    batch_setup();
+    start(&q, &w);
+    for (int i = 0; i < 8; i++)
+        CHECK(queue_push(q, j[i] = i % 2 ? jpeg_job() : png_job(widths[i / 2]), err) == 0, "push: %s", err);
+    nanosleep(&nap, NULL);
+    CHECK(atomic_load(&mock_jpeg_nbatches) == 0 && atomic_load(&mock_png_nbatches) == 0,
+          "%d JPEG and %d PNG batches sent while the decoders were busy", atomic_load(&mock_jpeg_nbatches),
+          atomic_load(&mock_png_nbatches));
+    atomic_store(&mock_png_busy, 0);
+    atomic_store(&mock_jpeg_busy, 0);
+    for (int i = 0; i < 8; i++) {
+        ok += queue_wait(q, j[i], err) == 0 && j[i]->out.px[0] == 7;
+        job_release(q, j[i]);
+    }
+    for (int k = 0; k < atomic_load(&mock_png_nbatches) && k < 64; k++)
+        png_sent += mock_png_batch[k];
+    CHECK(ok == 8, "%d of 8 done", ok);
+    CHECK(atomic_load(&mock_png_nbatches) == 1 && png_sent == 4 && atomic_load(&mock_jpeg_nbatches) == 1 &&
+              mock_jpeg_batch[0] == 4,
+          "PNG: %d batches of %d jobs, JPEG: %d batches (want one of 4 each)", atomic_load(&mock_png_nbatches),
+          png_sent, atomic_load(&mock_jpeg_nbatches));
+    CHECK(atomic_load(&mock_png_events[PNGJOB_GPU_DECODED]) == 2 &&
+              atomic_load(&mock_png_events[PNGJOB_CPU_DECLINED]) == 1 &&
+              atomic_load(&mock_png_events[PNGJOB_CPU_REFUSED]) == 1,
+          "PNG counts: %d on the device, %d declined, %d refused (want 2, 1, 1)",
+          atomic_load(&mock_png_events[PNGJOB_GPU_DECODED]), atomic_load(&mock_png_events[PNGJOB_CPU_DECLINED]),
+          atomic_load(&mock_png_events[PNGJOB_CPU_REFUSED]));
+    stop(q, w);
+}
+
 int main(void)
 {
     test_streams_oom_fatal();
@@ -305,5 +375,6 @@ int main(void)
     test_abandoned_at_run_limit();
     test_result_held_until_taken();
     test_jpeg_batch_gated();
+    test_png_batch_decline();
     return check_summary();
 }

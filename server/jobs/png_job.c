@@ -1,0 +1,89 @@
+/* png_job.c — a job's PNG input left compressed for the device decoder: the take, the CPU decode,
+ * the backlog rule and the counters. */
+#include "jobs/png_job.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "errors.h"
+#include "png_layout.h"
+#include "codec/png_decode.h"
+#include "codec/png_io.h"
+
+/* Process-wide: one backend serves a process. Indexed by enum pngjob_event. */
+static atomic_ullong counts[4];
+static atomic_size_t backlog;
+
+void pngjob_count(enum pngjob_event e) { atomic_fetch_add(&counts[e], 1); }
+
+void pngjob_counts(struct pngjob_counts *c)
+{
+    c->gpu_decoded = atomic_load(&counts[PNGJOB_GPU_DECODED]);
+    c->cpu_refused = atomic_load(&counts[PNGJOB_CPU_REFUSED]);
+    c->cpu_declined = atomic_load(&counts[PNGJOB_CPU_DECLINED]);
+    c->cpu_busy = atomic_load(&counts[PNGJOB_CPU_BUSY]);
+}
+
+int pngjob_gpu_ok(size_t n, int cpu_free)
+{
+    (void)n;
+    if (atomic_load(&backlog) >= PNGJOB_BACKLOG_BYTES && cpu_free) {
+        pngjob_count(PNGJOB_CPU_BUSY);
+        return 0;
+    }
+    return 1;
+}
+
+void pngjob_backlog_begin(size_t n) { atomic_fetch_add(&backlog, n); }
+
+void pngjob_backlog_end(size_t n) { atomic_fetch_sub(&backlog, n); }
+
+/* The layout is read here, on the request's thread, so that the one GPU worker thread only copies
+ * the stream: the CRC of every chunk and, for several IDAT chunks, their join. */
+int pngjob_take(struct job *job, const uint8_t *d, size_t n)
+{
+    char err[EDGED_ERR_LEN];
+
+    if (!(job->src = malloc(n ? n : 1)) || !(job->png_lay = malloc(sizeof(*job->png_lay))))
+        goto drop;
+    memcpy(job->src, d, n);
+    job->src_len = n;
+    if (pngdec_layout(job->src, n, job->png_lay, &job->png_z, &job->png_z_len, &job->png_join, err) != 0)
+        goto drop;
+    if ((int)job->png_lay->w != job->in.w || (int)job->png_lay->h != job->in.h ||
+        job->png_lay->out_ch != job->in.ch)
+        goto drop; /* never for a header pngio_peek read: the CPU path judges */
+    job->src_format = JOB_SRC_PNG;
+    return 1;
+drop:
+    free(job->src);
+    free(job->png_lay);
+    free(job->png_join);
+    job->src = NULL, job->png_lay = NULL, job->png_join = NULL, job->png_z = NULL;
+    job->src_len = job->png_z_len = 0;
+    return 0;
+}
+
+/* The limits are the image's own size: the request's limits accepted its header already. */
+int pngjob_decode_src(struct job *job)
+{
+    struct png_limits lim;
+    struct img im = {0};
+    int rc;
+
+    if (!job->src || job->in.px || job->src_format != JOB_SRC_PNG)
+        return 0;
+    pngio_default_limits(&lim);
+    lim.max_side = (uint32_t)(job->in.w > job->in.h ? job->in.w : job->in.h);
+    lim.max_pixels = (uint64_t)job->in.w * (uint64_t)job->in.h;
+    if ((rc = pngio_decode(job->src, job->src_len, &lim, &im, job->err)) < 0)
+        return rc;
+    if (im.w != job->in.w || im.h != job->in.h || im.ch != job->in.ch) {
+        img_free(&im);
+        return edged_fail(job->err, EDGED_E_BAD_PNG, "the PNG decodes to %d x %d x %d, its header said %d x %d x %d",
+                          im.w, im.h, im.ch, job->in.w, job->in.h, job->in.ch);
+    }
+    job->in = im;
+    return 0;
+}

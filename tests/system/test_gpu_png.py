@@ -1,0 +1,146 @@
+"""test_gpu_png.py — PNG decoded on the device, over HTTP: the counters exist (zero where nothing ran
+on the device); on a GPU backend of a CUDA build (EDGED_TEST_BACKEND=gpu), PNG requests of every kind
+the device takes answer byte for byte what a server with --gpu-png 0 answers (the decode is bit-exact
+and the rest is the same path), also many at once (batched decodes); a PNG whose zlib stream is
+damaged under right CRCs is declined on the device and answers the CPU decoder's 422; an interlaced
+PNG (PngSuite's basi2c08) stays on the CPU. Skipped elsewhere."""
+import concurrent.futures
+import io
+import os
+import re
+import struct
+import subprocess
+import zlib
+
+import cv2
+import numpy as np
+import pytest
+import requests
+from PIL import Image
+
+from conftest import BACKEND, BIN, ROOT, png_bytes
+
+GAUSS = {"filter": "gaussian", "size": "5"}
+
+
+def metrics(url):
+    text = requests.get(url + "/metrics", timeout=10).text
+    out = {}
+    for m in re.finditer(r'^(edged_png_\w+?)(?:\{reason="(\w+)"\})? (\d+)', text, re.M):
+        out[(m.group(1), m.group(2) or "")] = int(m.group(3))
+    return out
+
+
+def device_png():
+    v = subprocess.run([BIN, "version"], capture_output=True, text=True, timeout=30).stdout
+    return "built without CUDA" not in v and BACKEND == "gpu"
+
+
+def post(url, data, params):
+    return requests.post(url + "/v1/filter", params=params, data=data, headers={"Content-Type": "image/png"},
+                         timeout=60)
+
+
+def noisy(h, w, ch, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 256, size=(h, w, ch) if ch > 1 else (h, w), dtype=np.uint8)
+    return cv2.GaussianBlur(a, (5, 5), 1)
+
+
+def pil_png(a, mode=None, **kw):
+    buf = io.BytesIO()
+    im = Image.fromarray(a) if mode is None else Image.fromarray(a).convert(mode, **kw)
+    im.save(buf, format="PNG", **({"transparency": 3} if mode == "P" else {}))
+    return buf.getvalue()
+
+
+def damaged_stream(png):
+    """The file with its Adler-32 flipped and every CRC recomputed: only an inflate can tell."""
+    pos, out = 8, bytearray(png[:8])
+    while pos < len(png):
+        n = struct.unpack(">I", png[pos:pos + 4])[0]
+        kind, data = png[pos + 4:pos + 8], bytearray(png[pos + 8:pos + 8 + n])
+        if kind == b"IDAT":
+            data[-1] ^= 0x5A
+        out += struct.pack(">I", n) + kind + data + struct.pack(">I", zlib.crc32(kind + bytes(data)))
+        pos += 12 + n
+    return bytes(out)
+
+
+CASES = {
+    "gray": lambda: png_bytes(noisy(97, 131, 1, 1)),
+    "rgb": lambda: png_bytes(noisy(203, 301, 3, 2)),
+    "rgba": lambda: png_bytes(noisy(64, 67, 4, 3)),
+    "gray_alpha": lambda: png_bytes(noisy(33, 45, 2, 4)),
+    "rgb_adaptive": lambda: cv2.imencode(".png", noisy(120, 77, 3, 5))[1].tobytes(),
+    "palette_trns": lambda: pil_png(noisy(50, 70, 3, 6), "P", palette=Image.Palette.ADAPTIVE, colors=16),
+}
+
+
+def test_counters_exist(server):
+    r = post(server.url, png_bytes(noisy(31, 45, 3, 1)), dict(GAUSS, variant="cpu"))
+    assert r.status_code == 200, r.text
+    m = metrics(server.url)
+    for key in [("edged_png_gpu_decoded_total", ""), ("edged_png_cpu_fallback_total", "refused"),
+                ("edged_png_cpu_fallback_total", "declined"), ("edged_png_cpu_fallback_total", "busy")]:
+        assert key in m, key
+    assert m[("edged_png_gpu_decoded_total", "")] == 0  # variant cpu never decodes on the device
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_device_decode_equals_cpu_decode(make_server, name):
+    if not device_png():
+        pytest.skip("needs a GPU backend of a CUDA build (EDGED_TEST_BACKEND=gpu)")
+    on, off = make_server("--gpu-png", "1"), make_server("--gpu-png", "0")
+    data = CASES[name]()
+    before = metrics(on.url)
+    g, c = post(on.url, data, GAUSS), post(off.url, data, GAUSS)
+    assert g.status_code == 200 and c.status_code == 200, (g.text, c.text)
+    assert g.content == c.content
+    after = metrics(on.url)
+    moved = sum(after[k] - before.get(k, 0) for k in after)
+    assert moved == 1  # decoded on the device, or refused or declined there and counted
+    assert metrics(off.url)[("edged_png_gpu_decoded_total", "")] == 0
+
+
+def test_many_at_once_batched(make_server):
+    if not device_png():
+        pytest.skip("needs a GPU backend of a CUDA build (EDGED_TEST_BACKEND=gpu)")
+    on, off = make_server("--gpu-png", "1"), make_server("--gpu-png", "0")
+    datas = [png_bytes(noisy(65 + i, 97, 3, 10 + i)) for i in range(24)]
+    refs = [post(off.url, d, GAUSS).content for d in datas]
+    with concurrent.futures.ThreadPoolExecutor(24) as ex:
+        outs = list(ex.map(lambda d: post(on.url, d, GAUSS), datas))
+    for r, ref in zip(outs, refs):
+        assert r.status_code == 200, r.text
+        assert r.content == ref
+    print("PNG counters after 24 at once:", metrics(on.url))
+
+
+def test_damaged_stream_gets_the_cpu_verdict(make_server):
+    if not device_png():
+        pytest.skip("needs a GPU backend of a CUDA build (EDGED_TEST_BACKEND=gpu)")
+    on, off = make_server("--gpu-png", "1"), make_server("--gpu-png", "0")
+    data = damaged_stream(png_bytes(noisy(40, 50, 3, 7)))
+    g, c = post(on.url, data, GAUSS), post(off.url, data, GAUSS)
+    assert g.status_code == c.status_code == 422, (g.text, c.text)
+    ge, ce = g.json()["error"], c.json()["error"]
+    assert (ge["code"], ge["message"]) == (ce["code"], ce["message"])
+    m = metrics(on.url)
+    assert m[("edged_png_cpu_fallback_total", "declined")] == 1
+    assert m[("edged_png_gpu_decoded_total", "")] == 0
+
+
+def test_interlaced_stays_on_the_cpu(make_server):
+    if not device_png():
+        pytest.skip("needs a GPU backend of a CUDA build (EDGED_TEST_BACKEND=gpu)")
+    path = os.path.join(ROOT, "..", "shared", "pngsuite", "basi2c08.png")  # Adam7 RGB
+    if not os.path.exists(path):
+        pytest.skip("PngSuite not found at ../shared/pngsuite")
+    on = make_server("--gpu-png", "1")
+    data = open(path, "rb").read()
+    assert data[28] == 1
+    r = post(on.url, data, GAUSS)
+    assert r.status_code == 200, r.text
+    m = metrics(on.url)
+    assert sum(m.values()) == 0  # never offered to the device

@@ -1,0 +1,337 @@
+/* test_gpu_png.c — PNG decoded on the device (gpu/gconv_png.cu, png_kernels.cu, the device inflate)
+ * against pngio_decode, bit for bit: every PngSuite file whose layout the device takes (the others,
+ * and every x*.png, refused or declined, then judged by the CPU decoder as before); generated images
+ * of every kind the device takes, widths 1..67, each of the five filter types forced and the
+ * adaptive choice, batched 32 at a time and one at a time; large images; PNG jobs through
+ * gconv_submit_png against the CPU-decoded pixels through gconv_submit; a damaged stream ends its
+ * job with GCONV_E_PNG_DECLINED. The random samples' seed is printed. Skips without a GPU;
+ * EDGED_REQUIRE_GPU=1 fails instead. EDGED_GPU_QUICK=1 (compute-sanitizer): every fifth width, no
+ * large images. */
+#include <dirent.h>
+#include <png.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "clock.h"
+#include "filter.h"
+#include "gconv.h"
+#include "image.h"
+#include "imgdiff.h"
+#include "png_layout.h"
+#include "pngbuf.h"
+#include "pngwrite.h"
+#include "codec/png_decode.h"
+#include "codec/png_io.h"
+
+#define NSTREAMS 4
+#define BATCH GCONV_PNG_MAX_BATCH
+
+static const int filters[] = {PNG_FILTER_NONE, PNG_FILTER_SUB, PNG_FILTER_UP, PNG_FILTER_AVG, PNG_FILTER_PAETH,
+                              PNG_ALL_FILTERS};
+static const char *const filter_names[] = {"none", "sub", "up", "avg", "paeth", "adaptive"};
+#define NFILTERS ((int)(sizeof(filters) / sizeof(filters[0])))
+
+static int quick; /* EDGED_GPU_QUICK set */
+
+/* One PNG file and what the host side makes of it. */
+struct pfile {
+    char name[96];
+    struct buf b;
+    struct png_layout lay;
+    const uint8_t *z;
+    size_t z_len;
+    uint8_t *join;
+    int layout_rc; /* pngdec_layout's answer: 0 the device may take it */
+};
+
+static void pfile_layout(struct pfile *f)
+{
+    char err[EDGED_ERR_LEN];
+
+    f->layout_rc = pngdec_layout(f->b.p, f->b.len, &f->lay, &f->z, &f->z_len, &f->join, err);
+}
+
+static void pfile_free(struct pfile *f)
+{
+    free(f->join);
+    free(f->b.p);
+    memset(f, 0, sizeof(*f));
+}
+
+/* Device decode of fs[0..n) (layouts taken) in one call, each compared with pngio_decode. Counts
+ * the images equal and those the device declined into *equal and *declined. */
+static void decode_compare(struct gconv_ctx *ctx, struct pfile *fs, int n, int batched, int *equal, int *declined)
+{
+    const struct png_layout *lay[BATCH] = {0};
+    const uint8_t *z[BATCH] = {0};
+    size_t zl[BATCH] = {0};
+    struct img out[BATCH];
+    int rcs[BATCH];
+    char err[EDGED_ERR_LEN];
+
+    for (int i = 0; i < n; i++)
+        lay[i] = &fs[i].lay, z[i] = fs[i].z, zl[i] = fs[i].z_len;
+    if (gconv_png_decode_host(ctx, n, lay, z, zl, batched, out, rcs, NULL, err) < 0) {
+        CHECK(0, "gconv_png_decode_host (%s...): %s", fs[0].name, err);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        struct img ref = {0};
+        int rc = pngio_decode(fs[i].b.p, fs[i].b.len, NULL, &ref, err);
+        if (rcs[i] == GCONV_E_PNG_DECLINED) {
+            (*declined)++; /* the CPU's verdict stands: nothing to compare */
+        } else {
+            CHECK(rcs[i] == 0, "%s: device rc %d", fs[i].name, rcs[i]);
+            CHECK(rc == 0, "%s: the device decoded what pngio_decode refuses (%s)", fs[i].name, err);
+            if (rcs[i] == 0 && rc == 0) {
+                int same = img_same(&out[i], &ref);
+                CHECK(same, "%s: device pixels differ from pngio_decode (max diff %d)", fs[i].name,
+                      out[i].ch == ref.ch ? imgdiff_max(&out[i], &ref) : -1);
+                *equal += same;
+            }
+        }
+        img_free(&ref);
+        img_free(&out[i]);
+    }
+}
+
+/* PngSuite: the files the device takes decode to pngio_decode's pixels; every x*.png is refused by
+ * the layout or declined by the device, and refused by the CPU decoder with its message. */
+static void test_pngsuite(struct gconv_ctx *ctx)
+{
+    DIR *d = opendir(suite_dir());
+    struct dirent *e;
+    int taken = 0, equal = 0, declined = 0, refused = 0, corrupt = 0;
+
+    if (!d) {
+        SKIP("PngSuite not found at %s", suite_dir());
+        return;
+    }
+    while ((e = readdir(d))) {
+        struct pfile f;
+        struct pngio_info info;
+        struct img ref = {0};
+        char path[512], err[EDGED_ERR_LEN];
+        size_t n = strlen(e->d_name);
+        if (n < 5 || strcmp(e->d_name + n - 4, ".png") != 0)
+            continue;
+        memset(&f, 0, sizeof(f));
+        snprintf(path, sizeof(path), "%s/%s", suite_dir(), e->d_name);
+        snprintf(f.name, sizeof(f.name), "%s", e->d_name);
+        if (!(f.b.p = read_file(path, &f.b.len)))
+            continue;
+        if (pngio_peek(f.b.p, f.b.len, &info, err) == 0) /* the endpoint's header check comes first */
+            pfile_layout(&f);
+        else
+            f.layout_rc = PNGDEC_DECLINED;
+        if (f.layout_rc == 0) {
+            int before = declined;
+            taken++;
+            decode_compare(ctx, &f, 1, 1, &equal, &declined);
+            if (e->d_name[0] == 'x')
+                CHECK(declined > before, "%s: a corrupt file decoded on the device", e->d_name);
+        } else {
+            refused++;
+        }
+        if (e->d_name[0] == 'x') {
+            int rc = pngio_decode(f.b.p, f.b.len, NULL, &ref, err);
+            CHECK(rc < 0, "%s: corrupt file decoded on the CPU", e->d_name);
+            printf("  %s: %s, CPU: %s\n", e->d_name, f.layout_rc ? "refused" : "declined on the device", err);
+            corrupt++;
+            img_free(&ref);
+        }
+        pfile_free(&f);
+    }
+    closedir(d);
+    printf("PngSuite: %d taken by the device (%d equal to pngio_decode, %d declined), %d refused, %d corrupt\n",
+           taken, equal, declined, refused, corrupt);
+    CHECK(taken >= 40 && corrupt >= 14, "PngSuite: %d taken, %d corrupt", taken, corrupt);
+}
+
+/* Generated images of every kind the device takes, widths 1..67, each filter choice: batches of
+ * BATCH files in one call, and the first batch again one at a time. */
+static void test_generated(struct gconv_ctx *ctx)
+{
+    static struct pfile fs[BATCH];
+    int nf = 0, cases = 0, equal = 0, declined = 0, first = 1;
+
+    for (size_t i = 0; i < NKINDS; i++) {
+        if (!fast_kind(&kinds[i]))
+            continue;
+        for (int w = 1; w <= 67; w += quick ? 5 : 1) {
+            int h = 1 + (int)((w * 7 + i * 3) % 40), f = (w + (int)i) % NFILTERS;
+            struct pfile *p = &fs[nf++];
+            p->b = write_kind_filtered(&kinds[i], w, h, w % 3 == 0 ? 64 : 8192, filters[f]);
+            snprintf(p->name, sizeof(p->name), "color %d depth %d trns %d %dx%d %s", kinds[i].color,
+                     kinds[i].depth, kinds[i].trns, w, h, filter_names[f]);
+            pfile_layout(p);
+            CHECK(p->layout_rc == 0, "%s: layout refused", p->name);
+            if (p->layout_rc != 0) {
+                pfile_free(p);
+                nf--;
+                continue;
+            }
+            cases++;
+            if (nf == BATCH) {
+                decode_compare(ctx, fs, nf, 1, &equal, &declined);
+                if (first) /* one at a time gives the same */
+                    decode_compare(ctx, fs, nf, 0, &equal, &declined), first = 0, cases += nf;
+                for (int k = 0; k < nf; k++)
+                    pfile_free(&fs[k]);
+                nf = 0;
+            }
+        }
+    }
+    if (nf)
+        decode_compare(ctx, fs, nf, 1, &equal, &declined);
+    for (int k = 0; k < nf; k++)
+        pfile_free(&fs[k]);
+    printf("generated: %d decodes, %d equal to pngio_decode, %d declined by the device inflate\n", cases, equal,
+           declined);
+    CHECK(equal + declined == cases, "generated: %d equal + %d declined of %d", equal, declined, cases);
+}
+
+/* Large images, each forced filter, and the time of a batch of BATCH copies against one image. */
+static void test_large(struct gconv_ctx *ctx)
+{
+    static const struct kind big[] = {{2, 8, 0}, {6, 8, 0}, {0, 8, 0}, {3, 8, 100}, {4, 8, 0}, {2, 8, 1}};
+    static const int sizes[][2] = {{2048, 2048}, {1999, 1037}, {4096, 300}, {777, 1501}, {300, 4100}, {1024, 768}};
+    const struct png_layout *lay[BATCH];
+    const uint8_t *z[BATCH];
+    size_t zl[BATCH];
+    struct img out[BATCH];
+    int rcs[BATCH], equal = 0, declined = 0;
+    char err[EDGED_ERR_LEN];
+
+    for (int i = 0; i < (int)(sizeof(big) / sizeof(big[0])); i++) {
+        for (int f = 0; f < NFILTERS; f += i == 0 ? 1 : NFILTERS - 1) {
+            struct pfile p;
+            memset(&p, 0, sizeof(p));
+            p.b = write_kind_filtered(&big[i], sizes[i][0], sizes[i][1], 8192, filters[f]);
+            snprintf(p.name, sizeof(p.name), "color %d trns %d %dx%d %s", big[i].color, big[i].trns, sizes[i][0],
+                     sizes[i][1], filter_names[f]);
+            pfile_layout(&p);
+            CHECK(p.layout_rc == 0, "%s: layout refused", p.name);
+            if (p.layout_rc == 0)
+                decode_compare(ctx, &p, 1, 1, &equal, &declined);
+            if (i == 0 && f == NFILTERS - 1 && p.layout_rc == 0) {
+                double one = 0, many = 0;
+                for (int k = 0; k < BATCH; k++)
+                    lay[k] = &p.lay, z[k] = p.z, zl[k] = p.z_len;
+                if (gconv_png_decode_host(ctx, 1, lay, z, zl, 1, out, rcs, &one, err) == 0)
+                    img_free(&out[0]);
+                if (gconv_png_decode_host(ctx, BATCH, lay, z, zl, 1, out, rcs, &many, err) == 0)
+                    for (int k = 0; k < BATCH; k++)
+                        img_free(&out[k]);
+                printf("%s: one image %.2f ms, a batch of %d %.2f ms (wall, uploads included, one run)\n", p.name,
+                       one, BATCH, many);
+            }
+            pfile_free(&p);
+        }
+    }
+    printf("large: %d equal to pngio_decode, %d declined by the device inflate\n", equal, declined);
+}
+
+static int finish(struct gconv_ctx *ctx, int s, struct img *out, char *err)
+{
+    int p;
+
+    while ((p = gconv_poll(ctx, s)) == 0)
+        ;
+    return gconv_finish(ctx, s, out, NULL, err);
+}
+
+/* PNG jobs on NSTREAMS streams in one call against the same images decoded on the CPU through
+ * gconv_submit: equal outputs. The last job's stream is damaged (its Adler-32 flipped): that job
+ * ends with GCONV_E_PNG_DECLINED and the stream takes the next job. */
+static void test_jobs(struct gconv_ctx *ctx, enum variant v)
+{
+    static const struct kind ks[NSTREAMS] = {{2, 8, 0}, {6, 8, 0}, {3, 4, 3}, {2, 8, 0}};
+    static const int chans[NSTREAMS] = {3, 4, 4, 3};
+    struct gconv_png_job jobs[NSTREAMS];
+    struct pfile fs[NSTREAMS];
+    struct filter_plan plans[NSTREAMS];
+    struct filter_spec spec;
+    uint8_t *bad = NULL;
+    char err[EDGED_ERR_LEN];
+    int submitted;
+
+    memset(jobs, 0, sizeof(jobs));
+    memset(fs, 0, sizeof(fs));
+    filter_spec_init(&spec, FILTER_GAUSSIAN5);
+    for (int i = 0; i < NSTREAMS; i++) {
+        CHECK(filter_plan_make(&spec, chans[i], &plans[i], err) == 0, "plan: %s", err);
+        fs[i].b = write_kind(&ks[i], 301 + 16 * i, 203, 8192);
+        pfile_layout(&fs[i]);
+        CHECK(fs[i].layout_rc == 0, "job %d: layout refused", i);
+        jobs[i] = (struct gconv_png_job){.s = i, .lay = &fs[i].lay, .z = fs[i].z, .z_len = fs[i].z_len,
+                                         .plan = &plans[i], .v = v, .block = VARIANT_DEFAULT_BLOCK};
+    }
+    if ((bad = malloc(fs[NSTREAMS - 1].z_len))) {
+        memcpy(bad, fs[NSTREAMS - 1].z, fs[NSTREAMS - 1].z_len);
+        bad[fs[NSTREAMS - 1].z_len - 1] ^= 0x5a;
+        jobs[NSTREAMS - 1].z = bad;
+    }
+    submitted = gconv_submit_png(ctx, jobs, NSTREAMS);
+    CHECK(submitted == NSTREAMS, "gconv_submit_png: %d of %d (%s)", submitted, NSTREAMS, jobs[0].err);
+    for (int i = 0; i < NSTREAMS; i++) {
+        struct img cpu = {0}, out_gpu = {0}, out_cpu = {0};
+        int rc;
+        CHECK(jobs[i].rc == 0, "job %d: %s", i, jobs[i].err);
+        if (jobs[i].rc != 0)
+            continue;
+        CHECK(img_alloc(&out_gpu, jobs[i].w, jobs[i].h, plans[i].out_ch, err) == 0, "%s", err);
+        rc = finish(ctx, i, &out_gpu, err);
+        if (i == NSTREAMS - 1) {
+            CHECK(rc == GCONV_E_PNG_DECLINED, "damaged job: rc %d (%s)", rc, err);
+            printf("damaged stream: %s\n", err);
+        } else if (rc != GCONV_E_PNG_DECLINED) { /* an undamaged stream the device inflate declined: fine */
+            CHECK(rc == 0, "finish %d: %s", i, err);
+        }
+        CHECK(pngio_decode(fs[i].b.p, fs[i].b.len, NULL, &cpu, err) == 0, "%s", err);
+        CHECK(img_alloc(&out_cpu, cpu.w, cpu.h, plans[i].out_ch, err) == 0, "%s", err);
+        CHECK(gconv_submit(ctx, i, &cpu, &plans[i], v, VARIANT_DEFAULT_BLOCK, err) == 0, "submit: %s", err);
+        CHECK(finish(ctx, i, &out_cpu, err) == 0, "finish: %s", err);
+        if (rc == 0) {
+            CHECK(img_same(&out_gpu, &out_cpu), "job %d (%s): max diff %d", i, variant_name(v),
+                  imgdiff_max(&out_gpu, &out_cpu));
+            printf("job %d %s %dx%dx%d: PNG stream vs CPU pixels equal\n", i, variant_name(v), out_gpu.w,
+                   out_gpu.h, cpu.ch);
+        }
+        img_free(&cpu);
+        img_free(&out_gpu);
+        img_free(&out_cpu);
+    }
+    free(bad);
+    for (int i = 0; i < NSTREAMS; i++)
+        pfile_free(&fs[i]);
+}
+
+int main(void)
+{
+    struct gconv_ctx *ctx = NULL;
+    char err[EDGED_ERR_LEN] = "";
+    const char *req = getenv("EDGED_REQUIRE_GPU");
+    int rc;
+
+    check_rng_seed(check_seed());
+    quick = getenv("EDGED_GPU_QUICK") && atoi(getenv("EDGED_GPU_QUICK")) > 0;
+    if ((rc = gconv_open(&ctx, 0, NSTREAMS, err)) < 0) {
+        if (req && strcmp(req, "1") == 0)
+            CHECK(rc == 0, "EDGED_REQUIRE_GPU=1 but no GPU: %s", err);
+        else
+            SKIP("device PNG tests: %s", err);
+        return check_summary();
+    }
+    CHECK(gconv_png_available(ctx), "a CUDA build: the device PNG path must be available");
+    test_pngsuite(ctx);
+    test_generated(ctx);
+    if (!quick)
+        test_large(ctx);
+    test_jobs(ctx, VARIANT_FAST);
+    test_jobs(ctx, VARIANT_SEPARABLE);
+    gconv_close(ctx);
+    return check_summary();
+}

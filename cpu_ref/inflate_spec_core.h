@@ -32,10 +32,11 @@
 #define INFL_MAX_SYMS (1u << 19) /* symbols one speculative decode may take (zlib's blocks: 64 Ki) */
 #define INFL_SEQ_MAX_OUT (1u << 20) /* bytes the chain may Huffman-decode itself before declining */
 
-/* Table entry: symbol (or sub-table offset) in bits 0..15, bits to drop in 16..19, sub-table bits in
- * 20..23, INFL_SUB on a root entry pointing to a sub-table; 0 is an invalid code. */
-#define INFL_SUB 0x80000000u
-#define INFL_ENTRY(sym, len) ((uint32_t)(sym) | ((uint32_t)(len) << 16))
+/* Table entry (u16, so that a thread's tables take 6 KiB): symbol in bits 0..8 and bits to drop in
+ * 9..12; or INFL_SUB on a root entry, the sub-table's offset in bits 0..10 and its bits in 11..13;
+ * 0 is an invalid code. */
+#define INFL_SUB 0x8000u
+#define INFL_ENTRY(sym, len) ((uint16_t)((sym) | ((len) << 9)))
 
 /* The result of one block decode. */
 struct infl_res {
@@ -62,8 +63,8 @@ struct infl_chain_stats {
 
 /* Per-thread decoding tables. */
 struct infl_tabs {
-    uint32_t lit[INFL_LIT_ENOUGH];
-    uint32_t dist[INFL_DIST_ENOUGH];
+    uint16_t lit[INFL_LIT_ENOUGH];
+    uint16_t dist[INFL_DIST_ENOUGH];
 };
 
 /* LSB-first bit reader over nbytes bytes: reads past the end give zeros; the caller compares
@@ -151,7 +152,7 @@ INFL_HD static inline uint32_t infl_rev(uint32_t code, int len)
 
 /* Builds the decoding table of lens[0..n) (n <= 320, lengths checked by infl_kraft) with a root of
  * tbits bits and sub-tables behind it, in cap entries. Returns 0, or -1 when cap is too small. */
-INFL_HD static inline int infl_build(uint32_t *tab, int cap, int tbits, const uint8_t *lens, int n)
+INFL_HD static inline int infl_build(uint16_t *tab, int cap, int tbits, const uint8_t *lens, int n)
 {
     uint16_t sorted[320], codes[320];
     int count[16], offs[16];
@@ -205,7 +206,7 @@ INFL_HD static inline int infl_build(uint32_t *tab, int cap, int tbits, const ui
         used += 1 << sbits;
         for (l = off; l < used; l++)
             tab[l] = 0;
-        tab[rev & mask] = INFL_SUB | (uint32_t)off | (uint32_t)tbits << 16 | (uint32_t)sbits << 20;
+        tab[rev & mask] = (uint16_t)(INFL_SUB | (uint32_t)off | (uint32_t)sbits << 11);
         for (; i <= j; i++) {
             int r = lens[sorted[i]] - tbits;
             uint32_t k, idx = infl_rev(codes[i], lens[sorted[i]]) >> tbits;
@@ -217,20 +218,20 @@ INFL_HD static inline int infl_build(uint32_t *tab, int cap, int tbits, const ui
 }
 
 /* Decodes one symbol (the buffer must hold 15 bits); -1 on an invalid code. */
-INFL_HD static inline int infl_decode_sym(struct infl_br *b, const uint32_t *tab, int tbits)
+INFL_HD static inline int infl_decode_sym(struct infl_br *b, const uint16_t *tab, int tbits)
 {
     uint32_t e = tab[b->buf & ((1u << tbits) - 1)];
 
     if (e & INFL_SUB) {
         b->buf >>= tbits;
         b->cnt -= (unsigned)tbits;
-        e = tab[(e & 0xffff) + (b->buf & ((1u << ((e >> 20) & 15)) - 1))];
+        e = tab[(e & 0x7ff) + (b->buf & ((1u << ((e >> 11) & 7)) - 1))];
     }
     if (!e)
         return -1;
-    b->buf >>= (e >> 16) & 15;
-    b->cnt -= (e >> 16) & 15;
-    return (int)(e & 0xffff);
+    b->buf >>= (e >> 9) & 15;
+    b->cnt -= (e >> 9) & 15;
+    return (int)(e & 0x1ff);
 }
 
 /* Reads a dynamic block's code lengths (the reader just past the 3 header bits) into lens
@@ -240,7 +241,7 @@ INFL_HD static inline int infl_dyn_lens(struct infl_br *b, uint8_t *lens, int *n
 {
     const uint8_t order[19] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
     uint8_t pre[19];
-    uint32_t ptab[1 << INFL_PRE_TBITS];
+    uint16_t ptab[1 << INFL_PRE_TBITS];
     int hlit, hdist, hclen, i, total;
 
     infl_br_refill(b);

@@ -192,6 +192,13 @@ void gconv_jpeg_profile(const struct gconv_ctx *ctx, double ms[GCONV_JPEG_STAGES
 int gconv_jpeg_encode_host(struct gconv_ctx *ctx, const struct img *im, int quality, uint8_t **out,
                            size_t *out_len, char *err);
 
+/* Inflates n (1..32) zlib streams (zlib[i], len[i] bytes, host memory) on the device in one batch
+ * of gpu/ginflate.h (tests, bench): status[i] receives 0 (out[i] holds exactly out_len[i] bytes) or
+ * 1 (declined: out[i] untouched); *ms the device time of the batch. Returns 0 or a negative
+ * EDGED_E_* (EDGED_E_NO_CUDA without CUDA) with a message in err. */
+int gconv_inflate_host(struct gconv_ctx *ctx, int n, const uint8_t *const *zlib, const size_t *len,
+                       uint8_t *const *out, const size_t *out_len, int *status, double *ms, char *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -243,6 +243,7 @@ INFL_HD static inline int infl_dyn_lens(struct infl_br *b, uint8_t *lens, int *n
     uint8_t pre[19];
     uint16_t ptab[1 << INFL_PRE_TBITS];
     int hlit, hdist, hclen, i, total;
+    uint32_t kraft;
 
     infl_br_refill(b);
     hlit = (int)infl_br_take(b, 5);
@@ -252,11 +253,15 @@ INFL_HD static inline int infl_dyn_lens(struct infl_br *b, uint8_t *lens, int *n
     hclen = (int)infl_br_take(b, 4) + 4;
     for (i = 0; i < 19; i++)
         pre[i] = 0;
-    for (i = 0; i < hclen; i++) {
-        infl_br_refill(b);
-        pre[order[i]] = (uint8_t)infl_br_take(b, 3);
+    /* 57 bits at most, all in the refilled buffer; the Kraft sum of the code-length code in units
+     * of 2^-7 is the cheap reject of almost every offset that is not a block header. */
+    infl_br_refill(b);
+    for (i = 0, kraft = 0; i < hclen; i++) {
+        uint32_t l = infl_br_take(b, 3);
+        pre[order[i]] = (uint8_t)l;
+        kraft += l ? 128u >> l : 0;
     }
-    if (infl_kraft(pre, 19, 0) != 0 || infl_build(ptab, 1 << INFL_PRE_TBITS, INFL_PRE_TBITS, pre, 19))
+    if (kraft != 128 || infl_build(ptab, 1 << INFL_PRE_TBITS, INFL_PRE_TBITS, pre, 19))
         return -1;
     *nlit = hlit + 257;
     *ndist = hdist + 1;

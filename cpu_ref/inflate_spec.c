@@ -45,43 +45,38 @@ static int inflspec_scan(const uint8_t *z, uint64_t nbytes, uint64_t *keys, uint
 
 /* Phase 4: every block's symbols at its offset (again, now written). */
 static int inflspec_place(const uint8_t *z, uint64_t nbytes, const struct infl_blk *bk, uint32_t n,
-                          struct infl_tabs *t, uint16_t *sym)
+                          struct infl_tabs *t, uint32_t *sym)
 {
     uint32_t i;
 
     for (i = 0; i < n; i++) {
         struct infl_res r;
-        if (infl_block(z, nbytes, bk[i].start_bit, t, sym + bk[i].out_off, bk[i].len, bk[i].len + 1, &r) ||
+        if (infl_block(z, nbytes, bk[i].start_bit, t, sym + bk[i].out_off, bk[i].out_off, bk[i].len, bk[i].len + 1,
+                       &r) ||
             r.len != bk[i].len)
             return -1;
     }
     return 0;
 }
 
-/* Phases 5 and 6: the windows (each block's last 32 KiB, block after block), then every other
- * byte, into out. */
-static int inflspec_resolve(uint16_t *sym, const struct infl_blk *bk, uint32_t n, uint8_t *out, uint64_t out_len,
-                            uint64_t *markers)
+/* Phase 5: rounds of pointer jumping until no marker is left, then the bytes into out. Each round
+ * runs from the last position down, so that every source is read before its own update: the
+ * rounds a chain needs are the device's worst case (positions in position order would need one). */
+static int inflspec_resolve(uint32_t *sym, uint8_t *out, uint64_t out_len, struct inflspec_stats *st)
 {
     uint64_t p, m = 0;
-    uint32_t i;
+    int left = 1;
 
     for (p = 0; p < out_len; p++)
         m += sym[p] >= INFL_MARK;
-    *markers = m;
-    for (i = 0; i < n; i++)
-        for (p = infl_tail_from(&bk[i]); p < bk[i].out_off + bk[i].len; p++) {
-            int v = infl_resolve_at(sym, p, bk[i].out_off);
-            if (v < 0)
-                return -1;
-            sym[p] = (uint16_t)v;
-        }
-    for (p = 0; p < out_len; p++) {
-        int v = infl_resolve_at(sym, p, bk[infl_block_of(bk, n, p)].out_off);
-        if (v < 0)
-            return -1;
-        out[p] = (uint8_t)v;
-    }
+    st->markers = m;
+    for (st->rounds = 0; left && st->rounds < INFL_JUMP_ROUNDS; st->rounds++)
+        for (p = out_len, left = 0; p-- > 0;)
+            left |= infl_jump(sym, p);
+    if (left)
+        return -1;
+    for (p = 0; p < out_len; p++)
+        out[p] = (uint8_t)sym[p];
     return 0;
 }
 
@@ -108,14 +103,14 @@ int inflspec_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_le
     struct infl_res *res = NULL;
     struct infl_blk *bk = NULL;
     struct infl_tabs *t = NULL;
-    uint16_t *sym = NULL;
+    uint32_t *sym = NULL;
     uint32_t nb = 0;
     int rc = INFLSPEC_DECLINED;
 
     if (!st)
         st = &local;
     memset(st, 0, sizeof(*st));
-    if (infl_zlib_header(zlib, len) || len > (1ull << 32) || out_len > (1ull << 32))
+    if (infl_zlib_header(zlib, len) || len > INFL_MAX_IN || out_len > INFL_MAX_OUT)
         return INFLSPEC_DECLINED;
     nbytes = len - 4; /* the deflate data ends before the Adler-32 */
     cap = inflspec_max_candidates(len);
@@ -134,7 +129,7 @@ int inflspec_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_le
     if (inflspec_scan(zlib, nbytes, keys, (uint32_t)(hsize - 1), cap, &st->candidates))
         goto out;
     for (i = 0; i < hsize; i++)
-        if (keys[i] != INFL_EMPTY && infl_block(zlib, nbytes, keys[i], t, NULL, out_len, INFL_MAX_SYMS, &res[i]) == 0)
+        if (keys[i] != INFL_EMPTY && infl_block(zlib, nbytes, keys[i], t, NULL, 0, out_len, INFL_MAX_SYMS, &res[i]) == 0)
             st->spec_ok++;
     if (infl_chain(zlib, nbytes, out_len, keys, res, (uint32_t)(hsize - 1), t, bk, (uint32_t)cap, &nb, &trailer, &cs))
         goto out;
@@ -142,7 +137,7 @@ int inflspec_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_le
     st->spec_blocks = cs.spec_blocks;
     st->seq_blocks = cs.seq_blocks;
     if (inflspec_place(zlib, nbytes, bk, nb, t, sym) ||
-        inflspec_resolve(sym, bk, nb, out, out_len, &st->markers) ||
+        inflspec_resolve(sym, out, out_len, st) ||
         inflspec_adler(out, out_len) != infl_be32(zlib + trailer))
         goto out;
     rc = 0;

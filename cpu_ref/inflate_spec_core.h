@@ -2,9 +2,11 @@
  * device (nvcc): bit reader, block-header test, Huffman tables, block decode with window markers,
  * the chain of blocks, marker resolution and Adler-32. Included by inflate_spec.h and gpu/ginflate.cu.
  *
- * Markers: a decode that starts at a block boundary without the output before it writes u16
- * symbols: 0..255 a byte, INFL_MARK + w (w < 32768) the byte at (block start - 32768 + w) of the
- * final output. Code rules (which streams are accepted) are zlib's: every code complete, except
+ * Markers: a block decoded without the output before it (each block is, by its own thread) writes
+ * u32 symbols at its place in the output: 0..255 a byte, INFL_MARK + q the byte that output position
+ * q (before the block) will hold. Markers are resolved by pointer jumping (infl_jump): each round
+ * replaces a marker by what its source holds, so a chain of copies through k blocks takes about
+ * log2(k) rounds, all positions in parallel. Code rules (which streams are accepted) are zlib's: every code complete, except
  * that a literal/length or distance code may be empty or hold one symbol of length 1 (codeword 0;
  * codeword 1 is invalid); the code-length code must be complete; symbol 256 must have a length;
  * HLIT and HDIST at most 29; literal/length symbols 286 and 287 and distance symbols 30 and 31 are
@@ -23,7 +25,7 @@
 #endif
 
 #define INFL_WIN 32768u      /* the deflate window */
-#define INFL_MARK 256u       /* first marker value of the u16 symbols */
+#define INFL_MARK 256u       /* first marker value of the u32 symbols */
 #define INFL_LIT_TBITS 10    /* root bits of the literal/length table */
 #define INFL_DIST_TBITS 8    /* root bits of the distance table */
 #define INFL_LIT_ENOUGH 2048 /* entries: root plus every sub-table a complete code can need */
@@ -31,6 +33,8 @@
 #define INFL_PRE_TBITS 7     /* the code-length code is at most 7 bits long: one flat table */
 #define INFL_MAX_SYMS (1u << 19) /* symbols one speculative decode may take (zlib's blocks: 64 Ki) */
 #define INFL_SEQ_MAX_OUT (1u << 20) /* bytes the chain may Huffman-decode itself before declining */
+#define INFL_MAX_IN (1ull << 30)     /* longer streams are declined */
+#define INFL_MAX_OUT (1ull << 31)    /* markers (INFL_MARK + position) stay inside u32 */
 
 /* Table entry (u16, so that a thread's tables take 6 KiB): symbol in bits 0..8 and bits to drop in
  * 9..12; or INFL_SUB on a root entry, the sub-table's offset in bits 0..10 and its bits in 11..13;
@@ -313,7 +317,7 @@ INFL_HD static inline int infl_is_candidate(const uint8_t *in, uint64_t nbytes, 
 }
 
 /* Copies a stored block's bytes (the reader just past its 3 header bits). */
-INFL_HD static inline int infl_stored(struct infl_br *b, uint16_t *out, uint64_t cap, struct infl_res *r)
+INFL_HD static inline int infl_stored(struct infl_br *b, uint32_t *out, uint64_t cap, struct infl_res *r)
 {
     uint64_t at = (infl_br_pos(b) + 7) >> 3, k;
     uint32_t len, nlen;
@@ -346,20 +350,24 @@ INFL_HD static inline void infl_fixed_tabs(struct infl_tabs *t)
     infl_build(t->dist, INFL_DIST_ENOUGH, INFL_DIST_TBITS, lens, 32);
 }
 
-/* Copies len bytes from dist back, within the block or as markers into the window before it. */
-INFL_HD static inline void infl_copy(uint16_t *out, uint64_t p, uint32_t len, uint32_t dist)
+/* Copies len bytes from dist back: within the block a copy, before it a marker of the absolute
+ * position (the block's output starts at base); -1 for a reference before the whole output. */
+INFL_HD static inline int infl_copy(uint32_t *out, uint64_t base, uint64_t p, uint32_t len, uint32_t dist)
 {
     uint32_t k;
 
+    if (dist > base + p)
+        return -1;
     for (k = 0; k < len; k++) {
         int64_t src = (int64_t)(p + k) - dist;
-        out[p + k] = src >= 0 ? out[src] : (uint16_t)(INFL_MARK + INFL_WIN + src);
+        out[p + k] = src >= 0 ? out[src] : (uint32_t)(INFL_MARK + (uint64_t)((int64_t)base + src));
     }
+    return 0;
 }
 
 /* The Huffman-coded body of a block up to its end-of-block code. */
-INFL_HD static inline int infl_huff(struct infl_br *b, const struct infl_tabs *t, uint16_t *out, uint64_t cap,
-                                    uint64_t max_syms, struct infl_res *r)
+INFL_HD static inline int infl_huff(struct infl_br *b, const struct infl_tabs *t, uint32_t *out, uint64_t base,
+                                    uint64_t cap, uint64_t max_syms, struct infl_res *r)
 {
     uint64_t p = 0, syms = 0;
 
@@ -374,7 +382,7 @@ INFL_HD static inline int infl_huff(struct infl_br *b, const struct infl_tabs *t
             if (sym < 0 || p >= cap)
                 return -1;
             if (out)
-                out[p] = (uint16_t)sym;
+                out[p] = (uint32_t)sym;
             p++;
             continue;
         }
@@ -402,8 +410,8 @@ INFL_HD static inline int infl_huff(struct infl_br *b, const struct infl_tabs *t
         }
         if (len > cap - p || dist > p + INFL_WIN)
             return -1;
-        if (out)
-            infl_copy(out, p, len, dist);
+        if (out && infl_copy(out, base, p, len, dist))
+            return -1;
         p += len;
     }
     r->end_bit = infl_br_pos(b);
@@ -411,11 +419,13 @@ INFL_HD static inline int infl_huff(struct infl_br *b, const struct infl_tabs *t
     return r->end_bit <= b->nbytes * 8 ? 0 : -1;
 }
 
-/* Decodes the block whose header starts at start_bit of in[0..nbytes) with markers for the window
- * before it, into out (NULL: only measure) of at most cap symbols and max_syms codes, using t as
+/* Decodes the block whose header starts at start_bit of in[0..nbytes) into out (NULL: only
+ * measure; else the block's place in the output, which starts base symbols after the output's
+ * start) with markers for the bytes before it, at most cap symbols and max_syms codes, using t as
  * scratch. r->ok says whether it decoded; returns 0 or -1 likewise. */
 INFL_HD static inline int infl_block(const uint8_t *in, uint64_t nbytes, uint64_t start_bit, struct infl_tabs *t,
-                                     uint16_t *out, uint64_t cap, uint64_t max_syms, struct infl_res *r)
+                                     uint32_t *out, uint64_t base, uint64_t cap, uint64_t max_syms,
+                                     struct infl_res *r)
 {
     struct infl_br b;
     uint8_t lens[320];
@@ -430,11 +440,11 @@ INFL_HD static inline int infl_block(const uint8_t *in, uint64_t nbytes, uint64_
         rc = infl_stored(&b, out, cap, r);
     } else if (type == 1) {
         infl_fixed_tabs(t);
-        rc = infl_huff(&b, t, out, cap, max_syms, r);
+        rc = infl_huff(&b, t, out, base, cap, max_syms, r);
     } else if (type == 2 && infl_dyn_lens(&b, lens, &nlit, &ndist) == 0 &&
                infl_build(t->lit, INFL_LIT_ENOUGH, INFL_LIT_TBITS, lens, nlit) == 0 &&
                infl_build(t->dist, INFL_DIST_ENOUGH, INFL_DIST_TBITS, lens + nlit, ndist) == 0) {
-        rc = infl_huff(&b, t, out, cap, max_syms, r);
+        rc = infl_huff(&b, t, out, base, cap, max_syms, r);
     }
     r->ok = rc == 0;
     return rc;
@@ -494,7 +504,7 @@ INFL_HD static inline int infl_chain(const uint8_t *in, uint64_t nbytes, uint64_
             r = res[s];
             st->spec_blocks++;
         } else {
-            if (infl_block(in, nbytes, bit, t, NULL, out_len - total, out_len + 1, &r))
+            if (infl_block(in, nbytes, bit, t, NULL, 0, out_len - total, out_len + 1, &r))
                 return -1;
             st->seq_blocks++;
             if (!r.stored) {
@@ -519,42 +529,21 @@ INFL_HD static inline int infl_chain(const uint8_t *in, uint64_t nbytes, uint64_
     return total == out_len ? 0 : -1;
 }
 
-/* The byte at output position p of the block starting at output offset start, or -1 when its
- * marker reaches before the output or to a symbol not yet resolved. */
-INFL_HD static inline int infl_resolve_at(const uint16_t *sym, uint64_t p, uint64_t start)
+/* Rounds of infl_jump that resolve every chain of markers through up to 2^(rounds-1) blocks. */
+#define INFL_JUMP_ROUNDS 34
+
+/* One pointer-jumping step at position p: a marker becomes what its source holds (a byte, or a
+ * marker nearer the start of the chain). Returns 1 when p still holds a marker. Safe while other
+ * threads do the same: every value a position ever holds names the same final byte. */
+INFL_HD static inline int infl_jump(uint32_t *sym, uint64_t p)
 {
-    uint64_t w;
-    uint16_t v = sym[p];
+    uint32_t v = sym[p];
 
     if (v < INFL_MARK)
-        return v;
-    w = (uint64_t)(v - INFL_MARK);
-    if (start + w < INFL_WIN)
-        return -1;
-    v = sym[start + w - INFL_WIN];
-    return v < INFL_MARK ? v : -1;
-}
-
-/* The first output position whose block's window must be resolved before later blocks: the block's
- * last 32 KiB (or all of it). */
-INFL_HD static inline uint64_t infl_tail_from(const struct infl_blk *bk)
-{
-    return bk->len > INFL_WIN ? bk->out_off + bk->len - INFL_WIN : bk->out_off;
-}
-
-/* The index of the block holding output position p (blocks sorted by out_off, n >= 1). */
-INFL_HD static inline uint32_t infl_block_of(const struct infl_blk *blocks, uint32_t n, uint64_t p)
-{
-    uint32_t lo = 0, hi = n - 1;
-
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo + 1) / 2;
-        if (blocks[mid].out_off <= p)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
+        return 0;
+    v = sym[v - INFL_MARK];
+    sym[p] = v;
+    return v >= INFL_MARK;
 }
 
 #define INFL_ADLER_MOD 65521u

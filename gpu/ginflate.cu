@@ -12,10 +12,6 @@
 #define GI_THREADS 256
 #define GI_MAX_GRID (1u << 20) /* grid-stride loops past this many blocks */
 #define GI_ALIGN 256
-/* Streams longer than this are declined (bit offsets and table sizes stay well inside 64 bits and
- * the device's memory). */
-#define GI_MAX_IN (1ull << 30)
-#define GI_MAX_OUT (1ull << 32)
 
 /* Per-stream words the kernels share. */
 struct gi_state {
@@ -25,6 +21,7 @@ struct gi_state {
     unsigned int pad;
     unsigned long long trailer; /* byte offset of the Adler-32 */
     unsigned long long sum_a, sum_b;
+    int left[INFL_JUMP_ROUNDS]; /* round r of pointer jumping left a marker */
 };
 
 /* One stream's inputs and its part of the scratch. */
@@ -36,7 +33,7 @@ struct gi_stream {
     uint64_t *keys;       /* candidate map: hsize start bits */
     struct infl_res *res; /* hsize results */
     struct infl_blk *blocks;
-    uint16_t *sym; /* out_len u16 symbols */
+    uint32_t *sym; /* out_len u32 symbols */
     struct gi_state *st;
     uint32_t hsize, cap; /* map size (a power of two), candidates and blocks at most */
 };
@@ -60,7 +57,7 @@ static size_t gi_up(size_t v)
 /* Whether a stream's lengths are in range (else it is declined without work). */
 static __host__ __device__ int gi_sane(uint64_t in_len, uint64_t out_len)
 {
-    return in_len >= 7 && in_len <= GI_MAX_IN && out_len <= GI_MAX_OUT;
+    return in_len >= 7 && in_len <= INFL_MAX_IN && out_len <= INFL_MAX_OUT;
 }
 
 /* Scratch bytes of one stream, and the map size and cap it gets. */
@@ -72,7 +69,7 @@ static size_t gi_bytes(uint64_t in_len, uint64_t out_len, uint32_t *hsize, uint3
     *hsize = (uint32_t)inflspec_map_size(in_len);
     return gi_up(sizeof(struct gi_state)) + gi_up((size_t)*hsize * sizeof(uint64_t)) +
            gi_up((size_t)*hsize * sizeof(struct infl_res)) + gi_up((size_t)*cap * sizeof(struct infl_blk)) +
-           gi_up((size_t)(out_len ? out_len : 1) * sizeof(uint16_t));
+           gi_up((size_t)(out_len ? out_len : 1) * sizeof(uint32_t));
 }
 
 static dim3 gi_grid(uint64_t work, int n)
@@ -95,6 +92,8 @@ __global__ void gi_init(struct gi_batch b)
         s->st->ncand = s->st->nblocks = 0;
         s->st->trailer = s->st->sum_a = s->st->sum_b = 0;
         s->st->declined = !gi_sane(s->in_len, s->out_len) || infl_zlib_header(s->in, s->in_len) != 0;
+        for (int r = 0; r < INFL_JUMP_ROUNDS; r++)
+            s->st->left[r] = 0;
         *s->status = GINFLATE_DECLINED;
     }
     GI_FOR(i, s->hsize)
@@ -141,7 +140,7 @@ __global__ void gi_pass1(struct gi_batch b)
         uint64_t bit = s->keys[i];
         if (bit == INFL_EMPTY)
             continue;
-        infl_block(s->in, s->in_len - 4, bit, &t, NULL, s->out_len, INFL_MAX_SYMS, &r);
+        infl_block(s->in, s->in_len - 4, bit, &t, NULL, 0, s->out_len, INFL_MAX_SYMS, &r);
         s->res[i] = r;
     }
 }
@@ -178,39 +177,30 @@ __global__ void gi_place(struct gi_batch b)
     {
         struct infl_res r;
         const struct infl_blk *bk = &s->blocks[i];
-        if (infl_block(s->in, s->in_len - 4, bk->start_bit, &t, s->sym + bk->out_off, bk->len, bk->len + 1, &r) ||
+        if (infl_block(s->in, s->in_len - 4, bk->start_bit, &t, s->sym + bk->out_off, bk->out_off, bk->len,
+                       bk->len + 1, &r) ||
             r.len != bk->len)
             atomicExch(&s->st->declined, 1);
     }
 }
 
-/* Phase 5: one thread block per stream resolves the windows: each block's last 32 KiB, block after
- * block (its markers reach only into earlier blocks' last 32 KiB, resolved before). */
-__global__ void gi_tail(struct gi_batch b)
+/* Phase 5, round `round`: one thread per output position takes one pointer-jumping step
+ * (infl_jump); a round after one that left no marker returns at once. */
+__global__ void gi_jump(struct gi_batch b, int round)
 {
     GI_STREAM(b);
-    __shared__ int s_skip;
+    int left = 0;
 
-    if (threadIdx.x == 0)
-        s_skip = s->st->declined;
-    __syncthreads();
-    if (s_skip)
+    if (s->st->declined || (round > 0 && !s->st->left[round - 1]))
         return;
-    for (uint32_t k = 0; k < s->st->nblocks; k++) {
-        const struct infl_blk *bk = &s->blocks[k];
-        for (uint64_t p = infl_tail_from(bk) + threadIdx.x; p < bk->out_off + bk->len; p += blockDim.x) {
-            int v = infl_resolve_at(s->sym, p, bk->out_off);
-            if (v < 0)
-                s->st->declined = 1;
-            else
-                s->sym[p] = (uint16_t)v;
-        }
-        __syncthreads();
-    }
+    GI_FOR(p, s->out_len)
+    left |= infl_jump(s->sym, p);
+    if (left)
+        s->st->left[round] = 1;
 }
 
-/* Phase 6: one thread per output byte resolves the rest and writes the bytes. */
-__global__ void gi_resolve(struct gi_batch b)
+/* Phase 6: one thread per output position writes its byte (a marker still there: declined). */
+__global__ void gi_write(struct gi_batch b)
 {
     GI_STREAM(b);
 
@@ -218,8 +208,8 @@ __global__ void gi_resolve(struct gi_batch b)
         return;
     GI_FOR(p, s->out_len)
     {
-        int v = infl_resolve_at(s->sym, p, s->blocks[infl_block_of(s->blocks, s->st->nblocks, p)].out_off);
-        if (v < 0)
+        uint32_t v = s->sym[p];
+        if (v >= INFL_MARK)
             s->st->declined = 1;
         else
             s->out[p] = (uint8_t)v;
@@ -327,8 +317,8 @@ static size_t gi_layout(struct gi_batch *bt, char *base, int n, const uint8_t *c
         at += gi_up((size_t)hsize * sizeof(struct infl_res));
         s->blocks = (struct infl_blk *)(base + at);
         at += gi_up((size_t)cap * sizeof(struct infl_blk));
-        s->sym = (uint16_t *)(base + at);
-        at += gi_up((size_t)(s->out_len ? s->out_len : 1) * sizeof(uint16_t));
+        s->sym = (uint32_t *)(base + at);
+        at += gi_up((size_t)(s->out_len ? s->out_len : 1) * sizeof(uint32_t));
     }
     return at;
 }
@@ -371,8 +361,10 @@ int ginflate_enqueue(struct ginflate *g, cudaStream_t stream, int n, const uint8
     GI_LAUNCH(gi_pass1, gi_grid(max_h, n), GI_THREADS, bt);
     GI_LAUNCH(gi_chain, dim3(1, (unsigned)n), 1, bt);
     GI_LAUNCH(gi_place, gi_grid(max_cap, n), GI_THREADS, bt);
-    GI_LAUNCH(gi_tail, dim3(1, (unsigned)n), GI_THREADS, bt);
-    GI_LAUNCH(gi_resolve, gi_grid(max_out, n), GI_THREADS, bt);
+    /* a chain of markers runs through at most max_cap blocks: 2^rounds >= max_cap resolves it */
+    for (int r = 0; r < INFL_JUMP_ROUNDS && (r < 2 || (1ull << (r - 1)) < max_cap); r++)
+        GI_LAUNCH(gi_jump, gi_grid(max_out, n), GI_THREADS, bt, r);
+    GI_LAUNCH(gi_write, gi_grid(max_out, n), GI_THREADS, bt);
     GI_LAUNCH(gi_adler, gi_grid((max_out + INFL_ADLER_CHUNK - 1) / INFL_ADLER_CHUNK, n), GI_THREADS, bt);
     GI_LAUNCH(gi_final, dim3(1, (unsigned)n), 1, bt);
     return 0;

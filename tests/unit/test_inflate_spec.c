@@ -75,9 +75,9 @@ static void test_large_stats(uint64_t *seed)
     CHECK(st.blocks > 8 && st.spec_blocks + 1 >= st.blocks * 9 / 10, "large stream: %u of %u blocks speculative",
           st.spec_blocks, st.blocks);
     printf("large: %zu -> %zu bytes, %llu candidates (%llu decoded), %u blocks (%u speculative, %u sequential), "
-           "%llu markers, %.0f ms serial\n",
+           "%llu markers resolved in %d rounds, %.0f ms serial\n",
            zl, n, (unsigned long long)st.candidates, (unsigned long long)st.spec_ok, st.blocks, st.spec_blocks,
-           st.seq_blocks, (unsigned long long)st.markers, ms);
+           st.seq_blocks, (unsigned long long)st.markers, st.rounds, ms);
     free(out);
     free(z);
     free(d);

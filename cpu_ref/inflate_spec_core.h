@@ -23,6 +23,11 @@
 #else
 #define INFL_HD
 #endif
+#ifdef __CUDA_ARCH__
+#define INFL_UNROLL _Pragma("unroll")
+#else
+#define INFL_UNROLL
+#endif
 
 #define INFL_WIN 32768u      /* the deflate window */
 #define INFL_MARK 256u       /* first marker value of the u32 symbols */
@@ -351,16 +356,29 @@ INFL_HD static inline void infl_fixed_tabs(struct infl_tabs *t)
 }
 
 /* Copies len bytes from dist back: within the block a copy, before it a marker of the absolute
- * position (the block's output starts at base); -1 for a reference before the whole output. */
+ * position (the block's output starts at base); -1 for a reference before the whole output. The
+ * copy goes in groups of up to INFL_COPY_GROUP symbols no longer than dist, so that a group's loads
+ * do not depend on its stores and the device issues them together. */
+#define INFL_COPY_GROUP 8
 INFL_HD static inline int infl_copy(uint32_t *out, uint64_t base, uint64_t p, uint32_t len, uint32_t dist)
 {
-    uint32_t k;
+    uint32_t k, j, g, v[INFL_COPY_GROUP];
 
     if (dist > base + p)
         return -1;
-    for (k = 0; k < len; k++) {
-        int64_t src = (int64_t)(p + k) - dist;
-        out[p + k] = src >= 0 ? out[src] : (uint32_t)(INFL_MARK + (uint64_t)((int64_t)base + src));
+    for (k = 0; k < len; k += g) {
+        g = len - k < INFL_COPY_GROUP ? len - k : INFL_COPY_GROUP;
+        g = g < dist ? g : dist;
+        INFL_UNROLL
+        for (j = 0; j < INFL_COPY_GROUP; j++) {
+            int64_t src = (int64_t)(p + k + j) - dist;
+            if (j < g)
+                v[j] = src >= 0 ? out[src] : (uint32_t)(INFL_MARK + (uint64_t)((int64_t)base + src));
+        }
+        INFL_UNROLL
+        for (j = 0; j < INFL_COPY_GROUP; j++)
+            if (j < g)
+                out[p + k + j] = v[j];
     }
     return 0;
 }

@@ -38,7 +38,8 @@ struct gi_stream {
     uint32_t hsize, cap; /* map size (a power of two), candidates and blocks at most */
 };
 
-/* A batch, passed by value to every kernel (blockIdx.y picks the stream). */
+/* A batch, passed by value to every kernel (blockIdx.y picks the stream); __grid_constant__ lets
+ * a thread index it in the parameter space instead of copying it to local memory. */
 struct gi_batch {
     int n;
     struct gi_stream s[GINFLATE_MAX_BATCH];
@@ -85,7 +86,7 @@ static dim3 gi_grid(uint64_t work, int n)
 
 /* Phase 0: the map empty, the state cleared, the zlib header checked; status DECLINED until the
  * last kernel says otherwise. */
-__global__ void gi_init(struct gi_batch b)
+__global__ void gi_init(const __grid_constant__ struct gi_batch b)
 {
     GI_STREAM(b);
     if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -102,7 +103,7 @@ __global__ void gi_init(struct gi_batch b)
 
 /* Phase 1: one thread per bit offset of the deflate data; the offsets where a dynamic block header
  * could start go into the map (more than cap: declined). */
-__global__ void gi_scan(struct gi_batch b)
+__global__ void gi_scan(const __grid_constant__ struct gi_batch b)
 {
     GI_STREAM(b);
     uint64_t nbytes = s->in_len - 4, hmask = s->hsize - 1;
@@ -127,7 +128,7 @@ __global__ void gi_scan(struct gi_batch b)
 }
 
 /* Phase 2: one thread per map slot decodes its candidate without writing output: end bit, length. */
-__global__ void gi_pass1(struct gi_batch b)
+__global__ void gi_pass1(const __grid_constant__ struct gi_batch b)
 {
     GI_STREAM(b);
     struct infl_tabs t;
@@ -146,7 +147,7 @@ __global__ void gi_pass1(struct gi_batch b)
 }
 
 /* Phase 3: one thread per stream walks the chain of blocks (infl_chain). */
-__global__ void gi_chain(struct gi_batch b)
+__global__ void gi_chain(const __grid_constant__ struct gi_batch b)
 {
     GI_STREAM(b);
     struct infl_tabs t;
@@ -166,7 +167,7 @@ __global__ void gi_chain(struct gi_batch b)
 }
 
 /* Phase 4: one thread per block of the chain writes its symbols at its output offset. */
-__global__ void gi_place(struct gi_batch b)
+__global__ void gi_place(const __grid_constant__ struct gi_batch b)
 {
     GI_STREAM(b);
     struct infl_tabs t;
@@ -186,7 +187,7 @@ __global__ void gi_place(struct gi_batch b)
 
 /* Phase 5, round `round`: one thread per output position takes one pointer-jumping step
  * (infl_jump); a round after one that left no marker returns at once. */
-__global__ void gi_jump(struct gi_batch b, int round)
+__global__ void gi_jump(const __grid_constant__ struct gi_batch b, int round)
 {
     GI_STREAM(b);
     int left = 0;
@@ -200,7 +201,7 @@ __global__ void gi_jump(struct gi_batch b, int round)
 }
 
 /* Phase 6: one thread per output position writes its byte (a marker still there: declined). */
-__global__ void gi_write(struct gi_batch b)
+__global__ void gi_write(const __grid_constant__ struct gi_batch b)
 {
     GI_STREAM(b);
 
@@ -217,7 +218,7 @@ __global__ void gi_write(struct gi_batch b)
 }
 
 /* Phase 7: one thread per INFL_ADLER_CHUNK bytes adds its part of Adler-32's sums. */
-__global__ void gi_adler(struct gi_batch b)
+__global__ void gi_adler(const __grid_constant__ struct gi_batch b)
 {
     GI_STREAM(b);
 
@@ -234,7 +235,7 @@ __global__ void gi_adler(struct gi_batch b)
 }
 
 /* Phase 8: the verdict. */
-__global__ void gi_final(struct gi_batch b)
+__global__ void gi_final(const __grid_constant__ struct gi_batch b)
 {
     GI_STREAM(b);
 

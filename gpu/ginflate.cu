@@ -252,7 +252,7 @@ int ginflate_create(struct ginflate **out, char *err)
     struct ginflate *g = (struct ginflate *)calloc(1, sizeof(*g));
 
     *out = g;
-    return g ? 0 : edged_fail(err, EDGED_E_NOMEM, "cannot allocate the inflate state");
+    return g ? 0 : edged_fail(err, EDGED_E_GPU_OOM, "cannot allocate the inflate state");
 }
 
 void ginflate_destroy(struct ginflate *g)

@@ -75,8 +75,8 @@ static inline void icorpus_free(struct icorpus *k)
     k->n = k->cap = 0;
 }
 
-/* Data of kind 0 random, 1 photograph-like (PNG rows of smooth gradients with noise, filter
- * bytes in front), 2 flat, 3 repetitive text. */
+/* Data of kind 0 random, 1 photograph-like (PNG rows after the Sub filter: a filter byte, then
+ * small residuals), 2 flat, 3 repetitive text. */
 static inline uint8_t *icorpus_data(int kind, size_t n, uint64_t *s)
 {
     uint8_t *d = malloc(n ? n : 1);
@@ -89,7 +89,11 @@ static inline uint8_t *icorpus_data(int kind, size_t n, uint64_t *s)
         size_t x = i % row, y = i / row;
         switch (kind) {
         case 0: d[i] = (uint8_t)icorpus_rand(s); break;
-        case 1: d[i] = x == 0 ? 1 : (uint8_t)((x / 3 + 2 * y + (x % 3) * 40) / 4 + icorpus_rand(s) % 9); break;
+        case 1: /* Sub-filtered rows of a photograph: small residuals, a larger step now and then */
+            d[i] = x == 0 ? 1
+                          : (uint8_t)(icorpus_rand(s) % 9 + icorpus_rand(s) % 9 - 8 +
+                                      (x % 97 == 0 ? (int)(y % 29) : 0));
+            break;
         case 2: d[i] = 0x7f; break;
         default: d[i] = (uint8_t)words[(i * 7 / 5 + i / 997) % (sizeof(words) - 1)]; break;
         }
@@ -184,9 +188,16 @@ static inline void icorpus_generated(struct icorpus *k, size_t big)
     static const char *kinds[4] = {"random", "photo", "flat", "text"};
     static const size_t sizes[] = {0, 1, 2, 100, 32767, 32768, 32769, 65535, 65536, 65537};
     static const int strategies[] = {Z_FILTERED, Z_HUFFMAN_ONLY, Z_RLE, Z_FIXED};
+    static const uint8_t tiny[] = {0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01};
     int kind, l;
     size_t i, zl;
 
+    /* the empty stream (fixed block, end of block at once) and every prefix of it */
+    for (i = 0; i <= sizeof(tiny); i++) {
+        char name[96];
+        snprintf(name, sizeof(name), "empty stream, first %zu bytes", i);
+        icorpus_add(k, name, tiny, i, 0);
+    }
     for (kind = 0; kind < 4; kind++) {
         uint8_t *d = icorpus_data(kind, big, &k->seed);
         uint8_t *z;

@@ -259,8 +259,9 @@ void ginflate_destroy(struct ginflate *g)
 {
     if (!g)
         return;
+    /* stream-ordered memory goes back the same way; no work of g is in flight (the contract) */
     if (g->d_scratch)
-        cudaFree(g->d_scratch);
+        cudaFreeAsync(g->d_scratch, 0);
     free(g);
 }
 

@@ -166,16 +166,18 @@ __global__ void gi_chain(const __grid_constant__ struct gi_batch b)
     s->st->trailer = trailer;
 }
 
-/* Phase 4: one thread per block of the chain writes its symbols at its output offset. */
+/* Phase 4: one thread per block of the chain writes its symbols at its output offset. Blocks of
+ * GI_PLACE_THREADS threads of which only the first works: the decodes' branches differ from
+ * block to block, and a few hundred blocks spread over that many SMs instead of a few warps. */
+#define GI_PLACE_THREADS 32
 __global__ void gi_place(const __grid_constant__ struct gi_batch b)
 {
     GI_STREAM(b);
     struct infl_tabs t;
 
-    if (s->st->declined)
+    if (threadIdx.x || s->st->declined)
         return;
-    GI_FOR(i, s->st->nblocks)
-    {
+    for (uint64_t i = blockIdx.x; i < s->st->nblocks; i += gridDim.x) {
         struct infl_res r;
         const struct infl_blk *bk = &s->blocks[i];
         if (infl_block(s->in, s->in_len - 4, bk->start_bit, &t, s->sym + bk->out_off, bk->out_off, bk->len,
@@ -362,7 +364,8 @@ int ginflate_enqueue(struct ginflate *g, cudaStream_t stream, int n, const uint8
     GI_LAUNCH(gi_scan, gi_grid(max_bits, n), GI_THREADS, bt);
     GI_LAUNCH(gi_pass1, gi_grid(max_h, n), GI_THREADS, bt);
     GI_LAUNCH(gi_chain, dim3(1, (unsigned)n), 1, bt);
-    GI_LAUNCH(gi_place, gi_grid(max_cap, n), GI_THREADS, bt);
+    GI_LAUNCH(gi_place, dim3((unsigned)(max_cap < GI_MAX_GRID ? max_cap : GI_MAX_GRID), (unsigned)n),
+              GI_PLACE_THREADS, bt);
     /* a chain of markers runs through at most max_cap blocks: 2^rounds >= max_cap resolves it */
     for (int r = 0; r < INFL_JUMP_ROUNDS && (r < 2 || (1ull << (r - 1)) < max_cap); r++)
         GI_LAUNCH(gi_jump, gi_grid(max_out, n), GI_THREADS, bt, r);

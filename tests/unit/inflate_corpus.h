@@ -225,10 +225,17 @@ static inline uint32_t icorpus_be32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* The IDAT stream of every PngSuite file in dir (out_len: what libdeflate gives from a large
- * buffer, or 1 when it fails). Returns how many files were read, -1 without the folder. */
-static inline int icorpus_pngsuite(struct icorpus *k, const char *dir)
+/* PngSuite's folder: EDGED_PNGSUITE, else ../shared/pngsuite (as the PNG tests). */
+static inline const char *icorpus_pngsuite_dir(void)
 {
+    return getenv("EDGED_PNGSUITE") ? getenv("EDGED_PNGSUITE") : "../shared/pngsuite";
+}
+
+/* The IDAT stream of every PngSuite file (icorpus_pngsuite_dir; out_len: what libdeflate gives
+ * from a large buffer, or 1 when it fails). Returns how many files were read, -1 without the folder. */
+static inline int icorpus_pngsuite(struct icorpus *k)
+{
+    const char *dir = icorpus_pngsuite_dir();
     DIR *dd = opendir(dir);
     struct dirent *e;
     int files = 0;

@@ -103,8 +103,8 @@ int main(void)
     }
     k.seed = seed;
     icorpus_generated(&k, 100000);
-    if (icorpus_pngsuite(&k, "../shared/pngsuite") < 0)
-        SKIP("../shared/pngsuite not found: PngSuite streams not tested");
+    if (icorpus_pngsuite(&k) < 0)
+        SKIP("%s not found (EDGED_PNGSUITE): PngSuite streams not tested", icorpus_pngsuite_dir());
     for (i = 0; i < k.n; i += BATCH)
         run_batch(ctx, k.c + i, k.n - i < BATCH ? k.n - i : BATCH);
     time_photo(ctx, &k.seed, q && atoi(q) > 0);

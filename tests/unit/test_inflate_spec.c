@@ -148,9 +148,9 @@ int main(void)
     printf("seed %llu (EDGED_TEST_SEED)\n", (unsigned long long)seed);
     k.seed = seed;
     icorpus_generated(&k, 100000);
-    files = icorpus_pngsuite(&k, "../shared/pngsuite");
+    files = icorpus_pngsuite(&k);
     if (files < 0)
-        SKIP("../shared/pngsuite not found: PngSuite streams not tested");
+        SKIP("%s not found (EDGED_PNGSUITE): PngSuite streams not tested", icorpus_pngsuite_dir());
     test_corpus(&k);
     test_sizes_and_trailer(&k);
     test_large_stats(&k.seed);

@@ -83,8 +83,9 @@ static void test_large_stats(uint64_t *seed)
     free(d);
 }
 
-/* Random damage (bit flips, byte overwrites, truncation) of a few streams: an answer of 0 must
- * carry exactly libdeflate's bytes for the same size. */
+/* Random damage (bit flips, byte overwrites, truncation) of a few streams, `rounds` times each
+ * (EDGED_INFLATE_DAMAGE, default 150): an answer of 0 must carry exactly libdeflate's bytes for
+ * the same size. */
 static void test_damage(uint64_t *seed, int rounds)
 {
     struct icorpus k = {0};
@@ -140,7 +141,7 @@ int main(void)
 {
     struct icorpus k = {0};
     uint64_t seed = (uint64_t)time(NULL);
-    const char *env = getenv("EDGED_TEST_SEED");
+    const char *env = getenv("EDGED_TEST_SEED"), *rounds = getenv("EDGED_INFLATE_DAMAGE");
     int files;
 
     if (env)
@@ -154,7 +155,7 @@ int main(void)
     test_corpus(&k);
     test_sizes_and_trailer(&k);
     test_large_stats(&k.seed);
-    test_damage(&k.seed, 150);
+    test_damage(&k.seed, rounds ? atoi(rounds) : 150);
     icorpus_free(&k);
     return check_summary();
 }

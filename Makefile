@@ -250,7 +250,8 @@ test-valgrind: deps
 	@sh docker/deps.sh dev
 	@PYTHON=$(PYTHON) sh tests/valgrind/run.sh
 
-# libFuzzer targets (clang): PNG decode, multipart+params request parser, params validator.
+# libFuzzer targets (clang): PNG decode, multipart+params request parser, params validator, the
+# speculative inflate against libdeflate.
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	@sh docker/deps.sh dev

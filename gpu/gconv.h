@@ -246,6 +246,13 @@ int gconv_png_decode_host(struct gconv_ctx *ctx, int n, const struct png_layout 
                           const uint8_t *const *z, const size_t *z_len, int batched, struct img *out, int *rc,
                           double *ms, char *err);
 
+/* Inflates n (1..32) zlib streams (zlib[i], len[i] bytes, host memory) on the device in one batch
+ * of gpu/ginflate.h (tests, bench): status[i] receives 0 (out[i] holds exactly out_len[i] bytes) or
+ * 1 (declined: out[i] untouched); *ms the device time of the batch. Returns 0 or a negative
+ * EDGED_E_* (EDGED_E_NO_CUDA without CUDA) with a message in err. */
+int gconv_inflate_host(struct gconv_ctx *ctx, int n, const uint8_t *const *zlib, const size_t *len,
+                       uint8_t *const *out, const size_t *out_len, int *status, double *ms, char *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,43 @@
+/* inflate_spec.h — the speculative parallel inflate of one zlib stream, run serially on the host
+ * through the same core (inflate_spec_core.h) that gpu/ginflate.cu runs on the device. */
+#ifndef EDGED_INFLATE_SPEC_H
+#define EDGED_INFLATE_SPEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "inflate_spec_core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* inflspec_decode's answer for any stream it does not decode (malformed, a stretch too long to
+ * decode serially, a limit): the CPU decoder's verdict stands. */
+#define INFLSPEC_DECLINED 1
+
+/* What one decode did, for tests and the docs. */
+struct inflspec_stats {
+    uint64_t candidates;      /* bit offsets where a dynamic block header could start */
+    uint64_t spec_ok;         /* candidates whose speculative decode succeeded */
+    uint32_t blocks;          /* blocks of the chain */
+    uint32_t spec_blocks;     /* of them taken from speculative decodes */
+    uint32_t seq_blocks;      /* of them decoded by the chain itself (fixed, stored, missed) */
+    uint64_t markers;         /* output symbols that were markers before resolution */
+    int rounds;               /* pointer-jumping rounds that resolved them (the last found none) */
+};
+
+/* Candidate slots for a stream of in_len bytes (more found: declined) and the map's size. */
+uint64_t inflspec_max_candidates(uint64_t in_len);
+uint64_t inflspec_map_size(uint64_t in_len);
+
+/* Inflates the zlib stream zlib[0..len) into exactly out_len bytes at out with the speculative
+ * algorithm (candidate scan, speculative decodes, chain, placement, pointer jumping, Adler-32),
+ * serially. Trailing bytes after the Adler-32 are ignored, as libdeflate does. st may be NULL.
+ * Returns 0 (out holds the data), INFLSPEC_DECLINED (out undefined) or EDGED_E_NOMEM. */
+int inflspec_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_len, struct inflspec_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

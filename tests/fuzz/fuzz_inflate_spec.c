@@ -1,0 +1,77 @@
+/* fuzz_inflate_spec.c — libFuzzer target: the speculative inflate (cpu_ref/inflate_spec.c) against
+ * libdeflate's zlib decoder. Input: one mode byte, then the stream. Mode bit 0 writes a valid zlib
+ * header, bit 1 rewrites the Adler-32 after the deflate data (so that mutations reach the chain and
+ * the resolution rather than dying at the checksum), bits 2-3 ask for one byte more or less than
+ * libdeflate gives. Aborts when inflspec_decode answers 0 and libdeflate, asked for the same size,
+ * does not give the same bytes, or when it answers anything but 0 or INFLSPEC_DECLINED. */
+#include <libdeflate.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inflate_spec.h"
+
+#define FUZZ_MAX_OUT (1u << 20)
+
+static uint8_t fz_out[FUZZ_MAX_OUT + 1], fz_ref[FUZZ_MAX_OUT + 1];
+
+/* Replaces the 4 bytes after the raw deflate data with the Adler-32 of what it inflates to. */
+static void fix_adler(struct libdeflate_decompressor *d, uint8_t *z, size_t len)
+{
+    size_t in = 0, got = 0, at;
+    uint32_t a;
+
+    if (len < 6 || libdeflate_deflate_decompress_ex(d, z + 2, len - 2, fz_ref, FUZZ_MAX_OUT, &in, &got) !=
+                       LIBDEFLATE_SUCCESS)
+        return;
+    at = 2 + in;
+    if (at + 4 > len)
+        return;
+    a = libdeflate_adler32(1, fz_ref, got);
+    z[at] = (uint8_t)(a >> 24);
+    z[at + 1] = (uint8_t)(a >> 16);
+    z[at + 2] = (uint8_t)(a >> 8);
+    z[at + 3] = (uint8_t)a;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct libdeflate_decompressor *d;
+    uint8_t mode, *z;
+    size_t len, got = 0, out_len;
+    int rc;
+
+    if (size < 1)
+        return 0;
+    mode = data[0];
+    len = size - 1;
+    if (!(z = malloc(len + 1)) || !(d = libdeflate_alloc_decompressor()))
+        abort();
+    memcpy(z, data + 1, len);
+    if ((mode & 1) && len >= 2) {
+        z[0] = 0x78;
+        z[1] = 0x9c;
+    }
+    if (mode & 2)
+        fix_adler(d, z, len);
+    if (libdeflate_zlib_decompress_ex(d, z, len, fz_ref, FUZZ_MAX_OUT, NULL, &got) != LIBDEFLATE_SUCCESS)
+        got = (size_t)mode * 61;
+    out_len = got;
+    if ((mode >> 2 & 3) == 1)
+        out_len = got + 1;
+    else if ((mode >> 2 & 3) == 2 && got)
+        out_len = got - 1;
+    rc = inflspec_decode(z, len, fz_out, out_len, NULL);
+    if (rc != 0 && rc != INFLSPEC_DECLINED)
+        abort();
+    if (rc == 0) {
+        size_t got2 = 0;
+        if (libdeflate_zlib_decompress_ex(d, z, len, fz_ref, out_len, NULL, &got2) != LIBDEFLATE_SUCCESS ||
+            got2 != out_len || memcmp(fz_out, fz_ref, out_len))
+            abort();
+    }
+    libdeflate_free_decompressor(d);
+    free(z);
+    return 0;
+}

@@ -1,0 +1,161 @@
+/* test_inflate_spec.c — the speculative inflate (cpu_ref/inflate_spec.c) against libdeflate's zlib
+ * decoder, byte for byte: generated streams of every encoder knob, PngSuite's IDAT streams, wrong
+ * output sizes, trailing bytes, and random damage that must never yield other bytes than libdeflate's. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "inflate_corpus.h"
+#include "inflate_spec.h"
+
+/* The generated and PngSuite streams: libdeflate's bytes, or a refusal where it refuses. */
+static void test_corpus(const struct icorpus *k)
+{
+    uint64_t cand = 0, spec = 0, seq = 0;
+    int i;
+
+    for (i = 0; i < k->n; i++) {
+        const struct icase *c = &k->c[i];
+        uint8_t *out = malloc(c->out_len ? c->out_len : 1);
+        struct inflspec_stats st;
+        int rc = inflspec_decode(c->z, c->zlen, out, c->out_len, &st);
+        if (c->ok)
+            CHECK(rc == 0 && !memcmp(out, c->want, c->out_len), "%s: rc %d (%zu -> %zu bytes)", c->name, rc,
+                  c->zlen, c->out_len);
+        else
+            CHECK(rc == INFLSPEC_DECLINED, "%s: libdeflate refuses it, inflspec rc %d", c->name, rc);
+        cand += st.candidates;
+        spec += st.spec_blocks;
+        seq += st.seq_blocks;
+        free(out);
+    }
+    printf("corpus: %d streams, %llu candidates, %llu blocks speculative, %llu sequential\n", k->n,
+           (unsigned long long)cand, (unsigned long long)spec, (unsigned long long)seq);
+}
+
+/* One size too few or too many, and trailing bytes after the Adler-32 (libdeflate ignores them). */
+static void test_sizes_and_trailer(const struct icorpus *k)
+{
+    int i;
+
+    for (i = 0; i < k->n; i += 7) {
+        const struct icase *c = &k->c[i];
+        uint8_t *out = malloc(c->out_len + 2), *z = malloc(c->zlen + 3);
+        if (!c->ok || !out || !z) {
+            free(out);
+            free(z);
+            continue;
+        }
+        if (c->out_len)
+            CHECK(inflspec_decode(c->z, c->zlen, out, c->out_len - 1, NULL) == INFLSPEC_DECLINED, "%s: short", c->name);
+        CHECK(inflspec_decode(c->z, c->zlen, out, c->out_len + 1, NULL) == INFLSPEC_DECLINED, "%s: long", c->name);
+        memcpy(z, c->z, c->zlen);
+        memcpy(z + c->zlen, "\x00\xff\x13", 3);
+        CHECK(inflspec_decode(z, c->zlen + 3, out, c->out_len, NULL) == 0 && !memcmp(out, c->want, c->out_len),
+              "%s: trailing bytes", c->name);
+        free(out);
+        free(z);
+    }
+}
+
+/* A large level-6 photograph-like stream: most blocks come from speculative decodes. */
+static void test_large_stats(uint64_t *seed)
+{
+    size_t n = 3 * 1024 * 1024, zl;
+    uint8_t *d = icorpus_data(1, n, seed), *z = icorpus_zlib(d, n, 6, 8, Z_DEFAULT_STRATEGY, &zl);
+    uint8_t *out = malloc(n);
+    struct inflspec_stats st;
+    clock_t t0 = clock();
+    int rc = inflspec_decode(z, zl, out, n, &st);
+    double ms = 1e3 * (double)(clock() - t0) / CLOCKS_PER_SEC;
+
+    CHECK(rc == 0 && !memcmp(out, d, n), "large stream: rc %d", rc);
+    CHECK(st.blocks > 8 && st.spec_blocks + 1 >= st.blocks * 9 / 10, "large stream: %u of %u blocks speculative",
+          st.spec_blocks, st.blocks);
+    printf("large: %zu -> %zu bytes, %llu candidates (%llu decoded), %u blocks (%u speculative, %u sequential), "
+           "%llu markers resolved in %d rounds, %.0f ms serial\n",
+           zl, n, (unsigned long long)st.candidates, (unsigned long long)st.spec_ok, st.blocks, st.spec_blocks,
+           st.seq_blocks, (unsigned long long)st.markers, st.rounds, ms);
+    free(out);
+    free(z);
+    free(d);
+}
+
+/* Random damage (bit flips, byte overwrites, truncation) of a few streams, `rounds` times each
+ * (EDGED_INFLATE_DAMAGE, default 150): an answer of 0 must carry exactly libdeflate's bytes for
+ * the same size. */
+static void test_damage(uint64_t *seed, int rounds)
+{
+    struct icorpus k = {0};
+    uint8_t *d = icorpus_data(1, 40000, seed), *t = icorpus_data(3, 40000, seed), *z;
+    int i, j, accepted = 0, bad = 0;
+    size_t zl;
+
+    k.seed = *seed;
+    icorpus_add_zlib(&k, "photo", d, 40000, 6, 8, Z_DEFAULT_STRATEGY);
+    icorpus_add_zlib(&k, "text", t, 40000, 9, 8, Z_DEFAULT_STRATEGY);
+    icorpus_add_zlib(&k, "photo fixed", d, 20000, 6, 8, Z_FIXED);
+    z = icorpus_mixed(t, 40000, &zl);
+    icorpus_add(&k, "mixed", z, zl, 40000);
+    free(z);
+    for (i = 0; i < k.n; i++)
+        for (j = 0; j < rounds; j++) {
+            const struct icase *c = &k.c[i];
+            struct icorpus one = {0};
+            uint8_t *m = malloc(c->zlen), *out = malloc(c->out_len);
+            size_t ml = c->zlen, f, nf = 1 + icorpus_rand(seed) % 3;
+            int rc;
+            memcpy(m, c->z, c->zlen);
+            for (f = 0; f < nf; f++) {
+                uint32_t r = icorpus_rand(seed), at = icorpus_rand(seed) % (uint32_t)ml;
+                if (r % 4 == 0)
+                    m[at] = (uint8_t)icorpus_rand(seed);
+                else if (r % 4 == 3 && f == 0)
+                    ml = at + 1;
+                else
+                    m[at] ^= (uint8_t)(1u << (r >> 8) % 8);
+            }
+            rc = inflspec_decode(m, ml, out, c->out_len, NULL);
+            icorpus_add(&one, "damaged", m, ml, c->out_len);
+            if (rc == 0) {
+                accepted++;
+                if (!one.c[0].ok || memcmp(out, one.c[0].want, c->out_len))
+                    bad++;
+            } else if (rc != INFLSPEC_DECLINED) {
+                bad++;
+            }
+            icorpus_free(&one);
+            free(m);
+            free(out);
+        }
+    CHECK(bad == 0, "damage: %d answers differ from libdeflate", bad);
+    printf("damage: %d damaged streams, %d decoded (libdeflate agrees), the rest declined\n", k.n * rounds, accepted);
+    icorpus_free(&k);
+    free(d);
+    free(t);
+}
+
+int main(void)
+{
+    struct icorpus k = {0};
+    uint64_t seed = (uint64_t)time(NULL);
+    const char *env = getenv("EDGED_TEST_SEED"), *rounds = getenv("EDGED_INFLATE_DAMAGE");
+    int files;
+
+    if (env)
+        seed = strtoull(env, NULL, 10);
+    printf("seed %llu (EDGED_TEST_SEED)\n", (unsigned long long)seed);
+    k.seed = seed;
+    icorpus_generated(&k, 100000);
+    files = icorpus_pngsuite(&k);
+    if (files < 0)
+        SKIP("%s not found (EDGED_PNGSUITE): PngSuite streams not tested", icorpus_pngsuite_dir());
+    test_corpus(&k);
+    test_sizes_and_trailer(&k);
+    test_large_stats(&k.seed);
+    test_damage(&k.seed, rounds ? atoi(rounds) : 150);
+    icorpus_free(&k);
+    return check_summary();
+}

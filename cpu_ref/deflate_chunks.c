@@ -33,7 +33,7 @@ void deflchunks_zlib_header(uint8_t *p)
 int deflchunks_compress(const uint8_t *in, size_t n, size_t chunk, int level, unsigned hint, uint8_t **out,
                         size_t *out_len, char *err)
 {
-    struct defl_scratch sc = {NULL, NULL};
+    struct defl_scratch sc = {NULL, NULL, NULL};
     size_t bound = deflchunks_bound(n, chunk), pos = 2;
     uint32_t adler = 1;
     uint8_t *buf = NULL;
@@ -44,7 +44,8 @@ int deflchunks_compress(const uint8_t *in, size_t n, size_t chunk, int level, un
         return edged_fail(err, EDGED_E_PARAM, "deflate chunks: chunk %zu (1..%u) or level %d (0..9) invalid",
                           chunk, DEFL_MAX_CHUNK, level);
     if (!(buf = malloc(bound)) || !(sc.hash = malloc(DEFL_HASH_SIZE * sizeof(*sc.hash))) ||
-        !(sc.tok = malloc((n < chunk ? (n ? n : 1) : chunk) * sizeof(*sc.tok)))) {
+        !(sc.tok = malloc((n < chunk ? (n ? n : 1) : chunk) * sizeof(*sc.tok))) ||
+        !(sc.work = malloc(sizeof(*sc.work)))) {
         rc = edged_fail(err, EDGED_E_NOMEM, "deflate chunks: cannot allocate %zu bytes", bound);
         goto out;
     }
@@ -63,6 +64,7 @@ int deflchunks_compress(const uint8_t *in, size_t n, size_t chunk, int level, un
         buf[pos++] = (uint8_t)(adler >> (24 - 8 * i));
     *out = buf, *out_len = pos, buf = NULL;
 out:
+    free(sc.work);
     free(sc.tok);
     free(sc.hash);
     free(buf);

@@ -36,6 +36,9 @@ extern "C" {
 #define DEFL_MIN_MATCH 3
 #define DEFL_MAX_MATCH 258
 #define DEFL_MAX_STORED 65535u
+/* Positions inside a match enter the hash table only for matches up to this long: long matches
+ * are runs and repeated rows, which the distance-1 and hint candidates find without the table. */
+#define DEFL_MAX_INSERT 16
 #define DEFL_NLITLEN 286
 #define DEFL_NDIST 30
 #define DEFL_NCLEN 19
@@ -79,13 +82,25 @@ DEFL_HD static inline uint32_t defl_adler32_combine(uint32_t a1, uint32_t a2, si
 
 /* ---- Huffman codes ---- */
 
-/* Huffman code lengths of at most maxbits for freq[0..n) (n <= DEFL_NLITLEN), 0 for unused
- * symbols. At least two symbols get a length (dummies if needed), so every code is complete.
- * Where the tree is too deep, the counts are flattened and the tree built again. */
-DEFL_HD static inline void defl_huff_lengths(const uint32_t *freq_in, int n, int maxbits, uint8_t *len)
-{
+/* Working arrays of defl_huff_build: on the device they live in global memory (per-thread local
+ * arrays this large would reserve local memory for every resident thread). */
+struct defl_huff_tmp {
     uint32_t freq[DEFL_NLITLEN], w[2 * DEFL_NLITLEN];
-    int sym[DEFL_NLITLEN], parent[2 * DEFL_NLITLEN], depth[2 * DEFL_NLITLEN], m = 0, deepest;
+    int16_t sym[DEFL_NLITLEN], parent[2 * DEFL_NLITLEN];
+    uint8_t depth[2 * DEFL_NLITLEN];
+};
+
+/* Huffman code lengths of at most maxbits for freq_in[0..n) (n <= DEFL_NLITLEN), 0 for unused
+ * symbols, with the working arrays in t. At least two symbols get a length (dummies if needed), so
+ * every code is complete. Where the tree is too deep, the counts are flattened and the tree built
+ * again. */
+DEFL_HD static inline void defl_huff_build(const uint32_t *freq_in, int n, int maxbits, uint8_t *len,
+                                           struct defl_huff_tmp *t)
+{
+    uint32_t *freq = t->freq, *w = t->w;
+    int16_t *sym = t->sym, *parent = t->parent;
+    uint8_t *depth = t->depth;
+    int m = 0, deepest;
 
     memcpy(freq, freq_in, (size_t)n * sizeof(*freq));
     for (int s = 0; s < n && m < 2; s++)
@@ -101,7 +116,7 @@ DEFL_HD static inline void defl_huff_lengths(const uint32_t *freq_in, int n, int
 
                 for (; i > 0 && freq[sym[i - 1]] > freq[s]; i--)
                     sym[i] = sym[i - 1];
-                sym[i] = s;
+                sym[i] = (int16_t)s;
             }
         for (int i = 0; i < m; i++)
             w[i] = freq[sym[i]];
@@ -111,12 +126,12 @@ DEFL_HD static inline void defl_huff_lengths(const uint32_t *freq_in, int n, int
             for (int k = 0; k < 2; k++)
                 c[k] = li < m && (ii >= next || w[li] <= w[ii]) ? li++ : ii++;
             w[next] = w[c[0]] + w[c[1]];
-            parent[c[0]] = parent[c[1]] = next;
+            parent[c[0]] = parent[c[1]] = (int16_t)next;
         }
         depth[2 * m - 2] = 0;
         deepest = 0;
         for (int i = 2 * m - 3; i >= 0; i--) {
-            depth[i] = depth[parent[i]] + 1;
+            depth[i] = (uint8_t)(depth[parent[i]] + 1);
             if (depth[i] > deepest)
                 deepest = depth[i];
         }
@@ -125,7 +140,15 @@ DEFL_HD static inline void defl_huff_lengths(const uint32_t *freq_in, int n, int
     } while (deepest > maxbits);
     memset(len, 0, (size_t)n);
     for (int i = 0; i < m; i++)
-        len[sym[i]] = (uint8_t)depth[i];
+        len[sym[i]] = depth[i];
+}
+
+/* defl_huff_build with its working arrays on the stack (host callers). */
+static inline void defl_huff_lengths(const uint32_t *freq_in, int n, int maxbits, uint8_t *len)
+{
+    struct defl_huff_tmp t;
+
+    defl_huff_build(freq_in, n, maxbits, len, &t);
 }
 
 /* Canonical codes for len[0..n), bit-reversed for the LSB-first writer. */
@@ -269,7 +292,8 @@ DEFL_HD static inline size_t defl_parse(const uint8_t *in, size_t base, size_t s
             tok[t++] = DEFL_TOK_MATCH(best, dist);
             f->lit[257 + defl_len_code(best, &ne, &ev)]++;
             f->dist[defl_dist_code(dist, &ne, &ev)]++;
-            defl_hash_insert(in, base, p + 1, p + best, end, hash);
+            if (best <= DEFL_MAX_INSERT)
+                defl_hash_insert(in, base, p + 1, p + best, end, hash);
             p += best;
         } else {
             tok[t++] = in[p];
@@ -359,21 +383,21 @@ DEFL_HD static inline void defl_plan_items(struct defl_plan *k, const uint8_t *l
 
 /* Builds the codes of a block from its counts; returns the block's size in bits (header, tokens
  * and end-of-block code). */
-DEFL_HD static inline size_t defl_plan_build(struct defl_plan *k, const struct defl_freq *f)
+DEFL_HD static inline size_t defl_plan_build(struct defl_plan *k, const struct defl_freq *f, struct defl_huff_tmp *t)
 {
     uint8_t *ll = k->lens, *dl;
     uint32_t cf[DEFL_NCLEN] = {0};
     size_t bits = 3 + 14;
 
-    defl_huff_lengths(f->lit, DEFL_NLITLEN, DEFL_MAXBITS, ll);
+    defl_huff_build(f->lit, DEFL_NLITLEN, DEFL_MAXBITS, ll, t);
     for (k->nlit = DEFL_NLITLEN; !ll[k->nlit - 1]; k->nlit--)
         ;
     dl = ll + k->nlit;
-    defl_huff_lengths(f->dist, DEFL_NDIST, DEFL_MAXBITS, dl);
+    defl_huff_build(f->dist, DEFL_NDIST, DEFL_MAXBITS, dl, t);
     for (k->ndist = DEFL_NDIST; !dl[k->ndist - 1]; k->ndist--)
         ;
     defl_plan_items(k, ll, k->nlit + k->ndist, cf);
-    defl_huff_lengths(cf, DEFL_NCLEN, DEFL_CLEN_MAXBITS, k->clen_len);
+    defl_huff_build(cf, DEFL_NCLEN, DEFL_CLEN_MAXBITS, k->clen_len, t);
     for (k->nclen = DEFL_NCLEN; k->nclen > 4 && !k->clen_len[defl_clen_order(k->nclen - 1)]; k->nclen--)
         ;
     defl_huff_codes(ll, k->nlit, k->lit_code);
@@ -461,9 +485,17 @@ DEFL_HD static inline size_t defl_write_stored(const uint8_t *in, size_t start, 
     return (size_t)(o - out);
 }
 
-/* Where a chunk's tables live: hash (DEFL_HASH_SIZE entries) and tok (one per input byte). */
+/* A chunk's counts, codes and code-building arrays. */
+struct defl_work {
+    struct defl_freq f;
+    struct defl_plan k;
+    struct defl_huff_tmp h;
+};
+
+/* Where a chunk's tables live: hash (DEFL_HASH_SIZE entries), tok (one per input byte) and work. */
 struct defl_scratch {
     uint32_t *hash, *tok;
+    struct defl_work *work;
 };
 
 /* Compresses chunk in[start, start + len) of the n-byte input into out (defl_chunk_bound(len)
@@ -474,18 +506,17 @@ DEFL_HD static inline size_t defl_chunk(const uint8_t *in, size_t start, size_t 
                                         unsigned hint, struct defl_scratch sc, uint8_t *out)
 {
     size_t base = start > DEFL_WINDOW ? start - DEFL_WINDOW : 0, stored = defl_stored_size(len), t, bits, bytes;
-    struct defl_freq f;
-    struct defl_plan k;
+    struct defl_work *w = sc.work;
     struct defl_bits b = {out, 0, 0};
 
     if (level == 0 || len == 0)
         return defl_write_stored(in, start, len, final, out);
-    t = defl_parse(in, base, start, len, hint, sc.hash, sc.tok, &f);
-    bits = defl_plan_build(&k, &f);
+    t = defl_parse(in, base, start, len, hint, sc.hash, sc.tok, &w->f);
+    bits = defl_plan_build(&w->k, &w->f, &w->h);
     bytes = final ? (bits + 7) / 8 : (bits + 3 + 7) / 8 + 4;
     if (bytes >= stored)
         return defl_write_stored(in, start, len, final, out);
-    defl_block_write(&k, sc.tok, t, final, &b);
+    defl_block_write(&w->k, sc.tok, t, final, &b);
     if (!final) {
         defl_put(&b, 0, 3); /* sync flush: an empty stored block */
         defl_align(&b);

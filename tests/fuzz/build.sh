@@ -1,6 +1,7 @@
 #!/bin/sh
 # build.sh — builds the libFuzzer targets (clang, -fsanitize=fuzzer,address,undefined) into
-# $OUT (default build-fuzz): fuzz_png, fuzz_png_diff, fuzz_image, fuzz_request, fuzz_params. Usage: sh tests/fuzz/build.sh [OUT]
+# $OUT (default build-fuzz): fuzz_png, fuzz_png_diff, fuzz_image, fuzz_request, fuzz_params,
+# fuzz_deflate_chunks. Usage: sh tests/fuzz/build.sh [OUT]
 set -eu
 cd "$(dirname "$0")/../.."
 OUT=${1:-${OUT:-build-fuzz}}
@@ -29,3 +30,4 @@ build fuzz_png_diff $PNG
 build fuzz_image server/codec/image_io.c server/codec/jpeg_io.c server/codec/webp_io.c server/codec/exif.c $PNG
 build fuzz_params $API
 build fuzz_request server/http/upload.c server/http/multipart.c $API
+build fuzz_deflate_chunks cpu_ref/deflate_chunks.c api/errors.c api/image.c

@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "deflate_chunks.h"
+#include "edgemap.h"
 #include "png_frame.h"
 
 /* Edge maps may be at most this many times libdeflate level 1's bytes on the same rows. */
@@ -20,10 +21,7 @@ static uint32_t rng_state;
 
 static uint32_t rng(void)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 17;
-    rng_state ^= rng_state << 5;
-    return rng_state;
+    return edgemap_rng(&rng_state);
 }
 
 enum kind { K_RANDOM, K_FLAT, K_EDGES, K_PHOTO, K_REPEAT, K_NKINDS };
@@ -117,37 +115,6 @@ static void test_adler(void)
     CHECK(defl_adler32(1, p, sizeof(p)) == (uint32_t)adler32(1, p, sizeof(p)), "adler32 as zlib's");
 }
 
-/* A w x h edge map (0/255) of curves drawn until about density of the pixels are set: circles
- * and lines, as edge detectors answer on photographs. */
-static void edge_map(uint8_t *m, int w, int h, double density)
-{
-    size_t want = (size_t)(density * w * h), set = 0;
-
-    memset(m, 0, (size_t)w * h);
-    while (set < want) {
-        int cx = (int)(rng() % w), cy = (int)(rng() % h), r = 4 + (int)(rng() % 60);
-
-        if (rng() & 1) {
-            for (int a = 0; a < 8 * r; a++) {
-                double t = a * 3.14159265 * 2 / (8 * r);
-                int x = cx + (int)(r * __builtin_cos(t)), y = cy + (int)(r * __builtin_sin(t));
-
-                if (x >= 0 && x < w && y >= 0 && y < h && !m[(size_t)y * w + x])
-                    m[(size_t)y * w + x] = 255, set++;
-            }
-        } else {
-            int dx = (int)(rng() % 5) - 2, dy = (int)(rng() % 5) - 2;
-
-            for (int s = 0; s < 2 * r; s++) {
-                int x = cx + s * dx / 2, y = cy + s * dy / 2;
-
-                if (x >= 0 && x < w && y >= 0 && y < h && !m[(size_t)y * w + x])
-                    m[(size_t)y * w + x] = 255, set++;
-            }
-        }
-    }
-}
-
 /* Edge maps written unfiltered (filter byte 0 before each row) against libdeflate level 1. */
 static void test_edge_ratio(void)
 {
@@ -162,7 +129,7 @@ static void test_edge_ratio(void)
     for (size_t di = 0; di < sizeof(densities) / sizeof(*densities); di++) {
         size_t reflen;
 
-        edge_map(m, w, h, densities[di]);
+        edgemap_draw(m, w, h, (size_t)w, densities[di], &rng_state);
         for (int y = 0; y < h; y++) {
             raw[y * rb] = 0;
             memcpy(raw + y * rb + 1, m + (size_t)y * w, (size_t)w);

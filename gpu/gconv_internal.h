@@ -64,6 +64,8 @@ struct gstream {
     float *d_arena; /* float planes, see gstream_planes */
     size_t d_arena_cap;
     float *d_taps; /* GCONV_TAPS_FLOATS */
+    uint8_t *d_png; /* scratch of the PNG encode (gconv_png_encode.cu) */
+    size_t d_png_cap;
     struct tex_cache tc;
     /* the job in flight */
     int busy, rc;

@@ -1,5 +1,5 @@
 /* bench_codec.c — `edged bench --codec`: times the codecs of each file's format on the same files:
- * PNG (edged's, libpng), JPEG (libjpeg-turbo), WebP (libwebp). */
+ * PNG (edged's, libpng, the device encoder), JPEG (libjpeg-turbo, nvJPEG), WebP (libwebp). */
 #include "cli/bench_codec.h"
 
 #include <cjson/cJSON.h>
@@ -32,7 +32,26 @@ struct bench_codec {
     enum imageio_format fmt;
     int (*decode)(const uint8_t *, size_t, const struct png_limits *, struct img *, char *);
     int (*encode)(const struct img *, const struct bench_codec_opts *, uint8_t **, size_t *, char *);
+    int gpu; /* 1: the encoder runs on the device; the row is left out without one */
 };
+
+static struct gconv_ctx *bench_gpu; /* opened by the first file with a device row; NULL: none */
+static int bench_gpu_tried;
+
+/* The device of the GPU rows, opened on first use; NULL without one. */
+static struct gconv_ctx *bench_codec_gpu(void)
+{
+    char err[EDGED_ERR_LEN];
+
+    if (!bench_gpu_tried) {
+        bench_gpu_tried = 1;
+        if (gconv_open(&bench_gpu, 0, 1, err) < 0) {
+            gconv_close(bench_gpu);
+            bench_gpu = NULL;
+        }
+    }
+    return bench_gpu;
+}
 
 static int enc_edged_png(const struct img *im, const struct bench_codec_opts *o, uint8_t **out, size_t *len, char *err)
 {
@@ -42,6 +61,13 @@ static int enc_edged_png(const struct img *im, const struct bench_codec_opts *o,
 static int enc_libpng(const struct img *im, const struct bench_codec_opts *o, uint8_t **out, size_t *len, char *err)
 {
     return pngio_encode_libpng(im, o->level, 8, out, len, err);
+}
+
+/* The device encoder (gconv_png_encode_host), upload of the decoded image included. */
+static int enc_gpu_png(const struct img *im, const struct bench_codec_opts *o, uint8_t **out, size_t *len,
+                       char *err)
+{
+    return gconv_png_encode_host(bench_gpu, im, o->level, 8, out, len, err);
 }
 
 static int enc_jpeg(const struct img *im, const struct bench_codec_opts *o, uint8_t **out, size_t *len, char *err)
@@ -64,10 +90,11 @@ static int dec_image(const uint8_t *d, size_t n, const struct png_limits *lim, s
 
 /* Rows per format, in print order; GPU decoders (nvJPEG) add their rows here under EDGED_GPU. */
 static const struct bench_codec bench_codecs[] = {
-    {"edged", IMAGEIO_PNG, pngio_decode, enc_edged_png},
-    {"libpng", IMAGEIO_PNG, pngio_decode_libpng, enc_libpng},
-    {"libjpeg-turbo", IMAGEIO_JPEG, dec_image, enc_jpeg},
-    {"libwebp", IMAGEIO_WEBP, dec_image, enc_webp},
+    {"edged", IMAGEIO_PNG, pngio_decode, enc_edged_png, 0},
+    {"libpng", IMAGEIO_PNG, pngio_decode_libpng, enc_libpng, 0},
+    {"gpu-png", IMAGEIO_PNG, pngio_decode, enc_gpu_png, 1},
+    {"libjpeg-turbo", IMAGEIO_JPEG, dec_image, enc_jpeg, 0},
+    {"libwebp", IMAGEIO_WEBP, dec_image, enc_webp, 0},
 };
 
 struct bench_codec_result {
@@ -143,9 +170,6 @@ static void bench_codec_print(const char *file, const char *codec, const struct 
 /* Copies of one JPEG per call in the largest batched nvJPEG row. */
 #define BENCH_CODEC_BATCH 32
 
-static struct gconv_ctx *bench_gpu; /* opened by the first JPEG file; NULL: no nvJPEG rows */
-static int bench_gpu_tried;
-
 /* One nvJPEG row of a JPEG: `batch` copies decoded per call (1: one at a time), the decode time
  * being the device's up to the last image, download excluded, divided by batch; the encode is
  * nvJPEG's of the decoded image, upload included. Medians of reps after a warm-up. */
@@ -192,14 +216,9 @@ static int bench_codec_gpu_rows(const char *path, const uint8_t *data, size_t le
     char err[EDGED_ERR_LEN], name[32];
     int rc = EXIT_OK;
 
-    if (!bench_gpu_tried) {
-        bench_gpu_tried = 1;
-        if (gconv_open(&bench_gpu, 0, 1, err) < 0 || !gconv_jpeg_available(bench_gpu)) {
-            gconv_close(bench_gpu);
-            bench_gpu = NULL;
-        }
-    }
-    for (size_t i = 0; bench_gpu && i < sizeof(batches) / sizeof(batches[0]); i++) {
+    if (!bench_codec_gpu() || !gconv_jpeg_available(bench_gpu))
+        return rc;
+    for (size_t i = 0; i < sizeof(batches) / sizeof(batches[0]); i++) {
         struct bench_codec_result r = {0};
 
         int e = bench_codec_nvjpeg(batches[i], data, len, o, &r, err);
@@ -235,7 +254,7 @@ static int bench_codec_file(const char *path, const struct bench_codec_opts *o)
     for (size_t i = 0; rc == 0 && i < sizeof(bench_codecs) / sizeof(bench_codecs[0]); i++) {
         struct bench_codec_result r = {0};
 
-        if (bench_codecs[i].fmt != (enum imageio_format)fmt)
+        if (bench_codecs[i].fmt != (enum imageio_format)fmt || (bench_codecs[i].gpu && !bench_codec_gpu()))
             continue;
         if (bench_codec_one(&bench_codecs[i], data, len, o, &r, err)) {
             fprintf(stderr, "edged bench --codec: %s (%s): %s\n", path, bench_codecs[i].name, err);

@@ -12,6 +12,7 @@
 #include "cpu_serial.h"
 #include "errors.h"
 #include "gconv.h"
+#include "jobs/dev_encode.h"
 #include "jobs/jpeg_job.h"
 
 struct backend {
@@ -209,7 +210,7 @@ int backend_finish(struct backend *b, int s, struct job *job)
     job->t.upload = gt.upload_ms;
     job->t.kernel = gt.kernel_ms;
     job->t.download = gt.download_ms;
-    return rc < 0 ? rc : jpegjob_encode_result(b->gpu, s, job);
+    return rc < 0 ? rc : devenc_result(b->gpu, s, job);
 }
 
 int backend_take(struct backend *b, int s, struct job *job) { return gconv_finish_copy(b->gpu, s, &job->out, job->err); }

@@ -38,7 +38,7 @@ void backend_submit_jpeg(struct backend *b, struct job *const *jobs, const int *
                                         .orientation = job->orientation,
                                         .plan = &job->plan,
                                         .v = job->used,
-                                        .quality = job->jpeg_quality,
+                                        .quality = job->enc == JOB_ENC_JPEG ? job->enc_quality : 0,
                                         .w = job->in.w,
                                         .h = job->in.h,
                                         .block = job->block ? job->block : VARIANT_DEFAULT_BLOCK};

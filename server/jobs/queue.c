@@ -86,7 +86,7 @@ static void job_free(struct job *job)
     img_free(&job->in);
     img_free(&job->out);
     free(job->src);
-    free(job->out_jpeg);
+    free(job->out_enc);
     budget_give(job->budget, job->budget_bytes + job->out_kept); /* after its memory is freed */
     pthread_cond_destroy(&job->done);
     free(job);

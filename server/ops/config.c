@@ -73,6 +73,9 @@ static const struct opt opts[] = {
     {"gpu-jpeg", "EDGED_GPU_JPEG", OPT_INT, O(gpu_jpeg), 0, 1, "1",
      "1: the GPU lane decodes JPEG input and encodes JPEG output with nvJPEG when built with it; 0: the "
      "CPU codec (libjpeg-turbo, bit-exact with it)"},
+    {"gpu-png", "EDGED_GPU_PNG", OPT_INT, O(gpu_png), 0, 1, "1",
+     "1: the GPU lane encodes PNG output on the device (same pixels; sizes close to the CPU encoder's "
+     "fastest level); 0: the CPU encoder"},
     {"openapi", "EDGED_OPENAPI", OPT_STR, O(openapi), 0, 0, "",
      "serve this openapi.yaml file at /openapi.yaml instead of the copy built into the binary (empty = the "
      "built-in copy; a file that cannot be read makes /openapi.yaml answer 404)"},

@@ -442,6 +442,13 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *
              "edged_jpeg_cpu_fallback_total{reason=\"decode_refused\"} %llu\n"
              "edged_jpeg_cpu_fallback_total{reason=\"encode_refused\"} %llu\n",
          g->jpeg_gpu_decoded, g->jpeg_gpu_encoded, g->jpeg_fallback_decode, g->jpeg_fallback_encode);
+    emit(&t, "# HELP edged_png_gpu_total PNG answers of the GPU lane encoded on the device.\n"
+             "# TYPE edged_png_gpu_total counter\nedged_png_gpu_total{op=\"encode\"} %llu\n"
+             "# HELP edged_png_cpu_fallback_total PNG answers of the GPU lane the device refused, encoded on "
+             "the CPU.\n"
+             "# TYPE edged_png_cpu_fallback_total counter\n"
+             "edged_png_cpu_fallback_total{reason=\"encode_refused\"} %llu\n",
+         g->png_gpu_encoded, g->png_fallback_encode);
     dev[0] = '\0'; /* from config and the device name: escaped as the label format wants */
     result_escape(dev, sizeof(dev), 0, m->build.device, 0, RESULT_ESCAPE_LABEL);
     emit(&t, "# HELP edged_build_info Build and runtime identity.\n# TYPE edged_build_info gauge\n"

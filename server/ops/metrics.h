@@ -18,6 +18,9 @@ struct metrics_gauges {
      * nvJPEG refused, done on the CPU instead */
     unsigned long long jpeg_gpu_decoded, jpeg_gpu_encoded, jpeg_fallback_decode, jpeg_fallback_encode;
     int gpu_fatal; /* 1 after a fatal GPU error (worker_fatal): the process is about to exit */
+    /* PNG answers of the GPU lane (devenc_counts): encoded on the device, or on the CPU after the
+     * device refused */
+    unsigned long long png_gpu_encoded, png_fallback_encode;
 };
 
 /* Labels of edged_build_info. */

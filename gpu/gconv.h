@@ -139,6 +139,11 @@ int gconv_bench_canny_spiral(struct gconv_ctx *ctx, int w, int h, int warmup, in
  * EDGED_E_GPU_OOM, EDGED_E_GPU_FATAL or EDGED_E_NOMEM with a message in err. */
 int gconv_png_encode_result(struct gconv_ctx *ctx, int s, int level, int bit_depth, uint8_t **out, size_t *out_len,
                             char *err);
+/* Enqueues that encode on stream s right behind the job just submitted there (gconv_submit) and
+ * moves the job's end behind it: gconv_png_encode_result with the same level and depth then only
+ * copies the bytes out. Returns 0, or why not (the finish then encodes as without this; a CUDA
+ * error that killed the context shows in gconv_is_dead). */
+int gconv_png_encode_behind(struct gconv_ctx *ctx, int s, int level, int bit_depth);
 /* The same for a host image (tests, bench): uploads it and encodes on stream 0, which must be
  * idle. */
 int gconv_png_encode_host(struct gconv_ctx *ctx, const struct img *im, int level, int bit_depth, uint8_t **out,

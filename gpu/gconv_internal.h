@@ -73,6 +73,10 @@ struct gstream {
     int w, h, out_ch, planes, pitch;
     int packed; /* h_out holds the map packed, w/8 bytes per row */
     int jpeg_enc; /* an nvJPEG encode of the result runs behind the job (gconv_jpeg_encode.cu) */
+    /* a PNG encode of the result runs behind the job (gconv_png_encode.cu): its level and depth,
+     * and where its length and stream will lie in d_png */
+    int png_enc, png_level, png_depth;
+    size_t png_total, png_payload, png_bound;
     size_t plane_stride;
 };
 

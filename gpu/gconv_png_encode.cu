@@ -300,7 +300,8 @@ static int gpng_enqueue(struct gconv_ctx *ctx, struct gstream *st, const struct 
     return 0;
 }
 
-/* Waits for the stream, downloads its length, then the stream into a new PNG, and frames it. */
+/* Waits for the stream, downloads its length (at d_png + p->total), then the stream (at d_png +
+ * p->payload, at most p->payload_bound bytes) into a new PNG, and frames it. */
 static int gpng_collect(struct gconv_ctx *ctx, struct gstream *st, const struct gpng_plan *p, int w, int h, int ch,
                         int bit_depth, uint8_t **out, size_t *out_len, char *err)
 {
@@ -360,6 +361,40 @@ static int gpng_encode(struct gconv_ctx *ctx, struct gstream *st, const struct g
     return gpng_collect(ctx, st, &p, src->w, src->h, src->ch, bit_depth, out, out_len, err);
 }
 
+/* The result of the job on st as the encoder reads it. */
+static struct gpng_src gpng_result_src(const struct gstream *st)
+{
+    struct gpng_src src;
+
+    src.d_px = st->d_out8;
+    src.w = st->w, src.h = st->h, src.ch = st->packed ? 1 : st->out_ch, src.packed = st->packed;
+    src.pitch = st->packed ? (size_t)st->w / 8 : (size_t)st->w * st->out_ch;
+    return src;
+}
+
+int gconv_png_encode_behind(struct gconv_ctx *ctx, int s, int level, int bit_depth)
+{
+    char err[EDGED_ERR_LEN];
+    struct gstream *st;
+    struct gpng_src src;
+    struct gpng_plan p;
+    cudaError_t e;
+    int rc;
+
+    if (!ctx || s < 0 || s >= ctx->nstreams || !ctx->st[s].busy)
+        return EDGED_E_PARAM;
+    st = &ctx->st[s];
+    src = gpng_result_src(st);
+    if ((rc = gpng_check(level, bit_depth, src.ch, err)) < 0 || (rc = gctx_enter(ctx, err)) < 0 ||
+        (rc = gpng_enqueue(ctx, st, &src, level, bit_depth, &p, err)) < 0)
+        return rc;
+    if ((e = cudaEventRecord(st->ev_down, st->s)) != cudaSuccess)
+        return gctx_fail(ctx, e, "cudaEventRecord (PNG encode)", err);
+    st->png_enc = 1, st->png_level = level, st->png_depth = bit_depth;
+    st->png_total = p.total, st->png_payload = p.payload, st->png_bound = p.payload_bound;
+    return 0;
+}
+
 int gconv_png_encode_result(struct gconv_ctx *ctx, int s, int level, int bit_depth, uint8_t **out, size_t *out_len,
                             char *err)
 {
@@ -372,9 +407,15 @@ int gconv_png_encode_result(struct gconv_ctx *ctx, int s, int level, int bit_dep
     st = &ctx->st[s];
     if (st->busy || !st->d_out8 || st->w < 1)
         return edged_fail(err, EDGED_E_PARAM, "stream %d has no finished job", s);
-    src.d_px = st->d_out8;
-    src.w = st->w, src.h = st->h, src.ch = st->packed ? 1 : st->out_ch, src.packed = st->packed;
-    src.pitch = st->packed ? (size_t)st->w / 8 : (size_t)st->w * st->out_ch;
+    src = gpng_result_src(st);
+    if (st->png_enc && st->png_level == level && st->png_depth == bit_depth) {
+        struct gpng_plan p; /* encoded behind the job, which has ended: only the copies */
+
+        st->png_enc = 0;
+        memset(&p, 0, sizeof(p));
+        p.total = st->png_total, p.payload = st->png_payload, p.payload_bound = st->png_bound;
+        return gpng_collect(ctx, st, &p, src.w, src.h, src.ch, bit_depth, out, out_len, err);
+    }
     return gpng_encode(ctx, st, &src, level, bit_depth, out, out_len, err);
 }
 

@@ -165,3 +165,9 @@ int gconv_png_encode_host(struct gconv_ctx *ctx, const struct img *im, int level
     *out = NULL, *out_len = 0;
     return NO_CUDA(err);
 }
+
+int gconv_png_encode_behind(struct gconv_ctx *ctx, int s, int level, int bit_depth)
+{
+    (void)ctx, (void)s, (void)level, (void)bit_depth;
+    return EDGED_E_NO_CUDA;
+}

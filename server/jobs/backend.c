@@ -199,7 +199,11 @@ int backend_submit(struct backend *b, int s, struct job *job)
     if (job->variant == VARIANT_AUTO)
         job->variant = backend_pick(b, &job->plan, job->in.w, job->in.h);
     job->used = job->variant;
-    return gconv_submit(b->gpu, s, &job->in, &job->plan, job->used, block, job->err);
+    if ((rc = gconv_submit(b->gpu, s, &job->in, &job->plan, job->used, block, job->err)) < 0)
+        return rc;
+    if (job->enc == JOB_ENC_PNG) /* behind the kernels; when it cannot, the finish encodes */
+        (void)gconv_png_encode_behind(b->gpu, s, job->enc_quality, job->enc_depth);
+    return 0;
 }
 
 int backend_finish(struct backend *b, int s, struct job *job)

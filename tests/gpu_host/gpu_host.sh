@@ -2,7 +2,7 @@
 # gpu_host.sh — one pass on a GPU host: build, GPU tests, the quick set
 # under compute-sanitizer memcheck and racecheck, a bench with NPP and its charts. Logs under $OUT.
 # usage (repo root, with .debs carried): sh tests/gpu_host/gpu_host.sh [all|test|bench|fast|headline]
-# test: test_gpu and test_gpu_jpeg, then memcheck, synccheck and one racecheck per GPU variant side
+# test: test_gpu, test_gpu_jpeg and test_gpu_png_encode, then memcheck, synccheck and one racecheck per GPU variant side
 # by side (each with its own time limit; a run killed at its limit says FAILED: TIMED OUT).
 # fast: the fast-kernel pass: full GPU tests, memcheck (quick set, every variant), racecheck of fast
 # alone, and the fast-vs-seed-vs-NPP bench at 8192^2 (fp32 gaussian and full-rank custom taps,
@@ -72,7 +72,7 @@ if [ "$what" = headline ]; then
 fi
 
 # Build; when NPP (only here) breaks the build, build without it so the rest still runs.
-targets="$BUILD/edged $BUILD/tests/test_gpu $BUILD/tests/test_gpu_jpeg"
+targets="$BUILD/edged $BUILD/tests/test_gpu $BUILD/tests/test_gpu_jpeg $BUILD/tests/test_gpu_png_encode $BUILD/tests/test_deflate_chunks"
 [ "$what" = headline ] && targets="$BUILD/edged"
 # shellcheck disable=SC2086
 if ! step build 180 make -j16 BUILD="$BUILD" CUDA_ARCHS="$ARCHS" $targets >> "$log" 2>&1; then
@@ -94,6 +94,9 @@ if [ "$what" = all ] || [ "$what" = test ]; then
     tail -n 12 "$OUT/test_gpu.log"; grep -m 20 FAIL "$OUT/test_gpu.log"
     step test_gpu_jpeg 120 "$BUILD/tests/test_gpu_jpeg" > "$OUT/test_gpu_jpeg.log" 2>&1
     tail -n 3 "$OUT/test_gpu_jpeg.log"; grep -m 20 FAIL "$OUT/test_gpu_jpeg.log"
+    step test_gpu_png_encode 120 "$BUILD/tests/test_gpu_png_encode" > "$OUT/test_gpu_png_encode.log" 2>&1
+    grep -E "seed|edge map .* (640x480|2048x2048)|^2048x2048|passed, [0-9]+ failed" "$OUT/test_gpu_png_encode.log"
+    grep -m 20 FAIL "$OUT/test_gpu_png_encode.log"
     # The sanitizer runs are independent processes on one GPU, each mostly one busy CPU thread: they
     # run side by side, each with its own limit, log and status line. racecheck is ~35 ms a launch,
     # so it runs once per variant (the smaller set): every variant in one run took past any sane limit.
@@ -106,6 +109,7 @@ if [ "$what" = all ] || [ "$what" = test ]; then
     }
     sanitize memcheck 240 memcheck 1
     sanitize memcheck-jpeg 240 memcheck 1 "" test_gpu_jpeg
+    sanitize memcheck-png 300 memcheck 1 "" test_gpu_png_encode
     sanitize synccheck 240 synccheck 2
     for v in $(gpu_variants); do
         sanitize "racecheck-$v" 300 racecheck 2 "$v"

@@ -2,7 +2,8 @@
  * and edge maps (8-bit, 1-bit, packed) at every kind of level, decoded by libpng bit-exact; edge
  * maps at most TEST_MAX_RATIO times libdeflate level 1's bytes on the same filtered rows (the
  * device's own, inflated back); job results (a packed edge map, an RGB filter result) encoded with
- * gconv_png_encode_result. Skips visibly without a GPU; EDGED_REQUIRE_GPU=1 fails instead. */
+ * gconv_png_encode_result. Skips visibly without a GPU; EDGED_REQUIRE_GPU=1 fails instead;
+ * EDGED_GPU_QUICK=1 keeps to images up to 640x480 (the sanitizer runs). */
 #include <libdeflate.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #define NSTREAMS 4
 
 static uint32_t seed;
+static int quick; /* EDGED_GPU_QUICK set (the sanitizer runs): images up to 640x480, no timing */
 
 static uint32_t be32(const uint8_t *p)
 {
@@ -87,6 +89,8 @@ static void test_random_images(struct gconv_ctx *ctx)
         for (size_t si = 0; si < sizeof(sizes) / sizeof(*sizes); si++) {
             struct img im;
 
+            if (quick && sizes[si][0] * sizes[si][1] > 640 * 480)
+                continue;
             if (img_alloc(&im, sizes[si][0], sizes[si][1], ch, err) < 0) {
                 CHECK(0, "%s", err);
                 continue;
@@ -123,6 +127,8 @@ static void test_edge_maps(struct gconv_ctx *ctx)
             int w = sizes[si][0], h = sizes[si][1];
             struct img im, pk = {0};
 
+            if (quick && w * h > 640 * 480)
+                continue;
             if (img_alloc(&im, w, h, 1, err) < 0) {
                 CHECK(0, "%s", err);
                 continue;
@@ -253,6 +259,7 @@ int main(void)
 
     seed = getenv("SEED") ? (uint32_t)strtoul(getenv("SEED"), NULL, 0) : (uint32_t)time(NULL) | 1u;
     printf("seed %u (SEED=... repeats it)\n", seed);
+    quick = getenv("EDGED_GPU_QUICK") && atoi(getenv("EDGED_GPU_QUICK")) > 0;
     if ((rc = gconv_open(&ctx, 0, NSTREAMS, err)) < 0) {
         if (req && *req == '1')
             CHECK(rc == 0, "EDGED_REQUIRE_GPU=1 but no GPU: %s", err);
@@ -263,7 +270,8 @@ int main(void)
     test_random_images(ctx);
     test_edge_maps(ctx);
     test_job_results(ctx);
-    time_one(ctx);
+    if (!quick)
+        time_one(ctx);
     gconv_close(ctx);
     return check_summary();
 }

@@ -119,7 +119,7 @@ static void test_adler(void)
 static void test_edge_ratio(void)
 {
     static const double densities[] = {0.01, 0.05, 0.10, 0.20};
-    static const size_t chunks[] = {16384, 65536};
+    static const size_t chunks[] = {8192, 16384, 65536};
     int w = 1024, h = 1024;
     size_t rb = (size_t)w + 1, n = rb * h;
     uint8_t *m = malloc((size_t)w * h), *raw = malloc(n), *ref = malloc(n + 1024), *z = NULL;

@@ -2,7 +2,7 @@
  * and edge maps (8-bit, 1-bit, packed) at every kind of level, decoded by libpng bit-exact; edge
  * maps at most TEST_MAX_RATIO times libdeflate level 1's bytes on the same filtered rows (the
  * device's own, inflated back); job results (a packed edge map, an RGB filter result) encoded with
- * gconv_png_encode_result. Skips visibly without a GPU; EDGED_REQUIRE_GPU=1 fails instead;
+ * gconv_png_encode_result, after the job or enqueued behind it. Skips visibly without a GPU; EDGED_REQUIRE_GPU=1 fails instead;
  * EDGED_GPU_QUICK=1 keeps to images up to 640x480 (the sanitizer runs). */
 #include <libdeflate.h>
 #include <stdio.h>
@@ -178,6 +178,29 @@ static void test_edge_maps(struct gconv_ctx *ctx)
         }
 }
 
+/* The same job submitted again with its encode enqueued behind it (gconv_png_encode_behind): the
+ * finish leaves the PNG ready, equal in pixels to want (the first run's result). */
+static void behind(struct gconv_ctx *ctx, const struct img *in, const struct filter_plan *plan, const struct img *want,
+                   const char *name)
+{
+    char err[EDGED_ERR_LEN], what[96];
+    uint8_t *png = NULL;
+    size_t len = 0;
+    int rc;
+
+    snprintf(what, sizeof(what), "job %s, encode behind it", name);
+    if ((rc = gconv_submit(ctx, 1, in, plan, VARIANT_FAST, 16, err)) < 0) {
+        CHECK(0, "%s: submit: %s", what, err);
+        return;
+    }
+    CHECK(gconv_png_encode_behind(ctx, 1, 1, 8) == 0, "%s: not enqueued", what);
+    CHECK((rc = gconv_finish(ctx, 1, NULL, NULL, err)) == 0, "%s: finish: %s", what, err);
+    if (rc == 0 && (rc = gconv_png_encode_result(ctx, 1, 1, 8, &png, &len, err)) == 0)
+        decodes_to(png, len, want, 8, what);
+    CHECK(rc == 0, "%s: %s", what, err);
+    free(png);
+}
+
 /* A job's result encoded where it lies: a packed edge map and an RGB Gaussian. */
 static void test_job_results(struct gconv_ctx *ctx)
 {
@@ -215,6 +238,7 @@ static void test_job_results(struct gconv_ctx *ctx)
                     decodes_to(png, len, &out, depth, what);
                 free(png);
             }
+            behind(ctx, &in, &plan, &out, filter_name(ids[f]));
         }
         img_free(&in);
         img_free(&out);

@@ -1,4 +1,4 @@
-/* deflate_chunks.c — the host driver of the chunked deflate core: the same chunks the device writes, in a loop. */
+/* deflate_chunks.c — the host driver of the chunked deflate core: the device's chunks, in a loop. */
 #include "deflate_chunks.h"
 
 #include <stdlib.h>
@@ -14,8 +14,8 @@ size_t deflchunks_bound(size_t n, size_t chunk)
         return 0;
     chunks = n ? (n + chunk - 1) / chunk : 1;
     /* every chunk's stored overhead; the data once */
-    if (size_mul(chunks, 5 * ((chunk + DEFL_MAX_STORED - 1) / DEFL_MAX_STORED), &total) || total > SIZE_MAX - n ||
-        total + n > SIZE_MAX - DEFLCHUNKS_ZLIB_OVERHEAD)
+    if (size_mul(chunks, 5 * ((chunk + DEFL_MAX_STORED - 1) / DEFL_MAX_STORED), &total) ||
+        total > SIZE_MAX - n || total + n > SIZE_MAX - DEFLCHUNKS_ZLIB_OVERHEAD)
         return 0;
     return total + n + DEFLCHUNKS_ZLIB_OVERHEAD;
 }

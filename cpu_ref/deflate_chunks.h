@@ -30,7 +30,8 @@ extern "C" {
 
 #define DEFL_WINDOW 32768u
 #define DEFL_MAX_CHUNK (1u << 24) /* positions within dictionary + chunk fit 32 bits */
-#define DEFL_HASH_BITS 14
+/* 16 KiB of table a chunk: 14 bits gave no smaller edge maps for four times the clearing */
+#define DEFL_HASH_BITS 12
 #define DEFL_HASH_SIZE (1u << DEFL_HASH_BITS)
 #define DEFL_HASH_EMPTY 0xffffffffu
 #define DEFL_MIN_MATCH 3
@@ -245,8 +246,8 @@ DEFL_HD static inline unsigned defl_match_len(const uint8_t *a, const uint8_t *b
 
 /* Inserts positions [from, to) (each with 4 bytes before end) into the hash table; positions are
  * stored relative to base. */
-DEFL_HD static inline void defl_hash_insert(const uint8_t *in, size_t base, size_t from, size_t to, size_t end,
-                                            uint32_t *hash)
+DEFL_HD static inline void defl_hash_insert(const uint8_t *in, size_t base, size_t from, size_t to,
+                                            size_t end, uint32_t *hash)
 {
     if (end < 4)
         return;
@@ -264,15 +265,16 @@ struct defl_freq {
 /* Parses in[start, start + len) greedily into tok (room for len tokens) with in[base, start) as
  * the dictionary, counting symbols in f (zeroed here); hash holds DEFL_HASH_SIZE entries. hint:
  * a distance worth trying everywhere (0: none). Returns the token count. */
-DEFL_HD static inline size_t defl_parse(const uint8_t *in, size_t base, size_t start, size_t len, unsigned hint,
-                                        uint32_t *hash, uint32_t *tok, struct defl_freq *f)
+DEFL_HD static inline size_t defl_parse(const uint8_t *in, size_t base, size_t start, size_t len,
+                                        unsigned hint, uint32_t *hash, uint32_t *tok, struct defl_freq *f)
 {
     size_t end = start + len, p = start, t = 0;
 
     memset(f, 0, sizeof(*f));
     for (unsigned i = 0; i < DEFL_HASH_SIZE; i++)
         hash[i] = DEFL_HASH_EMPTY;
-    defl_hash_insert(in, base, start - base > DEFL_DICT_HASH ? start - DEFL_DICT_HASH : base, start, end, hash);
+    defl_hash_insert(in, base, start - base > DEFL_DICT_HASH ? start - DEFL_DICT_HASH : base, start, end,
+                     hash);
     while (p < end) {
         unsigned max = end - p < DEFL_MAX_MATCH ? (unsigned)(end - p) : DEFL_MAX_MATCH, best = 0, dist = 0, l;
 
@@ -387,7 +389,8 @@ DEFL_HD static inline void defl_plan_items(struct defl_plan *k, const uint8_t *l
 
 /* Builds the codes of a block from its counts; returns the block's size in bits (header, tokens
  * and end-of-block code). */
-DEFL_HD static inline size_t defl_plan_build(struct defl_plan *k, const struct defl_freq *f, struct defl_huff_tmp *t)
+DEFL_HD static inline size_t defl_plan_build(struct defl_plan *k, const struct defl_freq *f,
+                                             struct defl_huff_tmp *t)
 {
     uint8_t *ll = k->lens, *dl;
     uint32_t cf[DEFL_NCLEN] = {0};
@@ -418,13 +421,14 @@ DEFL_HD static inline size_t defl_plan_build(struct defl_plan *k, const struct d
 }
 
 /* Writes one dynamic block (BFINAL = final) of the t tokens. */
-DEFL_HD static inline void defl_block_write(const struct defl_plan *k, const uint32_t *tok, size_t t, int final,
-                                            struct defl_bits *b)
+DEFL_HD static inline void defl_block_write(const struct defl_plan *k, const uint32_t *tok, size_t t,
+                                            int final, struct defl_bits *b)
 {
     const uint8_t *ll = k->lens, *dl = ll + k->nlit;
 
-    defl_put(b, (uint32_t)final | 2u << 1, 3);
-    defl_put(b, (uint32_t)(k->nlit - 257) | (uint32_t)(k->ndist - 1) << 5 | (uint32_t)(k->nclen - 4) << 10, 14);
+    defl_put(b, (uint32_t) final | 2u << 1, 3);
+    defl_put(b, (uint32_t)(k->nlit - 257) | (uint32_t)(k->ndist - 1) << 5 | (uint32_t)(k->nclen - 4) << 10,
+             14);
     for (int i = 0; i < k->nclen; i++)
         defl_put(b, k->clen_len[defl_clen_order(i)], 3);
     for (int i = 0; i < k->nitems; i++) {
@@ -471,7 +475,8 @@ DEFL_HD static inline size_t defl_chunk_bound(size_t len)
 }
 
 /* Writes in[start, start + len) as stored blocks, the last with BFINAL = final; returns the bytes. */
-DEFL_HD static inline size_t defl_write_stored(const uint8_t *in, size_t start, size_t len, int final, uint8_t *out)
+DEFL_HD static inline size_t defl_write_stored(const uint8_t *in, size_t start, size_t len, int final,
+                                               uint8_t *out)
 {
     uint8_t *o = out;
     size_t done = 0;
@@ -509,7 +514,8 @@ struct defl_scratch {
 DEFL_HD static inline size_t defl_chunk(const uint8_t *in, size_t start, size_t len, int final, int level,
                                         unsigned hint, struct defl_scratch sc, uint8_t *out)
 {
-    size_t base = start > DEFL_WINDOW ? start - DEFL_WINDOW : 0, stored = defl_stored_size(len), t, bits, bytes;
+    size_t base = start > DEFL_WINDOW ? start - DEFL_WINDOW : 0, stored = defl_stored_size(len), t, bits,
+           bytes;
     struct defl_work *w = sc.work;
     struct defl_bits b = {out, 0, 0};
 

@@ -1,4 +1,4 @@
-/* png_frame.c — the PNG around a zlib stream, shared by the CPU encoder and the device encoder's host side. */
+/* png_frame.c — the PNG around a zlib stream, for the CPU encoder and the device encoder alike. */
 #include "png_frame.h"
 
 #include <libdeflate.h>

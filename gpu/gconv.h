@@ -137,8 +137,8 @@ int gconv_bench_canny_spiral(struct gconv_ctx *ctx, int w, int h, int warmup, in
  * 8 or 1 (1: one channel, samples >= 128 white). A packed map is read as its 0/255 samples. Waits
  * for the device; *out is malloc'd (caller frees). Returns 0, GCONV_E_PNG_REFUSED, EDGED_E_PARAM,
  * EDGED_E_GPU_OOM, EDGED_E_GPU_FATAL or EDGED_E_NOMEM with a message in err. */
-int gconv_png_encode_result(struct gconv_ctx *ctx, int s, int level, int bit_depth, uint8_t **out, size_t *out_len,
-                            char *err);
+int gconv_png_encode_result(struct gconv_ctx *ctx, int s, int level, int bit_depth, uint8_t **out,
+                            size_t *out_len, char *err);
 /* Enqueues that encode on stream s right behind the job just submitted there (gconv_submit) and
  * moves the job's end behind it: gconv_png_encode_result with the same level and depth then only
  * copies the bytes out. Returns 0, or why not (the finish then encodes as without this; a CUDA
@@ -146,8 +146,8 @@ int gconv_png_encode_result(struct gconv_ctx *ctx, int s, int level, int bit_dep
 int gconv_png_encode_behind(struct gconv_ctx *ctx, int s, int level, int bit_depth);
 /* The same for a host image (tests, bench): uploads it and encodes on stream 0, which must be
  * idle. */
-int gconv_png_encode_host(struct gconv_ctx *ctx, const struct img *im, int level, int bit_depth, uint8_t **out,
-                          size_t *out_len, char *err);
+int gconv_png_encode_host(struct gconv_ctx *ctx, const struct img *im, int level, int bit_depth,
+                          uint8_t **out, size_t *out_len, char *err);
 
 /* ---- JPEG on the device with nvJPEG (gconv_jpeg*.cu) ---- */
 

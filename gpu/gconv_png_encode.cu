@@ -1,4 +1,4 @@
-/* gconv_png_encode.cu — PNG encode on the device: row filters, chunked deflate (cpu_ref/deflate_chunks.h's core), compaction. */
+/* gconv_png_encode.cu — PNG encode on the device: row filters, chunked deflate, compaction. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,7 +129,8 @@ __global__ void gpng_pack_kernel(struct gpng_src s, size_t rb, uint8_t *d_raw)
 {
     size_t n = (rb + 1) * (size_t)s.h;
 
-    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < n; k += (size_t)gridDim.x * blockDim.x) {
+    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < n;
+         k += (size_t)gridDim.x * blockDim.x) {
         size_t y = k / (rb + 1), j = k % (rb + 1);
         const uint8_t *row = s.d_px + y * s.pitch;
         unsigned v = 0;
@@ -171,8 +172,8 @@ __global__ void gpng_chunk_kernel(uint8_t *d_base, struct gpng_plan p, int level
     sc.hash = (uint32_t *)(d_base + p.hash) + (size_t)i * DEFL_HASH_SIZE;
     sc.tok = (uint32_t *)(d_base + p.tok) + (size_t)i * p.chunk;
     sc.work = (struct defl_work *)(d_base + p.work) + i;
-    ((uint64_t *)(d_base + p.len))[i] =
-        defl_chunk(d_raw, start, len, i == p.nchunks - 1, level, p.hint, sc, d_base + p.slots + (size_t)i * p.slot);
+    ((uint64_t *)(d_base + p.len))[i] = defl_chunk(d_raw, start, len, i == p.nchunks - 1, level, p.hint, sc,
+                                                   d_base + p.slots + (size_t)i * p.slot);
     ((uint32_t *)(d_base + p.adler))[i] = defl_adler32(1, d_raw + start, len);
 }
 
@@ -263,11 +264,11 @@ static unsigned gpng_candidates(int level, int ch)
     return ch == 1 ? 1u << GPNG_NONE | 1u << GPNG_UP : 1u << GPNG_UP;
 }
 
-#define GPNG_LAUNCHED(what)                                                                                \
-    do {                                                                                                 \
-        cudaError_t e_ = cudaGetLastError();                                                             \
-        if (e_ != cudaSuccess)                                                                           \
-            return gctx_fail(ctx, e_, what, err);                                                        \
+#define GPNG_LAUNCHED(what)                                                                                  \
+    do {                                                                                                     \
+        cudaError_t e_ = cudaGetLastError();                                                                 \
+        if (e_ != cudaSuccess)                                                                               \
+            return gctx_fail(ctx, e_, what, err);                                                            \
     } while (0)
 
 /* Enqueues the four kernels on st's stream for src into st's scratch buffer (grown to fit). */
@@ -282,16 +283,16 @@ static int gpng_enqueue(struct gconv_ctx *ctx, struct gstream *st, const struct 
     if ((e = gctx_grow_device(ctx, st, (void **)&st->d_png, &st->d_png_cap, p->bytes)) != cudaSuccess)
         return gctx_fail(ctx, e, "cudaMalloc (PNG encode scratch)", err);
     if (bit_depth == 1) {
-        gpng_pack_kernel<<<(unsigned)((p->n + 255) / 256 < 4096 ? (p->n + 255) / 256 : 4096), 256, 0, st->s>>>(
-            *src, p->rb, st->d_png + p->raw);
+        gpng_pack_kernel<<<(unsigned)((p->n + 255) / 256 < 4096 ? (p->n + 255) / 256 : 4096), 256, 0,
+                           st->s>>>(*src, p->rb, st->d_png + p->raw);
         GPNG_LAUNCHED("gpng_pack_kernel");
     } else {
-        gpng_filter_kernel<<<src->h, GPNG_FILTER_THREADS, 0, st->s>>>(*src, p->rb, gpng_candidates(level, src->ch),
-                                                                     st->d_png + p->raw);
+        gpng_filter_kernel<<<src->h, GPNG_FILTER_THREADS, 0, st->s>>>(
+            *src, p->rb, gpng_candidates(level, src->ch), st->d_png + p->raw);
         GPNG_LAUNCHED("gpng_filter_kernel");
     }
-    gpng_chunk_kernel<<<(p->nchunks + GPNG_CHUNK_THREADS - 1) / GPNG_CHUNK_THREADS, GPNG_CHUNK_THREADS, 0, st->s>>>(
-        st->d_png, *p, level);
+    gpng_chunk_kernel<<<(p->nchunks + GPNG_CHUNK_THREADS - 1) / GPNG_CHUNK_THREADS, GPNG_CHUNK_THREADS, 0,
+                        st->s>>>(st->d_png, *p, level);
     GPNG_LAUNCHED("gpng_chunk_kernel");
     gpng_scan_kernel<<<1, 1, 0, st->s>>>(st->d_png, *p);
     GPNG_LAUNCHED("gpng_scan_kernel");
@@ -302,8 +303,8 @@ static int gpng_enqueue(struct gconv_ctx *ctx, struct gstream *st, const struct 
 
 /* Waits for the stream, downloads its length (at d_png + p->total), then the stream (at d_png +
  * p->payload, at most p->payload_bound bytes) into a new PNG, and frames it. */
-static int gpng_collect(struct gconv_ctx *ctx, struct gstream *st, const struct gpng_plan *p, int w, int h, int ch,
-                        int bit_depth, uint8_t **out, size_t *out_len, char *err)
+static int gpng_collect(struct gconv_ctx *ctx, struct gstream *st, const struct gpng_plan *p, int w, int h,
+                        int ch, int bit_depth, uint8_t **out, size_t *out_len, char *err)
 {
     uint64_t total = 0;
     uint8_t *png = NULL;
@@ -319,9 +320,10 @@ static int gpng_collect(struct gconv_ctx *ctx, struct gstream *st, const struct 
                           "PNG encode: %llu compressed bytes (bound %zu, one IDAT at most %u)",
                           (unsigned long long)total, p->payload_bound, PNGFRAME_MAX_IDAT);
     if (!(png = (uint8_t *)malloc(PNGFRAME_HEAD + total + PNGFRAME_TAIL)))
-        return edged_fail(err, EDGED_E_NOMEM, "cannot allocate %llu bytes for a PNG", (unsigned long long)total);
-    if ((e = cudaMemcpyAsync(png + PNGFRAME_HEAD, st->d_png + p->payload, total, cudaMemcpyDeviceToHost, st->s)) !=
-            cudaSuccess ||
+        return edged_fail(err, EDGED_E_NOMEM, "cannot allocate %llu bytes for a PNG",
+                          (unsigned long long)total);
+    if ((e = cudaMemcpyAsync(png + PNGFRAME_HEAD, st->d_png + p->payload, total, cudaMemcpyDeviceToHost,
+                             st->s)) != cudaSuccess ||
         (e = cudaStreamSynchronize(st->s)) != cudaSuccess) {
         rc = gctx_fail(ctx, e, "PNG encode: stream download", err);
         goto out;
@@ -348,8 +350,8 @@ static int gpng_check(int level, int bit_depth, int ch, char *err)
 }
 
 /* Encodes src on st's stream and waits for the PNG. */
-static int gpng_encode(struct gconv_ctx *ctx, struct gstream *st, const struct gpng_src *src, int level, int bit_depth,
-                       uint8_t **out, size_t *out_len, char *err)
+static int gpng_encode(struct gconv_ctx *ctx, struct gstream *st, const struct gpng_src *src, int level,
+                       int bit_depth, uint8_t **out, size_t *out_len, char *err)
 {
     struct gpng_plan p;
     int rc;
@@ -395,8 +397,8 @@ int gconv_png_encode_behind(struct gconv_ctx *ctx, int s, int level, int bit_dep
     return 0;
 }
 
-int gconv_png_encode_result(struct gconv_ctx *ctx, int s, int level, int bit_depth, uint8_t **out, size_t *out_len,
-                            char *err)
+int gconv_png_encode_result(struct gconv_ctx *ctx, int s, int level, int bit_depth, uint8_t **out,
+                            size_t *out_len, char *err)
 {
     struct gstream *st;
     struct gpng_src src;
@@ -419,8 +421,8 @@ int gconv_png_encode_result(struct gconv_ctx *ctx, int s, int level, int bit_dep
     return gpng_encode(ctx, st, &src, level, bit_depth, out, out_len, err);
 }
 
-int gconv_png_encode_host(struct gconv_ctx *ctx, const struct img *im, int level, int bit_depth, uint8_t **out,
-                          size_t *out_len, char *err)
+int gconv_png_encode_host(struct gconv_ctx *ctx, const struct img *im, int level, int bit_depth,
+                          uint8_t **out, size_t *out_len, char *err)
 {
     struct gstream *st;
     struct gpng_src src;

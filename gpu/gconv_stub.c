@@ -150,16 +150,16 @@ int gconv_bench_canny_spiral(struct gconv_ctx *ctx, int w, int h, int warmup, in
     return NO_CUDA(err);
 }
 
-int gconv_png_encode_result(struct gconv_ctx *ctx, int s, int level, int bit_depth, uint8_t **out, size_t *out_len,
-                            char *err)
+int gconv_png_encode_result(struct gconv_ctx *ctx, int s, int level, int bit_depth, uint8_t **out,
+                            size_t *out_len, char *err)
 {
     (void)ctx, (void)s, (void)level, (void)bit_depth;
     *out = NULL, *out_len = 0;
     return NO_CUDA(err);
 }
 
-int gconv_png_encode_host(struct gconv_ctx *ctx, const struct img *im, int level, int bit_depth, uint8_t **out,
-                          size_t *out_len, char *err)
+int gconv_png_encode_host(struct gconv_ctx *ctx, const struct img *im, int level, int bit_depth,
+                          uint8_t **out, size_t *out_len, char *err)
 {
     (void)ctx, (void)im, (void)level, (void)bit_depth;
     *out = NULL, *out_len = 0;

@@ -205,7 +205,8 @@ static const char *job_device(struct service *s, const struct job *job, char *bu
 /* Asks the GPU lane to encode a routed job's answer on the device as well: a JPEG answer of a job
  * whose JPEG input the device decodes (nvJPEG), a PNG answer of any GPU job unless --gpu-png 0.
  * The answer then sends those bytes; a refusal leaves the pixels to the CPU encoder. */
-static void job_encode_on_device(struct service *s, struct http_req *r, const struct params *p, struct job *job)
+static void job_encode_on_device(struct service *s, struct http_req *r, const struct params *p,
+                                 struct job *job)
 {
     struct imageio_enc enc = output_encoding(r, p);
 
@@ -256,7 +257,9 @@ static int job_take_jpeg(struct service *s, struct http_req *r, const struct par
 /* The format a job's device encode writes, as the answer names it. */
 static int job_enc_is(const struct job *job, enum imageio_out fmt)
 {
-    return job->enc == (fmt == IMAGEIO_OUT_JPEG ? JOB_ENC_JPEG : fmt == IMAGEIO_OUT_PNG ? JOB_ENC_PNG : JOB_ENC_NONE);
+    enum job_enc e = fmt == IMAGEIO_OUT_JPEG ? JOB_ENC_JPEG : fmt == IMAGEIO_OUT_PNG ? JOB_ENC_PNG : JOB_ENC_NONE;
+
+    return job->enc == e;
 }
 
 /* The output bytes: the device's encode when the worker made one, else the CPU encoder's. */

@@ -1,4 +1,4 @@
-/* dev_encode.c — the device encode of a GPU job's answer: one step for JPEG (nvJPEG) and PNG (gconv_png_encode_result). */
+/* dev_encode.c — the device encode of a GPU job's answer: one step for JPEG and PNG. */
 #include "jobs/dev_encode.h"
 
 #include <stdatomic.h>
@@ -26,7 +26,8 @@ int devenc_result(struct gconv_ctx *g, int s, struct job *job)
 
     if (job->enc == JOB_ENC_NONE)
         return 1;
-    rc = png ? gconv_png_encode_result(g, s, job->enc_quality, job->enc_depth, &job->out_enc, &job->out_enc_len, err)
+    rc = png ? gconv_png_encode_result(g, s, job->enc_quality, job->enc_depth, &job->out_enc,
+                                       &job->out_enc_len, err)
              : gconv_jpeg_encode_result(g, s, job->enc_quality, &job->out_enc, &job->out_enc_len, err);
     if (rc == 0) {
         if (png)

@@ -1,4 +1,4 @@
-/* dev_encode.h — the device encode of a GPU job's answer (JPEG with nvJPEG, PNG with the chunked deflate) and the PNG counters. */
+/* dev_encode.h — the device encode of a GPU job's answer (JPEG or PNG) and the PNG counters. */
 #ifndef EDGED_DEV_ENCODE_H
 #define EDGED_DEV_ENCODE_H
 

@@ -68,7 +68,8 @@ static void round_trip(const uint8_t *in, size_t n, size_t chunk, int level, uns
                   (n == 0 || memcmp(back, in, n) == 0),
               "%s: libdeflate round trip", what);
         memset(back, 0, n);
-        CHECK(uncompress(back, &zn, z, (uLong)zlen) == Z_OK && zn == n && (n == 0 || memcmp(back, in, n) == 0),
+        CHECK(uncompress(back, &zn, z, (uLong)zlen) == Z_OK && zn == n &&
+                  (n == 0 || memcmp(back, in, n) == 0),
               "%s: zlib round trip", what);
     }
     libdeflate_free_decompressor(d);
@@ -170,7 +171,10 @@ static int test_png_read(const uint8_t *png, size_t len, int w, int h, int ch, i
         png_image_free(&im);
         return -1;
     }
-    im.format = ch == 1 ? PNG_FORMAT_GRAY : ch == 2 ? PNG_FORMAT_GA : ch == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_RGBA;
+    im.format = ch == 1   ? PNG_FORMAT_GRAY
+                : ch == 2 ? PNG_FORMAT_GA
+                : ch == 3 ? PNG_FORMAT_RGB
+                          : PNG_FORMAT_RGBA;
     (void)bit_depth;
     ok = png_image_finish_read(&im, NULL, px, 0, NULL);
     return ok ? 0 : -1;

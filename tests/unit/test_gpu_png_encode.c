@@ -1,9 +1,10 @@
-/* test_gpu_png_encode.c — the device PNG encoder (gpu/gconv_png_encode.cu): random images of 1..4 channels
- * and edge maps (8-bit, 1-bit, packed) at every kind of level, decoded by libpng bit-exact; edge
- * maps at most TEST_MAX_RATIO times libdeflate level 1's bytes on the same filtered rows (the
- * device's own, inflated back); job results (a packed edge map, an RGB filter result) encoded with
- * gconv_png_encode_result, after the job or enqueued behind it. Skips visibly without a GPU; EDGED_REQUIRE_GPU=1 fails instead;
- * EDGED_GPU_QUICK=1 keeps to images up to 640x480 (the sanitizer runs). */
+/* test_gpu_png_encode.c — the device PNG encoder (gpu/gconv_png_encode.cu) against libpng.
+ * Random images of 1..4 channels and edge maps (8-bit, 1-bit, packed) at every kind of level,
+ * decoded by libpng bit-exact; edge maps at most TEST_MAX_RATIO times libdeflate level 1's bytes on
+ * the same filtered rows (the device's own, inflated back); job results (a packed edge map, an RGB
+ * filter result) encoded with gconv_png_encode_result, after the job or enqueued behind it. Skips
+ * visibly without a GPU; EDGED_REQUIRE_GPU=1 fails instead; EDGED_GPU_QUICK=1 keeps to images up
+ * to 640x480 (the sanitizer runs). */
 #include <libdeflate.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,11 +53,13 @@ static int decodes_to(const uint8_t *png, size_t len, const struct img *im, int 
         CHECK(0, "%s: libpng refused the device's PNG: %s", what, err);
         return 0;
     }
-    CHECK(got.w == im->w && got.h == im->h && got.ch == im->ch, "%s: decoded %dx%dx%d", what, got.w, got.h, got.ch);
+    CHECK(got.w == im->w && got.h == im->h && got.ch == im->ch, "%s: decoded %dx%dx%d", what, got.w, got.h,
+          got.ch);
     for (int y = 0; same && y < im->h && got.w == im->w && got.h == im->h && got.ch == im->ch; y++)
         for (int x = 0; x < im->w; x++)
             for (int c = 0; c < im->ch; c++)
-                same &= got.px[(size_t)y * got.stride + (size_t)x * got.ch + c] == want_sample(im, bit_depth, x, y, c);
+                same &= got.px[(size_t)y * got.stride + (size_t)x * got.ch + c] ==
+                        want_sample(im, bit_depth, x, y, c);
     CHECK(same, "%s: pixels differ after libpng (seed %u)", what, seed);
     img_free(&got);
     return same;
@@ -139,7 +142,8 @@ static void test_edge_maps(struct gconv_ctx *ctx)
                 size_t len = 0, raw_len = ((depth == 1 ? ((size_t)w + 7) / 8 : (size_t)w) + 1) * h, ref;
                 int rc = gconv_png_encode_host(ctx, &im, 1, depth, &png, &len, err);
 
-                snprintf(what, sizeof(what), "edge map %dx%d density %.2f depth %d", w, h, densities[di], depth);
+                snprintf(what, sizeof(what), "edge map %dx%d density %.2f depth %d", w, h, densities[di],
+                         depth);
                 CHECK(rc == 0, "%s: %s", what, err);
                 if (rc != 0)
                     continue;
@@ -166,7 +170,8 @@ static void test_edge_maps(struct gconv_ctx *ctx)
                             (uint8_t)(im.px[(size_t)y * im.stride + x] ? 0x80u >> (x & 7) : 0);
                 for (int depth = 8; depth >= 1; depth -= 7) {
                     snprintf(what, sizeof(what), "packed map %dx%d depth %d", w, h, depth);
-                    CHECK(gconv_png_encode_host(ctx, &pk, 1, depth, &png, &len, err) == 0, "%s: %s", what, err);
+                    CHECK(gconv_png_encode_host(ctx, &pk, 1, depth, &png, &len, err) == 0, "%s: %s", what,
+                          err);
                     if (png)
                         decodes_to(png, len, &pk, depth, what);
                     free(png);
@@ -180,8 +185,8 @@ static void test_edge_maps(struct gconv_ctx *ctx)
 
 /* The same job submitted again with its encode enqueued behind it (gconv_png_encode_behind): the
  * finish leaves the PNG ready, equal in pixels to want (the first run's result). */
-static void behind(struct gconv_ctx *ctx, const struct img *in, const struct filter_plan *plan, const struct img *want,
-                   const char *name)
+static void behind(struct gconv_ctx *ctx, const struct img *in, const struct filter_plan *plan,
+                   const struct img *want, const char *name)
 {
     char err[EDGED_ERR_LEN], what[96];
     uint8_t *png = NULL;
@@ -231,8 +236,8 @@ static void test_job_results(struct gconv_ctx *ctx)
                 size_t len = 0;
                 int rc = gconv_png_encode_result(ctx, 2, 6, depth, &png, &len, err);
 
-                snprintf(what, sizeof(what), "job %s%s depth %d", filter_name(ids[f]), out.packed ? " packed" : "",
-                         depth);
+                snprintf(what, sizeof(what), "job %s%s depth %d", filter_name(ids[f]),
+                         out.packed ? " packed" : "", depth);
                 CHECK(rc == 0, "%s: %s", what, err);
                 if (rc == 0)
                     decodes_to(png, len, &out, depth, what);
@@ -269,7 +274,8 @@ static void time_one(struct gconv_ctx *ctx)
             t_cpu = clock_ms() - t0 < t_cpu ? clock_ms() - t0 : t_cpu;
         free(png);
     }
-    printf("2048x2048 edge map (8%%), level 1: device %.2f ms (upload included) %zu bytes, CPU %.2f ms %zu bytes\n",
+    printf("2048x2048 edge map (8%%), level 1: device %.2f ms (upload included) %zu bytes, CPU %.2f ms %zu "
+           "bytes\n",
            t_gpu, len_gpu, t_cpu, len_cpu);
     img_free(&im);
 }

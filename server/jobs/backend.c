@@ -201,8 +201,7 @@ int backend_submit(struct backend *b, int s, struct job *job)
     job->used = job->variant;
     if ((rc = gconv_submit(b->gpu, s, &job->in, &job->plan, job->used, block, job->err)) < 0)
         return rc;
-    if (job->enc == JOB_ENC_PNG) /* behind the kernels; when it cannot, the finish encodes */
-        (void)gconv_png_encode_behind(b->gpu, s, job->enc_quality, job->enc_depth);
+    devenc_behind(b->gpu, s, job);
     return 0;
 }
 

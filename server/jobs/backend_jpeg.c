@@ -6,6 +6,7 @@
 
 #include "errors.h"
 #include "gconv.h"
+#include "jobs/dev_encode.h"
 #include "jobs/jpeg_job.h"
 
 int backend_gpu_jpeg(const struct backend *b)
@@ -50,8 +51,10 @@ void backend_submit_jpeg(struct backend *b, struct job *const *jobs, const int *
             rcs[i] = submit_fallback(b, streams[i], jobs[i]);
         else if (rcs[i] < 0)
             memcpy(jobs[i]->err, gj[i].err, EDGED_ERR_LEN);
-        else
+        else {
             jpegjob_count(JPEGJOB_GPU_DECODED);
+            devenc_behind(backend_gpu(b), streams[i], jobs[i]); /* a PNG answer: behind the kernels */
+        }
     }
 }
 

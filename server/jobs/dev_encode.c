@@ -17,6 +17,12 @@ void devenc_counts(struct devenc_counts *c)
     c->png_cpu_fallback = atomic_load(&png_cpu);
 }
 
+void devenc_behind(struct gconv_ctx *g, int s, const struct job *job)
+{
+    if (job->enc == JOB_ENC_PNG)
+        (void)gconv_png_encode_behind(g, s, job->enc_quality, job->enc_depth);
+}
+
 /* The result's pixels are copied to the host only when the device encode fails and the connection
  * encodes them. */
 int devenc_result(struct gconv_ctx *g, int s, struct job *job)

@@ -12,6 +12,11 @@ struct gconv_ctx;
  * encoder then serves it), are left for backend_take (1). EDGED_E_GPU_FATAL when the context died. */
 int devenc_result(struct gconv_ctx *g, int s, struct job *job);
 
+/* Enqueues the PNG encode of a job with enc PNG on stream s right behind the job just submitted
+ * there (gconv_png_encode_behind), so that devenc_result only copies the bytes; when it cannot,
+ * devenc_result encodes. (A JPEG answer is enqueued by gconv_submit_jpeg itself.) */
+void devenc_behind(struct gconv_ctx *g, int s, const struct job *job);
+
 /* PNG answers of the GPU lane since start, for /metrics: encoded on the device, or on the CPU after
  * the device refused. (The JPEG ones are jpegjob_counts.) */
 struct devenc_counts {

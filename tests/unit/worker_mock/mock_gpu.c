@@ -114,9 +114,3 @@ int gconv_finish_copy(struct gconv_ctx *ctx, int s, struct img *out, char *err)
     memset(out->px, 7, out->stride * (size_t)out->h);
     return 0;
 }
-
-int gconv_png_encode_behind(struct gconv_ctx *ctx, int s, int level, int bit_depth)
-{
-    (void)ctx, (void)s, (void)level, (void)bit_depth;
-    return EDGED_E_NO_CUDA; /* no device encode here: the finish leaves the pixels */
-}

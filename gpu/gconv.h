@@ -124,6 +124,31 @@ int gconv_bench_canny_npp(struct gconv_ctx *ctx, int w, int h, const uint8_t *h_
 int gconv_bench_canny_spiral(struct gconv_ctx *ctx, int w, int h, int warmup, int reps, double *median_ms,
                              char *err);
 
+/* ---- PNG encode on the device (gconv_png_encode.cu) ---- */
+
+/* A gconv PNG call's answer for an image whose compressed stream would not fit one IDAT chunk:
+ * the caller encodes on the CPU. Never an HTTP answer, so it is not in api/errors.h. */
+#define GCONV_E_PNG_REFUSED (-1002)
+
+/* Encodes the u8 result of the job last finished on stream s (after gconv_finish, before the next
+ * submit on s) as PNG on the device: level 0..9 as png_level (0 stores; 1-3 filter Up, or for one
+ * channel the better of None and Up per row; 4-9 choose among all five filters per row; every
+ * level above 0 deflates with the same greedy chunked coder, cpu_ref/deflate_chunks.h), bit_depth
+ * 8 or 1 (1: one channel, samples >= 128 white). A packed map is read as its 0/255 samples. Waits
+ * for the device; *out is malloc'd (caller frees). Returns 0, GCONV_E_PNG_REFUSED, EDGED_E_PARAM,
+ * EDGED_E_GPU_OOM, EDGED_E_GPU_FATAL or EDGED_E_NOMEM with a message in err. */
+int gconv_png_encode_result(struct gconv_ctx *ctx, int s, int level, int bit_depth, uint8_t **out,
+                            size_t *out_len, char *err);
+/* Enqueues that encode on stream s right behind the job just submitted there (gconv_submit) and
+ * moves the job's end behind it: gconv_png_encode_result with the same level and depth then only
+ * copies the bytes out. Returns 0, or why not (the finish then encodes as without this; a CUDA
+ * error that killed the context shows in gconv_is_dead). */
+int gconv_png_encode_behind(struct gconv_ctx *ctx, int s, int level, int bit_depth);
+/* The same for a host image (tests, bench): uploads it and encodes on stream 0, which must be
+ * idle. */
+int gconv_png_encode_host(struct gconv_ctx *ctx, const struct img *im, int level, int bit_depth,
+                          uint8_t **out, size_t *out_len, char *err);
+
 /* ---- JPEG on the device with nvJPEG (gconv_jpeg*.cu) ---- */
 
 /* A gconv JPEG call's answer for a JPEG that nvJPEG cannot decode (CMYK or YCCK, a kind the

@@ -428,6 +428,7 @@ static void close_stream(struct gconv_ctx *ctx, struct gstream *st)
     gctx_free_device(ctx, st->d_in8, st->d_in8_cap);
     gctx_free_device(ctx, st->d_out8, st->d_out8_cap);
     gctx_free_device(ctx, st->d_arena, st->d_arena_cap);
+    gctx_free_device(ctx, st->d_png, st->d_png_cap);
     gctx_free_device(ctx, st->d_taps, sizeof(float) * GCONV_TAPS_FLOATS);
     if (st->h_in)
         cudaFreeHost(st->h_in);

@@ -64,6 +64,8 @@ struct gstream {
     float *d_arena; /* float planes, see gstream_planes */
     size_t d_arena_cap;
     float *d_taps; /* GCONV_TAPS_FLOATS */
+    uint8_t *d_png; /* scratch of the PNG encode (gconv_png_encode.cu) */
+    size_t d_png_cap;
     struct tex_cache tc;
     struct gfft *fft; /* the fft variant's plans, spectra and tiles (conv_fft.cu); NULL until used */
     /* the job in flight */
@@ -75,6 +77,10 @@ struct gstream {
     /* a PNG job: its inflate and filter verdicts (pinned, written by the device before ev_down;
      * nonzero: declined, see gconv_png.cu), else NULL */
     const volatile int *png_status;
+    /* a PNG encode of the result runs behind the job (gconv_png_encode.cu): its level and depth,
+     * and where its length and stream will lie in d_png */
+    int png_enc, png_level, png_depth;
+    size_t png_total, png_payload, png_bound;
     size_t plane_stride;
 };
 

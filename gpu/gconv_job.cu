@@ -154,6 +154,7 @@ int gjob_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const struc
     st->rc = 0;
     st->jpeg_enc = 0;
     st->png_status = NULL;
+    st->png_enc = 0;
     st->w = in->w;
     st->h = in->h;
     st->out_ch = plan->out_ch;

@@ -184,3 +184,25 @@ int gconv_inflate_host(struct gconv_ctx *ctx, int n, const uint8_t *const *zlib,
     (void)ctx, (void)n, (void)zlib, (void)len, (void)out, (void)out_len, (void)status, (void)ms;
     return NO_CUDA(err);
 }
+
+int gconv_png_encode_result(struct gconv_ctx *ctx, int s, int level, int bit_depth, uint8_t **out,
+                            size_t *out_len, char *err)
+{
+    (void)ctx, (void)s, (void)level, (void)bit_depth;
+    *out = NULL, *out_len = 0;
+    return NO_CUDA(err);
+}
+
+int gconv_png_encode_host(struct gconv_ctx *ctx, const struct img *im, int level, int bit_depth,
+                          uint8_t **out, size_t *out_len, char *err)
+{
+    (void)ctx, (void)im, (void)level, (void)bit_depth;
+    *out = NULL, *out_len = 0;
+    return NO_CUDA(err);
+}
+
+int gconv_png_encode_behind(struct gconv_ctx *ctx, int s, int level, int bit_depth)
+{
+    (void)ctx, (void)s, (void)level, (void)bit_depth;
+    return EDGED_E_NO_CUDA;
+}

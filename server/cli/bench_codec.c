@@ -1,5 +1,5 @@
 /* bench_codec.c — `edged bench --codec`: times the codecs of each file's format on the same files:
- * PNG (edged's, libpng, and the device decoder), JPEG (libjpeg-turbo, nvJPEG), WebP (libwebp). */
+ * PNG (edged's, libpng, the device decoder and encoder), JPEG (libjpeg-turbo, nvJPEG), WebP (libwebp). */
 #include "cli/bench_codec.h"
 
 #include <cjson/cJSON.h>
@@ -177,9 +177,9 @@ static int bench_dev_decode(const struct bench_dev_src *src, int batch, struct i
 }
 
 /* One device row: `batch` copies decoded per call (1: one at a time), the decode time being the
- * device's up to the last image (uploads included, download excluded), divided by batch; for a JPEG
- * the encode is nvJPEG's of the decoded image, upload included (a PNG row has no device encode: 0).
- * Medians of reps after a warm-up. */
+ * device's up to the last image (uploads included, download excluded), divided by batch; the encode
+ * is the device's of the decoded image, upload included (nvJPEG at --quality, the device PNG encoder
+ * at --level). Medians of reps after a warm-up. */
 static int bench_codec_device(const struct bench_dev_src *src, int batch, const struct bench_codec_opts *o,
                               struct bench_codec_result *r, char *err)
 {
@@ -188,7 +188,7 @@ static int bench_codec_device(const struct bench_dev_src *src, int batch, const 
     double dec[BENCH_CODEC_MAX_REPS], enc[BENCH_CODEC_MAX_REPS];
 
     for (int i = 0; i <= o->reps && rc == 0; i++) {
-        uint8_t *jpeg = NULL;
+        uint8_t *enc_out = NULL;
         double ms = 0, t0;
 
         rc = bench_dev_decode(src, batch, out, rcs, &ms, err);
@@ -196,13 +196,15 @@ static int bench_codec_device(const struct bench_dev_src *src, int batch, const 
             if (rcs[k] < 0)
                 rc = edged_fail(err, rcs[k], "the device did not decode it (the CPU decoder serves it)");
         t0 = clock_ms();
-        if (rc == 0 && src->fmt == IMAGEIO_JPEG)
-            rc = gconv_jpeg_encode_host(bench_gpu, &out[0], o->quality, &jpeg, &r->bytes, err);
+        if (rc == 0)
+            rc = src->fmt == IMAGEIO_JPEG
+                     ? gconv_jpeg_encode_host(bench_gpu, &out[0], o->quality, &enc_out, &r->bytes, err)
+                     : gconv_png_encode_host(bench_gpu, &out[0], o->level, 8, &enc_out, &r->bytes, err);
         if (i > 0)
-            dec[i - 1] = ms / batch, enc[i - 1] = src->fmt == IMAGEIO_JPEG ? clock_ms() - t0 : 0.0;
+            dec[i - 1] = ms / batch, enc[i - 1] = clock_ms() - t0;
         for (int k = 0; k < batch; k++)
             img_free(&out[k]);
-        free(jpeg);
+        free(enc_out);
     }
     if (rc)
         return rc;

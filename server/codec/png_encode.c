@@ -9,12 +9,10 @@
 #include <emmintrin.h>
 #endif
 
+#include "deflate_chunks.h"
 #include "errors.h"
+#include "png_frame.h"
 
-#define PNGENC_SIG_IHDR 33 /* signature 8 + IHDR chunk 25 */
-#define PNGENC_IDAT_HEAD 8
-#define PNGENC_TAIL 16 /* IDAT CRC 4 + IEND chunk 12 */
-#define PNGENC_MAX_CHUNK 0x7fffffffu
 /* Level 4 and up: choose each row's filter by the smallest sum of absolute residuals (libpng's
  * heuristic); below, the Up filter: it was the fastest and about the smallest at zlib levels 1-3
  * (the table above pngio_enc_configure in png_io.c). */
@@ -25,22 +23,12 @@
 
 enum { PNGENC_NONE, PNGENC_SUB, PNGENC_UP, PNGENC_AVG, PNGENC_PAETH, PNGENC_NFILTERS };
 
-static const uint8_t pngenc_sig[8] = {137, 80, 78, 71, 13, 10, 26, 10};
-
 static void pngenc_put32(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)(v >> 24);
     p[1] = (uint8_t)(v >> 16);
     p[2] = (uint8_t)(v >> 8);
     p[3] = (uint8_t)v;
-}
-
-/* Writes a chunk's length and type at p (its n data bytes follow) and its CRC after them. */
-static void pngenc_chunk(uint8_t *p, const char *type, size_t n)
-{
-    pngenc_put32(p, (uint32_t)n);
-    memcpy(p + 4, type, 4);
-    pngenc_put32(p + 8 + n, (uint32_t)libdeflate_crc32(0, p + 4, n + 4));
 }
 
 void pngenc_pack_row1(const uint8_t *src, int w, uint8_t *dst)
@@ -315,75 +303,6 @@ static size_t pngenc_map_parse(const struct img *im, uint16_t *tok, size_t cap, 
     return pngenc_map_change(&ps, n, 0) ? ps.t : 0;
 }
 
-/* Huffman code lengths of at most maxbits for freq[0..n), 0 for unused symbols. At least two
- * symbols get a length (dummies if needed), so every code is complete. Where the tree is too
- * deep, the counts are flattened and the tree built again. */
-static void pngenc_huff_lengths(const uint32_t *freq_in, int n, int maxbits, uint8_t *len)
-{
-    uint32_t freq[PNGENC_NLITLEN], w[2 * PNGENC_NLITLEN];
-    int sym[PNGENC_NLITLEN], parent[2 * PNGENC_NLITLEN], depth[2 * PNGENC_NLITLEN], m = 0, deepest;
-
-    memcpy(freq, freq_in, (size_t)n * sizeof(*freq));
-    for (int s = 0; s < n && m < 2; s++)
-        m += freq[s] != 0;
-    for (int s = 0; s < 2 && m < 2; s++)
-        if (!freq[s])
-            freq[s] = 1, m++;
-    do {
-        m = 0;
-        for (int s = 0; s < n; s++)
-            if (freq[s]) {
-                int i = m++;
-
-                for (; i > 0 && freq[sym[i - 1]] > freq[s]; i--)
-                    sym[i] = sym[i - 1];
-                sym[i] = s;
-            }
-        for (int i = 0; i < m; i++)
-            w[i] = freq[sym[i]];
-        for (int next = m, li = 0, ii = m; next < 2 * m - 1; next++) {
-            int c[2];
-
-            for (int k = 0; k < 2; k++)
-                c[k] = li < m && (ii >= next || w[li] <= w[ii]) ? li++ : ii++;
-            w[next] = w[c[0]] + w[c[1]];
-            parent[c[0]] = parent[c[1]] = next;
-        }
-        depth[2 * m - 2] = 0;
-        deepest = 0;
-        for (int i = 2 * m - 3; i >= 0; i--) {
-            depth[i] = depth[parent[i]] + 1;
-            if (depth[i] > deepest)
-                deepest = depth[i];
-        }
-        for (int s = 0; s < n; s++)
-            freq[s] = freq[s] ? (freq[s] >> 1) | 1 : 0;
-    } while (deepest > maxbits);
-    memset(len, 0, (size_t)n);
-    for (int i = 0; i < m; i++)
-        len[sym[i]] = (uint8_t)depth[i];
-}
-
-/* Canonical codes for len[0..n), bit-reversed for the LSB-first writer. */
-static void pngenc_huff_codes(const uint8_t *len, int n, uint16_t *code)
-{
-    int count[PNGENC_MAXBITS + 1] = {0}, next[PNGENC_MAXBITS + 1];
-
-    for (int s = 0; s < n; s++)
-        count[len[s]]++;
-    count[0] = 0;
-    next[0] = 0;
-    for (int b = 1; b <= PNGENC_MAXBITS; b++)
-        next[b] = (next[b - 1] + count[b - 1]) << 1;
-    for (int s = 0; s < n; s++) {
-        unsigned c = len[s] ? (unsigned)next[len[s]]++ : 0, r = 0;
-
-        for (int b = 0; b < len[s]; b++)
-            r |= ((c >> b) & 1u) << (len[s] - 1 - b);
-        code[s] = (uint16_t)r;
-    }
-}
-
 /* LSB-first bit writer into a buffer sized beforehand. */
 struct pngenc_bits {
     uint8_t *p;
@@ -434,21 +353,21 @@ static size_t pngenc_block_plan(struct pngenc_block *k, const uint32_t *freq)
         k->lit_freq[257 + k->len_code[len]] += len_freq[len];
         k->dist_freq[0] += len_freq[len];
     }
-    pngenc_huff_lengths(k->lit_freq, PNGENC_NLITLEN, PNGENC_MAXBITS, ll);
+    defl_huff_lengths(k->lit_freq, PNGENC_NLITLEN, PNGENC_MAXBITS, ll);
     for (k->nlit = PNGENC_NLITLEN; !ll[k->nlit - 1]; k->nlit--)
         ;
     dl = ll + k->nlit;
-    pngenc_huff_lengths(k->dist_freq, PNGENC_NDIST, PNGENC_MAXBITS, dl);
+    defl_huff_lengths(k->dist_freq, PNGENC_NDIST, PNGENC_MAXBITS, dl);
     for (k->ndist = PNGENC_NDIST; !dl[k->ndist - 1]; k->ndist--)
         ;
     for (int i = 0; i < k->nlit + k->ndist; i++)
         k->clen_freq[ll[i]]++;
-    pngenc_huff_lengths(k->clen_freq, PNGENC_NCLEN, PNGENC_CLEN_MAXBITS, k->clen_len);
+    defl_huff_lengths(k->clen_freq, PNGENC_NCLEN, PNGENC_CLEN_MAXBITS, k->clen_len);
     for (k->nclen = PNGENC_NCLEN; k->nclen > 4 && !k->clen_len[pngenc_clen_order[k->nclen - 1]]; k->nclen--)
         ;
-    pngenc_huff_codes(ll, k->nlit, k->lit_code);
-    pngenc_huff_codes(dl, k->ndist, k->dist_code);
-    pngenc_huff_codes(k->clen_len, PNGENC_NCLEN, k->clen_code);
+    defl_huff_codes(ll, k->nlit, k->lit_code);
+    defl_huff_codes(dl, k->ndist, k->dist_code);
+    defl_huff_codes(k->clen_len, PNGENC_NCLEN, k->clen_code);
     bits += 3 * (size_t)k->nclen;
     for (int i = 0; i < k->nlit + k->ndist; i++)
         bits += k->clen_len[ll[i]];
@@ -511,7 +430,7 @@ static int pngenc_map(const struct img *im, size_t raw_len, size_t zoff, uint8_t
     if (!(t = pngenc_map_parse(im, tok, cap, freq, &adler)))
         goto out;
     bytes = 2 + (pngenc_block_plan(k, freq) + 7) / 8 + 4;
-    if (!(*png = malloc(zoff + bytes + PNGENC_TAIL))) {
+    if (!(*png = malloc(zoff + bytes + PNGFRAME_TAIL))) {
         rc = edged_fail(err, EDGED_E_NOMEM, "cannot allocate %zu bytes for a PNG", bytes);
         goto out;
     }
@@ -526,24 +445,6 @@ out:
     free(k);
     free(tok);
     return rc;
-}
-
-/* Signature, IHDR, IDAT around the zlen bytes already at png + 41, IEND. */
-static size_t pngenc_frame(const struct img *im, int bit_depth, uint8_t *png, size_t zlen)
-{
-    static const uint8_t colors[5] = {0, 0, 4, 2, 6};
-    uint8_t *ihdr = png + 8, *idat = png + PNGENC_SIG_IHDR;
-
-    memcpy(png, pngenc_sig, 8);
-    pngenc_put32(ihdr + 8, (uint32_t)im->w);
-    pngenc_put32(ihdr + 12, (uint32_t)im->h);
-    ihdr[16] = (uint8_t)bit_depth;
-    ihdr[17] = colors[im->ch];
-    ihdr[18] = ihdr[19] = ihdr[20] = 0;
-    pngenc_chunk(ihdr, "IHDR", 13);
-    pngenc_chunk(idat, "IDAT", zlen);
-    pngenc_chunk(idat + 12 + zlen, "IEND", 0);
-    return PNGENC_SIG_IHDR + 12 + zlen + 12;
 }
 
 /* The filtered rows deflated by libdeflate, at zoff in a new buffer *png sized for the PNG frame
@@ -565,7 +466,7 @@ static int pngenc_deflate(const struct img *im, int level, int bit_depth, size_t
     if ((rc = pngenc_filter_all(im, level, bit_depth, rb, raw, err)))
         goto out;
     bound = libdeflate_zlib_compress_bound(z, raw_len);
-    if (!(*png = malloc(zoff + bound + PNGENC_TAIL))) {
+    if (!(*png = malloc(zoff + bound + PNGFRAME_TAIL))) {
         rc = edged_fail(err, EDGED_E_NOMEM, "cannot allocate %zu bytes for a PNG", bound);
         goto out;
     }
@@ -581,7 +482,7 @@ out:
 int pngenc_encode(const struct img *im, int level, int bit_depth, uint8_t **out, size_t *out_len, char *err)
 {
     size_t rb = bit_depth == 1 ? ((size_t)im->w + 7) / 8 : (size_t)im->w * (size_t)im->ch, raw_len, zlen = 0;
-    size_t zoff = PNGENC_SIG_IHDR + PNGENC_IDAT_HEAD;
+    size_t zoff = PNGFRAME_HEAD;
     uint8_t *png = NULL, *small;
     int rc = PNGENC_DECLINED;
 
@@ -593,11 +494,11 @@ int pngenc_encode(const struct img *im, int level, int bit_depth, uint8_t **out,
         rc = pngenc_deflate(im, level, bit_depth, rb, raw_len, zoff, &png, &zlen, err);
     if (rc)
         goto out;
-    if (zlen > PNGENC_MAX_CHUNK) {
+    if (zlen > PNGFRAME_MAX_IDAT) {
         rc = PNGENC_DECLINED;
         goto out;
     }
-    *out_len = pngenc_frame(im, bit_depth, png, zlen);
+    *out_len = pngframe_write(png, zlen, im->w, im->h, im->ch, bit_depth);
     small = realloc(png, *out_len);
     *out = small ? small : png;
     png = NULL;

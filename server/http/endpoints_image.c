@@ -201,6 +201,25 @@ static const char *job_device(struct service *s, const struct job *job, char *bu
     return buf;
 }
 
+/* ---- answers encoded on the device ------------------------------------------------------- */
+
+/* Asks the GPU lane to encode a routed job's answer on the device as well: a JPEG answer of a job
+ * whose JPEG input the device decodes (nvJPEG), a PNG answer of any GPU job unless --gpu-png 0.
+ * Called once the job is routed, whatever its input.
+ * The answer then sends those bytes; a refusal leaves the pixels to the CPU encoder. */
+static void job_encode_on_device(struct service *s, struct http_req *r, const struct params *p,
+                                 struct job *job)
+{
+    struct imageio_enc enc = output_encoding(r, p);
+
+    if (job->lane != LANE_GPU)
+        return;
+    if (enc.fmt == IMAGEIO_OUT_JPEG && job->src && job->src_format == JOB_SRC_JPEG)
+        job->enc = JOB_ENC_JPEG, job->enc_quality = p->quality;
+    else if (enc.fmt == IMAGEIO_OUT_PNG && s->cfg->gpu_png)
+        job->enc = JOB_ENC_PNG, job->enc_quality = enc.png_level, job->enc_depth = enc.bit_depth;
+}
+
 /* ---- JPEG left to the GPU (nvJPEG) --------------------------------------------------------- */
 
 /* When the GPU lane has nvJPEG, a JPEG that the header peek and the limits accept goes to the job
@@ -209,7 +228,7 @@ static const char *job_device(struct service *s, const struct job *job, char *bu
  * stay on the CPU path, and so does a file that ends before its EOI marker: nvJPEG decodes a
  * truncated scan without an error, libjpeg-turbo refuses it (422, as on the CPU backend). Returns 1 when the job took the bytes (plan and route set), 0 when the
  * input goes through decode_image, or job_prepare's error. */
-static int job_take_jpeg(struct service *s, struct http_req *r, const struct params *p,
+static int job_take_jpeg(struct service *s, const struct params *p,
                          const struct imageio_head *head, const uint8_t *d, size_t n, struct job *job, char *err)
 {
     int o, swap, rc;
@@ -233,8 +252,6 @@ static int job_take_jpeg(struct service *s, struct http_req *r, const struct par
     memcpy(job->src, d, n);
     job->src_len = n;
     job->orientation = o;
-    if (output_encoding(r, p).fmt == IMAGEIO_OUT_JPEG)
-        job->jpeg_quality = p->quality;
     return 1;
 }
 
@@ -272,16 +289,24 @@ static int job_take_png(struct service *s, const struct params *p, const struct 
     return 1;
 }
 
-/* The output bytes: the device's JPEG when the worker made one, else the CPU encoder's. */
+/* The format a job's device encode writes, as the answer names it. */
+static int job_enc_is(const struct job *job, enum imageio_out fmt)
+{
+    enum job_enc e = fmt == IMAGEIO_OUT_JPEG ? JOB_ENC_JPEG : fmt == IMAGEIO_OUT_PNG ? JOB_ENC_PNG : JOB_ENC_NONE;
+
+    return job->enc == e;
+}
+
+/* The output bytes: the device's encode when the worker made one, else the CPU encoder's. */
 static int encode_output(const struct job *job, const struct imageio_enc *enc, uint8_t **out, size_t *len,
                          char *err)
 {
-    if (enc->fmt != IMAGEIO_OUT_JPEG || !job->out_jpeg)
+    if (!job->out_enc || !job_enc_is(job, enc->fmt))
         return imageio_encode(&job->out, enc, out, len, err);
-    if (!(*out = malloc(job->out_jpeg_len)))
+    if (!(*out = malloc(job->out_enc_len)))
         return edged_fail(err, EDGED_E_NOMEM, "out of memory");
-    memcpy(*out, job->out_jpeg, job->out_jpeg_len);
-    *len = job->out_jpeg_len;
+    memcpy(*out, job->out_enc, job->out_enc_len);
+    *len = job->out_enc_len;
     return 0;
 }
 
@@ -386,7 +411,7 @@ void endpoint_filter(struct http_req *r, void *app)
     }
     job_set_budget(job, s->budget, b.work, b.out);
     job_take_budget(job, &b.hold); /* a job abandoned at a 504 keeps it until it is freed */
-    if ((rc = job_take_jpeg(s, r, &u.p, &head, u.image, u.image_len, job, err)) < 0 ||
+    if ((rc = job_take_jpeg(s, &u.p, &head, u.image, u.image_len, job, err)) < 0 ||
         (rc == 0 && (rc = job_take_png(s, &u.p, &head, u.image, u.image_len, job, http_req_times(r), err)) < 0) ||
         (rc == 0 &&
          (rc = decode_image(s, &u.p, &head, u.image, u.image_len, &job->in, http_req_times(r), err)) < 0))
@@ -398,6 +423,7 @@ void endpoint_filter(struct http_req *r, void *app)
     http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), NULL, job->in.w, job->in.h);
     if (!job->src && (rc = job_prepare(s, &u.p, job, err)) < 0)
         goto fail;
+    job_encode_on_device(s, r, &u.p, job);
     http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), job_backend(job), job->in.w,
                   job->in.h);
     rc = job_run(s, r, job, err);

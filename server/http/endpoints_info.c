@@ -12,6 +12,7 @@
 #include "codec/image_io.h"
 #include "http/routes.h"
 #include "http/upload.h"
+#include "jobs/dev_encode.h"
 #include "jobs/jpeg_job.h"
 #include "jobs/png_job.h"
 #include "jobs/service.h"
@@ -60,20 +61,28 @@ void endpoint_metrics(struct http_req *r, void *app)
 {
     struct service *s = app;
     char reason[EDGED_ERR_LEN];
-    struct metrics_gauges g = {queue_depth(s->q), queue_capacity(s->q), service_ready(s, reason),
-                               worker_gpu_memory(s->w), worker_gpu_busy_seconds(s->w), budget_used(s->budget),
-                               budget_limit(s->budget), 0, 0, 0, 0, 0, 0, 0, 0, worker_fatal(s->w, NULL)};
+    struct metrics_gauges g = {.queue_depth = queue_depth(s->q),
+                               .queue_capacity = queue_capacity(s->q),
+                               .ready = service_ready(s, reason),
+                               .gpu_memory_used = worker_gpu_memory(s->w),
+                               .gpu_busy_seconds = worker_gpu_busy_seconds(s->w),
+                               .budget_used = budget_used(s->budget),
+                               .budget_limit = budget_limit(s->budget),
+                               .gpu_fatal = worker_fatal(s->w, NULL)};
     struct jpegjob_counts jc;
     struct pngjob_counts pc;
+    struct devenc_counts dc;
     size_t len = 0;
     char *text;
 
     jpegjob_counts(&jc);
+    devenc_counts(&dc);
     g.jpeg_gpu_decoded = jc.gpu_decoded, g.jpeg_gpu_encoded = jc.gpu_encoded;
     g.jpeg_fallback_decode = jc.cpu_fallback_decode, g.jpeg_fallback_encode = jc.cpu_fallback_encode;
     pngjob_counts(&pc);
     g.png_gpu_decoded = pc.gpu_decoded, g.png_cpu_refused = pc.cpu_refused;
     g.png_cpu_declined = pc.cpu_declined, g.png_cpu_busy = pc.cpu_busy;
+    g.png_gpu_encoded = dc.png_gpu_encoded, g.png_fallback_encode = dc.png_cpu_fallback;
     text = metrics_render(s->m, &g, &len);
 
     if (!text) {

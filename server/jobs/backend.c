@@ -13,6 +13,7 @@
 #include "cpu_serial.h"
 #include "errors.h"
 #include "gconv.h"
+#include "jobs/dev_encode.h"
 #include "jobs/jpeg_job.h"
 #include "jobs/png_job.h"
 
@@ -240,7 +241,10 @@ int backend_submit(struct backend *b, int s, struct job *job)
     if ((rc = decode_src(job)) < 0) /* compressed input submitted one at a time: CPU decode */
         return rc;
     block = backend_resolve(b, job);
-    return gconv_submit(b->gpu, s, &job->in, &job->plan, job->used, block, job->err);
+    if ((rc = gconv_submit(b->gpu, s, &job->in, &job->plan, job->used, block, job->err)) < 0)
+        return rc;
+    devenc_behind(b->gpu, s, job);
+    return 0;
 }
 
 int backend_finish(struct backend *b, int s, struct job *job)
@@ -253,7 +257,7 @@ int backend_finish(struct backend *b, int s, struct job *job)
     job->t.download = gt.download_ms;
     if (rc == 0 && job->src_format == JOB_SRC_PNG && job->src && !job->in.px) /* not the CPU's pixels */
         pngjob_count(PNGJOB_GPU_DECODED);
-    return rc < 0 ? rc : jpegjob_encode_result(b->gpu, s, job);
+    return rc < 0 ? rc : devenc_result(b->gpu, s, job);
 }
 
 int backend_take(struct backend *b, int s, struct job *job) { return gconv_finish_copy(b->gpu, s, &job->out, job->err); }

@@ -1,13 +1,11 @@
-/* jpeg_job.c — a job's JPEG parts that every lane shares: the CPU decode of its input bytes, the
- * device encode of its answer, and the nvJPEG path's counters. */
+/* jpeg_job.c — a job's JPEG parts that every lane shares: the CPU decode of its input bytes and the
+ * nvJPEG path's counters (the device encode of an answer is dev_encode.c's). */
 #include "jobs/jpeg_job.h"
 
 #include <stdatomic.h>
-#include <string.h>
 
 #include "codec/image_io.h"
 #include "errors.h"
-#include "gconv.h"
 
 /* Process-wide: one backend serves a process. Indexed by enum jpegjob_event. */
 static atomic_ullong counts[4];
@@ -44,26 +42,4 @@ int jpegjob_decode_src(struct job *job)
     }
     job->in = im;
     return 0;
-}
-
-/* The pixels of a job with JPEG output are copied to the host only when the device encode fails
- * and the connection encodes them. */
-int jpegjob_encode_result(struct gconv_ctx *g, int s, struct job *job)
-{
-    char err[EDGED_ERR_LEN];
-    int rc;
-
-    if (job->jpeg_quality <= 0)
-        return 1;
-    rc = gconv_jpeg_encode_result(g, s, job->jpeg_quality, &job->out_jpeg, &job->out_jpeg_len, err);
-    if (rc == 0) {
-        jpegjob_count(JPEGJOB_GPU_ENCODED);
-        return 0;
-    }
-    if (rc == EDGED_E_GPU_FATAL || gconv_is_dead(g)) {
-        memcpy(job->err, err, EDGED_ERR_LEN);
-        return EDGED_E_GPU_FATAL;
-    }
-    jpegjob_count(JPEGJOB_CPU_ENCODED); /* the connection encodes out on the CPU */
-    return 1;
 }

@@ -88,7 +88,7 @@ static void job_free(struct job *job)
     free(job->src);
     free(job->png_lay);
     free(job->png_join);
-    free(job->out_jpeg);
+    free(job->out_enc);
     budget_give(job->budget, job->budget_bytes + job->out_kept); /* after its memory is freed */
     pthread_cond_destroy(&job->done);
     free(job);

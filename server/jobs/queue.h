@@ -11,6 +11,9 @@
 #include "image.h"
 #include "variant.h"
 
+/* The answer's encoding the GPU lane also does on the device (jobs/dev_encode.c). */
+enum job_enc { JOB_ENC_NONE, JOB_ENC_JPEG, JOB_ENC_PNG };
+
 /* Which workers take a job: the one GPU worker or the CPU pool. */
 enum job_lane { LANE_CPU, LANE_GPU, LANE_COUNT };
 
@@ -49,11 +52,14 @@ struct job {
     size_t png_z_len;
     uint8_t *png_join; /* owned, or NULL */
     int orientation;  /* EXIF 1..8 to apply to src */
-    int jpeg_quality; /* > 0: the GPU lane also encodes out as JPEG on the device, into out_jpeg */
+    /* the GPU lane also encodes out on the device, into out_enc: JPEG at quality enc_quality
+     * (1..100), or PNG at png_level enc_quality (0..9) and bit depth enc_depth (8 or 1) */
+    enum job_enc enc;
+    int enc_quality, enc_depth;
     /* output */
     struct img out; /* GPU lane: allocated by the submitter; CPU lane: by the worker */
-    uint8_t *out_jpeg; /* with jpeg_quality: out encoded on the device (owned), or NULL */
-    size_t out_jpeg_len;
+    uint8_t *out_enc; /* with enc: the answer's bytes encoded on the device (owned), or NULL */
+    size_t out_enc_len;
     /* GPU lane: a result its worker left in the stream's staging rather than copy it on the one
      * worker thread. take(job, 1) copies it into out and frees the stream, take(job, 0) only frees
      * it; queue_wait calls the first on success, the job's last release the second if still set. */

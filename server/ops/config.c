@@ -74,9 +74,10 @@ static const struct opt opts[] = {
      "1: the GPU lane decodes JPEG input and encodes JPEG output with nvJPEG when built with it; 0: the "
      "CPU codec (libjpeg-turbo, bit-exact with it)"},
     {"gpu-png", "EDGED_GPU_PNG", OPT_INT, O(gpu_png), 0, 1, "1",
-     "1: the GPU lane decodes the common PNG kinds on the device (bit-exact with the CPU decoder), "
-     "leaving them to the CPU while the device's PNG backlog is long and the codec slots are free; 0: "
-     "the CPU decoder always"},
+     "1: the GPU lane decodes the common PNG kinds and encodes PNG answers on the device (the same "
+     "pixels as the CPU codec; answers close to the CPU encoder's fastest level in size), leaving input "
+     "to the CPU decoder while the device's PNG backlog is long and the codec slots are free; 0: the "
+     "CPU codec always"},
     {"openapi", "EDGED_OPENAPI", OPT_STR, O(openapi), 0, 0, "",
      "serve this openapi.yaml file at /openapi.yaml instead of the copy built into the binary (empty = the "
      "built-in copy; a file that cannot be read makes /openapi.yaml answer 404)"},

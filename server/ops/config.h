@@ -37,7 +37,8 @@ struct serve_config {
     int drain_timeout_s;    /* at shutdown, longest wait for requests in flight */
     int gpu_watchdog_ms;    /* a GPU job running longer is a stuck device: fatal */
     int gpu_jpeg;           /* 1: nvJPEG decodes and encodes JPEGs of the GPU lane (when built with it) */
-    int gpu_png;            /* 1: the device decodes the PNGs of the GPU lane it takes (png_job.h) */
+    int gpu_png;            /* 1: the GPU lane decodes the PNGs it takes (png_job.h) and encodes PNG
+                             * answers on the device */
     int max_conn_per_ip;    /* connections from one IP address at once; 0 = no cap */
     char cors_origin[256];  /* Access-Control-Allow-Origin; "" = CORS off */
     char api_keys[8448];    /* EDGED_API_KEYS (environment only, never logged); "" = no auth */

@@ -442,14 +442,18 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *
              "edged_jpeg_cpu_fallback_total{reason=\"decode_refused\"} %llu\n"
              "edged_jpeg_cpu_fallback_total{reason=\"encode_refused\"} %llu\n",
          g->jpeg_gpu_decoded, g->jpeg_gpu_encoded, g->jpeg_fallback_decode, g->jpeg_fallback_encode);
-    emit(&t, "# HELP edged_png_gpu_decoded_total PNGs decoded on the device.\n"
-             "# TYPE edged_png_gpu_decoded_total counter\nedged_png_gpu_decoded_total %llu\n"
-             "# HELP edged_png_cpu_fallback_total PNGs left to the device path that the CPU decoded instead.\n"
+    emit(&t, "# HELP edged_png_gpu_total PNGs decoded, and PNG answers encoded, on the device.\n"
+             "# TYPE edged_png_gpu_total counter\nedged_png_gpu_total{op=\"decode\"} %llu\n"
+             "edged_png_gpu_total{op=\"encode\"} %llu\n"
+             "# HELP edged_png_cpu_fallback_total PNGs of the GPU lane done on the CPU instead: input the device "
+             "refused at submit, declined when it ran or left while it was busy, answers it refused to encode.\n"
              "# TYPE edged_png_cpu_fallback_total counter\n"
-             "edged_png_cpu_fallback_total{reason=\"refused\"} %llu\n"
-             "edged_png_cpu_fallback_total{reason=\"declined\"} %llu\n"
-             "edged_png_cpu_fallback_total{reason=\"busy\"} %llu\n",
-         g->png_gpu_decoded, g->png_cpu_refused, g->png_cpu_declined, g->png_cpu_busy);
+             "edged_png_cpu_fallback_total{reason=\"decode_refused\"} %llu\n"
+             "edged_png_cpu_fallback_total{reason=\"decode_declined\"} %llu\n"
+             "edged_png_cpu_fallback_total{reason=\"decode_busy\"} %llu\n"
+             "edged_png_cpu_fallback_total{reason=\"encode_refused\"} %llu\n",
+         g->png_gpu_decoded, g->png_gpu_encoded, g->png_cpu_refused, g->png_cpu_declined, g->png_cpu_busy,
+         g->png_fallback_encode);
     dev[0] = '\0'; /* from config and the device name: escaped as the label format wants */
     result_escape(dev, sizeof(dev), 0, m->build.device, 0, RESULT_ESCAPE_LABEL);
     emit(&t, "# HELP edged_build_info Build and runtime identity.\n# TYPE edged_build_info gauge\n"

@@ -21,6 +21,9 @@ struct metrics_gauges {
      * instead: refused at submit, declined by the device, or sent by the backlog rule */
     unsigned long long png_gpu_decoded, png_cpu_refused, png_cpu_declined, png_cpu_busy;
     int gpu_fatal; /* 1 after a fatal GPU error (worker_fatal): the process is about to exit */
+    /* PNG answers of the GPU lane (devenc_counts): encoded on the device, or on the CPU after the
+     * device refused */
+    unsigned long long png_gpu_encoded, png_fallback_encode;
 };
 
 /* Labels of edged_build_info. */

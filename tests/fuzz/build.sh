@@ -1,6 +1,7 @@
 #!/bin/sh
 # build.sh — builds the libFuzzer targets (clang, -fsanitize=fuzzer,address,undefined) into
-# $OUT (default build-fuzz): fuzz_png, fuzz_png_diff, fuzz_image, fuzz_request, fuzz_params, fuzz_inflate_spec. Usage: sh tests/fuzz/build.sh [OUT]
+# $OUT (default build-fuzz): fuzz_png, fuzz_png_diff, fuzz_image, fuzz_request, fuzz_params,
+# fuzz_inflate_spec, fuzz_deflate_chunks. Usage: sh tests/fuzz/build.sh [OUT]
 set -eu
 cd "$(dirname "$0")/../.."
 OUT=${1:-${OUT:-build-fuzz}}
@@ -30,3 +31,4 @@ build fuzz_image server/codec/image_io.c server/codec/jpeg_io.c server/codec/web
 build fuzz_params $API
 build fuzz_inflate_spec cpu_ref/inflate_spec.c api/errors.c
 build fuzz_request server/http/upload.c server/http/multipart.c $API
+build fuzz_deflate_chunks cpu_ref/deflate_chunks.c api/errors.c api/image.c

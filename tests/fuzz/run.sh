@@ -9,7 +9,7 @@ set -u
 cd "$(dirname "$0")/../.."
 OUT=${1:-${OUT:-build-fuzz}}
 SECS=${FUZZ_SECONDS:-60}
-TARGETS=${FUZZ_TARGETS:-fuzz_png fuzz_png_diff fuzz_image fuzz_request fuzz_params fuzz_inflate_spec}
+TARGETS=${FUZZ_TARGETS:-fuzz_png fuzz_png_diff fuzz_image fuzz_request fuzz_params fuzz_inflate_spec fuzz_deflate_chunks}
 mkdir -p "$OUT/logs" "$OUT/artifacts"
 failed=0
 for t in $TARGETS; do

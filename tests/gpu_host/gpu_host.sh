@@ -4,7 +4,7 @@
 # usage (repo root, with .debs carried): sh tests/gpu_host/gpu_host.sh [all|test|bench|fast|fft|headline]
 # fft: test_gpu_fft (fft against the exact correlation, its errors beside the bound), memcheck of it,
 # and fft beside fast on custom full-rank taps 13..63 at 8192^2, gray and 3 planes (fft_bench.csv).
-# test: test_gpu, test_gpu_fft, test_gpu_jpeg, test_gpu_png and test_gpu_inflate, then memcheck, synccheck and one racecheck per GPU variant side
+# test: test_gpu, test_gpu_fft, test_gpu_jpeg, test_gpu_png, test_gpu_png_encode and test_gpu_inflate, then memcheck, synccheck and one racecheck per GPU variant side
 # by side (each with its own time limit; a run killed at its limit says FAILED: TIMED OUT).
 # fast: the fast-kernel pass: full GPU tests, memcheck (quick set, every variant), racecheck of fast
 # alone, and the fast-vs-seed-vs-NPP bench at 8192^2 (fp32 gaussian and full-rank custom taps,
@@ -74,7 +74,7 @@ if [ "$what" = headline ]; then
 fi
 
 # Build; when NPP (only here) breaks the build, build without it so the rest still runs.
-targets="$BUILD/edged $BUILD/tests/test_gpu $BUILD/tests/test_gpu_fft $BUILD/tests/test_gpu_jpeg $BUILD/tests/test_gpu_png $BUILD/tests/test_gpu_inflate"
+targets="$BUILD/edged $BUILD/tests/test_gpu $BUILD/tests/test_gpu_fft $BUILD/tests/test_gpu_jpeg $BUILD/tests/test_gpu_png $BUILD/tests/test_gpu_inflate $BUILD/tests/test_gpu_png_encode"
 [ "$what" = headline ] && targets="$BUILD/edged"
 # shellcheck disable=SC2086
 if ! step build 180 make -j16 BUILD="$BUILD" CUDA_ARCHS="$ARCHS" $targets >> "$log" 2>&1; then
@@ -103,6 +103,9 @@ if [ "$what" = all ] || [ "$what" = test ]; then
     grep -m 20 FAIL "$OUT/test_gpu_png.log"
     step test_gpu_inflate 180 "$BUILD/tests/test_gpu_inflate" > "$OUT/test_gpu_inflate.log" 2>&1
     grep -E "^device inflate|passed, [0-9]+ failed|seed" "$OUT/test_gpu_inflate.log"; grep -m 20 FAIL "$OUT/test_gpu_inflate.log"
+    step test_gpu_png_encode 120 "$BUILD/tests/test_gpu_png_encode" > "$OUT/test_gpu_png_encode.log" 2>&1
+    grep -E "seed|edge map .* (640x480|2048x2048)|^2048x2048|passed, [0-9]+ failed" "$OUT/test_gpu_png_encode.log"
+    grep -m 20 FAIL "$OUT/test_gpu_png_encode.log"
     # The sanitizer runs are independent processes on one GPU, each mostly one busy CPU thread: they
     # run side by side, each with its own limit, log and status line. racecheck is ~35 ms a launch,
     # so it runs once per variant (the smaller set): every variant in one run took past any sane limit.
@@ -118,6 +121,7 @@ if [ "$what" = all ] || [ "$what" = test ]; then
     sanitize memcheck-png 300 memcheck 1 "" test_gpu_png
     sanitize racecheck-png 300 racecheck 1 "" test_gpu_png
     sanitize memcheck-inflate 300 memcheck 1 "" test_gpu_inflate
+    sanitize memcheck-png-encode 300 memcheck 1 "" test_gpu_png_encode
     sanitize synccheck 240 synccheck 2
     for v in $(gpu_variants); do
         sanitize "racecheck-$v" 300 racecheck 2 "$v"

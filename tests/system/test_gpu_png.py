@@ -81,10 +81,10 @@ def test_counters_exist(server):
     r = post(server.url, png_bytes(noisy(31, 45, 3, 1)), dict(GAUSS, variant="cpu"))
     assert r.status_code == 200, r.text
     m = metrics(server.url)
-    for key in [("edged_png_gpu_decoded_total", ""), ("edged_png_cpu_fallback_total", "refused"),
-                ("edged_png_cpu_fallback_total", "declined"), ("edged_png_cpu_fallback_total", "busy")]:
+    for key in [("edged_png_gpu_total", "decode"), ("edged_png_cpu_fallback_total", "decode_refused"),
+                ("edged_png_cpu_fallback_total", "decode_declined"), ("edged_png_cpu_fallback_total", "decode_busy")]:
         assert key in m, key
-    assert m[("edged_png_gpu_decoded_total", "")] == 0  # variant cpu never decodes on the device
+    assert m[("edged_png_gpu_total", "decode")] == 0  # variant cpu never decodes on the device
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -100,7 +100,7 @@ def test_device_decode_equals_cpu_decode(make_server, name):
     after = metrics(on.url)
     moved = sum(after[k] - before.get(k, 0) for k in after)
     assert moved == 1  # decoded on the device, or refused or declined there and counted
-    assert metrics(off.url)[("edged_png_gpu_decoded_total", "")] == 0
+    assert metrics(off.url)[("edged_png_gpu_total", "decode")] == 0
 
 
 def test_many_at_once_batched(make_server):
@@ -127,8 +127,8 @@ def test_damaged_stream_gets_the_cpu_verdict(make_server):
     ge, ce = g.json()["error"], c.json()["error"]
     assert (ge["code"], ge["message"]) == (ce["code"], ce["message"])
     m = metrics(on.url)
-    assert m[("edged_png_cpu_fallback_total", "declined")] == 1
-    assert m[("edged_png_gpu_decoded_total", "")] == 0
+    assert m[("edged_png_cpu_fallback_total", "decode_declined")] == 1
+    assert m[("edged_png_gpu_total", "decode")] == 0
 
 
 def test_interlaced_stays_on_the_cpu(make_server):

@@ -183,7 +183,7 @@ def test_dashboard_shows_what_an_operator_watches():
     want = {"edged_http_requests_total", "edged_request_duration_seconds_bucket", "edged_queue_depth",
             "edged_queue_capacity", "edged_rejections_total", "edged_gpu_busy_seconds_total",
             "edged_memory_budget_bytes", "edged_memory_budget_limit_bytes", "edged_jpeg_gpu_total",
-            "edged_jpeg_cpu_fallback_total", "edged_png_gpu_decoded_total", "edged_png_cpu_fallback_total",
+            "edged_jpeg_cpu_fallback_total", "edged_png_gpu_total", "edged_png_cpu_fallback_total",
             "edged_ready"}
     assert want <= used, sorted(want - used)
     rate = [e for _, e in panel_exprs(dashboard()) if "edged_http_requests_total" in e and "sum by (route, code)" in e]

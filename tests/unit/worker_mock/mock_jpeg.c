@@ -1,10 +1,11 @@
-/* mock_jpeg.c — the entry points of backend_jpeg.c and jpeg_job.c for the worker mock: the real
- * files would pull in every codec. A job with JPEG bytes "decodes" to an 8 x 8 RGB image and goes
+/* mock_jpeg.c — the entry points of backend_jpeg.c, jpeg_job.c and dev_encode.c for the worker
+ * mock: the real files would pull in every codec. A job with JPEG bytes "decodes" to an 8 x 8 RGB image and goes
  * on as a pixel job; the sizes of the batches are recorded, and the test says whether the decoder
  * is busy. */
 #include <stdatomic.h>
 
 #include "jobs/backend.h"
+#include "jobs/dev_encode.h"
 #include "jobs/jpeg_job.h"
 #include "errors.h"
 
@@ -44,10 +45,15 @@ int backend_jpeg_decoding(struct backend *b)
     return atomic_load(&mock_jpeg_busy);
 }
 
-int jpegjob_encode_result(struct gconv_ctx *g, int s, struct job *job)
+void devenc_behind(struct gconv_ctx *g, int s, const struct job *job)
 {
     (void)g, (void)s, (void)job;
-    return 1; /* no JPEG output here: the pixels are left for backend_take */
+}
+
+int devenc_result(struct gconv_ctx *g, int s, struct job *job)
+{
+    (void)g, (void)s, (void)job;
+    return 1; /* no device encode here: the pixels are left for backend_take */
 }
 
 void backend_jpeg_profile(struct backend *b, double ms[BACKEND_JPEG_STAGES])

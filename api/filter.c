@@ -38,6 +38,18 @@ static const struct filter_row filter_rows[FILTER_COUNT] = {
                         KNOBS_POST_ONLY},
     [FILTER_SOBEL] = {"sobel", "Sobel gradient magnitude sqrt(gx^2 + gy^2)", COLOR_GRAY, POST_CLAMP,
                       KNOBS_POST_ONLY},
+    [FILTER_SCHARR_X] = {"scharr_x", "Scharr x derivative [-3 0 3; -10 0 10; -3 0 3] = [3 10 3]^T[-1 0 1]",
+                         COLOR_GRAY, POST_ABS, KNOBS_POST_ONLY},
+    [FILTER_SCHARR_Y] = {"scharr_y", "Scharr y derivative (transpose of scharr_x)", COLOR_GRAY, POST_ABS,
+                         KNOBS_POST_ONLY},
+    [FILTER_SCHARR] = {"scharr", "Scharr gradient magnitude sqrt(gx^2 + gy^2)", COLOR_GRAY, POST_CLAMP,
+                       KNOBS_POST_ONLY},
+    [FILTER_PREWITT_X] = {"prewitt_x", "Prewitt x derivative [-1 0 1; -1 0 1; -1 0 1] = [1 1 1]^T[-1 0 1]",
+                          COLOR_GRAY, POST_ABS, KNOBS_POST_ONLY},
+    [FILTER_PREWITT_Y] = {"prewitt_y", "Prewitt y derivative (transpose of prewitt_x)", COLOR_GRAY, POST_ABS,
+                          KNOBS_POST_ONLY},
+    [FILTER_PREWITT] = {"prewitt", "Prewitt gradient magnitude sqrt(gx^2 + gy^2)", COLOR_GRAY, POST_CLAMP,
+                        KNOBS_POST_ONLY},
     [FILTER_SHARPEN] = {"sharpen", "5x5 sharpen: centre 8, inner ring 2, outer ring -1, divided by its sum 8",
                         COLOR_RGB, POST_CLAMP, KNOBS_POST_ONLY},
     [FILTER_EMBOSS] = {"emboss",
@@ -282,7 +294,10 @@ int filter_kernel(const struct filter_spec *s, struct kernel2d *k, char *err)
                                     -1, 2, 2, 2, -1, -1, -1, -1, -1, -1};
     static const int emboss[25] = {-1, -1, -1, -1, 0, -1, -1, -1, 0, 1, -1, -1, 0,
                                    1, 1, -1, 0, 1, 1, 1, 0, 1, 1, 1, 1};
-    static const float deriv[3] = {-1, 0, 1}, smooth[3] = {1, 2, 1};
+    /* The derivative filters as (smoothing column, derivative row) factors: x is smooth^T deriv,
+     * y its transpose deriv^T smooth; kept exact so that the separable variants take them. */
+    static const float deriv[3] = {-1, 0, 1}, sobel_s[3] = {1, 2, 1}, scharr_s[3] = {3, 10, 3},
+                       prewitt_s[3] = {1, 1, 1};
     float f[FILTER_MAX_SIDE];
     int n;
 
@@ -311,10 +326,16 @@ int filter_kernel(const struct filter_spec *s, struct kernel2d *k, char *err)
         kernel_outer(k, f, n, f, n);
         return 0;
     case FILTER_SOBEL_X:
-        kernel_outer(k, smooth, 3, deriv, 3);
+    case FILTER_SCHARR_X:
+    case FILTER_PREWITT_X:
+        kernel_outer(k, s->filter == FILTER_SOBEL_X ? sobel_s : s->filter == FILTER_SCHARR_X ? scharr_s : prewitt_s,
+                     3, deriv, 3);
         return 0;
     case FILTER_SOBEL_Y:
-        kernel_outer(k, deriv, 3, smooth, 3);
+    case FILTER_SCHARR_Y:
+    case FILTER_PREWITT_Y:
+        kernel_outer(k, deriv, 3,
+                     s->filter == FILTER_SOBEL_Y ? sobel_s : s->filter == FILTER_SCHARR_Y ? scharr_s : prewitt_s, 3);
         return 0;
     case FILTER_LAPLACIAN3:
         kernel_table(k, 3, lap3, 1.0f);
@@ -374,10 +395,12 @@ static int plan_kernels(const struct filter_spec *s, struct filter_plan *p, char
         sub.filter = FILTER_LAPLACIAN3;
         return filter_kernel(&sub, &p->conv[1], err);
     case FILTER_SOBEL:
+    case FILTER_SCHARR:
+    case FILTER_PREWITT: /* the magnitude of the x and y filters listed just before it */
         p->combine = COMBINE_MAGNITUDE;
-        sub.filter = FILTER_SOBEL_X;
+        sub.filter = s->filter - 2;
         filter_kernel(&sub, &p->conv[0], err);
-        sub.filter = FILTER_SOBEL_Y;
+        sub.filter = s->filter - 1;
         return filter_kernel(&sub, &p->conv[1], err);
     default:
         p->combine = COMBINE_SINGLE;

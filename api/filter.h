@@ -15,6 +15,8 @@ extern "C" {
 #define FILTER_MAX_TAPS (FILTER_MAX_SIDE * FILTER_MAX_SIDE)
 #define FILTER_DEFAULT_THRESHOLD 5.0f
 
+/* Each gradient magnitude (sobel, scharr, prewitt) follows its _x and _y filters, in that order
+ * (filter_plan_make relies on it). */
 enum filter_id {
     FILTER_EDGE,
     FILTER_GAUSSIAN5,
@@ -24,6 +26,12 @@ enum filter_id {
     FILTER_SOBEL_X,
     FILTER_SOBEL_Y,
     FILTER_SOBEL,
+    FILTER_SCHARR_X,
+    FILTER_SCHARR_Y,
+    FILTER_SCHARR,
+    FILTER_PREWITT_X,
+    FILTER_PREWITT_Y,
+    FILTER_PREWITT,
     FILTER_SHARPEN,
     FILTER_EMBOSS,
     FILTER_BOX,
@@ -99,7 +107,7 @@ struct kernel2d {
 };
 
 /* How the one or two convolutions of a plan combine.
- * SINGLE: out = conv0(x). MAGNITUDE: out = sqrt(conv0(x)^2 + conv1(x)^2) (sobel).
+ * SINGLE: out = conv0(x). MAGNITUDE: out = sqrt(conv0(x)^2 + conv1(x)^2) (sobel, scharr, prewitt).
  * CHAIN: out = conv1(conv0(x)), each stage with its own border (edge). */
 enum combine { COMBINE_SINGLE, COMBINE_MAGNITUDE, COMBINE_CHAIN };
 
@@ -125,7 +133,8 @@ struct filter_plan {
 /* Sets defaults: filter id, reflect border, auto colour and post, threshold 5. */
 void filter_spec_init(struct filter_spec *spec, enum filter_id id);
 
-/* Builds the taps of a single-kernel filter (not edge or sobel, which are plans of two). */
+/* Builds the taps of a single-kernel filter (not edge or the magnitudes sobel, scharr and prewitt,
+ * which are plans of two). */
 int filter_kernel(const struct filter_spec *spec, struct kernel2d *k, char *err);
 
 /* Resolves spec for an input of in_ch channels into a plan. Returns 0 or EDGED_E_PARAM with a

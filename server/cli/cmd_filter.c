@@ -48,7 +48,8 @@ static const struct opts_spec filter_opts[] = {
     {"normalize", NULL, "custom: divide the taps by their sum"},
     {"l2gradient", NULL, "canny: the Euclidean gradient norm (default |gx|+|gy|)"},
     {"filter", "NAME", "edge (default), gaussian5, gaussian, laplacian3, laplacian8, sobel_x,\n"
-                       "sobel_y, sobel, sharpen, emboss, box, custom, canny (edged filters lists them)"},
+                       "sobel_y, sobel, scharr_x, scharr_y, scharr, prewitt_x, prewitt_y, prewitt,\n"
+                       "sharpen, emboss, box, custom, canny (edged filters lists them)"},
     {"threshold", "T", "edge: |L| > T is an edge (default 5)"},
     {"border", "B", "reflect (default, reflect-101), replicate, zero"},
     {"color", "C", "auto (default), gray, rgb"},

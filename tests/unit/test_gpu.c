@@ -518,11 +518,15 @@ static void test_plans(struct gconv_ctx *ctx)
         {FILTER_LAPLACIAN3, 0, COLOR_RGB}, {FILTER_LAPLACIAN8, 0, COLOR_AUTO},
         {FILTER_SOBEL_Y, 0, COLOR_AUTO},   {FILTER_SHARPEN, 0, COLOR_GRAY},
         {FILTER_EMBOSS, 0, COLOR_AUTO},    {FILTER_BOX, 63, COLOR_AUTO},
-        {FILTER_CUSTOM, 0, COLOR_AUTO},
+        {FILTER_CUSTOM, 0, COLOR_AUTO},    {FILTER_SCHARR, 0, COLOR_AUTO},
+        {FILTER_PREWITT, 0, COLOR_RGB},    {FILTER_SCHARR_X, 0, COLOR_AUTO},
+        {FILTER_SCHARR_Y, 0, COLOR_AUTO},  {FILTER_PREWITT_X, 0, COLOR_AUTO},
+        {FILTER_PREWITT_Y, 0, COLOR_GRAY},
     };
     static const struct plan_case big_cases[] = {
         {FILTER_EDGE, 0, COLOR_AUTO},   {FILTER_SOBEL, 0, COLOR_AUTO},  {FILTER_GAUSSIAN5, 0, COLOR_AUTO},
-        {FILTER_EMBOSS, 0, COLOR_AUTO}, {FILTER_SHARPEN, 0, COLOR_RGB},
+        {FILTER_EMBOSS, 0, COLOR_AUTO}, {FILTER_SHARPEN, 0, COLOR_RGB}, {FILTER_SCHARR, 0, COLOR_AUTO},
+        {FILTER_PREWITT, 0, COLOR_AUTO},
     };
     static const struct size2 full[] = {{1, 1}, {17, 9}, {1000, 1}, {1, 1000}, {1023, 777}, {2048, 2048}};
     static const struct size2 small[] = {{17, 9}, {61, 37}};
@@ -533,7 +537,9 @@ static void test_plans(struct gconv_ctx *ctx)
     for (int si = 0; si < nsizes; si++) {
         int w = sizes[si].w, h = sizes[si].h, big = (size_t)w * h > 100000, huge = (size_t)w * h > 2000000;
         const struct plan_case *pcs = big ? big_cases : small_cases;
-        int npc = big ? (huge ? 2 : 5) : quick == 2 ? 3 : 11, checks0 = check_passed + check_failed;
+        int nbig = (int)(sizeof(big_cases) / sizeof(big_cases[0]));
+        int nsmall = (int)(sizeof(small_cases) / sizeof(small_cases[0]));
+        int npc = big ? (huge ? 2 : nbig) : quick == 2 ? 3 : nsmall, checks0 = check_passed + check_failed;
         double t0 = now_s();
         for (int ch = 1; ch <= 4; ch++) {
             if (((huge || quick) && ch != 4 && ch != 1) || (quick == 2 && (ch != 4 || si > 0)))

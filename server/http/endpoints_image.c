@@ -263,7 +263,7 @@ static void answer_json(struct http_req *r, struct service *s, const struct para
 
     res.request_id = http_req_id(r);
     res.trace_id = http_req_trace_id(r);
-    res.filter = filter_name(job->plan.filter);
+    res.filter = result_filter_label(p);
     res.variant = variant_name(job->used);
     res.backend = gpu ? "gpu" : "cpu";
     res.device = job_device(s, job, dev, sizeof(dev));
@@ -340,7 +340,7 @@ void endpoint_filter(struct http_req *r, void *app)
     if ((rc = read_upload(r, PARAMS_FILTER, &u, err)) < 0 ||
         (rc = params_output_format(&u.p, accept_format(r), ACCEPT_KEEPS_PNG, err)) < 0)
         goto fail;
-    http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), NULL, 0, 0);
+    http_req_note(r, result_filter_label(&u.p), variant_name(u.p.variant), NULL, 0, 0);
     if ((rc = image_reserve(s, &u, 0, &head, &b, err)) < 0 || (rc = check_output_size(r, &u.p, &head, err)) < 0)
         goto fail;
     decoding = b.decode;
@@ -356,15 +356,15 @@ void endpoint_filter(struct http_req *r, void *app)
         goto fail;
     budget_give(s->budget, decoding);
     decoding = 0;
-    http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), NULL, job->in.w, job->in.h);
+    http_req_note(r, result_filter_label(&u.p), variant_name(u.p.variant), NULL, job->in.w, job->in.h);
     if (!job->src && (rc = job_prepare(s, &u.p, job, err)) < 0)
         goto fail;
-    http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), job_backend(job), job->in.w,
+    http_req_note(r, result_filter_label(&u.p), variant_name(u.p.variant), job_backend(job), job->in.w,
                   job->in.h);
     if ((rc = job_run(s, r, job, err)) < 0)
         goto fail;
     stage_times(http_req_times(r), job);
-    http_req_note(r, filter_name(job->plan.filter), variant_name(job->used), job_backend(job), job->out.w,
+    http_req_note(r, result_filter_label(&u.p), variant_name(job->used), job_backend(job), job->out.w,
                   job->out.h);
     answer(r, s, &u, job, b.encode);
     job_release(s->q, job);
@@ -482,9 +482,9 @@ void endpoint_compare(struct http_req *r, void *app)
         http_respond_error(r, rc, err);
         goto out;
     }
-    http_req_note(r, filter_name(u.p.spec.filter), "compare", "all", in.w, in.h);
+    http_req_note(r, result_filter_label(&u.p), "compare", "all", in.w, in.h);
     snprintf(dev, sizeof(dev), "%s", backend_device(s->backend));
-    res = (struct result_compare){http_req_id(r), http_req_trace_id(r), filter_name(u.p.spec.filter),
+    res = (struct result_compare){http_req_id(r), http_req_trace_id(r), result_filter_label(&u.p),
                                   service_backend(s), dev, in.w, in.h, c->ref.ch, c->rows, c->nrows};
     if (!(text = result_compare_json(&res)))
         http_respond_error(r, EDGED_E_NOMEM, "out of memory rendering the result");

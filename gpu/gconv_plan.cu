@@ -49,14 +49,16 @@ __global__ void k_threshold(const float *__restrict__ d_src, float *__restrict__
     d_dst[i] = d_src[i] >= cut ? 255.0f : 0.0f;
 }
 
-/* A gray step after rgb ones: plane 0 = pixel_luma of planes 0, 1, 2 (the float values). */
+/* A gray step after rgb ones: plane 0 = the luma of planes 0, 1, 2 (the float values), with
+ * pixel_luma's roundings on the host (three products, two sums, none contracted into an fma). */
 __global__ void k_luma(float *__restrict__ d_planes, size_t stride, int w, int h, int pitch)
 {
     int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= w || y >= h)
         return;
     size_t i = (size_t)y * pitch + x;
-    d_planes[i] = pixel_luma(d_planes[i], d_planes[stride + i], d_planes[2 * stride + i]);
+    d_planes[i] = __fadd_rn(__fadd_rn(__fmul_rn(0.299f, d_planes[i]), __fmul_rn(0.587f, d_planes[stride + i])),
+                            __fmul_rn(0.114f, d_planes[2 * stride + i]));
 }
 
 /* Post-processing (pixel_post) of every plane and the alpha copy, in one pass writing the u8

@@ -626,7 +626,7 @@ static void test_pipelines(struct gconv_ctx *ctx)
     filter_spec_init(&ops[1][1], FILTER_SHARPEN);
     filter_spec_init(&ops[1][2], FILTER_EMBOSS);
     filter_spec_init(&ops[2][0], FILTER_SCHARR_X); /* gray, signed values into a blur */
-    filter_spec_init(&ops[2][1], FILTER_GAUSSIAN), ops[2][1].size = 31, ops[2][1].post = POST_ABS;
+    filter_spec_init(&ops[2][1], FILTER_GAUSSIAN), ops[2][1].size = 15, ops[2][1].post = POST_ABS;
     filter_spec_init(&ops[3][0], FILTER_THRESHOLD); /* exact map of each channel, then a gradient */
     ops[3][0].color = COLOR_RGB; /* of the u8 samples themselves: a luma could round across the cut */
     filter_spec_init(&ops[3][1], FILTER_PREWITT);
@@ -635,6 +635,8 @@ static void test_pipelines(struct gconv_ctx *ctx)
         int checks0 = check_passed + check_failed;
         for (int ch = 1; ch <= 4; ch++) {
             struct img in;
+            if (quick == 2 && (ch != 4 || si > 0)) /* the racecheck set: one small RGBA image */
+                continue;
             image_random(&in, sizes[si].w, sizes[si].h, ch);
             for (int c = 0; c < 4; c++) {
                 enum border b = (enum border)((c + ch + si) % BORDER_COUNT);

@@ -280,7 +280,8 @@ static void run_case(int f, int w, int h, int ch, int color, int border, int thr
         return;
     }
     snprintf(what, sizeof(what), "%s %dx%d (k %dx%d) on %dx%dx%d color %s border %s threads %d%s", filter_name(f),
-             p.conv[0].rows, p.conv[0].cols, p.conv[p.nconv - 1].rows, p.conv[p.nconv - 1].cols, w, h, ch,
+             p.conv[0].rows, p.conv[0].cols, p.conv[p.nconv ? p.nconv - 1 : 0].rows,
+             p.conv[p.nconv ? p.nconv - 1 : 0].cols, w, h, ch, /* threshold: no kernel, 0x0 */
              color_name(color), border_name(border), threads, raw ? " raw taps" : "");
     check_plan(&in, &p, threads, what);
     img_free(&in);

@@ -128,7 +128,7 @@ static int compare_cost(struct service *s, const struct filter_plan *plan, int w
 static int image_reserve(struct service *s, const struct upload *u, int compare, struct imageio_head *head,
                          struct service_bytes *b, char *err)
 {
-    struct filter_plan plan;
+    struct filter_plan *plan = NULL; /* large (a pipeline's kernels): heap, not the connection's stack */
     char perr[EDGED_ERR_LEN];
     int rc;
 
@@ -136,17 +136,23 @@ static int image_reserve(struct service *s, const struct upload *u, int compare,
     if ((rc = imageio_peek(u->image, u->image_len, &s->lim, head, err)) < 0 ||
         (rc = service_check_decode(s, head, err)) < 0)
         return rc;
-    if (params_plan(&u->p, head->ch, &plan, perr) < 0)
-        return 0;
-    if ((rc = compare ? compare_cost(s, &plan, head->w, head->h, err)
-                      : service_check_cost(s, &plan, head->w, head->h, u->p.variant, err)) < 0)
-        return rc;
+    if (!(plan = malloc(sizeof(*plan))))
+        return edged_fail(err, EDGED_E_NOMEM, "out of memory");
+    if (params_plan(&u->p, head->ch, plan, perr) < 0) {
+        rc = 0;
+        goto out;
+    }
+    if ((rc = compare ? compare_cost(s, plan, head->w, head->h, err)
+                      : service_check_cost(s, plan, head->w, head->h, u->p.variant, err)) < 0)
+        goto out;
     if (compare)
-        service_compare_bytes(s, &plan, head->w, head->h, head->ch, b);
+        service_compare_bytes(s, plan, head->w, head->h, head->ch, b);
     else
-        service_image_bytes(s, &plan, u->p.variant, head->w, head->h, head->ch, b);
+        service_image_bytes(s, plan, u->p.variant, head->w, head->h, head->ch, b);
     if ((rc = budget_take_room(s->budget, b->hold + b->decode, b->peak, SERVICE_BUDGET_WAIT_MS, err)) < 0)
         *b = (struct service_bytes){0};
+out:
+    free(plan);
     return rc;
 }
 

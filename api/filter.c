@@ -38,6 +38,18 @@ static const struct filter_row filter_rows[FILTER_COUNT] = {
                         KNOBS_POST_ONLY},
     [FILTER_SOBEL] = {"sobel", "Sobel gradient magnitude sqrt(gx^2 + gy^2)", COLOR_GRAY, POST_CLAMP,
                       KNOBS_POST_ONLY},
+    [FILTER_SCHARR_X] = {"scharr_x", "Scharr x derivative [-3 0 3; -10 0 10; -3 0 3] = [3 10 3]^T[-1 0 1]",
+                         COLOR_GRAY, POST_ABS, KNOBS_POST_ONLY},
+    [FILTER_SCHARR_Y] = {"scharr_y", "Scharr y derivative (transpose of scharr_x)", COLOR_GRAY, POST_ABS,
+                         KNOBS_POST_ONLY},
+    [FILTER_SCHARR] = {"scharr", "Scharr gradient magnitude sqrt(gx^2 + gy^2)", COLOR_GRAY, POST_CLAMP,
+                       KNOBS_POST_ONLY},
+    [FILTER_PREWITT_X] = {"prewitt_x", "Prewitt x derivative [-1 0 1; -1 0 1; -1 0 1] = [1 1 1]^T[-1 0 1]",
+                          COLOR_GRAY, POST_ABS, KNOBS_POST_ONLY},
+    [FILTER_PREWITT_Y] = {"prewitt_y", "Prewitt y derivative (transpose of prewitt_x)", COLOR_GRAY, POST_ABS,
+                          KNOBS_POST_ONLY},
+    [FILTER_PREWITT] = {"prewitt", "Prewitt gradient magnitude sqrt(gx^2 + gy^2)", COLOR_GRAY, POST_CLAMP,
+                        KNOBS_POST_ONLY},
     [FILTER_SHARPEN] = {"sharpen", "5x5 sharpen: centre 8, inner ring 2, outer ring -1, divided by its sum 8",
                         COLOR_RGB, POST_CLAMP, KNOBS_POST_ONLY},
     [FILTER_EMBOSS] = {"emboss",
@@ -53,6 +65,9 @@ static const struct filter_row filter_rows[FILTER_COUNT] = {
                       KNOB(LOW) | KNOB(HIGH) | KNOB(APERTURE) | KNOB(L2GRADIENT) | KNOB(SIGMA) | KNOB(SIZE) |
                           KNOB(BIT_DEPTH),
                       1},
+    [FILTER_THRESHOLD] = {"threshold", "255 where the value >= value (default 128), else 0: a binary map; in a "
+                          "pipeline, of the float result of the step before",
+                          COLOR_GRAY, POST_CLAMP, KNOB(VALUE) | KNOB(BIT_DEPTH)},
 };
 
 static const char *const knob_names[FILTER_KNOB_COUNT] = {
@@ -158,6 +173,7 @@ void filter_spec_init(struct filter_spec *spec, enum filter_id id)
     spec->border = BORDER_REFLECT; /* zero drew a frame around every derivative filter's result */
     spec->threshold = FILTER_DEFAULT_THRESHOLD;
     spec->canny = (struct canny_params){FILTER_CANNY_LOW, FILTER_CANNY_HIGH, FILTER_CANNY_APERTURE, 0};
+    spec->value = FILTER_DEFAULT_VALUE;
 }
 
 double filter_gaussian_sigma(int n, double sigma)
@@ -282,7 +298,10 @@ int filter_kernel(const struct filter_spec *s, struct kernel2d *k, char *err)
                                     -1, 2, 2, 2, -1, -1, -1, -1, -1, -1};
     static const int emboss[25] = {-1, -1, -1, -1, 0, -1, -1, -1, 0, 1, -1, -1, 0,
                                    1, 1, -1, 0, 1, 1, 1, 0, 1, 1, 1, 1};
-    static const float deriv[3] = {-1, 0, 1}, smooth[3] = {1, 2, 1};
+    /* The derivative filters as (smoothing column, derivative row) factors: x is smooth^T deriv,
+     * y its transpose deriv^T smooth; kept exact so that the separable variants take them. */
+    static const float deriv[3] = {-1, 0, 1}, sobel_s[3] = {1, 2, 1}, scharr_s[3] = {3, 10, 3},
+                       prewitt_s[3] = {1, 1, 1};
     float f[FILTER_MAX_SIDE];
     int n;
 
@@ -311,10 +330,16 @@ int filter_kernel(const struct filter_spec *s, struct kernel2d *k, char *err)
         kernel_outer(k, f, n, f, n);
         return 0;
     case FILTER_SOBEL_X:
-        kernel_outer(k, smooth, 3, deriv, 3);
+    case FILTER_SCHARR_X:
+    case FILTER_PREWITT_X:
+        kernel_outer(k, s->filter == FILTER_SOBEL_X ? sobel_s : s->filter == FILTER_SCHARR_X ? scharr_s : prewitt_s,
+                     3, deriv, 3);
         return 0;
     case FILTER_SOBEL_Y:
-        kernel_outer(k, deriv, 3, smooth, 3);
+    case FILTER_SCHARR_Y:
+    case FILTER_PREWITT_Y:
+        kernel_outer(k, deriv, 3,
+                     s->filter == FILTER_SOBEL_Y ? sobel_s : s->filter == FILTER_SCHARR_Y ? scharr_s : prewitt_s, 3);
         return 0;
     case FILTER_LAPLACIAN3:
         kernel_table(k, 3, lap3, 1.0f);
@@ -361,28 +386,41 @@ static int check_knobs(const struct filter_spec *s, char *err)
     return 0;
 }
 
-static int plan_kernels(const struct filter_spec *s, struct filter_plan *p, char *err)
+/* The kernels and combine of spec s as one step: its kernels go to k[0..st->nconv). */
+static int step_kernels(const struct filter_spec *s, struct kernel2d *k, struct plan_step *st, char *err)
 {
     struct filter_spec sub = *s;
 
-    p->nconv = 2;
+    st->filter = s->filter;
+    st->border = s->border;
+    st->nconv = 2;
     switch (s->filter) {
     case FILTER_EDGE:
-        p->combine = COMBINE_CHAIN;
+        st->combine = COMBINE_CHAIN;
         sub.filter = FILTER_GAUSSIAN5;
-        filter_kernel(&sub, &p->conv[0], err);
+        filter_kernel(&sub, &k[0], err);
         sub.filter = FILTER_LAPLACIAN3;
-        return filter_kernel(&sub, &p->conv[1], err);
+        return filter_kernel(&sub, &k[1], err);
     case FILTER_SOBEL:
-        p->combine = COMBINE_MAGNITUDE;
-        sub.filter = FILTER_SOBEL_X;
-        filter_kernel(&sub, &p->conv[0], err);
-        sub.filter = FILTER_SOBEL_Y;
-        return filter_kernel(&sub, &p->conv[1], err);
+    case FILTER_SCHARR:
+    case FILTER_PREWITT: /* the magnitude of the x and y filters listed just before it */
+        st->combine = COMBINE_MAGNITUDE;
+        sub.filter = s->filter - 2;
+        filter_kernel(&sub, &k[0], err);
+        sub.filter = s->filter - 1;
+        return filter_kernel(&sub, &k[1], err);
+    case FILTER_THRESHOLD:
+        if (!isfinite(s->value) || fabsf(s->value) > FILTER_MAX_VALUE)
+            return edged_fail(err, EDGED_E_PARAM, "value %g invalid: must be -%g..%g", s->value,
+                              (double)FILTER_MAX_VALUE, (double)FILTER_MAX_VALUE);
+        st->combine = COMBINE_THRESHOLD;
+        st->value = s->value;
+        st->nconv = 0;
+        return 0;
     default:
-        p->combine = COMBINE_SINGLE;
-        p->nconv = 1;
-        return filter_kernel(s, &p->conv[0], err);
+        st->combine = COMBINE_SINGLE;
+        st->nconv = 1;
+        return filter_kernel(s, &k[0], err);
     }
 }
 
@@ -415,6 +453,8 @@ static int plan_canny(const struct filter_spec *s, int in_ch, struct filter_plan
     p->gray = 1;
     p->planes = p->out_ch = 1;
     p->canny = s->canny;
+    p->nsteps = 1;
+    p->step[0] = (struct plan_step){.filter = FILTER_CANNY, .combine = COMBINE_SINGLE, .border = s->border};
     if (s->sigma <= 0.0f && s->size == 0)
         return 0;
     g.filter = FILTER_GAUSSIAN;
@@ -437,8 +477,11 @@ int filter_plan_make(const struct filter_spec *s, int in_ch, struct filter_plan 
         return rc;
     if (s->filter == FILTER_CANNY)
         return plan_canny(s, in_ch, p, err);
-    if ((rc = plan_kernels(s, p, err)) < 0)
+    if ((rc = step_kernels(s, p->conv, &p->step[0], err)) < 0)
         return rc;
+    p->nsteps = 1;
+    p->nconv = p->step[0].nconv;
+    p->combine = p->step[0].combine;
     color = s->color == COLOR_AUTO ? filter_rows[s->filter].color : s->color;
     p->filter = s->filter;
     p->border = s->border;
@@ -449,6 +492,68 @@ int filter_plan_make(const struct filter_spec *s, int in_ch, struct filter_plan 
     p->planes = (in_ch >= 3 && !p->gray) ? 3 : 1;
     p->out_ch = p->planes + ((in_ch == 2 || in_ch == 4) ? 1 : 0);
     return 0;
+}
+
+/* Step i of a pipeline (spec s) appended to p, whose planes so far are p->planes. */
+static int pipeline_step(const struct filter_spec *s, int i, int n, struct filter_plan *p, char *err)
+{
+    struct plan_step *st = &p->step[i];
+    enum color_mode color = s->color == COLOR_AUTO ? filter_rows[s->filter].color : s->color;
+    char m[EDGED_ERR_LEN] = "";
+    int rc;
+
+    if (s->filter == FILTER_CANNY)
+        return edged_fail(err, EDGED_E_PARAM, "ops[%d]: canny runs alone, not in a pipeline", i);
+    if (s->filter == FILTER_EDGE && i != n - 1)
+        return edged_fail(err, EDGED_E_PARAM, "ops[%d]: edge gives a binary map and may only be the last step", i);
+    if (s->post != POST_AUTO && i != n - 1)
+        return edged_fail(err, EDGED_E_PARAM, "ops[%d]: post applies to the last step only (the steps before "
+                          "pass on float values)", i);
+    if ((rc = check_knobs(s, m)) < 0 || (rc = step_kernels(s, p->conv + p->nconv, st, m)) < 0)
+        return edged_fail(err, rc, "ops[%d]: %s", i, m);
+    if (i > 0 && s->color == COLOR_RGB && p->planes == 1 && p->in_ch >= 3)
+        return edged_fail(err, EDGED_E_PARAM, "ops[%d]: color rgb after a step that made the image gray", i);
+    if (i == 0)
+        p->gray = color == COLOR_GRAY && p->in_ch >= 3;
+    else
+        st->to_gray = color == COLOR_GRAY && p->planes == 3;
+    if (i == 0 || st->to_gray)
+        p->planes = (p->in_ch >= 3 && !p->gray && !st->to_gray) ? 3 : 1;
+    st->conv0 = p->nconv;
+    p->nconv += st->nconv;
+    p->nsteps = i + 1;
+    p->filter = s->filter;
+    p->combine = st->combine;
+    p->border = s->border;
+    p->post = s->post == POST_AUTO ? filter_rows[s->filter].post : s->post;
+    p->threshold = s->threshold;
+    return 0;
+}
+
+int filter_pipeline_make(const struct filter_spec *steps, int n, int in_ch, struct filter_plan *p, char *err)
+{
+    int rc;
+
+    memset(p, 0, sizeof(*p));
+    if (n < 1 || n > FILTER_MAX_STEPS)
+        return edged_fail(err, EDGED_E_PARAM, "ops: %d steps; a pipeline has 1..%d (FILTER_MAX_STEPS)", n,
+                          FILTER_MAX_STEPS);
+    if (in_ch < 1 || in_ch > 4)
+        return edged_fail(err, EDGED_E_PARAM, "input has %d channels: must be 1..4", in_ch);
+    p->in_ch = in_ch;
+    for (int i = 0; i < n; i++) {
+        if ((unsigned)steps[i].filter >= FILTER_COUNT)
+            return edged_fail(err, EDGED_E_PARAM, "ops[%d]: filter id %d unknown", i, (int)steps[i].filter);
+        if ((rc = pipeline_step(&steps[i], i, n, p, err)) < 0)
+            return rc;
+    }
+    p->out_ch = p->planes + ((in_ch == 2 || in_ch == 4) ? 1 : 0);
+    return 0;
+}
+
+int filter_plan_stepwise(const struct filter_plan *p)
+{
+    return p->nsteps > 1 || (p->nsteps == 1 && p->step[0].combine == COMBINE_THRESHOLD);
 }
 
 double filter_plan_taps(const struct filter_plan *p)
@@ -490,16 +595,40 @@ static int canny_plan_check(const struct filter_plan *p, char *err)
     return p->nconv ? filter_kernel_check(&p->conv[0], err) : 0;
 }
 
+/* The steps: kernel counts that fit their combine, kernels in order, borders and cuts in range. */
+static int steps_check(const struct filter_plan *p, int *gray_later, char *err)
+{
+    static const int want_nconv[] = {[COMBINE_SINGLE] = 1, [COMBINE_MAGNITUDE] = 2, [COMBINE_CHAIN] = 2,
+                                     [COMBINE_THRESHOLD] = 0};
+    int nconv = 0;
+
+    *gray_later = 0;
+    if (p->nsteps < 1 || p->nsteps > FILTER_MAX_STEPS || p->nconv < 0 || p->nconv > FILTER_PLAN_MAX_CONVS)
+        return edged_fail(err, EDGED_E_PARAM, "plan has %d steps and %d kernels", p->nsteps, p->nconv);
+    for (int i = 0; i < p->nsteps; i++) {
+        const struct plan_step *st = &p->step[i];
+        if ((unsigned)st->combine > COMBINE_THRESHOLD || st->nconv != want_nconv[st->combine] ||
+            st->conv0 != nconv || (unsigned)st->border >= BORDER_COUNT || !isfinite(st->value) ||
+            (st->to_gray && i == 0))
+            return edged_fail(err, EDGED_E_PARAM, "plan step %d is inconsistent (combine %d, %d kernels from %d)",
+                              i, (int)st->combine, st->nconv, st->conv0);
+        nconv += st->nconv;
+        *gray_later |= st->to_gray;
+    }
+    if (nconv != p->nconv || (p->nsteps == 1 && p->combine != p->step[0].combine))
+        return edged_fail(err, EDGED_E_PARAM, "plan has %d kernels, its steps %d", p->nconv, nconv);
+    return 0;
+}
+
 int filter_plan_check(const struct filter_plan *p, char *err)
 {
-    int want_planes = (p->in_ch >= 3 && !p->gray) ? 3 : 1;
-    int rc;
+    int gray_later = 0, want_planes, rc;
 
     if (p->filter == FILTER_CANNY)
         return canny_plan_check(p, err);
-    if (p->nconv < 1 || p->nconv > 2 || (p->combine == COMBINE_SINGLE) != (p->nconv == 1) ||
-        (unsigned)p->combine > COMBINE_CHAIN)
-        return edged_fail(err, EDGED_E_PARAM, "plan has %d kernels for combine %d", p->nconv, (int)p->combine);
+    if ((rc = steps_check(p, &gray_later, err)) < 0)
+        return rc;
+    want_planes = (p->in_ch >= 3 && !p->gray && !gray_later) ? 3 : 1;
     if ((unsigned)p->border >= BORDER_COUNT || p->post == POST_AUTO || (unsigned)p->post >= POST_COUNT)
         return edged_fail(err, EDGED_E_PARAM, "plan border %d or post %d out of range", (int)p->border,
                           (int)p->post);

@@ -14,7 +14,13 @@ extern "C" {
 #define FILTER_MAX_SIDE 63 /* largest kernel side (odd) */
 #define FILTER_MAX_TAPS (FILTER_MAX_SIDE * FILTER_MAX_SIDE)
 #define FILTER_DEFAULT_THRESHOLD 5.0f
+#define FILTER_DEFAULT_VALUE 128.0f /* threshold: the cut */
+#define FILTER_MAX_VALUE 1e6f       /* threshold: |value| at most this */
+#define FILTER_MAX_STEPS 8          /* steps of a pipeline (request `ops`) */
+#define FILTER_PLAN_MAX_CONVS (2 * FILTER_MAX_STEPS) /* kernels of a plan: two a step at most */
 
+/* Each gradient magnitude (sobel, scharr, prewitt) follows its _x and _y filters, in that order
+ * (filter_plan_make relies on it). */
 enum filter_id {
     FILTER_EDGE,
     FILTER_GAUSSIAN5,
@@ -24,11 +30,18 @@ enum filter_id {
     FILTER_SOBEL_X,
     FILTER_SOBEL_Y,
     FILTER_SOBEL,
+    FILTER_SCHARR_X,
+    FILTER_SCHARR_Y,
+    FILTER_SCHARR,
+    FILTER_PREWITT_X,
+    FILTER_PREWITT_Y,
+    FILTER_PREWITT,
     FILTER_SHARPEN,
     FILTER_EMBOSS,
     FILTER_BOX,
     FILTER_CUSTOM,
     FILTER_CANNY,
+    FILTER_THRESHOLD,
     FILTER_COUNT
 };
 
@@ -49,7 +62,8 @@ enum color_mode { COLOR_AUTO, COLOR_GRAY, COLOR_RGB, COLOR_COUNT };
     X(LOW, "low")             /* canny: the low threshold */                                           \
     X(HIGH, "high")           /* canny: the high threshold */                                          \
     X(APERTURE, "aperture")   /* canny: the Sobel aperture 3, 5, 7 */                                  \
-    X(L2GRADIENT, "l2gradient") /* canny: Euclidean gradient norm */
+    X(L2GRADIENT, "l2gradient") /* canny: Euclidean gradient norm */                         \
+    X(VALUE, "value")         /* threshold: 255 where v >= value */
 
 enum filter_knob {
 #define FILTER_KNOB_ENUM(id, name) FILTER_KNOB_##id,
@@ -85,6 +99,7 @@ struct filter_spec {
     int custom_normalize;         /* custom: divide taps by their sum (which must not be 0) */
     float custom_taps[FILTER_MAX_TAPS]; /* custom: row-major */
     struct canny_params canny;          /* canny: set by filter_spec_init to the FILTER_CANNY_* defaults */
+    float value;                        /* threshold: set by filter_spec_init to FILTER_DEFAULT_VALUE */
 };
 
 /* Taps of one correlation, row-major, anchor at the centre: out(x,y) =
@@ -98,22 +113,41 @@ struct kernel2d {
     float row[FILTER_MAX_SIDE], col[FILTER_MAX_SIDE];
 };
 
-/* How the one or two convolutions of a plan combine.
- * SINGLE: out = conv0(x). MAGNITUDE: out = sqrt(conv0(x)^2 + conv1(x)^2) (sobel).
- * CHAIN: out = conv1(conv0(x)), each stage with its own border (edge). */
-enum combine { COMBINE_SINGLE, COMBINE_MAGNITUDE, COMBINE_CHAIN };
+/* How a step's convolutions (none, one or two) combine.
+ * SINGLE: out = conv0(x). MAGNITUDE: out = sqrt(conv0(x)^2 + conv1(x)^2) (sobel, scharr, prewitt).
+ * CHAIN: out = conv1(conv0(x)), both with the step's border (edge).
+ * THRESHOLD: no kernel; out = 255 where x >= value, else 0 (threshold). */
+enum combine { COMBINE_SINGLE, COMBINE_MAGNITUDE, COMBINE_CHAIN, COMBINE_THRESHOLD };
 
-/* What every backend executes for one image; made by filter_plan_make, nothing left on AUTO.
- * Float planes: `planes` of them, each w*h. Plane p is the luma (gray) or channel p (rgb) of the
- * input filtered. The u8 output has out_ch channels: planes, then alpha copied from the input
- * when the input has alpha (in_ch 2 or 4). */
+/* One step of a plan: what it does to every float plane. Its kernels are conv[conv0 .. conv0+nconv)
+ * of the plan. to_gray: the three planes become one, their luma (pixel_luma on the floats), before
+ * the step runs (a gray step after rgb ones). */
+struct plan_step {
+    enum filter_id filter;
+    enum combine combine;
+    int conv0, nconv;
+    enum border border;
+    int to_gray;
+    float value; /* THRESHOLD: the cut */
+};
+
+/* What every backend executes for one image; made by filter_plan_make (one filter) or
+ * filter_pipeline_make (a request's `ops`), nothing left on AUTO. Float planes: `planes` of them at
+ * the end, each w*h; plane p is the luma (gray) or channel p (rgb) of the input filtered. The steps
+ * run one after another on float planes, nothing rounded between them; post turns the last
+ * step's floats into u8 once. The u8 output has out_ch channels: planes, then alpha copied from
+ * the input when the input has alpha (in_ch 2 or 4).
+ * A single filter is one step, and filter, combine, border mirror step[0] (the fields every path
+ * reads); a pipeline has filter, combine and border of its last step. */
 struct filter_plan {
     enum filter_id filter;
     enum combine combine;
-    int nconv; /* 1 or 2 */
-    struct kernel2d conv[2];
+    int nconv; /* kernels in conv[], all steps together: 0..FILTER_PLAN_MAX_CONVS (1 or 2 for most filters) */
+    struct kernel2d conv[FILTER_PLAN_MAX_CONVS];
+    int nsteps; /* 1..FILTER_MAX_STEPS */
+    struct plan_step step[FILTER_MAX_STEPS];
     enum border border;
-    int gray;  /* convert RGB to luma before filtering */
+    int gray;  /* convert RGB to luma when loading the planes (the first step is gray) */
     enum post_mode post; /* resolved: never POST_AUTO */
     float threshold;
     int in_ch, planes, out_ch;
@@ -125,12 +159,24 @@ struct filter_plan {
 /* Sets defaults: filter id, reflect border, auto colour and post, threshold 5. */
 void filter_spec_init(struct filter_spec *spec, enum filter_id id);
 
-/* Builds the taps of a single-kernel filter (not edge or sobel, which are plans of two). */
+/* Builds the taps of a single-kernel filter (not edge or the magnitudes sobel, scharr and prewitt,
+ * which are plans of two). */
 int filter_kernel(const struct filter_spec *spec, struct kernel2d *k, char *err);
 
 /* Resolves spec for an input of in_ch channels into a plan. Returns 0 or EDGED_E_PARAM with a
  * message naming the field and value. */
 int filter_plan_make(const struct filter_spec *spec, int in_ch, struct filter_plan *plan, char *err);
+
+/* Resolves the n steps of a pipeline (1..FILTER_MAX_STEPS; each spec exactly as one filter's) into
+ * one plan: each step's colour rule applies where it runs (a gray step after rgb ones takes the
+ * luma of the float planes; color rgb after a gray step is refused), post is the last step's,
+ * canny is refused and edge may only be the last step. 0 or EDGED_E_PARAM naming the step,
+ * "ops[i]: ...". */
+int filter_pipeline_make(const struct filter_spec *steps, int n, int in_ch, struct filter_plan *plan, char *err);
+
+/* 1 when plan must run step by step on whole planes (several steps, or a threshold step) rather
+ * than as one or two convolutions a plane. */
+int filter_plan_stepwise(const struct filter_plan *plan);
 
 /* Fills row[]/col[] and sets k->separable when the taps are rank 1 (tolerance above). */
 /* The one check of a kernel and of a plan that every backend runs before touching pixels: odd sides

@@ -27,7 +27,8 @@ int params_plan(const struct params *p, int ch, struct filter_plan *plan, char *
 {
     int rc;
 
-    if ((rc = filter_plan_make(&p->spec, ch, plan, err)) < 0)
+    rc = p->nops ? filter_pipeline_make(p->ops, p->nops, ch, plan, err) : filter_plan_make(&p->spec, ch, plan, err);
+    if (rc < 0)
         return rc;
     if (p->bit_depth == 1 && plan->out_ch != 1)
         return edged_fail(err, EDGED_E_PARAM, "bit_depth: 1 needs a one-channel output; this input has alpha, "

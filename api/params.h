@@ -14,7 +14,7 @@ extern "C" {
 #endif
 
 #define PARAMS_MAX_JSON (256 * 1024) /* largest JSON `params` text (63x63 taps fit easily) */
-#define PARAMS_MAX_DEPTH 4           /* object > taps > row > (one spare) */
+#define PARAMS_MAX_DEPTH 5           /* object > ops > step > taps > row */
 #define PARAMS_QUOTE_MAX 64          /* bytes of input an error message quotes */
 #define PARAMS_DEFAULT_PNG_LEVEL 1   /* zlib level: level 1 is ~3x faster than 6 for ~10% size */
 
@@ -48,6 +48,8 @@ struct params {
     unsigned given;
     unsigned source_seen; /* fields the current text source (query string or form) has set */
     enum params_mode mode;
+    int nops;                                 /* a pipeline's steps (`ops`); 0: the one filter of spec */
+    struct filter_spec ops[FILTER_MAX_STEPS]; /* each step as one filter's request gives it */
 };
 
 enum params_field_bit {
@@ -73,6 +75,8 @@ enum params_field_bit {
     PARAMS_F_HIGH = 1u << 19,
     PARAMS_F_APERTURE = 1u << 20,
     PARAMS_F_L2GRADIENT = 1u << 21,
+    PARAMS_F_VALUE = 1u << 22,
+    PARAMS_F_OPS = 1u << 23,
 };
 
 /* Defaults: filter edge (threshold 5, reflect border), variant auto, png_level 1, bit_depth 8,
@@ -94,6 +98,11 @@ void params_source_begin(struct params *p);
  * PARAMS_MAX_DEPTH, invalid UTF-8, a number that is not exactly a JSON
  * number (05, 5.) and a string holding U+0000 are EDGED_E_PARAM too. Fields set here override earlier ones. */
 int params_set_json(struct params *p, const char *text, size_t len, char *err);
+
+/* `ops`: a JSON array of 1..FILTER_MAX_STEPS step objects, each holding the fields one filter's
+ * request takes (filter, its knobs, border, color, post) and parsed by the same setters; the
+ * request's other fields (variant, output, format...) stay beside `ops`, and filter knobs may not.
+ * Errors name the step: "ops[2].size: ...". */
 
 /* Checks the combination (knobs that the filter does not take, custom without taps, bit_depth 1
  * for a non-binary filter, quality with format png, output options given to /v1/compare, which

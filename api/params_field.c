@@ -352,6 +352,18 @@ static int set_l2gradient(struct params *p, const cJSON *v, char *err)
     return 0;
 }
 
+static int set_value(struct params *p, const cJSON *v, char *err)
+{
+    double d = 0.0;
+    int rc = get_number(v, "value", -FILTER_MAX_VALUE, FILTER_MAX_VALUE, &d, err);
+
+    if (rc == 0)
+        p->spec.value = (float)d;
+    return rc;
+}
+
+static int set_ops(struct params *p, const cJSON *v, char *err);
+
 static const struct params_field fields[] = {
     {"filter", PARAMS_F_FILTER, PARAMS_TEXT_STRING, set_filter, PARAMS_FIELD_COMMON},
     {"variant", PARAMS_F_VARIANT, PARAMS_TEXT_STRING, set_variant, PARAMS_FIELD_COMMON},
@@ -375,6 +387,8 @@ static const struct params_field fields[] = {
     {"high", PARAMS_F_HIGH, PARAMS_TEXT_JSON, set_high, FILTER_KNOB_HIGH},
     {"aperture", PARAMS_F_APERTURE, PARAMS_TEXT_JSON, set_aperture, FILTER_KNOB_APERTURE},
     {"l2gradient", PARAMS_F_L2GRADIENT, PARAMS_TEXT_BOOL, set_l2gradient, FILTER_KNOB_L2GRADIENT},
+    {"value", PARAMS_F_VALUE, PARAMS_TEXT_JSON, set_value, FILTER_KNOB_VALUE},
+    {"ops", PARAMS_F_OPS, PARAMS_TEXT_JSON, set_ops, PARAMS_FIELD_COMMON},
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
@@ -434,14 +448,96 @@ static int check_compare(const struct params *p, char *err)
                       "the image output options", names);
 }
 
+/* The fields a step of `ops` takes: the filter, its knobs but bit_depth (an output option), border
+ * and color. */
+static int step_field(const struct params_field *f)
+{
+    return f->bit == PARAMS_F_FILTER || f->bit == PARAMS_F_BORDER || f->bit == PARAMS_F_COLOR ||
+           (f->knob != PARAMS_FIELD_COMMON && f->knob != FILTER_KNOB_BIT_DEPTH);
+}
+
+/* Beside `ops` only the request's own fields: a filter or knob there would be ambiguous. */
+static int check_beside_ops(const struct params *p, char *err)
+{
+    for (size_t i = 0; i < NFIELDS; i++)
+        if ((p->given & fields[i].bit) && step_field(&fields[i]))
+            return edged_fail(err, EDGED_E_PARAM, "%s: give it inside each step of ops, not beside ops",
+                              fields[i].name);
+    return 0;
+}
+
+static int check_applies(const struct params *p, char *err);
+
+/* Step i of ops: an object of step fields, parsed into step (a fresh request) by their setters and
+ * checked as one filter's request is. */
+static int parse_step(const cJSON *obj, int i, struct params *step, char *err)
+{
+    const struct params_field *f;
+    const cJSON *item;
+    char q[PARAMS_QUOTE_MAX + 1], m[EDGED_ERR_LEN] = "";
+    unsigned seen = 0;
+    int rc;
+
+    if (!cJSON_IsObject(obj))
+        return edged_fail(err, EDGED_E_PARAM, "ops[%d]: expected an object (one step)", i);
+    params_init(step, PARAMS_FILTER);
+    cJSON_ArrayForEach(item, obj)
+    {
+        if (!(f = params_field_find(item->string)))
+            return edged_fail(err, EDGED_E_PARAM, "ops[%d]: unknown parameter '%s'", i, params_quote(item->string, q));
+        if (f->bit == PARAMS_F_OPS)
+            return edged_fail(err, EDGED_E_PARAM, "ops[%d].ops: steps do not nest", i);
+        if (!step_field(f))
+            return edged_fail(err, EDGED_E_PARAM, "ops[%d].%s: a request option, not a step's; give it beside ops",
+                              i, f->name);
+        if (seen & f->bit)
+            return edged_fail(err, EDGED_E_PARAM, "ops[%d]: duplicate key '%s'", i, f->name);
+        seen |= f->bit;
+        if ((rc = params_field_set(step, f, item, m)) < 0)
+            return edged_fail(err, rc, "ops[%d].%s", i, m);
+    }
+    if (!(seen & PARAMS_F_FILTER))
+        return edged_fail(err, EDGED_E_PARAM, "ops[%d]: filter missing (each step names its filter)", i);
+    if ((rc = check_applies(step, m)) < 0)
+        return edged_fail(err, rc, "ops[%d].%s", i, m);
+    return 0;
+}
+
+static int set_ops(struct params *p, const cJSON *v, char *err)
+{
+    struct params *step = NULL;
+    const cJSON *item;
+    int n, i = 0, rc = 0;
+
+    if (!cJSON_IsArray(v))
+        return type_error("ops", "an array of steps", v, err);
+    if ((n = cJSON_GetArraySize(v)) < 1 || n > FILTER_MAX_STEPS)
+        return edged_fail(err, EDGED_E_PARAM, "ops: %d steps; a pipeline has 1..%d", n, FILTER_MAX_STEPS);
+    if (!(step = malloc(sizeof(*step)))) /* large (the specs' taps): heap, not the connection's stack */
+        return edged_fail(err, EDGED_E_NOMEM, "ops: out of memory");
+    cJSON_ArrayForEach(item, v)
+    {
+        if ((rc = parse_step(item, i, step, err)) < 0)
+            goto out;
+        p->ops[i++] = step->spec;
+    }
+    p->nops = n;
+out:
+    free(step);
+    return rc;
+}
+
 /* A knob given for a filter that does not take it (filter_takes) is an error rather than silently
  * ignored. */
 static int check_applies(const struct params *p, char *err)
 {
-    enum filter_id f = p->spec.filter;
+    enum filter_id f = p->nops ? p->ops[p->nops - 1].filter : p->spec.filter;
     const char *name = filter_name(f);
     char who[128];
     int rc;
+
+    if (p->nops && (rc = check_beside_ops(p, err)) < 0)
+        return rc;
 
     for (size_t i = 0; i < NFIELDS; i++) {
         const struct params_field *fd = &fields[i];
@@ -495,7 +591,7 @@ int params_validate(const struct params *p, char *err)
     /* The plan is large (two 63x63 kernels): heap, not the connection thread's stack. */
     if (!(plan = malloc(sizeof(*plan))))
         return edged_fail(err, EDGED_E_NOMEM, "out of memory");
-    rc = filter_plan_make(&p->spec, 3, plan, err);
+    rc = p->nops ? filter_pipeline_make(p->ops, p->nops, 3, plan, err) : filter_plan_make(&p->spec, 3, plan, err);
     free(plan);
     return rc;
 }

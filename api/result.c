@@ -176,43 +176,93 @@ static cJSON *taps_json(const struct filter_spec *spec)
     return rows;
 }
 
+/* Where the knobs of one filter (the request's, or a step of its pipeline) come from: the spec as
+ * given, the kernels built for it, and what the plan resolved. post < 0: not echoed (a step before
+ * the last, whose floats pass on unrounded). */
+struct knob_src {
+    const struct filter_spec *spec;
+    const struct kernel2d *conv;
+    int nconv;
+    const struct filter_plan *plan;
+    int bit_depth;
+    int post;
+};
+
 /* The value knob k had in the run: what the request gave, or the default the plan resolved. */
-static cJSON *knob_json(enum filter_knob k, const struct params *p, const struct filter_plan *plan)
+static cJSON *knob_json(enum filter_knob k, const struct knob_src *s)
 {
     switch (k) {
     case FILTER_KNOB_THRESHOLD:
-        return cJSON_CreateNumber(float_json(plan->threshold));
+        return cJSON_CreateNumber(float_json(s->plan->threshold));
     case FILTER_KNOB_TAPS:
-        return taps_json(&p->spec);
+        return taps_json(s->spec);
     case FILTER_KNOB_NORMALIZE:
-        return cJSON_CreateBool(p->spec.custom_normalize);
+        return cJSON_CreateBool(s->spec->custom_normalize);
     case FILTER_KNOB_SIZE: /* canny without its pre-blur: null */
-        return plan->nconv ? cJSON_CreateNumber(plan->conv[0].rows) : cJSON_CreateNull();
+        return s->nconv ? cJSON_CreateNumber(s->conv[0].rows) : cJSON_CreateNull();
     case FILTER_KNOB_SIGMA:
-        return !plan->nconv ? cJSON_CreateNull() : cJSON_CreateNumber(float_json((float)filter_gaussian_sigma(plan->conv[0].rows, p->spec.sigma)));
+        return !s->nconv ? cJSON_CreateNull()
+                         : cJSON_CreateNumber(float_json((float)filter_gaussian_sigma(s->conv[0].rows, s->spec->sigma)));
     case FILTER_KNOB_BIT_DEPTH:
-        return cJSON_CreateNumber(p->bit_depth);
+        return cJSON_CreateNumber(s->bit_depth);
     case FILTER_KNOB_POST:
-        return cJSON_CreateString(post_name(plan->post));
+        return cJSON_CreateString(post_name((enum post_mode)s->post));
     case FILTER_KNOB_LOW:
-        return cJSON_CreateNumber(float_json(plan->canny.low));
+        return cJSON_CreateNumber(float_json(s->plan->canny.low));
     case FILTER_KNOB_HIGH:
-        return cJSON_CreateNumber(float_json(plan->canny.high));
+        return cJSON_CreateNumber(float_json(s->plan->canny.high));
     case FILTER_KNOB_APERTURE:
-        return cJSON_CreateNumber(plan->canny.aperture);
+        return cJSON_CreateNumber(s->plan->canny.aperture);
     case FILTER_KNOB_L2GRADIENT:
-        return cJSON_CreateBool(plan->canny.l2gradient);
+        return cJSON_CreateBool(s->plan->canny.l2gradient);
+    case FILTER_KNOB_VALUE:
+        return cJSON_CreateNumber(float_json(s->spec->value));
     default:
         return cJSON_CreateNull();
     }
+}
+
+/* The knobs filter f takes, from s, into o; bit_depth only where with_depth (a pipeline's steps
+ * leave it to the request). */
+static void add_knobs(cJSON *o, enum filter_id f, const struct knob_src *s, int with_depth)
+{
+    for (int k = 0; o && k < FILTER_KNOB_COUNT; k++)
+        if (filter_takes(f, (enum filter_knob)k) && (k != FILTER_KNOB_BIT_DEPTH || with_depth) &&
+            (k != FILTER_KNOB_POST || s->post >= 0))
+            cJSON_AddItemToObject(o, filter_knob_name((enum filter_knob)k), knob_json((enum filter_knob)k, s));
+}
+
+/* A pipeline's steps as they ran: each one's filter, border and knobs; post on the last only. */
+static cJSON *ops_json(const struct params *p, const struct filter_plan *plan)
+{
+    cJSON *a = cJSON_CreateArray();
+
+    for (int i = 0; a && i < p->nops && i < plan->nsteps; i++) {
+        const struct plan_step *st = &plan->step[i];
+        struct knob_src s = {&p->ops[i], plan->conv + st->conv0, st->nconv, plan, p->bit_depth,
+                             i == plan->nsteps - 1 ? (int)plan->post : -1};
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "filter", filter_name(st->filter));
+        cJSON_AddStringToObject(o, "border", border_name(st->border));
+        add_knobs(o, st->filter, &s, 0);
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
+}
+
+const char *result_filter_label(const struct params *p)
+{
+    return p->nops ? "pipeline" : filter_name(p->spec.filter);
 }
 
 cJSON *result_params_json(const struct params *p, const struct filter_plan *plan, const char *variant, int block,
                           enum params_output output)
 {
     cJSON *o = cJSON_CreateObject();
+    struct knob_src s = {&p->spec, plan->conv, plan->nconv, plan, p->bit_depth, (int)plan->post};
+    int gray = plan->gray || (p->nops && plan->planes == 1 && plan->in_ch >= 3);
 
-    cJSON_AddStringToObject(o, "filter", filter_name(plan->filter));
+    cJSON_AddStringToObject(o, "filter", p->nops ? "pipeline" : filter_name(plan->filter));
     cJSON_AddStringToObject(o, "variant", variant);
     cJSON_AddStringToObject(o, "variant_requested", variant_name(p->variant));
     if (block > 0)
@@ -220,10 +270,14 @@ cJSON *result_params_json(const struct params *p, const struct filter_plan *plan
     else
         cJSON_AddNullToObject(o, "block");
     cJSON_AddStringToObject(o, "border", border_name(plan->border));
-    cJSON_AddStringToObject(o, "color", plan->gray ? "gray" : "rgb");
-    for (int k = 0; o && k < FILTER_KNOB_COUNT; k++)
-        if (filter_takes(plan->filter, (enum filter_knob)k))
-            cJSON_AddItemToObject(o, filter_knob_name((enum filter_knob)k), knob_json((enum filter_knob)k, p, plan));
+    cJSON_AddStringToObject(o, "color", gray ? "gray" : "rgb");
+    if (p->nops) {
+        cJSON_AddItemToObject(o, "ops", ops_json(p, plan));
+        if (filter_takes(plan->filter, FILTER_KNOB_BIT_DEPTH))
+            cJSON_AddNumberToObject(o, "bit_depth", p->bit_depth);
+    } else {
+        add_knobs(o, plan->filter, &s, 1);
+    }
     cJSON_AddNumberToObject(o, "png_level", p->png_level);
     cJSON_AddStringToObject(o, "output", output == PARAMS_OUTPUT_JSON ? "json" : "png");
     return o;

@@ -122,6 +122,9 @@ void result_server_timing(const struct result_times *t, char *buf, size_t cap);
  * (GET /v1/filters "params"); NULL when out of memory. */
 struct cJSON *result_knobs_json(enum filter_id f);
 
+/* The name a request's results and logs give its filter: the filter's, or "pipeline" for `ops`. */
+const char *result_filter_label(const struct params *p);
+
 /* The parameters of a filter request as the server applied them, defaults resolved (the "params"
  * object of a filter result): filter, variant (that ran) and variant_requested, block (null off the
  * GPU), border, color, then the knobs the filter takes (filter_takes) in FILTER_KNOBS order,

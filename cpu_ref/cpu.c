@@ -476,6 +476,15 @@ static int cpu_plane(const struct img *in, const struct filter_plan *plan, const
     }
 }
 
+/* planes_conv_fn of the threaded backend: cpu_conv_run with the job's threads and cancel flag. */
+static int cpu_step_conv(void *ctx, const float *in, float *out, int w, int h, const struct kernel2d *k,
+                         enum border b, char *err)
+{
+    struct cpu_ctl *c = ctx;
+
+    return cpu_conv_run(in, out, w, h, (size_t)w, k, b, cpu_ctl_threads(c, h), c->cancel, err);
+}
+
 static int cpu_compute_ctl(const struct img *in, const struct filter_plan *plan, float *planes, struct cpu_ctl *c,
                            char *err)
 {
@@ -490,6 +499,8 @@ static int cpu_compute_ctl(const struct img *in, const struct filter_plan *plan,
         return edged_fail(err, EDGED_E_PARAM, "canny has no float result (cpu_ref/canny.h runs it)");
     if (c->threads < 0 || !planes)
         return edged_fail(err, EDGED_E_PARAM, "threads %d or planes %p invalid", c->threads, (void *)planes);
+    if (filter_plan_stepwise(plan))
+        return planes_steps(in, plan, planes, cpu_step_conv, c, err);
     src = malloc(n * sizeof(float));
     if (plan->nconv == 2)
         tmp = malloc(n * sizeof(float));

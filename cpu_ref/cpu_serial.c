@@ -77,6 +77,13 @@ static int serial_plane(const float *src, float *dst, float *tmp, int w, int h, 
     }
 }
 
+/* planes_conv_fn of the reference: serial_conv under the job's cancel flag. */
+static int serial_step_conv(void *ctx, const float *in, float *out, int w, int h, const struct kernel2d *k,
+                            enum border b, char *err)
+{
+    return cpu_serial_conv_cancel(in, out, w, h, (size_t)w, k, b, ctx, err);
+}
+
 static int serial_compute(const struct img *in, const struct filter_plan *plan, float *planes,
                           const atomic_int *cancel, char *err)
 {
@@ -90,6 +97,8 @@ static int serial_compute(const struct img *in, const struct filter_plan *plan, 
         return edged_fail(err, EDGED_E_PARAM, "canny has no float result (cpu_ref/canny.h runs it)");
     if (!planes)
         return edged_fail(err, EDGED_E_PARAM, "no buffer for the float planes");
+    if (filter_plan_stepwise(plan))
+        return planes_steps(in, plan, planes, serial_step_conv, (void *)cancel, err);
     src = malloc(n * sizeof(float));
     if (plan->nconv == 2)
         tmp = malloc(n * sizeof(float));

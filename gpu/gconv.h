@@ -105,6 +105,12 @@ int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, const uint8_t 
 int gconv_bench_edge_npp(struct gconv_ctx *ctx, int w, int h, const uint8_t *h_in, int warmup, int reps,
                          double *median_ms, char *err);
 
+/* Times every kernel of a u8 job of plan (unpack, each step, pack; no copies to or from the host)
+ * on w x h images of plan->in_ch channels with variant v: median of reps after warmup. h_in: the
+ * image (w*h*in_ch bytes), NULL: random bytes. Canny is refused (gconv_bench_canny). */
+int gconv_bench_plan(struct gconv_ctx *ctx, int w, int h, const uint8_t *h_in, const struct filter_plan *plan,
+                     enum variant v, int block, int warmup, int reps, double *median_ms, char *err);
+
 /* Canny on the device (every stage, hysteresis included) for tests: gray and out as for
  * canny_serial (cpu_ref/canny.h), the same map. kernel_ms receives the device time of the stages
  * (may be NULL). A plan of filter canny also runs through gconv_run and gconv_submit. */

@@ -275,33 +275,26 @@ static int bench_edge_plan(int ch, enum border b, struct filter_plan *plan, char
     return filter_plan_make(&spec, ch, plan, err);
 }
 
-int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, const uint8_t *h_in, int packed, enum border bd,
-                     enum variant v, int block, int warmup, int reps, double *median_ms, char *err)
+/* Times gplan_kernels of plan (checked) on u8 images of w x h (h_in: the image, NULL: random bytes). */
+static int bench_plan_kernels(struct gconv_ctx *ctx, int w, int h, const uint8_t *h_in, const struct filter_plan *plan,
+                              enum variant v, int block, int warmup, int reps, double *median_ms, char *err)
 {
-    struct filter_plan plan;
     struct bench_u8 b;
-    struct gstream *st;
+    struct gstream *st = &ctx->st[0];
     struct gplan_dev d;
     struct tex_cache tc;
     cudaError_t e = cudaSuccess;
     const char *what = "bench buffers";
-    int rc, slot = -1;
+    int slot = -1;
 
-    memset(&b, 0, sizeof(b));
     memset(&tc, 0, sizeof(tc));
-    if ((rc = bench_edge_plan(ch, bd, &plan, err)) < 0 || (rc = bench_args_ok(ctx, w, h, NULL, warmup, reps, err, 0)) < 0 ||
-        (rc = gconv_check(ctx, &plan, w, h, v, block, err)) < 0)
-        return rc;
-    plan.accept_packed = packed;
-    if (packed && !gconv_packs(&plan, v, w))
-        return edged_fail(err, EDGED_E_PARAM, "a packed map needs fast on gray or RGB input %d pixels wide, a "
-                                              "multiple of 8", w);
-    st = &ctx->st[0];
-    if ((e = bench_u8_alloc(ctx, w, h, plan.in_ch, plan.out_ch, 2 * plan.planes + 2, &b)) != cudaSuccess ||
+    if ((e = bench_u8_alloc(ctx, w, h, plan->in_ch, plan->out_ch, 2 * gplan_loaded_planes(plan) + 2, &b)) !=
+            cudaSuccess ||
         (e = bench_u8_load(ctx, &b, h_in)) != cudaSuccess)
         goto out;
-    for (int i = 0; i < plan.nconv; i++)
-        memcpy(st->h_taps + i * FILTER_MAX_TAPS, plan.conv[i].taps, sizeof(float) * 25);
+    for (int i = 0; i < plan->nconv; i++)
+        memcpy(st->h_taps + i * FILTER_MAX_TAPS, plan->conv[i].taps,
+               sizeof(float) * plan->conv[i].rows * plan->conv[i].cols);
     what = "bench taps upload";
     if ((e = cudaMemcpyAsync(st->d_taps, st->h_taps, sizeof(float) * GCONV_TAPS_FLOATS, cudaMemcpyHostToDevice,
                              st->s)) != cudaSuccess)
@@ -312,11 +305,11 @@ int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, const uint8_t 
     memset(&d, 0, sizeof(d));
     d.stream = st->s, d.tc = &tc, d.fft = &st->fft, d.d_arena = b.d_arena, d.stride = b.stride, d.d_taps = st->d_taps;
     d.w = w, d.h = h;
-    what = "bench edge pipeline";
+    what = "bench u8 plan";
     e = bench_loop(ctx, warmup, reps, median_ms, [&](int i) {
         cudaError_t ce = cudaSuccess;
         d.d_in8 = bench_u8_in(&b, i), d.d_out8 = bench_u8_in(&b, i) + b.in_b, d.taps_loaded = i > 0;
-        int r = gplan_kernels(ctx, &d, &plan, v, block, slot, &ce, &what, err);
+        int r = gplan_kernels(ctx, &d, plan, v, block, slot, &ce, &what, err);
         return r == 0 ? cudaSuccess : r == GCONV_CUDA_FAILED ? ce : cudaErrorInvalidValue;
     });
 out:
@@ -325,6 +318,35 @@ out:
     if (slot >= 0)
         gctx_slot_unlock(ctx, 0, 1);
     return e == cudaSuccess ? 0 : gctx_fail(ctx, e, what, err);
+}
+
+int gconv_bench_edge(struct gconv_ctx *ctx, int w, int h, int ch, const uint8_t *h_in, int packed, enum border bd,
+                     enum variant v, int block, int warmup, int reps, double *median_ms, char *err)
+{
+    struct filter_plan plan;
+    int rc;
+
+    if ((rc = bench_edge_plan(ch, bd, &plan, err)) < 0 || (rc = bench_args_ok(ctx, w, h, NULL, warmup, reps, err, 0)) < 0 ||
+        (rc = gconv_check(ctx, &plan, w, h, v, block, err)) < 0)
+        return rc;
+    plan.accept_packed = packed;
+    if (packed && !gconv_packs(&plan, v, w))
+        return edged_fail(err, EDGED_E_PARAM, "a packed map needs fast on gray or RGB input %d pixels wide, a "
+                                              "multiple of 8", w);
+    return bench_plan_kernels(ctx, w, h, h_in, &plan, v, block, warmup, reps, median_ms, err);
+}
+
+int gconv_bench_plan(struct gconv_ctx *ctx, int w, int h, const uint8_t *h_in, const struct filter_plan *plan,
+                     enum variant v, int block, int warmup, int reps, double *median_ms, char *err)
+{
+    int rc;
+
+    if ((rc = bench_args_ok(ctx, w, h, NULL, warmup, reps, err, 0)) < 0 ||
+        (rc = gconv_check(ctx, plan, w, h, v, block, err)) < 0)
+        return rc;
+    if (plan->filter == FILTER_CANNY)
+        return edged_fail(err, EDGED_E_PARAM, "canny has its own bench (--filter canny)");
+    return bench_plan_kernels(ctx, w, h, h_in, plan, v, block, warmup, reps, median_ms, err);
 }
 
 /* ---- Canny ------------------------------------------------------------------------------- */

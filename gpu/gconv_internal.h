@@ -24,7 +24,7 @@ extern "C" {
  * of 63*63 floats are 63,504 bytes, just under the 64 KiB constant bank of a module. */
 #define GCONV_CSLOTS 4
 #define GCONV_TEX_CACHE 16                      /* texture objects kept per stream */
-#define GCONV_TAPS_FLOATS (2 * FILTER_MAX_TAPS) /* device/pinned taps area: conv[0] then conv[1] */
+#define GCONV_TAPS_FLOATS (FILTER_PLAN_MAX_CONVS * FILTER_MAX_TAPS) /* taps area: conv[i] at i * FILTER_MAX_TAPS */
 
 /* What the device allows, read once at open. */
 struct gconv_limits {
@@ -247,11 +247,18 @@ cudaError_t canny_seams_launch(const struct canny_dev *d, int pdl, int ovec, con
 /* ---- gconv_plan.cu: a filter plan on the device ---- */
 
 /* The float planes of one image in an arena of 2*planes+2 planes of `stride` floats: src[planes],
- * dst[planes], then two scratch planes. */
+ * dst[planes], then two scratch planes. A stepwise plan (filter_plan_stepwise) lays the arena out
+ * for its loaded planes (gplan_loaded_planes, which may exceed plan->planes) and leaves its result
+ * where gplan_planes_of(arena, plan->planes, stride).dst says. */
 struct gplan_planes {
     float *src, *dst, *tmp_a, *tmp_b;
     size_t stride;
 };
+
+static inline int gplan_loaded_planes(const struct filter_plan *plan)
+{
+    return filter_plan_stepwise(plan) && plan->in_ch >= 3 && !plan->gray ? 3 : plan->planes;
+}
 
 static inline struct gplan_planes gplan_planes_of(float *d_arena, int planes, size_t stride)
 {

@@ -24,7 +24,7 @@ cudaError_t gjob_buffers(struct gconv_ctx *ctx, struct gstream *st, int w, int h
                                const struct filter_plan *p, const char **what_out)
 {
     size_t px = (size_t)w * h, stride = gctx_plane_stride(ctx, w, h);
-    size_t arena = sizeof(float) * stride * (2 * p->planes + 2);
+    size_t arena = sizeof(float) * stride * (2 * gplan_loaded_planes(p) + 2);
     const char *what = "";
     cudaError_t e = cudaSuccess;
 

@@ -38,6 +38,29 @@ __global__ void k_magnitude(float *__restrict__ d_a, const float *__restrict__ d
     d_a[i] = sqrtf(__fadd_rn(__fmul_rn(a, a), __fmul_rn(b, b)));
 }
 
+/* THRESHOLD step: 255 where the value >= cut, else 0 (planes_steps on the CPU). */
+__global__ void k_threshold(const float *__restrict__ d_src, float *__restrict__ d_dst, int w, int h, int pitch,
+                            float cut)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= w || y >= h)
+        return;
+    size_t i = (size_t)y * pitch + x;
+    d_dst[i] = d_src[i] >= cut ? 255.0f : 0.0f;
+}
+
+/* A gray step after rgb ones: plane 0 = the luma of planes 0, 1, 2 (the float values), with
+ * pixel_luma's roundings on the host (three products, two sums, none contracted into an fma). */
+__global__ void k_luma(float *__restrict__ d_planes, size_t stride, int w, int h, int pitch)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= w || y >= h)
+        return;
+    size_t i = (size_t)y * pitch + x;
+    d_planes[i] = __fadd_rn(__fadd_rn(__fmul_rn(0.299f, d_planes[i]), __fmul_rn(0.587f, d_planes[stride + i])),
+                            __fmul_rn(0.114f, d_planes[2 * stride + i]));
+}
+
 /* Post-processing (pixel_post) of every plane and the alpha copy, in one pass writing the u8
  * interleaved result. */
 __global__ void k_pack(const float *__restrict__ d_planes, size_t stride, const uint8_t *__restrict__ d_in8,
@@ -148,36 +171,82 @@ int gconv_check(const struct gconv_ctx *cctx, const struct filter_plan *plan, in
     return 0;
 }
 
-/* Plane p through the plan: SINGLE conv0 -> dst; MAGNITUDE conv0 -> dst, conv1 -> tmp_a, then
+/* One plane through step st: SINGLE conv0 -> dst; MAGNITUDE conv0 -> dst, conv1 -> tmp_a, then
  * dst = |(dst, tmp_a)|; CHAIN conv0 -> tmp_a -> conv1 -> dst (the intermediate stays on the
- * device, in float). Separable variants use tmp_b between their passes. d_taps holds conv0's taps,
- * then conv1's FILTER_MAX_TAPS floats further. */
+ * device, in float); THRESHOLD src -> dst. Separable variants use tmp_b between their passes. The
+ * step's kernels are plan->conv[st->conv0..], their taps at d_taps + FILTER_MAX_TAPS * index. */
+static int run_step_plane(struct conv_args *a, const struct filter_plan *plan, const struct plan_step *st,
+                          const float *d_taps, const float *src, float *dst, float *tmp_a, float *tmp_b, char *err)
+{
+    const struct kernel2d *k = plan->conv + st->conv0;
+    const float *taps0 = d_taps + (size_t)FILTER_MAX_TAPS * st->conv0, *taps1 = taps0 + FILTER_MAX_TAPS;
+    dim3 block(PIPE_BX, PIPE_BY), grid(div_up(a->w, PIPE_BX), div_up(a->h, PIPE_BY));
+    int rc;
+
+    a->d_tmp = tmp_b;
+    a->border = st->border;
+    switch (st->combine) {
+    case COMBINE_THRESHOLD:
+        k_threshold<<<grid, block, 0, a->stream>>>(src, dst, a->w, a->h, a->pitch, st->value);
+        return conv_launched(a, "threshold kernel");
+    case COMBINE_CHAIN:
+        if ((rc = conv_apply(a, &k[0], taps0, src, tmp_a, err)) < 0)
+            return rc;
+        return conv_apply(a, &k[1], taps1, tmp_a, dst, err);
+    case COMBINE_MAGNITUDE:
+        if ((rc = conv_apply(a, &k[0], taps0, src, dst, err)) < 0 ||
+            (rc = conv_apply(a, &k[1], taps1, src, tmp_a, err)) < 0)
+            return rc;
+        k_magnitude<<<grid, block, 0, a->stream>>>(dst, tmp_a, a->w, a->h, a->pitch);
+        return conv_launched(a, "magnitude kernel");
+    default:
+        return conv_apply(a, &k[0], taps0, src, dst, err);
+    }
+}
+
+/* Plane p through a plan of one step, from the arena's src planes to its dst planes. */
 static int run_plane(struct conv_args *a, const struct filter_plan *plan, const float *d_taps,
                      struct gplan_planes *jp, int p, char *err)
 {
-    const float *src = jp->src + p * jp->stride;
-    float *dst = jp->dst + p * jp->stride;
-    const float *taps1 = d_taps + FILTER_MAX_TAPS;
-    int rc;
+    return run_step_plane(a, plan, &plan->step[0], d_taps, jp->src + p * jp->stride, jp->dst + p * jp->stride,
+                          jp->tmp_a, jp->tmp_b, err);
+}
 
-    a->d_tmp = jp->tmp_b;
-    if (plan->combine == COMBINE_CHAIN) {
-        if ((rc = conv_apply(a, &plan->conv[0], d_taps, src, jp->tmp_a, err)) < 0)
-            return rc;
-        return conv_apply(a, &plan->conv[1], taps1, jp->tmp_a, dst, err);
-    }
-    if ((rc = conv_apply(a, &plan->conv[0], d_taps, src, dst, err)) < 0 || plan->combine == COMBINE_SINGLE)
-        return rc;
-    if ((rc = conv_apply(a, &plan->conv[1], taps1, src, jp->tmp_a, err)) < 0)
-        return rc;
+/* A stepwise plan on the device: its loaded planes (np of them at d_arena) go through every step in
+ * float, ping-ponging between two sets of planes, with no copy to the host and no rounding between
+ * the steps; the result ends in the dst planes of gplan_planes_of(arena, plan->planes). */
+static int run_steps(struct conv_args *a, const struct filter_plan *plan, const float *d_taps, float *d_arena,
+                     size_t stride, char *err)
+{
+    int np = gplan_loaded_planes(plan), rc;
+    float *cur = d_arena, *nxt = d_arena + np * stride, *tmp_a = d_arena + 2 * np * stride, *tmp_b = tmp_a + stride;
+    float *dst = gplan_planes_of(d_arena, plan->planes, stride).dst, *t;
     dim3 block(PIPE_BX, PIPE_BY), grid(div_up(a->w, PIPE_BX), div_up(a->h, PIPE_BY));
-    k_magnitude<<<grid, block, 0, a->stream>>>(dst, jp->tmp_a, a->w, a->h, a->pitch);
-    return conv_launched(a, "magnitude kernel");
+
+    for (int i = 0; i < plan->nsteps; i++) {
+        const struct plan_step *st = &plan->step[i];
+        if (st->to_gray && np == 3) {
+            k_luma<<<grid, block, 0, a->stream>>>(cur, stride, a->w, a->h, a->pitch);
+            if ((rc = conv_launched(a, "luma kernel")) < 0)
+                return rc;
+            np = 1;
+        }
+        for (int p = 0; p < np; p++)
+            if ((rc = run_step_plane(a, plan, st, d_taps, cur + p * stride, nxt + p * stride, tmp_a, tmp_b, err)) < 0)
+                return rc;
+        t = cur, cur = nxt, nxt = t;
+    }
+    if (cur != dst && (a->cuerr = cudaMemcpyAsync(dst, cur, sizeof(float) * stride * np, cudaMemcpyDeviceToDevice,
+                                                  a->stream)) != cudaSuccess) {
+        a->cuwhat = "cudaMemcpyAsync (pipeline result)";
+        return GCONV_CUDA_FAILED;
+    }
+    return 0;
 }
 
 int gplan_fused_edge(const struct filter_plan *plan, enum variant v)
 {
-    return v == VARIANT_FAST && fast_edge_can(plan);
+    return v == VARIANT_FAST && !filter_plan_stepwise(plan) && fast_edge_can(plan);
 }
 
 /* A job's map comes back packed, 8 pixels per byte (struct img packed), when the caller takes it
@@ -205,8 +274,8 @@ int gplan_kernels(struct gconv_ctx *ctx, const struct gplan_dev *d, const struct
         *cuwhat = "fast edge kernel";
         return (*cuerr = cudaGetLastError()) == cudaSuccess ? 0 : GCONV_CUDA_FAILED;
     }
-    k_unpack<<<pg, pb, 0, d->stream>>>(d->d_in8, jp.src, d->stride, w, h, pitch, plan->in_ch, plan->planes,
-                                       plan->gray);
+    k_unpack<<<pg, pb, 0, d->stream>>>(d->d_in8, jp.src, d->stride, w, h, pitch, plan->in_ch,
+                                       gplan_loaded_planes(plan), plan->gray);
     *cuwhat = "unpack kernel";
     if ((*cuerr = cudaGetLastError()) != cudaSuccess)
         return GCONV_CUDA_FAILED;
@@ -214,11 +283,18 @@ int gplan_kernels(struct gconv_ctx *ctx, const struct gplan_dev *d, const struct
     a.stream = d->stream;
     a.tc = d->tc;
     a.cslot = slot;
-    a.taps_loaded = d->taps_loaded;
+    a.taps_loaded = d->taps_loaded && !filter_plan_stepwise(plan); /* a pipeline reloads its slot per kernel */
     a.fft = d->fft;
-    if (v == VARIANT_FFT && plan->combine == COMBINE_SINGLE) /* every plane in one batch of tiles */
+    if (filter_plan_stepwise(plan)) {
+        if ((rc = run_steps(&a, plan, d->d_taps, d->d_arena, d->stride, err)) < 0) {
+            if (rc == GCONV_CUDA_FAILED)
+                *cuerr = a.cuerr, *cuwhat = a.cuwhat;
+            return rc;
+        }
+    } else if (v == VARIANT_FFT && plan->combine == COMBINE_SINGLE) { /* every plane in one batch of tiles */
         a.planes = plan->planes, a.plane_stride = d->stride;
-    for (int p = 0; p < (a.planes > 1 ? 1 : plan->planes); p++)
+    }
+    for (int p = 0; !filter_plan_stepwise(plan) && p < (a.planes > 1 ? 1 : plan->planes); p++)
         if ((rc = run_plane(&a, plan, d->d_taps, &jp, p, err)) < 0) {
             if (rc == GCONV_CUDA_FAILED)
                 *cuerr = a.cuerr, *cuwhat = a.cuwhat;

@@ -216,7 +216,7 @@ static void print_json(struct batch *bt, const struct image *im, const struct re
 
     cJSON_AddStringToObject(root, "input", bt->items[im->idx].in);
     cJSON_AddStringToObject(root, "output", bt->items[im->idx].out);
-    cJSON_AddStringToObject(root, "filter", filter_name(bt->c->p->spec.filter));
+    cJSON_AddStringToObject(root, "filter", result_filter_label(bt->c->p));
     cJSON_AddStringToObject(root, "variant", variant_name(job->used));
     cJSON_AddStringToObject(root, "backend", variant_is_gpu(job->used) ? "gpu" : "cpu");
     cJSON_AddStringToObject(root, "device", backend_device(bt->b));

@@ -82,7 +82,11 @@ void bench_report_begin(const struct bench_report *o)
             "TFLOP/s\n",
             date, gi->name, gi->cc_major, gi->cc_minor, gi->sms, gi->l2_bytes >> 20, gi->copy_gbps,
             gi->fp32_gflops / 1e3);
-    if (o->u8_edge)
+    if (o->u8_edge == 2)
+        printf("# u8 pipeline (--ops) and its steps alone, the borders its steps give, median of %d after %d "
+               "warm-up; GB/s and floor count in_ch + out_ch bytes per pixel\n",
+               o->reps, o->warmup);
+    else if (o->u8_edge)
         printf("# u8 edge pipeline (gaussian5 -> laplacian3 -> |L| > 5, %s border; NPP: replicate, no "
                "threshold), median of %d after %d warm-up; GB/s and floor count in_ch + out_ch bytes per pixel\n",
                o->border, o->reps, o->warmup);

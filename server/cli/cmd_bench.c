@@ -17,6 +17,7 @@
 #include "gconv.h"
 #include "ops/file_io.h"
 #include "ops/opts.h"
+#include "params.h"
 #include "cli/progress.h"
 #include "variant.h"
 
@@ -35,6 +36,7 @@ struct bench_opts {
     int reps, warmup, channels, serial_max, compare, cpu, u8_edge, progress;
     int canny_spiral, l2gradient; /* --canny-input spiral, --l2gradient */
     const char *input;            /* --input FILE, or NULL */
+    const char *ops;              /* --ops JSON (a request's pipeline), or NULL */
     enum bench_fmt fmt;
 };
 
@@ -50,7 +52,7 @@ struct bench_env {
 
 enum {
     OPT_VARIANTS, OPT_SIZES, OPT_KSIZES, OPT_BLOCKS, OPT_FILTER, OPT_BORDER, OPT_REPS, OPT_WARMUP, OPT_CHANNELS,
-    OPT_SERIAL_MAX, OPT_CANNY_INPUT, OPT_INPUT, OPT_CSV, OPT_JSON, OPT_COMPARE, OPT_CPU, OPT_U8_EDGE, OPT_PROGRESS,
+    OPT_SERIAL_MAX, OPT_CANNY_INPUT, OPT_INPUT, OPT_OPS, OPT_CSV, OPT_JSON, OPT_COMPARE, OPT_CPU, OPT_U8_EDGE, OPT_PROGRESS,
     OPT_L2GRADIENT,
 };
 static const struct opts_spec bench_opts_spec[] = {
@@ -74,6 +76,10 @@ static const struct opts_spec bench_opts_spec[] = {
     [OPT_INPUT] = {"input", "FILE", "canny and --u8-edge time this image (PNG, JPEG or WebP) instead of the\n"
                                     "built-in one: gray as the service makes it (BT.601 luma, rounded),\n"
                                     "RGB rows its colour; mirror-tiled or cropped to each --sizes side"},
+    [OPT_OPS] = {"ops", "JSON", "instead: a pipeline as a request's ops (api.md), on u8 RGB images of each\n"
+                                "size (--input or random bytes): per GPU variant one row for the whole\n"
+                                "pipeline in one job and one row for each step alone on the same image,\n"
+                                "every kernel of a job on the device, no host copies"},
     [OPT_CSV] = {"csv", NULL, "print CSV instead of the table"},
     [OPT_JSON] = {"json", NULL, "print JSON instead of the table"},
     [OPT_COMPARE] = {"compare", NULL, "adds NVIDIA NPP nppiFilterBorder_32f_C1R (replicate border) when built\n"
@@ -186,6 +192,9 @@ static int value_opt(struct bench_opts *o, int i, const char *val)
         return o->canny_spiral || strcmp(val, "synthetic") == 0 ? 1 : -1;
     case OPT_INPUT:
         o->input = val;
+        return 1;
+    case OPT_OPS:
+        o->ops = val;
         return 1;
     case OPT_BORDER:
         return (int)(o->border = border_from_name(val)) < 0 ? -1 : 1;
@@ -511,11 +520,83 @@ static int bench_canny_rows(struct bench_env *env, const struct bench_opts *o, i
     return 0;
 }
 
+/* The u8 RGB rows of --ops for an n x n image: per variant the pipeline, then each step alone.
+ * Returns -1 when the context died. */
+static int bench_ops_rows(struct bench_env *env, const struct bench_opts *o, const struct params *p, int n)
+{
+    struct filter_plan *plan = malloc(sizeof(*plan));
+    char err[EDGED_ERR_LEN], name[sizeof(env->photo_name) + 8];
+    const uint8_t *h_in;
+    int rc = 0;
+
+    if (!plan || bench_input(env, n, 3, &h_in, err) < 0) { /* no rows of this size: said on stderr */
+        fprintf(stderr, "edged bench: %dx%d: %s\n", n, n, plan ? err : "out of memory");
+        free(plan);
+        return 0;
+    }
+    for (int vi = 0; vi < o->nv && rc != EDGED_E_GPU_FATAL; vi++)
+        for (int i = -1; i < p->nops && rc != EDGED_E_GPU_FATAL; i++) {
+            struct bench_row r = {variant_name(o->variants[vi]), o->blocks[0], n, n, 0, -1.0, "", "", 3, 0, 0.0, 0.0};
+            double ms = -1.0;
+            if ((rc = filter_pipeline_make(i < 0 ? p->ops : p->ops + i, i < 0 ? p->nops : 1, 3, plan, r.note)) == 0 &&
+                (rc = gconv_bench_plan(env->ctx, n, n, h_in, plan, o->variants[vi], o->blocks[0], o->warmup, o->reps,
+                                       &ms, r.note)) == 0) {
+                r.ms = ms;
+                if (i < 0)
+                    snprintf(r.note, sizeof(r.note), "pipeline of %d steps, u8 rgb; %s", p->nops,
+                             bench_input_name(env, "random bytes", name, sizeof(name)));
+                else
+                    snprintf(r.note, sizeof(r.note), "step %d alone: %s, u8 rgb", i, filter_name(p->ops[i].filter));
+            }
+            r.border = border_name(plan->border);
+            r.planes = plan->planes;
+            r.bytes_px = 3.0 + plan->out_ch;
+            bench_report_row(&env->rep, &r);
+        }
+    free(plan);
+    return rc == EDGED_E_GPU_FATAL ? -1 : 0;
+}
+
+/* --ops JSON as a request's `ops`, checked as the service checks it; *out is the caller's to free. */
+static int bench_ops_params(const char *json, struct params **out, char *err)
+{
+    struct params *p = malloc(sizeof(*p));
+    int rc;
+
+    *out = NULL;
+    if (!p)
+        return edged_fail(err, EDGED_E_NOMEM, "--ops: out of memory");
+    params_init(p, PARAMS_FILTER);
+    if ((rc = params_set_text(p, "ops", json, err)) < 0 || (rc = params_validate(p, err)) < 0) {
+        free(p);
+        return edged_fail(err, EDGED_E_USAGE, "--ops: %s", err);
+    }
+    *out = p;
+    return 0;
+}
+
 static int bench_all(struct bench_env *env, const struct bench_opts *o)
 {
     struct kernel2d k;
     char err[EDGED_ERR_LEN], what[32];
 
+    if (o->ops) {
+        struct params *p;
+        if (bench_ops_params(o->ops, &p, err) < 0) {
+            fprintf(stderr, "edged bench: %s\n", err);
+            return EXIT_USAGE;
+        }
+        for (int si = 0; env->ctx && si < o->ns; si++) {
+            progress(env, o, o->sizes[si], "pipeline");
+            if (bench_ops_rows(env, o, p, o->sizes[si]) < 0) {
+                fprintf(stderr, "edged bench: the GPU failed; stopping\n");
+                free(p);
+                return EXIT_FAIL;
+            }
+        }
+        free(p);
+        return EXIT_OK;
+    }
     if (o->u8_edge) {
         for (int si = 0; env->ctx && si < o->ns; si++)
             for (int ch = 1; ch <= 3; ch += 2) {
@@ -573,9 +654,9 @@ static int open_gpu(struct bench_env *env, struct bench_opts *o, char *err)
     if ((rc = gconv_open(&env->ctx, 0, BENCH_STREAMS, why)) == 0)
         return 0;
     env->ctx = NULL;
-    if (o->u8_edge || o->filter == FILTER_CANNY)
-        return edged_fail(err, rc, "--u8-edge and --filter canny time GPU kernels only, and there is no GPU (%s)",
-                          why);
+    if (o->u8_edge || o->ops || o->filter == FILTER_CANNY)
+        return edged_fail(err, rc, "--u8-edge, --ops and --filter canny time GPU kernels only, and there is no GPU "
+                          "(%s)", why);
     fprintf(stderr, "edged bench: no GPU (%s); timing the CPU rows (cpu_serial, cpu)\n", why);
     o->cpu = 1;
     return 0;
@@ -619,7 +700,7 @@ int bench_main(int argc, char **argv)
         o.compare = 0;
     }
     env.rep = (struct bench_report){o.fmt, gconv_get_info(env.ctx), filter_name(o.filter), border_name(o.border),
-                                    o.reps, o.warmup, o.channels, o.u8_edge, -1.0, -1.0, 0};
+                                    o.reps, o.warmup, o.channels, o.ops ? 2 : o.u8_edge, -1.0, -1.0, 0};
     env.steps = o.u8_edge ? o.ns * 2 : o.ns * o.nk;
     progress_init(&env.line);
     bench_report_begin(&env.rep);

@@ -48,7 +48,8 @@ static const struct opts_spec filter_opts[] = {
     {"normalize", NULL, "custom: divide the taps by their sum"},
     {"l2gradient", NULL, "canny: the Euclidean gradient norm (default |gx|+|gy|)"},
     {"filter", "NAME", "edge (default), gaussian5, gaussian, laplacian3, laplacian8, sobel_x,\n"
-                       "sobel_y, sobel, sharpen, emboss, box, custom, canny (edged filters lists them)"},
+                       "sobel_y, sobel, scharr_x, scharr_y, scharr, prewitt_x, prewitt_y, prewitt,\n"
+                       "sharpen, emboss, box, custom, canny, threshold (edged filters lists them)"},
     {"threshold", "T", "edge: |L| > T is an edge (default 5)"},
     {"border", "B", "reflect (default, reflect-101), replicate, zero"},
     {"color", "C", "auto (default), gray, rgb"},
@@ -58,12 +59,16 @@ static const struct opts_spec filter_opts[] = {
     {"low", "T", "canny: the low threshold (default 50)"},
     {"high", "T", "canny: the high threshold (default 150)"},
     {"aperture", "N", "canny: Sobel aperture 3 (default), 5 or 7"},
+    {"value", "V", "threshold: 255 where the value >= V, else 0 (default 128)"},
+    {"ops", "JSON", "a pipeline instead of --filter: a JSON array of 1..8 steps, each the fields one\n"
+                    "filter takes, run in float and rounded once, e.g. '[{\"filter\":\"gaussian\",\"size\":7},\n"
+                    "{\"filter\":\"sobel\"},{\"filter\":\"threshold\",\"value\":40}]' (docs/api.md#pipelines)"},
     {"taps", "ROWS", "custom: rows separated by ';', numbers by ',', e.g. '1,2,1;2,4,2;1,2,1'\n"
                      "(or JSON rows '[[1,2,1],[2,4,2],[1,2,1]]')"},
     {"variant", "NAME", "auto (default), cpu_serial, cpu or a GPU variant (edged variants)"},
     {"block", "N", "GPU block side 8, 16 (default), 24, 32"},
     {"png-level", "L", "zlib level of the output 0..9 (default 1)"},
-    {"bit-depth", "D", "edge, canny: 8 (default) or 1 (1-bit PNG; single-channel results only)"},
+    {"bit-depth", "D", "edge, canny, threshold: 8 (default) or 1 (1-bit PNG; single-channel results only)"},
     {"format", "F", "png, jpeg (or jpg) or webp: the output format (default: from the OUTPUT name;\n"
                     ".jpg/.jpeg is JPEG, .webp WebP, anything else PNG)"},
     {"quality", "Q", "JPEG or lossy WebP output quality 1..100 (default 90 for JPEG; WebP without it\n"

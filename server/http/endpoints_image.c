@@ -129,7 +129,7 @@ static int compare_cost(struct service *s, const struct filter_plan *plan, int w
 static int image_reserve(struct service *s, const struct upload *u, int compare, struct imageio_head *head,
                          struct service_bytes *b, char *err)
 {
-    struct filter_plan plan;
+    struct filter_plan *plan = NULL; /* large (a pipeline's kernels): heap, not the connection's stack */
     char perr[EDGED_ERR_LEN];
     int rc;
 
@@ -137,17 +137,23 @@ static int image_reserve(struct service *s, const struct upload *u, int compare,
     if ((rc = imageio_peek(u->image, u->image_len, &s->lim, head, err)) < 0 ||
         (rc = service_check_decode(s, head, err)) < 0)
         return rc;
-    if (params_plan(&u->p, head->ch, &plan, perr) < 0)
-        return 0;
-    if ((rc = compare ? compare_cost(s, &plan, head->w, head->h, err)
-                      : service_check_cost(s, &plan, head->w, head->h, u->p.variant, err)) < 0)
-        return rc;
+    if (!(plan = malloc(sizeof(*plan))))
+        return edged_fail(err, EDGED_E_NOMEM, "out of memory");
+    if (params_plan(&u->p, head->ch, plan, perr) < 0) {
+        rc = 0;
+        goto out;
+    }
+    if ((rc = compare ? compare_cost(s, plan, head->w, head->h, err)
+                      : service_check_cost(s, plan, head->w, head->h, u->p.variant, err)) < 0)
+        goto out;
     if (compare)
-        service_compare_bytes(s, &plan, head->w, head->h, head->ch, b);
+        service_compare_bytes(s, plan, head->w, head->h, head->ch, b);
     else
-        service_image_bytes(s, &plan, u->p.variant, head->w, head->h, head->ch, b);
+        service_image_bytes(s, plan, u->p.variant, head->w, head->h, head->ch, b);
     if ((rc = budget_take_room(s->budget, b->hold + b->decode, b->peak, SERVICE_BUDGET_WAIT_MS, err)) < 0)
         *b = (struct service_bytes){0};
+out:
+    free(plan);
     return rc;
 }
 
@@ -323,7 +329,7 @@ static void answer_json(struct http_req *r, struct service *s, const struct para
 
     res.request_id = http_req_id(r);
     res.trace_id = http_req_trace_id(r);
-    res.filter = filter_name(job->plan.filter);
+    res.filter = result_filter_label(p);
     res.variant = variant_name(job->used);
     res.backend = gpu ? "gpu" : "cpu";
     res.device = job_device(s, job, dev, sizeof(dev));
@@ -401,7 +407,7 @@ void endpoint_filter(struct http_req *r, void *app)
     if ((rc = read_upload(r, PARAMS_FILTER, &u, err)) < 0 ||
         (rc = params_output_format(&u.p, accept_format(r), ACCEPT_KEEPS_PNG, err)) < 0)
         goto fail;
-    http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), NULL, 0, 0);
+    http_req_note(r, result_filter_label(&u.p), variant_name(u.p.variant), NULL, 0, 0);
     if ((rc = image_reserve(s, &u, 0, &head, &b, err)) < 0 || (rc = check_output_size(r, &u.p, &head, err)) < 0)
         goto fail;
     decoding = b.decode;
@@ -420,11 +426,11 @@ void endpoint_filter(struct http_req *r, void *app)
         pngjob_backlog_begin(png_backlog = job->src_len);
     budget_give(s->budget, decoding);
     decoding = 0;
-    http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), NULL, job->in.w, job->in.h);
+    http_req_note(r, result_filter_label(&u.p), variant_name(u.p.variant), NULL, job->in.w, job->in.h);
     if (!job->src && (rc = job_prepare(s, &u.p, job, err)) < 0)
         goto fail;
     job_encode_on_device(s, r, &u.p, job);
-    http_req_note(r, filter_name(u.p.spec.filter), variant_name(u.p.variant), job_backend(job), job->in.w,
+    http_req_note(r, result_filter_label(&u.p), variant_name(u.p.variant), job_backend(job), job->in.w,
                   job->in.h);
     rc = job_run(s, r, job, err);
     pngjob_backlog_end(png_backlog);
@@ -432,7 +438,7 @@ void endpoint_filter(struct http_req *r, void *app)
     if (rc < 0)
         goto fail;
     stage_times(http_req_times(r), job);
-    http_req_note(r, filter_name(job->plan.filter), variant_name(job->used), job_backend(job), job->out.w,
+    http_req_note(r, result_filter_label(&u.p), variant_name(job->used), job_backend(job), job->out.w,
                   job->out.h);
     answer(r, s, &u, job, b.encode);
     job_release(s->q, job);
@@ -551,9 +557,9 @@ void endpoint_compare(struct http_req *r, void *app)
         http_respond_error(r, rc, err);
         goto out;
     }
-    http_req_note(r, filter_name(u.p.spec.filter), "compare", "all", in.w, in.h);
+    http_req_note(r, result_filter_label(&u.p), "compare", "all", in.w, in.h);
     snprintf(dev, sizeof(dev), "%s", backend_device(s->backend));
-    res = (struct result_compare){http_req_id(r), http_req_trace_id(r), filter_name(u.p.spec.filter),
+    res = (struct result_compare){http_req_id(r), http_req_trace_id(r), result_filter_label(&u.p),
                                   service_backend(s), dev, in.w, in.h, c->ref.ch, c->rows, c->nrows};
     if (!(text = result_compare_json(&res)))
         http_respond_error(r, EDGED_E_NOMEM, "out of memory rendering the result");

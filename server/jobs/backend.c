@@ -197,8 +197,8 @@ static double pixel_seconds(const struct filter_plan *plan, int serial)
         else
             t += (double)k->rows * k->cols / BACKEND_CPU_DIRECT_TAPS_PER_S;
     }
-    if (!canny || plan->nconv) /* a plane loaded, filtered and stored */
-        t += serial ? BACKEND_SERIAL_PIXEL_S : BACKEND_CPU_PIXEL_S;
+    if (!canny || plan->nconv) /* a plane loaded, filtered and stored; a pipeline's steps each pass over it */
+        t += (serial ? BACKEND_SERIAL_PIXEL_S : BACKEND_CPU_PIXEL_S) * (plan->nsteps > 1 ? plan->nsteps : 1);
     if (canny)
         t += serial ? (2.0 * ap * ap + BACKEND_CANNY_SERIAL_TAPS) / BACKEND_SERIAL_TAPS_PER_S : BACKEND_CANNY_CPU_PIXEL_S;
     return t;
@@ -210,7 +210,10 @@ double backend_cpu_seconds(const struct backend *b, const struct filter_plan *pl
         v = backend_has_gpu(b) ? VARIANT_FAST : VARIANT_CPU;
     if (variant_is_gpu(v))
         return 0.0;
-    return (double)w * h * (plan->planes > 0 ? plan->planes : 1) * pixel_seconds(plan, v == VARIANT_CPU_SERIAL);
+    /* a pipeline runs its steps before a gray one on every channel: counted so throughout */
+    int planes = filter_plan_stepwise(plan) && plan->in_ch >= 3 && !plan->gray ? 3 : plan->planes;
+
+    return (double)w * h * (planes > 0 ? planes : 1) * pixel_seconds(plan, v == VARIANT_CPU_SERIAL);
 }
 
 /* gconv_submit checks the variant's limits against the plan and size. */

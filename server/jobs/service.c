@@ -152,6 +152,8 @@ static size_t work_per_pixel(const struct filter_plan *plan, enum variant v, int
 
     if (plan->filter == FILTER_CANNY)
         return gray + max_z(blur, v == VARIANT_CPU_SERIAL ? 18 : 3);
+    if (filter_plan_stepwise(plan)) /* planes_steps: two sets of the loaded planes and a spare, then the result */
+        return 4 * (2 * (size_t)(plan->in_ch >= 3 && !plan->gray ? 3 : 1) + 1) + 4 * (size_t)plan->planes;
     return 4 * (size_t)plan->planes + 4 * (size_t)plan->nconv;
 }
 

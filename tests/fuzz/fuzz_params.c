@@ -2,7 +2,7 @@
  * Input: byte 0 picks the mode (bit 0: compare) and the path (bit 1: text fields, else one JSON
  * object); the rest is the JSON text, or "key=value" lines for the text path. Oracles: only
  * EDGED_E_PARAM / EDGED_E_NOMEM as errors, and a validated set of parameters holds values in
- * their documented ranges and makes a filter plan for 1 to 4 channels. */
+ * their documented ranges (a pipeline's steps too) and makes a filter plan for 1 to 4 channels. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +25,13 @@ static void check_ranges(const struct params *p)
         abort();
     if ((p->given & PARAMS_F_BLOCK) && p->block != 8 && p->block != 16 && p->block != 24 && p->block != 32)
         abort();
+    if (p->nops < 0 || p->nops > FILTER_MAX_STEPS || ((p->given & PARAMS_F_OPS) != 0) != (p->nops > 0))
+        abort();
+    for (int i = 0; i < p->nops; i++) /* each step as one filter's request: the same ranges */
+        if ((unsigned)p->ops[i].filter >= FILTER_COUNT || p->ops[i].filter == FILTER_CANNY ||
+            (p->ops[i].size && (p->ops[i].size < 3 || p->ops[i].size > FILTER_MAX_SIDE || p->ops[i].size % 2 == 0)) ||
+            !(p->ops[i].value >= -FILTER_MAX_VALUE && p->ops[i].value <= FILTER_MAX_VALUE))
+            abort();
 }
 
 static int apply_lines(struct params *p, const char *text, size_t len, char *err)
@@ -73,8 +80,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!(plan = malloc(sizeof(*plan))))
         return 0;
     for (int ch = 1; ch <= 4; ch++)
-        if (filter_plan_make(&p.spec, ch, plan, err) != 0)
-            abort(); /* validation promised a plan */
+        if ((p.nops ? filter_pipeline_make(p.ops, p.nops, ch, plan, err) : filter_plan_make(&p.spec, ch, plan, err)) != 0 ||
+            filter_plan_check(plan, err) != 0)
+            abort(); /* validation promised a plan, and one that every backend accepts */
     free(plan);
     return 0;
 }

@@ -149,7 +149,9 @@ def cli_args(params):
     for k, v in params.items():
         if k in ("output",):
             continue
-        if k == "taps":
+        if k == "ops":
+            args += ["--ops", json.dumps(v)]
+        elif k == "taps":
             args += ["--taps", ";".join(",".join(str(x) for x in row) for row in v)]
         elif k in ("normalize", "l2gradient"):
             args += ["--" + k] if v else []

@@ -26,12 +26,20 @@ FILTERS = {
     "sobel_x": {"filter": "sobel_x"},
     "sobel_y": {"filter": "sobel_y", "post": "offset"},
     "sobel": {"filter": "sobel"},
+    "scharr_x": {"filter": "scharr_x"},
+    "scharr_y": {"filter": "scharr_y", "post": "offset"},
+    "scharr": {"filter": "scharr", "border": "replicate"},
+    "prewitt_x": {"filter": "prewitt_x", "border": "zero"},
+    "prewitt_y": {"filter": "prewitt_y"},
+    "prewitt": {"filter": "prewitt", "color": "rgb"},
     "sharpen": {"filter": "sharpen"},
     "emboss": {"filter": "emboss", "color": "gray"},
     "box": {"filter": "box", "size": 5},
     "custom": {"filter": "custom", "taps": [[0, -1, 0], [-1, 5, -1], [0, -1, 0]]},
     "canny": {"filter": "canny", "low": 30, "high": 90.5, "aperture": 5, "l2gradient": True},
+    "threshold": {"filter": "threshold", "value": 100},
 }
+PIPELINE = [{"filter": "gaussian", "size": 7}, {"filter": "sobel"}, {"filter": "threshold", "value": 40}]
 # A job of ~0.3-0.5 s on one core of the CI machine: the serial reference with a 63x63 kernel.
 SLOW = {"filter": "gaussian", "size": 63, "color": "gray", "variant": "cpu_serial"}
 TIMING_KEYS = {"queue", "decode", "upload", "kernel", "download", "encode", "total"}
@@ -210,6 +218,66 @@ def test_every_filter_matches_cli(server, image, name):
     got, want = png_decode(r.content), oracle(image, params, variant)
     assert got.shape == want.shape and got.shape[:2] == (72, 96)
     assert np.array_equal(got, want), "%s: %d pixels differ" % (name, int((got != want).sum()))
+
+
+def box3_gray_reflect(y):
+    """3x3 mean of a float32 plane with reflect-101 borders, as edged's box 3 (taps (1/3)*(1/3))."""
+    p = np.pad(y, 1, mode="reflect")
+    t, acc = np.float32(1.0 / 3.0) * np.float32(1.0 / 3.0), np.zeros_like(y)
+    for i in range(3):
+        for j in range(3):
+            acc = acc + t * p[i:i + y.shape[0], j:j + y.shape[1]]
+    return acc
+
+
+@pytest.mark.parametrize("variant", ["auto", "cpu_serial", "cpu"])
+def test_pipeline_matches_cli_and_numpy(server, variant):
+    """ops: the API's answer is the CLI's (--ops); a 2-step pipeline box 3 -> threshold on a gray
+    image is the numpy composition in float (the mean is never rounded before the cut), except
+    where the mean is within 1e-3 of the cut; the 3-step gaussian -> sobel -> threshold map is
+    binary and one-channel."""
+    gray = random_image(40, 56, 1, seed=11)
+    png = png_bytes(gray)
+    params = {"ops": [{"filter": "box", "size": 3}, {"filter": "threshold", "value": 100.2}], "variant": variant}
+    r = post(server.url, png, params)
+    assert r.status_code == 200, r.text
+    got = png_decode(r.content)
+    assert np.array_equal(got, oracle(png, params, r.headers["X-Edged-Variant"]))
+    mean = box3_gray_reflect(gray.astype(np.float32).reshape(gray.shape[:2]))
+    want = np.where(mean >= np.float32(100.2), 255, 0).astype(np.uint8)
+    near = np.abs(mean - np.float32(100.2)) < 1e-3
+    assert np.array_equal(got.reshape(want.shape)[~near], want[~near])
+    rgb = png_bytes(random_image(40, 56, 3, seed=12))
+    r = post(server.url, rgb, {"ops": PIPELINE, "variant": variant})
+    assert r.status_code == 200, r.text
+    got = png_decode(r.content)
+    assert got.ndim == 2 or got.shape[2] == 1, got.shape
+    assert set(np.unique(got)) <= {0, 255}
+    assert np.array_equal(got, oracle(rgb, {"ops": PIPELINE}, r.headers["X-Edged-Variant"]))
+
+
+def test_pipeline_report_and_refusals(server, image):
+    r = post(server.url, image, {"ops": PIPELINE, "output": "json"})
+    assert r.status_code == 200, r.text
+    j = r.json()
+    assert j["filter"] == "pipeline" and j["channels"] == 1
+    ops = j["params"]["ops"]
+    assert [s["filter"] for s in ops] == ["gaussian", "sobel", "threshold"]
+    assert ops[0]["size"] == 7 and ops[2]["value"] == 40 and "post" not in ops[0] and ops[1]["border"] == "reflect"
+    for params, words in [
+        ({"ops": []}, ["ops", "0 steps"]),
+        ({"ops": [{"filter": "box"}] * 9}, ["ops", "1..8"]),
+        ({"ops": {"filter": "box"}}, ["ops", "array"]),
+        ({"ops": [{"filter": "box", "ops": []}]}, ["ops[0].ops"]),
+        ({"ops": [{"filter": "box"}, {"filter": "nope"}]}, ["ops[1].filter", "nope"]),
+        ({"ops": [{"filter": "box"}, {"filter": "gaussian", "size": 4}]}, ["ops[1].size"]),
+        ({"ops": [{"filter": "canny"}]}, ["ops[0]", "canny"]),
+        ({"ops": [{"filter": "box"}], "filter": "sobel"}, ["filter", "inside each step"]),
+    ]:
+        assert_error(post(server.url, image, params), 400, "invalid_parameter", words)
+    r = post(server.url, image, {"ops": PIPELINE, "variants": ["cpu_serial", "cpu"]}, path="/v1/compare")
+    assert r.status_code == 200, r.text
+    assert r.json()["filter"] == "pipeline" and len(r.json()["rows"]) == 2
 
 
 def test_json_output_and_accept(server, image):

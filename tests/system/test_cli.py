@@ -50,6 +50,26 @@ def test_filter_option_forms(photo, tmp_path):
         assert p.returncode == 2 and "size" in p.stderr, p.stderr
 
 
+def test_filter_ops_and_value(photo, tmp_path):
+    """--ops runs a pipeline (its --json line names it "pipeline"), --ops=JSON as well and with a
+    1-bit map; --value sets threshold's cut; a bad step or a knob beside ops is a usage error naming it."""
+    ops = [{"filter": "gaussian", "size": 5}, {"filter": "scharr"}, {"filter": "threshold", "value": 60}]
+    a, b = tmp_path / "a.png", tmp_path / "b.png"
+    p = edged_text("filter", photo, a, "--ops", json.dumps(ops), "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["filter"] == "pipeline"
+    q = edged_text("filter", photo, b, "--ops=" + json.dumps(ops), "--bit-depth", "1", "--variant", "cpu_serial")
+    assert q.returncode == 0, q.stderr
+    p = edged_text("filter", photo, a, "--filter", "threshold", "--value", "99.5")
+    assert p.returncode == 0, p.stderr
+    for bad, words in [(["--ops", "[]"], ["ops"]), (["--ops", '[{"filter":"box","size":4}]'], ["ops[0].size"]),
+                       (["--ops", '[{"filter":"box"}]', "--filter", "sobel"], ["filter", "inside"]),
+                       (["--filter", "threshold", "--value", "x"], ["value"]),
+                       (["--filter", "box", "--value", "3"], ["value", "threshold"])]:
+        p = edged_text("filter", photo, tmp_path / "c.png", *bad)
+        assert p.returncode == 2 and all(w in p.stderr for w in words), (bad, p.stderr)
+
+
 def test_bench_option_forms():
     base = ["--sizes", "32", "--ksizes", "3", "--warmup", "0", "--cpu", "--variants", "naive", "--csv"]
     pa = edged_text("bench", *base, "--reps", "1")

@@ -29,6 +29,8 @@ assert cv2.BORDER_DEFAULT == BORDERS[DEFAULT]
 G5 = np.outer([2, 4, 5, 4, 2], [2, 4, 5, 4, 2]).astype(np.float32) / 289.0
 LAP3 = np.array([[0, 1, 0], [1, -4, 1], [0, 1, 0]], np.float32)
 SOBEL_X = np.array([[-1, 0, 1], [-2, 0, 2], [-1, 0, 1]], np.float32)
+SCHARR_X = np.array([[-3, 0, 3], [-10, 0, 10], [-3, 0, 3]], np.float32)
+PREWITT_X = np.array([[-1, 0, 1], [-1, 0, 1], [-1, 0, 1]], np.float32)
 SHARPEN = np.array([[-1] * 5, [-1, 2, 2, 2, -1], [-1, 2, 8, 2, -1], [-1, 2, 2, 2, -1], [-1] * 5], np.float32) / 8
 EMBOSS = np.array([[-1, -1, -1, -1, 0], [-1, -1, -1, 0, 1], [-1, -1, 0, 1, 1], [-1, 0, 1, 1, 1], [0, 1, 1, 1, 1]],
                   np.float32)
@@ -130,6 +132,20 @@ def test_sobel_and_laplacian_match_opencv(variant):
     assert_close_u8(got, to_u8(np.sqrt(gx * gx + gy * gy)))
     got, _ = run_edged(src, "--filter", "laplacian3", "--variant", variant, "--border", "replicate")
     assert_close_u8(got, to_u8(np.abs(corr(y, LAP3, "replicate"))))
+
+
+@pytest.mark.parametrize("variant", ["cpu_serial", "cpu"])
+@pytest.mark.parametrize("name,kx", [("scharr", SCHARR_X), ("prewitt", PREWITT_X)])
+def test_scharr_and_prewitt_match_opencv(variant, name, kx):
+    src = photo_path("coffee.png")
+    y = luma(read_png(src))
+    gx, gy = corr(y, kx), corr(y, kx.T.copy())
+    got, _ = run_edged(src, "--filter", name, "--variant", variant)
+    assert_close_u8(got, to_u8(np.sqrt(gx * gx + gy * gy)))
+    got, _ = run_edged(src, "--filter", name + "_x", "--variant", variant, "--border", "replicate")
+    assert_close_u8(got, to_u8(np.abs(corr(y, kx, "replicate"))))
+    got, _ = run_edged(src, "--filter", name + "_y", "--variant", variant, "--post", "offset")
+    assert_close_u8(got, to_u8(gy + 128.0))
 
 
 @pytest.mark.parametrize("size,sigma", [(3, None), (7, None), (15, "2.5"), (31, None)])

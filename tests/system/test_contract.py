@@ -423,6 +423,19 @@ def test_echo_has_exactly_the_knobs_each_filter_takes(server, doc, png, catalogu
             assert got["params"]["post"] == f["post"], f
 
 
+def test_pipeline_echo_validates(server, doc, png):
+    """A pipeline's JSON report (filter "pipeline", the steps in params.ops) is a FilterResult."""
+    ops = [{"filter": "gaussian", "size": 7}, {"filter": "prewitt", "border": "replicate"},
+           {"filter": "threshold", "value": 40}]
+    got = filter_json(server.url, png, {"ops": ops, "bit_depth": 1})
+    validate(doc, doc["components"]["schemas"]["FilterResult"], got, "pipeline")
+    p = got["params"]
+    assert got["filter"] == p["filter"] == "pipeline" and p["bit_depth"] == 1 and p["color"] == "gray"
+    assert [(s["filter"], s["border"]) for s in p["ops"]] == [("gaussian", "reflect"), ("prewitt", "replicate"),
+                                                             ("threshold", "reflect")]
+    assert p["ops"][0]["size"] == 7 and p["ops"][2]["value"] == 40 and "post" not in p["ops"][1]
+
+
 def test_echo_resolves_defaults(server, png):
     p = filter_json(server.url, png, {})["params"]
     assert p == {"filter": "edge", "variant": p["variant"], "variant_requested": "auto",

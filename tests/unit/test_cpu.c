@@ -280,7 +280,8 @@ static void run_case(int f, int w, int h, int ch, int color, int border, int thr
         return;
     }
     snprintf(what, sizeof(what), "%s %dx%d (k %dx%d) on %dx%dx%d color %s border %s threads %d%s", filter_name(f),
-             p.conv[0].rows, p.conv[0].cols, p.conv[p.nconv - 1].rows, p.conv[p.nconv - 1].cols, w, h, ch,
+             p.conv[0].rows, p.conv[0].cols, p.conv[p.nconv ? p.nconv - 1 : 0].rows,
+             p.conv[p.nconv ? p.nconv - 1 : 0].cols, w, h, ch, /* threshold: no kernel, 0x0 */
              color_name(color), border_name(border), threads, raw ? " raw taps" : "");
     check_plan(&in, &p, threads, what);
     img_free(&in);
@@ -725,6 +726,108 @@ static void test_alloc_failure(void)
 #endif
 }
 
+/* ---- pipelines (ops) ----------------------------------------------------------------------------- */
+
+/* The 3-step pipeline gaussian 7 (rgb) -> sobel (gray) -> threshold 40, composed by hand from the
+ * reference's single correlations in float: each channel blurred, the luma of the three blurred
+ * planes, sqrtf(gx*gx + gy*gy), then >= 40 -> 255, into out (w*h floats), the magnitude after it. */
+static void pipeline_by_hand(const struct img *in, enum border b, float *out)
+{
+    struct filter_spec s;
+    struct kernel2d g, kx, ky;
+    size_t n = (size_t)in->w * (size_t)in->h;
+    float *c[3], *gx = malloc(n * sizeof(float)), *gy = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float));
+
+    filter_spec_init(&s, FILTER_GAUSSIAN);
+    s.size = 7;
+    filter_kernel(&s, &g, NULL);
+    s = (struct filter_spec){.filter = FILTER_SOBEL_X};
+    filter_kernel(&s, &kx, NULL);
+    s.filter = FILTER_SOBEL_Y;
+    filter_kernel(&s, &ky, NULL);
+    for (int q = 0; q < 3; q++) {
+        c[q] = malloc(n * sizeof(float));
+        for (size_t i = 0; c[q] && gx && i < n; i++)
+            gx[i] = in->px[(i / (size_t)in->w) * in->stride + (i % (size_t)in->w) * (size_t)in->ch + (size_t)q];
+        if (c[q] && gx)
+            cpu_serial_conv(gx, c[q], in->w, in->h, (size_t)in->w, &g, b);
+    }
+    if (!c[0] || !c[1] || !c[2] || !gx || !gy || !y) {
+        CHECK(0, "pipeline by hand: out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        y[i] = pixel_luma(c[0][i], c[1][i], c[2][i]);
+    cpu_serial_conv(y, gx, in->w, in->h, (size_t)in->w, &kx, b);
+    cpu_serial_conv(y, gy, in->w, in->h, (size_t)in->w, &ky, b);
+    for (size_t i = 0; i < n; i++) {
+        out[n + i] = sqrtf(gx[i] * gx[i] + gy[i] * gy[i]); /* the magnitude after the map, for the margin */
+        out[i] = out[n + i] >= 40.0f ? 255.0f : 0.0f;
+    }
+out:
+    for (int q = 0; q < 3; q++)
+        free(c[q]);
+    free(y);
+    free(gy);
+    free(gx);
+}
+
+/* cpu_serial runs the pipeline exactly as composed by hand (same floats, u8 = post of them);
+ * cpu gives the same map except where the magnitude is within U8_MARGIN of the cut. */
+static void test_pipeline(void)
+{
+    struct filter_spec ops[3];
+    struct filter_plan *p = malloc(sizeof(*p));
+    struct img in = {0}, os = {0}, oc = {0};
+    char err[EDGED_ERR_LEN] = "";
+
+    filter_spec_init(&ops[0], FILTER_GAUSSIAN);
+    ops[0].size = 7;
+    filter_spec_init(&ops[1], FILTER_SOBEL);
+    filter_spec_init(&ops[2], FILTER_THRESHOLD);
+    ops[2].value = 40.0f;
+    for (int ch = 3; p && ch <= 4; ch++) {
+        int w = 37 + ch, h = 23;
+        size_t n = (size_t)w * h;
+        float *want = malloc(2 * n * sizeof(float)), *got = malloc(n * sizeof(float));
+        enum border b = (enum border)(ch % BORDER_COUNT);
+        int bad = 0, rc;
+
+        for (int i = 0; i < 3; i++)
+            ops[i].border = b;
+        if (!want || !got || random_img(&in, w, h, ch) < 0 || filter_pipeline_make(ops, 3, ch, p, err) < 0) {
+            CHECK(0, "pipeline ch %d: setup: %s", ch, err);
+            goto next;
+        }
+        pipeline_by_hand(&in, b, want);
+        CHECK((rc = cpu_serial_compute(&in, p, got, err)) == 0, "pipeline ch %d: cpu_serial_compute: %s", ch, err);
+        for (size_t i = 0; rc == 0 && i < n; i++)
+            bad += got[i] != want[i];
+        CHECK(rc == 0 && bad == 0, "pipeline ch %d: %d floats differ from the steps run by hand", ch, bad);
+        CHECK((rc = cpu_serial_run(&in, p, &os, err)) == 0 && os.ch == ch - 2, "pipeline ch %d: serial run: %s", ch,
+              err);
+        CHECK((rc |= cpu_run(&in, p, &oc, 3, err)) == 0, "pipeline ch %d: cpu run: %s", ch, err);
+        bad = 0;
+        for (size_t i = 0; rc == 0 && i < n; i++) {
+            size_t at = (i / (size_t)w) * os.stride + (i % (size_t)w) * (size_t)os.ch;
+            uint8_t s = os.px[at], c = oc.px[(i / (size_t)w) * oc.stride + (i % (size_t)w) * (size_t)oc.ch];
+            bad += s != pixel_post(want[i], POST_CLAMP, 0);
+            bad += s != c && fabsf(want[n + i] - 40.0f) > U8_MARGIN;
+            if (ch == 4)
+                bad += os.px[at + 1] != in.px[(i / (size_t)w) * in.stride + (i % (size_t)w) * 4 + 3];
+        }
+        CHECK(rc == 0 && bad == 0, "pipeline ch %d: %d u8 samples wrong (serial vs by hand, cpu vs serial, alpha)", ch,
+              bad);
+    next:
+        img_free(&oc);
+        img_free(&os);
+        img_free(&in);
+        free(got);
+        free(want);
+    }
+    free(p);
+}
+
 int main(void)
 {
     const char *sm = getenv("EDGED_TEST_SMALL");
@@ -733,6 +836,7 @@ int main(void)
     small_mode = sm && *sm && strcmp(sm, "0") != 0;
     test_bad_inputs();
     test_semantics();
+    test_pipeline();
     test_default_border_no_frame();
     test_matrix_small();
     test_matrix_large();

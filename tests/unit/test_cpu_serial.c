@@ -8,6 +8,7 @@
 #include "cpu_serial.h"
 #include "errors.h"
 #include "filter.h"
+#include "image.h"
 #include "pixel.h"
 
 #define PITCH_PAD 3          /* extra floats per row in the strided runs, filled with NaN */
@@ -261,6 +262,68 @@ static void test_conv_args(void)
 #undef BADCALL
 }
 
+/* Runs filter f on the 6x4 gray image in through cpu_serial_run and cpu_run (each thread count) and
+ * compares the u8 result with want where want >= 0 (-1: not checked). */
+static void check_plan_u8(enum filter_id f, const uint8_t *in, const int *want, const char *what)
+{
+    struct filter_spec s;
+    struct filter_plan p;
+    struct img src = {6, 4, 1, 6, (uint8_t *)in, 0}, out = {0};
+    char err[EDGED_ERR_LEN] = "";
+
+    filter_spec_init(&s, f);
+    if (filter_plan_make(&s, 1, &p, err) < 0) {
+        CHECK(0, "%s %s: %s", filter_name(f), what, err);
+        return;
+    }
+    for (int run = 0; run <= (int)(sizeof(thread_counts) / sizeof(thread_counts[0])); run++) {
+        int rc = run ? cpu_run(&src, &p, &out, thread_counts[run - 1], err) : cpu_serial_run(&src, &p, &out, err);
+        CHECK(rc == 0, "%s %s: %s", filter_name(f), what, err);
+        for (int i = 0; rc == 0 && i < 24; i++)
+            CHECK(want[i] < 0 || out.px[(i / 6) * out.stride + i % 6] == want[i],
+                  "%s %s (run %d): (%d,%d) = %d, want %d", filter_name(f), what, run, i % 6, i / 6,
+                  out.px[(i / 6) * out.stride + i % 6], want[i]);
+        img_free(&out);
+    }
+}
+
+/* Scharr and Prewitt (and Sobel beside them) on a vertical step edge and a ramp, reflect border.
+ * Step 0 | 20 between columns 2 and 3: the x derivative in(x+1) - in(x-1) is 20 at x = 2 and 3 and
+ * 0 elsewhere (reflect-101 repeats in(1) at x = -1), scaled by the column sum of the smoothing
+ * factor: sobel 4 (80), prewitt 3 (60), scharr 16 (320, clamped to 255); y derivatives are 0.
+ * Ramp in = 2x + 5y: inside, dx = 4, dy = 10: prewitt 12 and 30, magnitude sqrt(1044) = 32.31 -> 32;
+ * scharr 64 and 160, magnitude sqrt(29696) = 172.33 -> 172. */
+static void test_gradient_filters(void)
+{
+    static const struct {
+        enum filter_id f;
+        int ramp, value; /* ramp: inside pixels only; step: value at x = 2, 3 and 0 elsewhere */
+    } cases[] = {
+        {FILTER_SOBEL_X, 0, 80},    {FILTER_PREWITT_X, 0, 60}, {FILTER_PREWITT, 0, 60},
+        {FILTER_SCHARR_X, 0, 255},  {FILTER_SCHARR, 0, 255},   {FILTER_SCHARR_Y, 0, 0},
+        {FILTER_PREWITT_Y, 0, 0},   {FILTER_PREWITT_X, 1, 12}, {FILTER_PREWITT_Y, 1, 30},
+        {FILTER_PREWITT, 1, 32},    {FILTER_SCHARR_X, 1, 64},  {FILTER_SCHARR_Y, 1, 160},
+        {FILTER_SCHARR, 1, 172},
+    };
+    uint8_t step[24], ramp[24];
+    int want[24];
+
+    for (int i = 0; i < 24; i++) {
+        step[i] = (uint8_t)(i % 6 >= 3 ? 20 : 0);
+        ramp[i] = (uint8_t)(2 * (i % 6) + 5 * (i / 6));
+    }
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        for (int i = 0; i < 24; i++) {
+            int x = i % 6, y = i / 6;
+            if (cases[c].ramp)
+                want[i] = (x >= 1 && x <= 4 && y >= 1 && y <= 2) ? cases[c].value : -1;
+            else
+                want[i] = (x == 2 || x == 3) ? cases[c].value : 0;
+        }
+        check_plan_u8(cases[c].f, cases[c].ramp ? ramp : step, want, cases[c].ramp ? "ramp" : "step");
+    }
+}
+
 int main(void)
 {
     (void)check_seed(); /* no random data here; printed for the uniform log */
@@ -270,5 +333,6 @@ int main(void)
     test_one_pixel();
     test_reflect_wide();
     test_conv_args();
+    test_gradient_filters();
     return check_summary();
 }

@@ -52,6 +52,10 @@ static void test_fixed_taps(void)
     static const int lap8[9] = {1, 1, 1, 1, -8, 1, 1, 1, 1};
     static const int sobx[9] = {-1, 0, 1, -2, 0, 2, -1, 0, 1};
     static const int soby[9] = {-1, -2, -1, 0, 0, 0, 1, 2, 1};
+    static const int schx[9] = {-3, 0, 3, -10, 0, 10, -3, 0, 3};
+    static const int schy[9] = {-3, -10, -3, 0, 0, 0, 3, 10, 3};
+    static const int prwx[9] = {-1, 0, 1, -1, 0, 1, -1, 0, 1};
+    static const int prwy[9] = {-1, -1, -1, 0, 0, 0, 1, 1, 1};
     /* The Zagreb report's 5x5 sharpen (sum 8, divided by it) and emboss (sum 0). */
     static const int sharpen[25] = {-1, -1, -1, -1, -1, -1, 2, 2, 2, -1, -1, 2, 8,
                                     2,  -1, -1, 2,  2,  2, -1, -1, -1, -1, -1, -1};
@@ -69,6 +73,10 @@ static void test_fixed_taps(void)
     check_table(FILTER_LAPLACIAN8, 3, lap8, 1.0f);
     check_table(FILTER_SOBEL_X, 3, sobx, 1.0f);
     check_table(FILTER_SOBEL_Y, 3, soby, 1.0f);
+    check_table(FILTER_SCHARR_X, 3, schx, 1.0f);
+    check_table(FILTER_SCHARR_Y, 3, schy, 1.0f);
+    check_table(FILTER_PREWITT_X, 3, prwx, 1.0f);
+    check_table(FILTER_PREWITT_Y, 3, prwy, 1.0f);
     check_table(FILTER_SHARPEN, 5, sharpen, 8.0f);
     check_table(FILTER_EMBOSS, 5, emboss, 1.0f);
     if (kernel_of(FILTER_GAUSSIAN5, 0, 0.0f, &k) == 0) {
@@ -159,6 +167,7 @@ static void test_separable_flags(void)
         {FILTER_GAUSSIAN5, 0, 1}, {FILTER_GAUSSIAN, 0, 1},   {FILTER_GAUSSIAN, 63, 1}, {FILTER_BOX, 0, 1},
         {FILTER_BOX, 25, 1},      {FILTER_SOBEL_X, 0, 1},    {FILTER_SOBEL_Y, 0, 1},   {FILTER_LAPLACIAN3, 0, 0},
         {FILTER_LAPLACIAN8, 0, 0}, {FILTER_SHARPEN, 0, 0},   {FILTER_EMBOSS, 0, 0},
+        {FILTER_SCHARR_X, 0, 1},  {FILTER_SCHARR_Y, 0, 1},  {FILTER_PREWITT_X, 0, 1}, {FILTER_PREWITT_Y, 0, 1},
     };
     struct kernel2d k;
 
@@ -230,6 +239,12 @@ static enum color_mode default_color(enum filter_id f)
     case FILTER_SOBEL_X:
     case FILTER_SOBEL_Y:
     case FILTER_SOBEL:
+    case FILTER_SCHARR_X:
+    case FILTER_SCHARR_Y:
+    case FILTER_SCHARR:
+    case FILTER_PREWITT_X:
+    case FILTER_PREWITT_Y:
+    case FILTER_PREWITT:
         return COLOR_GRAY;
     default:
         return COLOR_RGB;
@@ -245,6 +260,10 @@ static enum post_mode default_post(enum filter_id f)
     case FILTER_LAPLACIAN8:
     case FILTER_SOBEL_X:
     case FILTER_SOBEL_Y:
+    case FILTER_SCHARR_X:
+    case FILTER_SCHARR_Y:
+    case FILTER_PREWITT_X:
+    case FILTER_PREWITT_Y:
         return POST_ABS;
     case FILTER_EMBOSS:
         return POST_OFFSET;
@@ -257,16 +276,16 @@ static void check_plan_kernels(const struct filter_plan *p, enum filter_id f)
 {
     struct kernel2d k0, k1;
 
-    if (f == FILTER_EDGE || f == FILTER_SOBEL) {
+    if (f == FILTER_EDGE || f == FILTER_SOBEL || f == FILTER_SCHARR || f == FILTER_PREWITT) {
         int edge = f == FILTER_EDGE;
-        kernel_of(edge ? FILTER_GAUSSIAN5 : FILTER_SOBEL_X, 0, 0.0f, &k0);
-        kernel_of(edge ? FILTER_LAPLACIAN3 : FILTER_SOBEL_Y, 0, 0.0f, &k1);
+        kernel_of(edge ? FILTER_GAUSSIAN5 : f - 2, 0, 0.0f, &k0); /* the magnitude's x and y filters */
+        kernel_of(edge ? FILTER_LAPLACIAN3 : f - 1, 0, 0.0f, &k1);
         CHECK(p->nconv == 2 && p->combine == (edge ? COMBINE_CHAIN : COMBINE_MAGNITUDE), "%s: nconv %d combine %d",
               filter_name(f), p->nconv, (int)p->combine);
         CHECK(memcmp(p->conv[0].taps, k0.taps, sizeof(k0.taps)) == 0 &&
                   memcmp(p->conv[1].taps, k1.taps, sizeof(k1.taps)) == 0,
-              "%s: plan kernels are not %s then %s", filter_name(f), edge ? "gaussian5" : "sobel_x",
-              edge ? "laplacian3" : "sobel_y");
+              "%s: plan kernels are not %s then %s", filter_name(f), edge ? "gaussian5" : filter_name(f - 2),
+              edge ? "laplacian3" : filter_name(f - 1));
     } else {
         CHECK(p->nconv == 1 && p->combine == COMBINE_SINGLE, "%s: nconv %d combine %d", filter_name(f), p->nconv,
               (int)p->combine);

@@ -165,7 +165,8 @@ static void conv_one(struct gconv_ctx *ctx, const float *in, float *out, float *
 
     cpu_serial_conv(in, ref, w, h, (size_t)w, &c->k, b);
     memset(&plan, 0, sizeof(plan));
-    plan.combine = COMBINE_SINGLE, plan.nconv = 1, plan.conv[0] = c->k, plan.border = b;
+    plan.combine = COMBINE_SINGLE, plan.nconv = 1, plan.conv[0] = c->k, plan.border = b, plan.nsteps = 1;
+    plan.step[0] = (struct plan_step){.filter = FILTER_CUSTOM, .combine = COMBINE_SINGLE, .nconv = 1, .border = b};
     plan.in_ch = plan.planes = plan.out_ch = 1, plan.post = POST_CLAMP;
     for (int v = VARIANT_FIRST_GPU; v < VARIANT_COUNT; v++)
         for (int bi = 0; bi < 4; bi++) {
@@ -357,8 +358,38 @@ static void image_random(struct img *im, int w, int h, int ch)
         im->px[i] = (uint8_t)(check_rng() >> 24);
 }
 
+/* A stepwise plan's tolerance: each step's error bound propagated through the later ones. E is the
+ * error bound and M the magnitude bound of the values a step reads; a kernel of absolute sum s and
+ * rounding factor f gives E' = s E + f s M, M' = s M (MAGNITUDE: the two kernels' sum; CHAIN: their
+ * product); a threshold step gives exact 0/255 (M' = 255), valid only where its input is farther
+ * than E from the cut (the caller's business). */
+static double steps_tol(const struct filter_plan *p, double max_in)
+{
+    double e = 0.0, m = max_in;
+
+    for (int i = 0; i < p->nsteps; i++) {
+        const struct plan_step *st = &p->step[i];
+        const struct kernel2d *k = p->conv + st->conv0;
+        double s0 = st->nconv > 0 ? taps_abs_sum(&k[0]) : 0.0, f0 = st->nconv > 0 ? taps_f(&k[0]) : 0.0;
+        double s1 = st->nconv > 1 ? taps_abs_sum(&k[1]) : 0.0, f1 = st->nconv > 1 ? taps_f(&k[1]) : 0.0;
+        if (st->combine == COMBINE_THRESHOLD) {
+            e = 0.0, m = 255.0;
+        } else if (st->combine == COMBINE_MAGNITUDE) {
+            e = (s0 + s1) * e + (f0 * s0 + f1 * s1) * m, m = (s0 + s1) * m;
+        } else if (st->combine == COMBINE_CHAIN) {
+            e = s0 * s1 * e + (f0 + f1) * s0 * s1 * m, m = s0 * s1 * m;
+        } else {
+            e = s0 * e + f0 * s0 * m, m = s0 * m;
+        }
+        e += 1e-6 * m; /* the luma of a gray step, the magnitude's square root */
+    }
+    return e + 1e-6;
+}
+
 static double plan_tol(const struct filter_plan *p, double max_in)
 {
+    if (filter_plan_stepwise(p))
+        return steps_tol(p, max_in);
     double s0 = taps_abs_sum(&p->conv[0]), f0 = taps_f(&p->conv[0]), s1 = 0.0, f1 = 0.0, r;
 
     if (p->nconv > 1)
@@ -511,6 +542,122 @@ out:
     free(got);
 }
 
+/* ---- pipelines (ops): several steps in one job, intermediate planes on the device ---------------- */
+
+/* The pipeline of n steps ops (borders b) for ch channels. */
+static int pipe_make(struct filter_plan *plan, const struct filter_spec *ops, int n, enum border b, int ch)
+{
+    struct filter_spec s[FILTER_MAX_STEPS];
+    char err[EDGED_ERR_LEN];
+
+    for (int i = 0; i < n; i++)
+        s[i] = ops[i], s[i].border = b;
+    if (filter_pipeline_make(s, n, ch, plan, err) < 0) {
+        CHECK(0, "filter_pipeline_make: %s", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* gaussian 7 -> sobel -> threshold 40 on every GPU variant: the map equals (magnitude >= 40) of the
+ * reference's two-step magnitude wherever that lies farther than its tolerance from 40. */
+static void pipe_threshold_one(struct gconv_ctx *ctx, const struct img *in, const struct filter_plan *plan,
+                               const struct filter_plan *mag, int *rot)
+{
+    size_t n = (size_t)in->w * in->h;
+    float *ref = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+    double tol = steps_tol(mag, 255.0);
+    char err[EDGED_ERR_LEN];
+    struct img out = {0};
+
+    if (!ref || !got || img_alloc(&out, in->w, in->h, plan->out_ch, NULL) < 0 ||
+        cpu_serial_compute(in, mag, ref, err) < 0) {
+        CHECK(0, "pipeline threshold: setup: %s", err);
+        goto out;
+    }
+    for (int v = VARIANT_FIRST_GPU; v < VARIANT_COUNT; v++) {
+        int B = blocks[(*rot)++ % 4], lim = 0, rc;
+        size_t bad = 0, near = 0;
+        if (only >= 0 && v != only)
+            continue;
+        for (int i = 0; i < plan->nconv; i++)
+            lim |= expect_limit(v, &plan->conv[i], B);
+        rc = gconv_run(ctx, 1, in, plan, v, B, &out, got, NULL, err);
+        if (lim) {
+            CHECK(rc == EDGED_E_VARIANT_LIMIT, "pipeline %s B=%d: expected the limit, got %d %s", variant_name(v), B,
+                  rc, err);
+            continue;
+        }
+        CHECK(rc == 0, "pipeline %s B=%d %dx%dx%d: %s", variant_name(v), B, in->w, in->h, in->ch, err);
+        for (size_t i = 0; rc == 0 && i < n; i++) {
+            uint8_t o = out.px[(i / in->w) * out.stride + (i % in->w) * out.ch];
+            if (fabs(ref[i] - 40.0) <= tol) {
+                near++;
+                bad += (o != 0 && o != 255) || got[i] != (float)o;
+            } else {
+                bad += o != (ref[i] >= 40.0f ? 255 : 0) || got[i] != (float)o;
+            }
+        }
+        CHECK(bad == 0, "pipeline gaussian->sobel->threshold %s B=%d %s %dx%dx%d: %zu samples off (%zu near the cut, "
+              "tol %g)", variant_name(v), B, border_name(plan->step[0].border), in->w, in->h, in->ch, bad, near, tol);
+    }
+out:
+    img_free(&out);
+    free(got);
+    free(ref);
+}
+
+/* Device pipelines against cpu_serial on random images: continuous ones through plan_one (floats
+ * within the propagated tolerance steps_tol, u8 a faithful rounding of them, auto through the
+ * backend), the thresholded one as above. */
+static void test_pipelines(struct gconv_ctx *ctx)
+{
+    static const struct size2 sizes[] = {{17, 9}, {61, 37}, {1023, 777}};
+    struct filter_spec ops[4][3];
+    static const int nops[4] = {3, 3, 2, 2};
+    struct filter_plan *plan = malloc(sizeof(*plan)), *mag = malloc(sizeof(*mag));
+    int rot = 0;
+
+    if (!plan || !mag)
+        abort();
+    filter_spec_init(&ops[0][0], FILTER_GAUSSIAN), ops[0][0].size = 7; /* rgb blur, then gray */
+    filter_spec_init(&ops[0][1], FILTER_SOBEL);
+    filter_spec_init(&ops[0][2], FILTER_THRESHOLD), ops[0][2].value = 40.0f;
+    filter_spec_init(&ops[1][0], FILTER_BOX), ops[1][0].size = 5; /* rgb throughout, offset at the end */
+    filter_spec_init(&ops[1][1], FILTER_SHARPEN);
+    filter_spec_init(&ops[1][2], FILTER_EMBOSS);
+    filter_spec_init(&ops[2][0], FILTER_SCHARR_X); /* gray, signed values into a blur */
+    filter_spec_init(&ops[2][1], FILTER_GAUSSIAN), ops[2][1].size = 15, ops[2][1].post = POST_ABS;
+    filter_spec_init(&ops[3][0], FILTER_THRESHOLD); /* exact map of each channel, then a gradient */
+    ops[3][0].color = COLOR_RGB; /* of the u8 samples themselves: a luma could round across the cut */
+    filter_spec_init(&ops[3][1], FILTER_PREWITT);
+    for (int si = 0; si < (quick ? 2 : 3); si++) {
+        double t0 = now_s();
+        int checks0 = check_passed + check_failed;
+        for (int ch = 1; ch <= 4; ch++) {
+            struct img in;
+            if (quick == 2 && (ch != 4 || si > 0)) /* the racecheck set: one small RGBA image */
+                continue;
+            image_random(&in, sizes[si].w, sizes[si].h, ch);
+            for (int c = 0; c < 4; c++) {
+                enum border b = (enum border)((c + ch + si) % BORDER_COUNT);
+                if (pipe_make(plan, ops[c], nops[c], b, ch) < 0)
+                    continue;
+                if (c == 0 && pipe_make(mag, ops[c], 2, b, ch) == 0)
+                    pipe_threshold_one(ctx, &in, plan, mag, &rot);
+                else if (c > 0)
+                    plan_one(ctx, &in, plan, &rot);
+            }
+            img_free(&in);
+        }
+        printf("pipelines %5dx%-5d: %d checks in %.1f s\n", sizes[si].w, sizes[si].h,
+               check_passed + check_failed - checks0, now_s() - t0);
+        fflush(stdout);
+    }
+    free(mag);
+    free(plan);
+}
+
 static void test_plans(struct gconv_ctx *ctx)
 {
     static const struct plan_case small_cases[] = {
@@ -519,11 +666,15 @@ static void test_plans(struct gconv_ctx *ctx)
         {FILTER_LAPLACIAN3, 0, COLOR_RGB}, {FILTER_LAPLACIAN8, 0, COLOR_AUTO},
         {FILTER_SOBEL_Y, 0, COLOR_AUTO},   {FILTER_SHARPEN, 0, COLOR_GRAY},
         {FILTER_EMBOSS, 0, COLOR_AUTO},    {FILTER_BOX, 63, COLOR_AUTO},
-        {FILTER_CUSTOM, 0, COLOR_AUTO},
+        {FILTER_CUSTOM, 0, COLOR_AUTO},    {FILTER_SCHARR, 0, COLOR_AUTO},
+        {FILTER_PREWITT, 0, COLOR_RGB},    {FILTER_SCHARR_X, 0, COLOR_AUTO},
+        {FILTER_SCHARR_Y, 0, COLOR_AUTO},  {FILTER_PREWITT_X, 0, COLOR_AUTO},
+        {FILTER_PREWITT_Y, 0, COLOR_GRAY},
     };
     static const struct plan_case big_cases[] = {
         {FILTER_EDGE, 0, COLOR_AUTO},   {FILTER_SOBEL, 0, COLOR_AUTO},  {FILTER_GAUSSIAN5, 0, COLOR_AUTO},
-        {FILTER_EMBOSS, 0, COLOR_AUTO}, {FILTER_SHARPEN, 0, COLOR_RGB},
+        {FILTER_EMBOSS, 0, COLOR_AUTO}, {FILTER_SHARPEN, 0, COLOR_RGB}, {FILTER_SCHARR, 0, COLOR_AUTO},
+        {FILTER_PREWITT, 0, COLOR_AUTO},
     };
     static const struct size2 full[] = {{1, 1}, {17, 9}, {1000, 1}, {1, 1000}, {1023, 777}, {2048, 2048}};
     static const struct size2 small[] = {{17, 9}, {61, 37}};
@@ -534,7 +685,9 @@ static void test_plans(struct gconv_ctx *ctx)
     for (int si = 0; si < nsizes; si++) {
         int w = sizes[si].w, h = sizes[si].h, big = (size_t)w * h > 100000, huge = (size_t)w * h > 2000000;
         const struct plan_case *pcs = big ? big_cases : small_cases;
-        int npc = big ? (huge ? 2 : 5) : quick == 2 ? 3 : 11, checks0 = check_passed + check_failed;
+        int nbig = (int)(sizeof(big_cases) / sizeof(big_cases[0]));
+        int nsmall = (int)(sizeof(small_cases) / sizeof(small_cases[0]));
+        int npc = big ? (huge ? 2 : nbig) : quick == 2 ? 3 : nsmall, checks0 = check_passed + check_failed;
         double t0 = now_s();
         for (int ch = 1; ch <= 4; ch++) {
             if (((huge || quick) && ch != 4 && ch != 1) || (quick == 2 && (ch != 4 || si > 0)))
@@ -1136,6 +1289,7 @@ int main(void)
     if (only < 0 || only == VARIANT_FAST)
         test_fast_sep_bands(ctx);
     test_plans(ctx);
+    test_pipelines(ctx);
     CHECK(!gconv_is_dead(ctx), "context alive at the end");
     backend_close(eng);
     gconv_close(ctx);

@@ -269,7 +269,7 @@ static void test_knob_table(void)
         [FILTER_KNOB_THRESHOLD] = "3", [FILTER_KNOB_TAPS] = "[[1]]", [FILTER_KNOB_NORMALIZE] = "true",
         [FILTER_KNOB_SIZE] = "5",      [FILTER_KNOB_SIGMA] = "1.5",  [FILTER_KNOB_BIT_DEPTH] = "1",
         [FILTER_KNOB_POST] = "clamp",  [FILTER_KNOB_LOW] = "10",      [FILTER_KNOB_HIGH] = "200",
-        [FILTER_KNOB_APERTURE] = "5",  [FILTER_KNOB_L2GRADIENT] = "true",
+        [FILTER_KNOB_APERTURE] = "5",  [FILTER_KNOB_L2GRADIENT] = "true", [FILTER_KNOB_VALUE] = "40",
     };
     struct params p;
     int takers = 0;
@@ -296,6 +296,68 @@ static void test_knob_table(void)
     CHECK(takers > FILTER_KNOB_COUNT, "the knob table is nearly empty (%d filter-knob pairs)", takers);
     CHECK(strcmp(filter_knob_takers(FILTER_KNOB_SIZE, err, sizeof(err)), "gaussian, box and canny") == 0,
           "takers of size: '%s'", err);
+}
+
+/* `ops`: a pipeline of steps, each parsed by the one-filter parser; errors name the step. */
+static void test_pipeline(void)
+{
+    static const struct {
+        const char *json, *field;
+    } bad[] = {
+        {"{\"ops\":{}}", "ops: expected an array"},
+        {"{\"ops\":[]}", "ops: 0 steps"},
+        {"{\"ops\":[{\"filter\":\"box\"},{\"filter\":\"box\"},{\"filter\":\"box\"},{\"filter\":\"box\"},"
+         "{\"filter\":\"box\"},{\"filter\":\"box\"},{\"filter\":\"box\"},{\"filter\":\"box\"},{\"filter\":\"box\"}]}",
+         "1..8"},
+        {"{\"ops\":[{\"filter\":\"box\",\"ops\":[{\"filter\":\"box\"}]}]}", "ops[0].ops"},
+        {"{\"ops\":[{\"filter\":\"box\"},{\"filter\":\"nope\"}]}", "ops[1].filter"},
+        {"{\"ops\":[{\"filter\":\"box\"},{\"filter\":\"gaussian\",\"size\":4}]}", "ops[1].size"},
+        {"{\"ops\":[{\"filter\":\"box\"},{\"filter\":\"sobel\",\"size\":3}]}", "ops[1].size"},
+        {"{\"ops\":[{\"filter\":\"box\"},7]}", "ops[1]: expected an object"},
+        {"{\"ops\":[{\"size\":3}]}", "ops[0]: filter missing"},
+        {"{\"ops\":[{\"filter\":\"box\",\"variant\":\"cpu\"}]}", "ops[0].variant"},
+        {"{\"ops\":[{\"filter\":\"box\",\"bit_depth\":1}]}", "ops[0].bit_depth"},
+        {"{\"ops\":[{\"filter\":\"box\",\"size\":3,\"size\":5}]}", "ops[0]: duplicate"},
+        {"{\"filter\":\"box\",\"ops\":[{\"filter\":\"box\"}]}", "filter: give it inside each step"},
+        {"{\"ops\":[{\"filter\":\"box\"}],\"size\":5}", "size: give it inside each step"},
+        {"{\"ops\":[{\"filter\":\"canny\"}]}", "ops[0]: canny"},
+        {"{\"ops\":[{\"filter\":\"edge\"},{\"filter\":\"box\"}]}", "ops[0]: edge"},
+        {"{\"ops\":[{\"filter\":\"box\",\"post\":\"abs\"},{\"filter\":\"box\"}]}", "ops[0]: post"},
+        {"{\"ops\":[{\"filter\":\"sobel\"},{\"filter\":\"box\",\"color\":\"rgb\"}]}", "ops[1]: color rgb"},
+        {"{\"ops\":[{\"filter\":\"custom\"}]}", "ops[0].taps"},
+        {"{\"ops\":[{\"filter\":\"threshold\",\"value\":1e7}]}", "ops[0].value"},
+        {"{\"ops\":[{\"filter\":\"sobel\"},{\"filter\":\"box\"}],\"bit_depth\":1}", "bit_depth"},
+    };
+    struct params *p = malloc(sizeof(*p));
+    struct filter_plan *plan = malloc(sizeof(*plan));
+
+    if (!p || !plan) {
+        CHECK(0, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        rejects(bad[i].json, bad[i].field);
+    CHECK(json("{\"ops\":[{\"filter\":\"gaussian\",\"size\":7},{\"filter\":\"sobel\"},"
+               "{\"filter\":\"threshold\",\"value\":40}],\"variant\":\"cpu\",\"bit_depth\":1}", p) == 0,
+          "3-step pipeline: %s", err);
+    CHECK(p->nops == 3 && p->ops[0].filter == FILTER_GAUSSIAN && p->ops[0].size == 7 &&
+              p->ops[1].filter == FILTER_SOBEL && p->ops[2].filter == FILTER_THRESHOLD && p->ops[2].value == 40.0f &&
+              p->variant == VARIANT_CPU && p->bit_depth == 1,
+          "3-step pipeline parsed as %d steps", p->nops);
+    CHECK(params_plan(p, 3, plan, err) == 0 && plan->nsteps == 3 && plan->nconv == 3 && !plan->gray &&
+              plan->step[1].to_gray && plan->planes == 1 && plan->out_ch == 1 && plan->step[2].value == 40.0f &&
+              plan->step[1].conv0 == 1 && plan->accept_packed && filter_plan_stepwise(plan),
+          "3-step plan on RGB: %s (steps %d, kernels %d, planes %d)", err, plan->nsteps, plan->nconv, plan->planes);
+    CHECK(params_plan(p, 4, plan, err) == EDGED_E_PARAM && strstr(err, "bit_depth"),
+          "bit_depth 1 with alpha: %s", err);
+    params_init(p, PARAMS_FILTER);
+    CHECK(params_set_text(p, "ops", "[{\"filter\":\"box\",\"size\":5},{\"filter\":\"emboss\"}]", err) == 0 &&
+              params_validate(p, err) == 0 && p->nops == 2 && params_plan(p, 3, plan, err) == 0 &&
+              plan->planes == 3 && plan->post == POST_OFFSET && filter_plan_stepwise(plan),
+          "ops as a text field: %s", err);
+out:
+    free(plan);
+    free(p);
 }
 
 /* Numbers exactly as JSON defines them, in the JSON params and in text values alike. */
@@ -402,6 +464,7 @@ int main(void)
     test_compare_mode();
     test_format();
     test_knob_table();
+    test_pipeline();
     test_strict_numbers();
     test_nul_and_utf8();
     test_repeats();

@@ -252,6 +252,17 @@
       }));
   }
 
+  // The pipeline textarea: undefined when empty, else its JSON array of steps.
+  function parseOps(text) {
+    text = text.trim();
+    if (text === '') return undefined;
+    try {
+      return JSON.parse(text);
+    } catch (e) {
+      throw new Error('pipeline: invalid JSON (' + e.message + ')');
+    }
+  }
+
   // The JSON `params` part. compare takes no variant (it runs them all).
   function collectParams(forCompare) {
     const f = currentFilter();
@@ -270,8 +281,16 @@
     if (knobs.has('high')) p.high = Number($('high').value);
     if (knobs.has('aperture')) p.aperture = Number($('aperture').value);
     if (knobs.has('l2gradient') && $('l2gradient').checked) p.l2gradient = true;
+    if (knobs.has('value')) set('value', numberField('value'));
     p.border = $('border').value;
     p.color = $('color').value;
+    const ops = parseOps($('ops').value);
+    if (ops) { // a pipeline: the steps carry the filters and their knobs (the API refuses them beside ops)
+      const bitDepth = p.bit_depth;
+      Object.keys(p).forEach((k) => { delete p[k]; });
+      p.ops = ops;
+      if (bitDepth) p.bit_depth = bitDepth;
+    }
     // compare encodes no image: it takes no output options (the API refuses them)
     if (!forCompare && $('format').value !== 'png') {
       p.format = $('format').value;
@@ -427,8 +446,8 @@
       throw new Error('the result is not a displayable image');
     }
     fitImage(img);
-    img.alt = params.filter + ' result';
-    $('result-cap').textContent = 'result: ' + img.naturalWidth + ' × ' + img.naturalHeight + ' · ' + params.filter +
+    img.alt = (params.filter || 'pipeline') + ' result';
+    $('result-cap').textContent = 'result: ' + img.naturalWidth + ' × ' + img.naturalHeight + ' · ' + (params.filter || 'pipeline') +
       ' · variant ' + (meta.variant || '?') + ' · ' + bytes(meta.size) + (meta.id ? ' · request ' + meta.id : '');
     const a = $('download');
     a.href = state.resultUrl;
@@ -438,7 +457,7 @@
   }
 
   const resultName = (params) => (state.file.name || 'image').replace(/\.(png|jpe?g|webp)$/i, '') + '-' +
-    params.filter + ({ jpeg: '.jpg', webp: '.webp' }[params.format] || '.png');
+    (params.filter || 'pipeline') + ({ jpeg: '.jpg', webp: '.webp' }[params.format] || '.png');
 
   /* ---- before / after ------------------------------------------------------------------------ */
 

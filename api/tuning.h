@@ -25,7 +25,7 @@ struct edged_tuning {
     int fast_stream;     /* fast: 1 = streaming kernel for small taps, 0 = tiles only */
     int fast_stream_big; /* fast: 1 = streaming kernel also for full-rank 7x7 and 9x9 */
     int fft_tile;        /* fft: tile side (0: the cost model picks) */
-    int fft_chunk_mb;    /* fft: MiB of tile spectra per cuFFT call (small enough to stay in L2) */
+    int fft_chunk_mb;    /* fft: MiB of tile spectra per cuFFT call */
     int cpu_simd;        /* CPU backend: enum tuning_simd */
 };
 

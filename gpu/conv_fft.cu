@@ -71,10 +71,8 @@ static int ilog2(int n)
 
 /* The tile side with the least modelled work: tiles * n^2 * (log2(n^2) + FFT_PASS_COST), or the
  * side EDGED_FFT_TILE forces (when it is a power of two from FFT_MIN_N that holds the taps; else
- * the model picks). Small taps prefer
- * small tiles (less overlap is wasted on nothing), 63x63 taps 512 or 1024. A call takes as many
- * tiles as EDGED_FFT_CHUNK_MB of spectra hold: few enough that its tiles stay in L2 from the
- * gather through both transforms to the scatter. */
+ * the model picks). Small taps prefer small tiles (less overlap is wasted on nothing), 63x63 taps
+ * 512 or 1024. A call takes as many tiles as EDGED_FFT_CHUNK_MB of spectra hold. */
 static struct fft_tiling fft_tile(int w, int h, int rows, int cols, int planes)
 {
     struct fft_tiling t, best;

@@ -63,9 +63,10 @@ struct gconv_ctx *backend_gpu(struct backend *b) { return b->gpu; }
 int backend_threads(const struct backend *b) { return b->threads; }
 
 /* Full-rank taps of at least this many taps go to fft under auto: from there the FFT's cost per
- * pixel (independent of the taps) undercuts direct correlation's rows*cols FMAs. A starting value,
- * to be set from `edged bench --variants fast,fft` on the GPU host. */
-#define BACKEND_FFT_MIN_TAPS (13 * 13)
+ * pixel (independent of the taps) undercuts direct correlation's rows*cols FMAs. Set from
+ * `edged bench --filter custom --variants fast,fft` at 8192^2 on an H100 (performance.md): fast
+ * still wins at 21x21, fft from 25x25. */
+#define BACKEND_FFT_MIN_TAPS (25 * 25)
 
 /* Whether plan has a full-rank kernel large enough for fft (BACKEND_FFT_MIN_TAPS). */
 static int backend_wants_fft(const struct filter_plan *plan)

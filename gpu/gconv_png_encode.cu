@@ -15,12 +15,15 @@
  *   compact  one block per chunk: its bytes to their offset in the zlib stream.
  * The host downloads the stream's length, then the stream into the PNG's IDAT, and frames it. */
 
-/* Chunks of 16 KiB keep a 2048x2048 map's 257 chunks busy on as many threads; larger images
- * grow the chunk so that there are at most GPNG_MAX_CHUNKS (the scan is serial). */
-#define GPNG_CHUNK 16384u
+/* Chunks of 8 KiB keep a 2048x2048 map's 513 chunks busy on as many threads (their sizes stay
+ * within a few per cent of 16 KiB chunks': each uses the 32 KiB before it as its dictionary);
+ * larger images grow the chunk so that there are at most GPNG_MAX_CHUNKS (the scan is serial).
+ * One chunk per block: the lanes of a warp would each follow their own matches, and the warp would
+ * run their branches one after another. */
+#define GPNG_CHUNK 8192u
 #define GPNG_MAX_CHUNKS 8192u
 #define GPNG_FILTER_THREADS 256
-#define GPNG_CHUNK_THREADS 32
+#define GPNG_CHUNK_THREADS 1
 #define GPNG_COMPACT_THREADS 256
 #define GPNG_ALIGN 256u
 /* png_level at or above which every row tries all five filters (as the CPU encoder) */

@@ -127,22 +127,33 @@ __global__ void gi_scan(const __grid_constant__ struct gi_batch b)
     }
 }
 
-/* Phase 2: one thread per map slot decodes its candidate without writing output: end bit, length. */
+/* Phase 2: each candidate of the map decoded without writing output: end bit, length. A block is
+ * one warp over 32 slots of the map; the lanes whose slot holds a candidate take turns to decode it
+ * with the block's tables in shared memory (a thread's own tables would live in local memory, whose
+ * lookups miss L1 once thousands of threads hold 6 KiB each: the decode is a chain of such lookups).
+ * Candidates are sparse in the map, so a warp rarely has two. */
+#define GI_WARP_SLOTS 32
 __global__ void gi_pass1(const __grid_constant__ struct gi_batch b)
 {
     GI_STREAM(b);
-    struct infl_tabs t;
+    __shared__ struct infl_tabs t;
 
     if (s->st->declined)
         return;
-    GI_FOR(i, s->hsize)
-    {
-        struct infl_res r;
-        uint64_t bit = s->keys[i];
-        if (bit == INFL_EMPTY)
-            continue;
-        infl_block(s->in, s->in_len - 4, bit, &t, NULL, 0, s->out_len, INFL_MAX_SYMS, &r);
-        s->res[i] = r;
+    for (uint64_t base = blockIdx.x * (uint64_t)GI_WARP_SLOTS; base < s->hsize;
+         base += (uint64_t)gridDim.x * GI_WARP_SLOTS) {
+        uint64_t i = base + threadIdx.x, bit = i < s->hsize ? s->keys[i] : INFL_EMPTY;
+        unsigned todo = __ballot_sync(0xffffffffu, bit != INFL_EMPTY);
+        while (todo) {
+            unsigned lane = (unsigned)__ffs((int)todo) - 1;
+            todo &= todo - 1;
+            if (threadIdx.x == lane) {
+                struct infl_res r;
+                infl_block(s->in, s->in_len - 4, bit, &t, NULL, 0, s->out_len, INFL_MAX_SYMS, &r);
+                s->res[i] = r;
+            }
+            __syncwarp();
+        }
     }
 }
 
@@ -168,12 +179,13 @@ __global__ void gi_chain(const __grid_constant__ struct gi_batch b)
 
 /* Phase 4: one thread per block of the chain writes its symbols at its output offset. Blocks of
  * GI_PLACE_THREADS threads of which only the first works: the decodes' branches differ from
- * block to block, and a few hundred blocks spread over that many SMs instead of a few warps. */
+ * block to block, and a few hundred blocks spread over that many SMs instead of a few warps. Its
+ * tables are the block's, in shared memory (as gi_pass1's). */
 #define GI_PLACE_THREADS 32
 __global__ void gi_place(const __grid_constant__ struct gi_batch b)
 {
     GI_STREAM(b);
-    struct infl_tabs t;
+    __shared__ struct infl_tabs t;
 
     if (threadIdx.x || s->st->declined)
         return;
@@ -362,7 +374,8 @@ int ginflate_enqueue(struct ginflate *g, cudaStream_t stream, int n, const uint8
     }
     GI_LAUNCH(gi_init, gi_grid(max_h, n), GI_THREADS, bt);
     GI_LAUNCH(gi_scan, gi_grid(max_bits, n), GI_THREADS, bt);
-    GI_LAUNCH(gi_pass1, gi_grid(max_h, n), GI_THREADS, bt);
+    uint64_t warps = (max_h + GI_WARP_SLOTS - 1) / GI_WARP_SLOTS;
+    GI_LAUNCH(gi_pass1, dim3((unsigned)(warps < GI_MAX_GRID ? warps : GI_MAX_GRID), (unsigned)n), GI_WARP_SLOTS, bt);
     GI_LAUNCH(gi_chain, dim3(1, (unsigned)n), 1, bt);
     GI_LAUNCH(gi_place, dim3((unsigned)(max_cap < GI_MAX_GRID ? max_cap : GI_MAX_GRID), (unsigned)n),
               GI_PLACE_THREADS, bt);

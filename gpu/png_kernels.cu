@@ -17,8 +17,8 @@
  * thread t - 1: at step k thread t does chunk k - t, whose upper row (chunk k - t and the bpp
  * bytes before it) thread t - 1 finished at step k - 1, and whose left bytes it did itself. A
  * __syncthreads() per step orders the two. A group of g rows and c chunks takes c + g - 1 steps. */
-#define UNF_THREADS 256
-#define UNF_CHUNK 64
+#define UNF_THREADS 1024
+#define UNF_CHUNK 16 /* at least 4 (bpp): a chunk's upper-left bytes lie in the chunk before */
 
 static __device__ __forceinline__ uint8_t unf_paeth(int a, int b, int c)
 {
@@ -27,30 +27,41 @@ static __device__ __forceinline__ uint8_t unf_paeth(int a, int b, int c)
     return (uint8_t)(pa <= pb && pa <= pc ? a : pb <= pc ? b : c);
 }
 
-/* Reconstructs bytes [i0, i1) of row cur (filter type ft, row above up or NULL). */
-static __device__ void unf_bytes(uint8_t *cur, const uint8_t *up, int ft, int bpp, size_t i0, size_t i1)
+static __device__ __forceinline__ int unf_byte(int ft, int x, int a, int b, int c)
 {
-    for (size_t i = i0; i < i1; i++) {
-        int a = i >= (size_t)bpp ? cur[i - bpp] : 0, b = up ? up[i] : 0;
-        int c = up && i >= (size_t)bpp ? up[i - bpp] : 0, x = cur[i];
+    switch (ft) {
+    case 1:
+        return x + a;
+    case 2:
+        return x + b;
+    case 3:
+        return x + ((a + b) >> 1);
+    case 4:
+        return x + unf_paeth(a, b, c);
+    default:
+        return x;
+    }
+}
 
-        switch (ft) {
-        case 1:
-            x += a;
-            break;
-        case 2:
-            x += b;
-            break;
-        case 3:
-            x += (a + b) >> 1;
-            break;
-        case 4:
-            x += unf_paeth(a, b, c);
-            break;
-        default:
-            break;
-        }
-        cur[i] = (uint8_t)x;
+/* Reconstructs bytes [i0, i1) of row cur (filter type ft, row above up or NULL; pixels of bpp
+ * bytes, 1..4). The left neighbours come from a register holding the last bpp bytes made, not from
+ * the row just written: each byte's chain of dependences stays in registers, and the loads of the
+ * row above (another row: restrict) do not wait for the stores. */
+static __device__ void unf_bytes(uint8_t *__restrict__ cur, const uint8_t *__restrict__ up, int ft, int bpp,
+                                 size_t i0, size_t i1)
+{
+    const int sh = 8 * (bpp - 1);
+    const uint32_t mask = bpp >= 4 ? 0xffffffffu : (1u << (8 * bpp)) - 1;
+    uint32_t hist = 0; /* byte j: cur[i - 1 - j] */
+
+    for (int j = bpp - 1; j >= 0; j--)
+        hist = hist << 8 | (i0 >= (size_t)j + 1 ? cur[i0 - 1 - j] : 0u);
+#pragma unroll 4
+    for (size_t i = i0; i < i1; i++) {
+        int a = (int)(hist >> sh & 0xffu), b = up ? up[i] : 0, c = up && i >= (size_t)bpp ? up[i - bpp] : 0;
+        uint8_t x = (uint8_t)unf_byte(ft, cur[i], a, b, c);
+        cur[i] = x;
+        hist = (hist << 8 | x) & mask;
     }
 }
 

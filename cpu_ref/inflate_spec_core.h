@@ -86,8 +86,23 @@ struct infl_br {
     unsigned cnt;
 };
 
+/* Refills the buffer to 57..64 bits. Away from the end it takes whole bytes of one 8-byte read whose
+ * loads are independent (issued together, one memory latency on the device instead of one per
+ * byte); near the end byte by byte, zeros past it. Both leave the same buffer. */
 INFL_HD static inline void infl_br_refill(struct infl_br *b)
 {
+    if (b->cnt <= 56 && b->at + 8 <= b->nbytes) {
+        unsigned take = (64 - b->cnt) >> 3; /* whole bytes that fit: 1..8 */
+        uint64_t v = 0;
+        for (int k = 0; k < 8; k++)
+            v |= (uint64_t)b->in[b->at + k] << (8 * k);
+        if (take < 8)
+            v &= (1ull << (8 * take)) - 1;
+        b->buf |= v << b->cnt;
+        b->at += take;
+        b->cnt += 8 * take;
+        return;
+    }
     while (b->cnt <= 56) {
         uint64_t v = b->at < b->nbytes ? b->in[b->at] : 0;
         b->buf |= v << b->cnt;

@@ -43,25 +43,51 @@ static __device__ __forceinline__ int unf_byte(int ft, int x, int a, int b, int 
     }
 }
 
+/* The last bpp bytes before position i0 of row p (0 before the row starts), newest in the low byte. */
+static __device__ __forceinline__ uint32_t unf_hist(const uint8_t *p, int bpp, size_t i0)
+{
+    uint32_t h = 0;
+
+    for (int j = bpp - 1; j >= 0; j--)
+        h = h << 8 | (i0 >= (size_t)j + 1 ? p[i0 - 1 - j] : 0u);
+    return h;
+}
+
 /* Reconstructs bytes [i0, i1) of row cur (filter type ft, row above up or NULL; pixels of bpp
- * bytes, 1..4). The left neighbours come from a register holding the last bpp bytes made, not from
- * the row just written: each byte's chain of dependences stays in registers, and the loads of the
- * row above (another row: restrict) do not wait for the stores. */
+ * bytes, 1..4). The left neighbours (a, and c from the row above) come from registers holding the
+ * last bpp bytes, not from memory: each byte's chain of dependences stays in registers. A whole
+ * chunk first loads its bytes and the row above's into registers (independent loads, one memory
+ * latency), then reconstructs, then stores; a partial chunk (the row's tail) goes byte by byte. */
 static __device__ void unf_bytes(uint8_t *__restrict__ cur, const uint8_t *__restrict__ up, int ft, int bpp,
                                  size_t i0, size_t i1)
 {
     const int sh = 8 * (bpp - 1);
     const uint32_t mask = bpp >= 4 ? 0xffffffffu : (1u << (8 * bpp)) - 1;
-    uint32_t hist = 0; /* byte j: cur[i - 1 - j] */
+    uint32_t hist = unf_hist(cur, bpp, i0), uhist = up ? unf_hist(up, bpp, i0) : 0; /* byte j: [i - 1 - j] */
 
-    for (int j = bpp - 1; j >= 0; j--)
-        hist = hist << 8 | (i0 >= (size_t)j + 1 ? cur[i0 - 1 - j] : 0u);
-#pragma unroll 4
+    if (i1 - i0 == UNF_CHUNK) {
+        uint8_t x[UNF_CHUNK], u[UNF_CHUNK];
+#pragma unroll
+        for (int k = 0; k < UNF_CHUNK; k++)
+            x[k] = cur[i0 + k], u[k] = up ? up[i0 + k] : 0;
+#pragma unroll
+        for (int k = 0; k < UNF_CHUNK; k++) {
+            int a = (int)(hist >> sh & 0xffu), c = (int)(uhist >> sh & 0xffu);
+            x[k] = (uint8_t)unf_byte(ft, x[k], a, u[k], c);
+            hist = (hist << 8 | x[k]) & mask;
+            uhist = (uhist << 8 | u[k]) & mask;
+        }
+#pragma unroll
+        for (int k = 0; k < UNF_CHUNK; k++)
+            cur[i0 + k] = x[k];
+        return;
+    }
     for (size_t i = i0; i < i1; i++) {
-        int a = (int)(hist >> sh & 0xffu), b = up ? up[i] : 0, c = up && i >= (size_t)bpp ? up[i - bpp] : 0;
+        int a = (int)(hist >> sh & 0xffu), b = up ? up[i] : 0, c = (int)(uhist >> sh & 0xffu);
         uint8_t x = (uint8_t)unf_byte(ft, cur[i], a, b, c);
         cur[i] = x;
         hist = (hist << 8 | x) & mask;
+        uhist = (uhist << 8 | (uint32_t)b) & mask;
     }
 }
 

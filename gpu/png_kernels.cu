@@ -27,20 +27,16 @@ static __device__ __forceinline__ uint8_t unf_paeth(int a, int b, int c)
     return (uint8_t)(pa <= pb && pa <= pc ? a : pb <= pc ? b : c);
 }
 
+/* One byte of a row of filter type ft, without branches: the 32 rows of a warp carry their own
+ * types, and a switch would run each type's path for the whole warp in turn. */
 static __device__ __forceinline__ int unf_byte(int ft, int x, int a, int b, int c)
 {
-    switch (ft) {
-    case 1:
-        return x + a;
-    case 2:
-        return x + b;
-    case 3:
-        return x + ((a + b) >> 1);
-    case 4:
-        return x + unf_paeth(a, b, c);
-    default:
-        return x;
-    }
+    int pred = ft == 1 ? a : 0;
+
+    pred = ft == 2 ? b : pred;
+    pred = ft == 3 ? (a + b) >> 1 : pred;
+    pred = ft == 4 ? unf_paeth(a, b, c) : pred;
+    return x + pred;
 }
 
 /* The last bpp bytes before position i0 of row p (0 before the row starts), newest in the low byte. */

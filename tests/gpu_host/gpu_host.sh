@@ -116,7 +116,7 @@ if [ "$what" = all ] || [ "$what" = test ]; then
         ( step "$1" "$2" env EDGED_GPU_QUICK="$4" EDGED_GPU_ONLY="${5:-}" compute-sanitizer --tool "$3" \
             --error-exitcode 99 "$BUILD/tests/${6:-test_gpu}" > "$sdir/$1.log" 2>&1 ) &
     }
-    sanitize memcheck 240 memcheck 1
+    sanitize memcheck 420 memcheck 1
     sanitize memcheck-jpeg 240 memcheck 1 "" test_gpu_jpeg
     sanitize memcheck-png 300 memcheck 1 "" test_gpu_png
     sanitize racecheck-png 300 racecheck 1 "" test_gpu_png

@@ -41,6 +41,7 @@ struct fft_spectrum {
 /* A stream's FFT state (struct gstream.fft): plans, taps spectra and the tile buffers, grown to fit
  * and reused; only the stream's job touches it. */
 struct gfft {
+    struct gctx_owned own; /* first: close_stream frees the state through it */
     struct gconv_ctx *ctx;
     struct fft_plan_entry plan[FFT_PLANS];
     int nplan;
@@ -325,8 +326,10 @@ static int fft_chunk(struct conv_args *a, struct gfft *f, const struct fft_tilin
     return conv_launched(a, "fft scatter kernel");
 }
 
-void gfft_free(struct gfft *f)
+static void gfft_free(void *self)
 {
+    struct gfft *f = (struct gfft *)self;
+
     if (!f)
         return;
     for (int i = 0; i < f->nplan; i++)
@@ -362,6 +365,7 @@ extern "C" int conv_fft(struct conv_args *a, char *err)
         if (!(*a->fft = (struct gfft *)calloc(1, sizeof(struct gfft))))
             return edged_fail(err, EDGED_E_NOMEM, "fft: out of memory for the stream state");
         (*a->fft)->ctx = a->ctx;
+        (*a->fft)->own.release = gfft_free;
     }
     f = *a->fft;
     if ((rc = fft_spectrum_get(a, f, t.n, &d_spec, err)) < 0)
@@ -380,12 +384,7 @@ extern "C" int conv_fft(struct conv_args *a, char *err)
     return 0;
 }
 
-#else /* built without cuFFT */
-
-void gfft_free(struct gfft *f)
-{
-    (void)f;
-}
+#else /* built without cuFFT: no stream ever holds fft state */
 
 extern "C" int conv_fft(struct conv_args *a, char *err)
 {

@@ -424,7 +424,8 @@ static void close_stream(struct gconv_ctx *ctx, struct gstream *st)
     if (st->s)
         cudaStreamSynchronize(st->s);
     texcache_clear(&st->tc);
-    gfft_free(st->fft);
+    if (st->fft)
+        ((struct gctx_owned *)st->fft)->release(st->fft);
     gctx_free_device(ctx, st->d_in8, st->d_in8_cap);
     gctx_free_device(ctx, st->d_out8, st->d_out8_cap);
     gctx_free_device(ctx, st->d_arena, st->d_arena_cap);
@@ -453,10 +454,10 @@ void gconv_close(struct gconv_ctx *ctx)
     if (!ctx)
         return;
     cudaSetDevice(ctx->device);
-#if EDGED_NVJPEG
-    gjpeg_close(ctx);
-#endif
-    gpng_close(ctx);
+    if (ctx->jpeg_close)
+        ctx->jpeg_close(ctx);
+    if (ctx->png_close)
+        ctx->png_close(ctx);
     for (int i = 0; i < ctx->nstreams; i++)
         close_stream(ctx, &ctx->st[i]);
     for (int k = 0; k < GCONV_CSLOTS; k++) {
@@ -484,5 +485,5 @@ int gconv_is_dead(const struct gconv_ctx *ctx)
 
 size_t gconv_mem_used(const struct gconv_ctx *ctx)
 {
-    return ctx ? __atomic_load_n(&ctx->mem_used, __ATOMIC_SEQ_CST) + gpng_mem(ctx) : 0;
+    return ctx ? __atomic_load_n(&ctx->mem_used, __ATOMIC_SEQ_CST) + (ctx->png_mem ? ctx->png_mem(ctx) : 0) : 0;
 }

@@ -96,8 +96,14 @@ struct gconv_ctx {
     int slot_mu_ok;
     cudaEvent_t slot_ev[GCONV_CSLOTS];
     struct gstream st[GCONV_MAX_STREAMS];
-    struct gjpeg *jpeg; /* nvJPEG state, made on the first JPEG call (gconv_jpeg.cu) */
-    struct gpng *png;   /* PNG decode state, made on the first PNG call (gconv_png.cu) */
+    /* State of the features made on their first call: nvJPEG (gconv_jpeg.cu) and the PNG decode
+     * (gconv_png.cu). Each feature sets, with its state, the functions that free it and count its
+     * device bytes: the context, which every feature calls, calls none of them back. */
+    struct gjpeg *jpeg;
+    void (*jpeg_close)(struct gconv_ctx *ctx);
+    struct gpng *png;
+    void (*png_close)(struct gconv_ctx *ctx);
+    size_t (*png_mem)(const struct gconv_ctx *ctx);
 };
 
 /* Arguments of one single-plane correlation, filled by the caller of a family launcher. */
@@ -141,9 +147,13 @@ int conv_tiled(struct conv_args *a, char *err);     /* tiled */
 int conv_texture(struct conv_args *a, char *err);   /* texture, texture2d */
 int conv_fast(struct conv_args *a, char *err);      /* fast (fast.cu) */
 int conv_fft(struct conv_args *a, char *err);       /* fft (conv_fft.cu; EDGED_E_NO_CUDA without cuFFT) */
-/* Frees a stream's FFT state (its cuFFT plans and buffers) once the stream is idle; accepts NULL. */
+/* The first member of a feature's state kept on a stream (struct gfft): the function that frees
+ * it, set by the feature when it makes the state, so that close_stream calls none of the
+ * features, which all call the context. */
+struct gctx_owned {
+    void (*release)(void *self);
+};
 struct gfft;
-void gfft_free(struct gfft *f);
 /* fast for kernels with sides 1, 3 or 5, and 7x7 or 9x9 (fast_stream.cu); conv_fast calls it for
  * the sizes it picks. */
 int fast_stream_conv(struct conv_args *a, char *err);
@@ -173,15 +183,6 @@ cudaError_t gjob_buffers(struct gconv_ctx *ctx, struct gstream *st, int w, int h
 int gjob_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
                  enum variant v, int block, int want_planes, char *err);
 
-/* Frees the nvJPEG state of ctx (gconv_close; NVJPEG=1 builds); accepts a ctx without one. */
-void gjpeg_close(struct gconv_ctx *ctx);
-/* Frees the PNG decode state of ctx (gconv_close); accepts a ctx without one. */
-void gpng_close(struct gconv_ctx *ctx);
-/* Device bytes the PNG state holds outside the streams' pools (the inflate's scratch, the slots). */
-size_t gpng_mem(const struct gconv_ctx *ctx);
-/* GCONV_E_PNG_DECLINED with a message in err when the PNG job that ended on st was declined by the
- * device (gconv_poll, gconv_finish), else 0. */
-int gpng_job_declined(const struct gstream *st, char *err);
 
 /* ---- png_kernels.cu: the PNG rows on the device ---- */
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "gconv_internal.h"
+#include "ginflate.h"
 
 #define CK(call)                                                                                             \
     do {                                                                                                     \
@@ -171,6 +172,16 @@ int gconv_submit(struct gconv_ctx *ctx, int s, const struct img *in, const struc
     return job_submit(ctx, s, in, plan, v, block, 0, err);
 }
 
+/* GCONV_E_PNG_DECLINED with a message in err when the PNG job that ended on st was declined by the
+ * device (its inflate's verdict, or a filter type over 4, in st->png_status: gconv_png.cu), else 0. */
+static int job_png_declined(const struct gstream *st, char *err)
+{
+    if (!st->png_status || (st->png_status[0] == GINFLATE_OK && st->png_status[1] == 0))
+        return 0;
+    return edged_fail(err, GCONV_E_PNG_DECLINED, "the device %s the PNG",
+                      st->png_status[0] != GINFLATE_OK ? "declined to inflate" : "found a bad filter type in");
+}
+
 int gconv_poll(struct gconv_ctx *ctx, int s)
 {
     struct gstream *st;
@@ -184,7 +195,7 @@ int gconv_poll(struct gconv_ctx *ctx, int s)
     if (gctx_enter(ctx, st->err) < 0)
         return st->rc = EDGED_E_GPU_FATAL;
     if ((e = cudaEventQuery(st->ev_down)) == cudaSuccess)
-        return gpng_job_declined(st, st->err) < 0 ? st->rc = GCONV_E_PNG_DECLINED : 1;
+        return job_png_declined(st, st->err) < 0 ? st->rc = GCONV_E_PNG_DECLINED : 1;
     if (e == cudaErrorNotReady)
         return 0;
     return st->rc = gctx_fail(ctx, e, "job", st->err);
@@ -221,7 +232,7 @@ int gconv_finish(struct gconv_ctx *ctx, int s, struct img *out, struct gconv_tim
         return rc;
     if ((e = cudaEventSynchronize(st->ev_down)) != cudaSuccess)
         return gctx_fail(ctx, e, "job", err);
-    if ((rc = gpng_job_declined(st, err)) < 0)
+    if ((rc = job_png_declined(st, err)) < 0)
         return st->rc = rc;
     job_times(st, t);
     return out ? gconv_finish_copy(ctx, s, out, err) : 0;

@@ -80,7 +80,7 @@ static void gjpeg_free(struct gjpeg *g)
     free(g);
 }
 
-void gjpeg_close(struct gconv_ctx *ctx)
+static void gjpeg_close(struct gconv_ctx *ctx)
 {
     if (ctx) {
         gjpeg_free(ctx->jpeg);
@@ -131,6 +131,7 @@ out:
         return rc;
     }
     ctx->jpeg = *out = g;
+    ctx->jpeg_close = gjpeg_close; /* the context frees the state through it */
     return 0;
 }
 

@@ -66,7 +66,7 @@ static void gpng_free(struct gconv_ctx *ctx, struct gpng *g)
     free(g);
 }
 
-void gpng_close(struct gconv_ctx *ctx)
+static void gpng_close(struct gconv_ctx *ctx)
 {
     if (ctx) {
         gpng_free(ctx, ctx->png);
@@ -74,7 +74,10 @@ void gpng_close(struct gconv_ctx *ctx)
     }
 }
 
-/* ctx's PNG state, made on first use (gconv calls on one context come from one thread). */
+static size_t gpng_mem(const struct gconv_ctx *ctx);
+
+/* ctx's PNG state, made on first use (gconv calls on one context come from one thread); the
+ * context frees it and counts its bytes through the functions set here. */
 static int gpng_get(struct gconv_ctx *ctx, struct gpng **out, char *err)
 {
     struct gpng *g;
@@ -102,10 +105,11 @@ out:
         return rc;
     }
     ctx->png = *out = g;
+    ctx->png_close = gpng_close, ctx->png_mem = gpng_mem;
     return 0;
 }
 
-size_t gpng_mem(const struct gconv_ctx *ctx)
+static size_t gpng_mem(const struct gconv_ctx *ctx)
 {
     const struct gpng *g = ctx->png;
 
@@ -127,13 +131,6 @@ static const volatile int *slot_status(const uint8_t *slot)
     return (const volatile int *)(slot + PNG_RGBA_BYTES);
 }
 
-int gpng_job_declined(const struct gstream *st, char *err)
-{
-    if (!st->png_status || (st->png_status[0] == GINFLATE_OK && st->png_status[1] == 0))
-        return 0;
-    return edged_fail(err, GCONV_E_PNG_DECLINED, "the device %s the PNG",
-                      st->png_status[0] != GINFLATE_OK ? "declined to inflate" : "found a bad filter type in");
-}
 
 /* ---- decode ---- */
 

@@ -26,7 +26,7 @@ GAUSS = {"filter": "gaussian", "size": "5"}
 def metrics(url):
     text = requests.get(url + "/metrics", timeout=10).text
     out = {}
-    for m in re.finditer(r'^(edged_png_\w+?)(?:\{reason="(\w+)"\})? (\d+)', text, re.M):
+    for m in re.finditer(r'^(edged_png_\w+?)(?:\{(?:reason|op)="(\w+)"\})? (\d+)', text, re.M):
         out[(m.group(1), m.group(2) or "")] = int(m.group(3))
     return out
 

@@ -21,6 +21,7 @@ build() { # NAME SOURCES...
     $CLANG $CFLAGS -o "$OUT/$name" "tests/fuzz/$name.c" "$@" $LIBS
 }
 PNG="server/codec/png_io.c server/codec/png_decode.c server/codec/png_unfilter.c server/codec/png_encode.c \
+ cpu_ref/png_frame.c cpu_ref/deflate_chunks.c \
  api/errors.c api/image.c"
 # shellcheck disable=SC2086
 build fuzz_png $PNG

@@ -235,6 +235,8 @@ int backend_batch_rc(struct backend *b, int s, struct job *job, int call_rc, int
         return fallback(b, s, job);
     if (rc < 0)
         memcpy(job->err, err, EDGED_ERR_LEN);
+    else
+        devenc_behind(b->gpu, s, job);
     return rc;
 }
 

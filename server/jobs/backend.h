@@ -63,7 +63,8 @@ int backend_run(struct backend *b, struct job *job);
 /* For the batched submits of compressed input: resolve sets job's variant (auto: backend_pick) and
  * used, and returns its block side; batch_rc turns a job's rc from a batched call (call_rc the
  * call's) into backend_submit's: `refused` goes to fallback (a CPU decode, then backend_submit), a
- * fatal call fails every job, another error copies err into job->err. */
+ * fatal call fails every job, another error copies err into job->err, and a job the device took
+ * gets its answer's device encode enqueued behind its kernels, as backend_submit does. */
 int backend_resolve(const struct backend *b, struct job *job);
 int backend_batch_rc(struct backend *b, int s, struct job *job, int call_rc, int rc, int refused,
                      int (*fallback)(struct backend *b, int s, struct job *job), const char *err);

@@ -6,7 +6,6 @@
 
 #include "errors.h"
 #include "gconv.h"
-#include "jobs/dev_encode.h"
 #include "jobs/jpeg_job.h"
 
 int backend_gpu_jpeg(const struct backend *b)
@@ -46,10 +45,8 @@ void backend_submit_jpeg(struct backend *b, struct job *const *jobs, const int *
     for (int i = 0; i < n; i++) {
         rcs[i] = backend_batch_rc(b, streams[i], jobs[i], rc, gj[i].rc, GCONV_E_JPEG_REFUSED, submit_fallback,
                                   gj[i].err);
-        if (gj[i].rc == 0 && rc != EDGED_E_GPU_FATAL) {
+        if (gj[i].rc == 0 && rc != EDGED_E_GPU_FATAL)
             jpegjob_count(JPEGJOB_GPU_DECODED);
-            devenc_behind(backend_gpu(b), streams[i], jobs[i]); /* a PNG answer: behind the kernels */
-        }
     }
 }
 

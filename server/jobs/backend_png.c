@@ -6,7 +6,6 @@
 
 #include "errors.h"
 #include "gconv.h"
-#include "jobs/dev_encode.h"
 #include "jobs/png_job.h"
 
 int backend_gpu_png(const struct backend *b)
@@ -41,12 +40,9 @@ void backend_submit_png(struct backend *b, struct job *const *jobs, const int *s
                                        .w = job->in.w, .h = job->in.h, .block = block};
     }
     rc = gconv_submit_png(backend_gpu(b), gj, n);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         rcs[i] = backend_batch_rc(b, streams[i], jobs[i], rc, gj[i].rc, GCONV_E_PNG_REFUSED, submit_refused,
                                   gj[i].err);
-        if (gj[i].rc == 0 && rc != EDGED_E_GPU_FATAL)
-            devenc_behind(backend_gpu(b), streams[i], jobs[i]); /* a device-encoded answer: behind the kernels */
-    }
 }
 
 int backend_png_declined(struct backend *b, int s, struct job *job)

@@ -32,6 +32,10 @@ struct gconv_times {
     float upload_ms, kernel_ms, download_ms;
 };
 
+/* The CUDA devices this process sees (CUDA_VISIBLE_DEVICES applies), numbered 0..n-1 as gconv_open
+ * takes them; 0 without CUDA, without a driver or without a device. */
+int gconv_device_count(void);
+
 /* Opens device `device` with `streams` CUDA streams (1..16), measures copy bandwidth. Returns 0,
  * EDGED_E_NO_CUDA (built without CUDA, or no usable device: message says which) or another code. */
 int gconv_open(struct gconv_ctx **out, int device, int streams, char *err);

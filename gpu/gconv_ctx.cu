@@ -385,6 +385,17 @@ static int open_no_device(cudaError_t e, char *err)
     return edged_fail(err, EDGED_E_NO_CUDA, "no usable CUDA device: %s", cudaGetErrorString(e));
 }
 
+int gconv_device_count(void)
+{
+    int n = 0;
+
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
 int gconv_open(struct gconv_ctx **out, int device, int streams, char *err)
 {
     struct gconv_ctx *ctx = NULL;

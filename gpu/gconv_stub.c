@@ -5,6 +5,8 @@
 
 #define NO_CUDA(err) edged_fail(err, EDGED_E_NO_CUDA, "built without CUDA")
 
+int gconv_device_count(void) { return 0; }
+
 int gconv_open(struct gconv_ctx **out, int device, int streams, char *err)
 {
     (void)device, (void)streams;

@@ -250,7 +250,7 @@ static int open_backend(struct batch *bt, char *err)
     struct worker_config wc;
     int rc;
 
-    if ((rc = backend_open(&bt->b, want, bt->n < BATCH_STREAMS ? bt->n : BATCH_STREAMS, 0, err)) < 0 ||
+    if ((rc = backend_open(&bt->b, want, (const int[]){0}, 1, bt->n < BATCH_STREAMS ? bt->n : BATCH_STREAMS, 0, err)) < 0 ||
         (rc = queue_new(&bt->q, bt->c->threads * BATCH_AHEAD, BATCH_NO_DEADLINE_MS, 0, err)) < 0)
         return rc;
     /* cpu spreads each job over the cores; cpu_serial runs one job per core */

@@ -162,7 +162,7 @@ static int open_backend(struct service *s, const struct serve_config *cfg)
     int rc;
 
     s->backend_err[0] = '\0';
-    rc = backend_open(&s->backend, cfg->backend, cfg->streams, cfg->threads, s->backend_err);
+    rc = backend_open(&s->backend, cfg->backend, cfg->gpu_ids, cfg->ngpus, cfg->streams, cfg->threads, s->backend_err);
 
     if (rc < 0) {
         /* --backend gpu without a device: stay up, never ready, say why */

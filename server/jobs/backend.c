@@ -16,16 +16,65 @@
 #include "jobs/dev_encode.h"
 #include "jobs/jpeg_job.h"
 #include "jobs/png_job.h"
+#include "ops/log.h"
 
 struct backend {
     struct gconv_ctx *gpu; /* NULL on the CPU backend */
     int threads;
+    int ordinal;           /* CUDA device number of gpu */
     char device[160];
+    /* The opened backend only: its devices' views, dev[0] itself; each view is a backend whose GPU
+     * lane is one device (backend_on), sharing threads. */
+    int ndev;
+    struct backend *dev[CONFIG_MAX_GPUS];
 };
 
-int backend_open(struct backend **out, enum backend_kind want, int streams, int threads, char *err)
+/* The CUDA device numbers to open: ids, or every visible one (at most CONFIG_MAX_GPUS). */
+static int device_list(const int *ids, int nids, int *out)
+{
+    int n = nids > 0 ? nids : gconv_device_count();
+
+    n = n > CONFIG_MAX_GPUS ? CONFIG_MAX_GPUS : n;
+    for (int i = 0; i < n; i++)
+        out[i] = nids > 0 ? ids[i] : i;
+    return n;
+}
+
+/* Opens every listed device that works into b's views; a device that fails is logged and left
+ * out, so that one broken GPU does not take the others down. Returns the views opened, or the
+ * first device's error (message in err) when none opened. */
+static int open_devices(struct backend *b, const int *ids, int nids, int streams, char *err)
+{
+    int list[CONFIG_MAX_GPUS], n = device_list(ids, nids, list), first = 0, rc;
+    char msg[EDGED_ERR_LEN];
+
+    if (n == 0) /* no device visible: gconv_open says why */
+        return gconv_open(&b->gpu, 0, streams, err);
+    for (int i = 0; i < n; i++) {
+        struct backend *v = b->ndev == 0 ? b : calloc(1, sizeof(*v));
+        if (!v)
+            return b->ndev ? b->ndev : edged_fail(err, EDGED_E_NOMEM, "cannot allocate the backend");
+        if ((rc = gconv_open(&v->gpu, list[i], streams, msg)) < 0) {
+            log_event("error", "gpu_open", "GPU %d left out: %s", list[i], msg);
+            if (!first)
+                first = rc, memcpy(err, msg, EDGED_ERR_LEN);
+            if (v != b)
+                free(v);
+            continue;
+        }
+        v->ordinal = list[i];
+        v->threads = b->threads;
+        snprintf(v->device, sizeof(v->device), "%s", gconv_get_info(v->gpu)->name);
+        b->dev[b->ndev++] = v;
+    }
+    return b->ndev ? b->ndev : first;
+}
+
+int backend_open(struct backend **out, enum backend_kind want, const int *devices, int ndevices, int streams,
+                 int threads, char *err)
 {
     struct backend *b = calloc(1, sizeof(*b));
+    char msg[EDGED_ERR_LEN] = "";
     int rc = 0;
 
     *out = NULL;
@@ -35,15 +84,16 @@ int backend_open(struct backend **out, enum backend_kind want, int streams, int 
     if (b->threads < 1)
         b->threads = 1;
     if (want != BACKEND_CPU) {
-        rc = gconv_open(&b->gpu, 0, streams, err);
+        rc = open_devices(b, devices, ndevices, streams, msg);
         if (rc < 0 && want == BACKEND_GPU) {
+            edged_fail(err, rc, "%s", msg);
             free(b);
             return rc;
         }
+        if (rc < 0 && err)
+            snprintf(err, EDGED_ERR_LEN, "%s", msg); /* auto: why the CPU serves */
     }
-    if (b->gpu)
-        snprintf(b->device, sizeof(b->device), "%s", gconv_get_info(b->gpu)->name);
-    else
+    if (!b->gpu)
         snprintf(b->device, sizeof(b->device), "cpu (%d threads)", b->threads);
     *out = b;
     return 0;
@@ -53,8 +103,24 @@ void backend_close(struct backend *b)
 {
     if (!b)
         return;
+    for (int i = 1; i < b->ndev; i++) {
+        gconv_close(b->dev[i]->gpu);
+        free(b->dev[i]);
+    }
     gconv_close(b->gpu);
     free(b);
+}
+
+int backend_device_count(const struct backend *b) { return b ? b->ndev : 0; }
+struct backend *backend_on(struct backend *b, int i) { return i >= 0 && i < b->ndev ? b->dev[i] : NULL; }
+int backend_ordinal(const struct backend *b) { return b->ordinal; }
+
+int backend_device_index(const struct backend *b, int ordinal)
+{
+    for (int i = 0; i < b->ndev; i++)
+        if (b->dev[i]->ordinal == ordinal)
+            return i;
+    return -1;
 }
 
 int backend_has_gpu(const struct backend *b) { return b && b->gpu != NULL; }

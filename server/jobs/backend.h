@@ -11,14 +11,26 @@
 
 struct backend;
 
-/* Opens the backend: auto takes the GPU when one works, else the CPU; gpu fails without a device
- * (EDGED_E_NO_CUDA, message says why); cpu never touches CUDA. threads: CPU threads, 0 = cores. */
-int backend_open(struct backend **out, enum backend_kind want, int streams, int threads, char *err);
-/* Closes the GPU context, if any, and frees b; accepts NULL. */
+/* Opens the backend: auto takes the GPUs that work, else the CPU; gpu fails without a device
+ * (EDGED_E_NO_CUDA, message says why); cpu never touches CUDA. devices: the CUDA device numbers to
+ * open, in order (ndevices 0: every visible device, at most CONFIG_MAX_GPUS); a listed device that
+ * fails to open is logged and left out. threads: CPU threads, 0 = cores. With auto and no GPU, err
+ * (may be NULL) says why. */
+int backend_open(struct backend **out, enum backend_kind want, const int *devices, int ndevices, int streams,
+                 int threads, char *err);
+/* Closes the GPU contexts, if any, and frees b; accepts NULL. */
 void backend_close(struct backend *b);
+/* The GPUs open (0 on the CPU backend). backend_on(b, i), i in 0..count-1, is device i's view: a
+ * backend whose GPU lane is that device, for its worker (the calls below take a view; b itself is
+ * device 0's); NULL for another i. backend_ordinal: a view's CUDA device number;
+ * backend_device_index: the index of the view of CUDA device `ordinal`, or -1 when not open. */
+int backend_device_count(const struct backend *b);
+struct backend *backend_on(struct backend *b, int i);
+int backend_ordinal(const struct backend *b);
+int backend_device_index(const struct backend *b, int ordinal);
 /* 1 when a GPU context is open. */
 int backend_has_gpu(const struct backend *b);
-/* Device name, or "cpu (N threads)". */
+/* Device name (device 0's on the opened backend), or "cpu (N threads)". */
 const char *backend_device(const struct backend *b);
 struct gconv_ctx *backend_gpu(struct backend *b);
 int backend_threads(const struct backend *b);

@@ -20,6 +20,14 @@ struct queue {
     int large_running[LANE_COUNT]; /* popped large jobs not yet completed */
     int closed, fail_code;
     char fail_msg[EDGED_ERR_LEN];
+    /* the GPU lane's devices (queue_set_devices) */
+    int ndev;
+    struct qdev {
+        long long load;  /* pixels of the jobs it took and has not completed */
+        atomic_int open; /* it has a free stream (its worker says) */
+        int fenced;
+        char msg[EDGED_ERR_LEN]; /* why it was fenced */
+    } dev[QUEUE_MAX_DEVICES];
 };
 
 static void cond_init_monotonic(pthread_cond_t *c)
@@ -46,6 +54,7 @@ int queue_new(struct queue **out, int depth, int deadline_ms, int cpu_large_max,
     q->depth = depth;
     q->deadline_ms = deadline_ms;
     q->large_max[LANE_CPU] = cpu_large_max > 0 ? cpu_large_max : 0;
+    q->ndev = 1;
     *out = q;
     return 0;
 }
@@ -67,6 +76,7 @@ struct job *job_new(void)
         return NULL;
     job->refs = 1;
     job->state = JOB_NEW;
+    job->device = job->ran_on = -1;
     cond_init_monotonic(&job->done);
     return job;
 }
@@ -158,9 +168,18 @@ static void list_remove(struct job **head, struct job **tail, struct job *job)
     }
 }
 
-/* Completes a job the queue holds (queued or running) with rc and drops the queue's reference. */
-static struct job *finish_locked(struct job *job, int rc, const char *msg)
+/* A running job leaves its device's outstanding work. */
+static void unload_locked(struct queue *q, struct job *job)
 {
+    if (job->cost && job->ran_on >= 0)
+        q->dev[job->ran_on].load -= job->cost;
+    job->cost = 0;
+}
+
+/* Completes a job the queue holds (queued or running) with rc and drops the queue's reference. */
+static struct job *finish_locked(struct queue *q, struct job *job, int rc, const char *msg)
+{
+    unload_locked(q, job);
     job->rc = rc;
     if (rc < 0 && msg)
         snprintf(job->err, sizeof(job->err), "%s", msg);
@@ -178,6 +197,9 @@ int queue_push(struct queue *q, struct job *job, char *err)
         rc = edged_fail(err, q->fail_code, "%s", q->fail_msg);
     else if (q->closed)
         rc = edged_fail(err, EDGED_E_UNAVAILABLE, "server is draining (shutting down)");
+    else if (job->device >= 0 && (job->device >= q->ndev || q->dev[job->device].fenced))
+        rc = edged_fail(err, EDGED_E_GPU_FATAL, "%s", job->device < q->ndev ? q->dev[job->device].msg
+                                                                          : "no such device");
     else if (q->count >= q->depth)
         rc = edged_fail(err, EDGED_E_QUEUE_FULL, "queue full: %d jobs waiting (--queue-depth %d)", q->count,
                         q->depth);
@@ -218,6 +240,8 @@ static int stop_reason_locked(struct queue *q, struct job *job, queue_alive_fn a
     }
     if (job->state == JOB_RUNNING && q->fail_code)
         return edged_fail(msg, q->fail_code, "%s", q->fail_msg);
+    if (job->state == JOB_RUNNING && job->fenced)
+        return edged_fail(msg, EDGED_E_GPU_FATAL, "%s", q->dev[job->ran_on].msg);
     if (job->state == JOB_RUNNING && job->timeout_ms > 0 && clock_ms() - job->t_start >= job->timeout_ms)
         return edged_fail(msg, EDGED_E_DEADLINE, "job ran %.0f ms and was cancelled at its limit of %.0f ms "
                           "(--job-timeout-s)", clock_ms() - job->t_start, job->timeout_ms);
@@ -255,7 +279,7 @@ int queue_wait_watch(struct queue *q, struct job *job, queue_alive_fn alive, voi
         if ((rc = stop_reason_locked(q, job, alive, cls, msg)) < 0 && job->state == JOB_QUEUED) {
             list_remove(&q->head, &q->tail, job);
             q->count--;
-            dead = finish_locked(job, rc, msg);
+            dead = finish_locked(q, job, rc, msg);
             break;
         }
         if (rc < 0 && job->state == JOB_RUNNING) {
@@ -299,7 +323,7 @@ static struct job *expire_locked(struct queue *q)
         list_remove(&q->head, &q->tail, it);
         q->count--;
         deadline_msg(q, it, msg);
-        if ((d = finish_locked(it, EDGED_E_DEADLINE, msg))) {
+        if ((d = finish_locked(q, it, EDGED_E_DEADLINE, msg))) {
             d->next = dead;
             dead = d;
         }
@@ -307,25 +331,52 @@ static struct job *expire_locked(struct queue *q)
     return dead;
 }
 
-/* The oldest job of lane, passing over large jobs while the lane's cap of them is running: with
- * the cap below the worker count, a worker is always left for small jobs, which then wait behind
- * small ones only. The passed-over job keeps its place and is the next large one taken. */
-static struct job *take_locked(struct queue *q, enum job_lane lane)
+/* Whether device dev (-1: the lane's only taker) may take job now: a job pinned to a device goes to
+ * that one only; else it waits up to QUEUE_DEFER_MS for an open device with less outstanding work. */
+static int device_may_take(const struct queue *q, int dev, const struct job *job, double now)
+{
+    if (dev < 0)
+        return 1;
+    if (job->device >= 0)
+        return job->device == dev;
+    if (now - job->t_push >= QUEUE_DEFER_MS)
+        return 1;
+    for (int e = 0; e < q->ndev; e++)
+        if (e != dev && !q->dev[e].fenced && atomic_load(&q->dev[e].open) && q->dev[e].load < q->dev[dev].load)
+            return 0;
+    return 1;
+}
+
+/* The oldest job of lane that dev may take (device_may_take), passing over large jobs while the
+ * lane's cap of them is running: with the cap below the worker count, a worker is always left for
+ * small jobs, which then wait behind small ones only. The passed-over job keeps its place and is
+ * the next large one taken. *deferred is set when a job was left for another device. */
+static struct job *take_locked(struct queue *q, enum job_lane lane, int dev, int *deferred)
 {
     int large_full = q->large_max[lane] > 0 && q->large_running[lane] >= q->large_max[lane];
+    double now = clock_ms();
 
     for (struct job *it = q->head; it; it = it->next) {
         if (it->lane != lane || (it->large && large_full))
             continue;
+        if (!device_may_take(q, dev, it, now)) {
+            *deferred = 1;
+            continue;
+        }
         if (it->large)
             q->large_running[lane]++;
         list_remove(&q->head, &q->tail, it);
         q->count--;
         it->state = JOB_RUNNING;
-        it->t_start = clock_ms();
+        it->t_start = now;
         it->t.queue = it->t_start - it->t_push;
         it->next = q->running;
         q->running = it;
+        if (dev >= 0) {
+            it->ran_on = dev;
+            it->cost = (long long)it->in.w * it->in.h + 1;
+            q->dev[dev].load += it->cost;
+        }
         if (it->timeout_ms > 0)
             pthread_cond_broadcast(&it->done); /* its waiter now times the run */
         return it;
@@ -349,12 +400,14 @@ static void free_chain(struct job *dead)
     }
 }
 
-struct job *queue_pop(struct queue *q, enum job_lane lane, double wait_ms)
+/* queue_pop for dev (-1: any taker of lane). A device that left a job for another wakes again
+ * within QUEUE_DEFER_MS, when the job becomes anyone's. */
+static struct job *pop_locked_wait(struct queue *q, enum job_lane lane, int dev, double wait_ms)
 {
     struct job *job = NULL, *dead;
-    double until = clock_ms() + wait_ms;
+    double until = clock_ms() + wait_ms, now;
+    int deferred;
 
-    pthread_mutex_lock(&q->mu);
     for (;;) {
         dead = expire_locked(q);
         if (dead) {
@@ -363,18 +416,133 @@ struct job *queue_pop(struct queue *q, enum job_lane lane, double wait_ms)
             pthread_mutex_lock(&q->mu);
             continue;
         }
-        if ((job = take_locked(q, lane)) || ((q->closed || q->fail_code) && lane_empty_locked(q, lane)))
+        if (dev >= 0 && q->dev[dev].fenced)
             break;
-        if (wait_ms < 0) {
+        deferred = 0;
+        if ((job = take_locked(q, lane, dev, &deferred)) || ((q->closed || q->fail_code) && lane_empty_locked(q, lane)))
+            break;
+        now = clock_ms();
+        if (wait_ms >= 0 && now >= until)
+            break;
+        if (wait_ms < 0 && !deferred) {
             pthread_cond_wait(&q->work, &q->mu);
-        } else {
-            struct timespec ts = clock_abs(until);
-            if (clock_ms() >= until || pthread_cond_timedwait(&q->work, &q->mu, &ts) != 0)
-                break;
+        } else { /* until its time is up, or the deferred job becomes anyone's */
+            double t = wait_ms < 0 ? now + QUEUE_DEFER_MS : until;
+            struct timespec ts;
+            if (deferred && now + QUEUE_DEFER_MS < t)
+                t = now + QUEUE_DEFER_MS;
+            ts = clock_abs(t);
+            pthread_cond_timedwait(&q->work, &q->mu, &ts);
         }
     }
+    return job;
+}
+
+struct job *queue_pop(struct queue *q, enum job_lane lane, double wait_ms)
+{
+    struct job *job;
+
+    pthread_mutex_lock(&q->mu);
+    job = pop_locked_wait(q, lane, -1, wait_ms);
     pthread_mutex_unlock(&q->mu);
     return job;
+}
+
+struct job *queue_pop_device(struct queue *q, int dev, double wait_ms)
+{
+    struct job *job;
+
+    pthread_mutex_lock(&q->mu);
+    job = pop_locked_wait(q, LANE_GPU, dev, wait_ms);
+    pthread_mutex_unlock(&q->mu);
+    return job;
+}
+
+void queue_set_devices(struct queue *q, int n)
+{
+    pthread_mutex_lock(&q->mu);
+    q->ndev = n < 1 ? 1 : n > QUEUE_MAX_DEVICES ? QUEUE_MAX_DEVICES : n;
+    pthread_mutex_unlock(&q->mu);
+}
+
+void queue_device_open(struct queue *q, int dev, int open) { atomic_store(&q->dev[dev].open, open); }
+
+long long queue_device_load(struct queue *q, int dev)
+{
+    long long n;
+
+    pthread_mutex_lock(&q->mu);
+    n = q->dev[dev].load;
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+static int devices_left_locked(const struct queue *q)
+{
+    int n = 0;
+
+    for (int e = 0; e < q->ndev; e++)
+        n += !q->dev[e].fenced;
+    return n;
+}
+
+int queue_fence_device(struct queue *q, int dev, const char *msg, int abandon)
+{
+    struct job *it, *next, *dead = NULL, *d;
+    int left;
+
+    pthread_mutex_lock(&q->mu);
+    if (!q->dev[dev].fenced) {
+        q->dev[dev].fenced = 1;
+        snprintf(q->dev[dev].msg, sizeof(q->dev[dev].msg), "%s", msg);
+    }
+    for (it = q->head; it; it = next) { /* jobs only this device could run */
+        next = it->next;
+        if (it->device != dev)
+            continue;
+        list_remove(&q->head, &q->tail, it);
+        q->count--;
+        if ((d = finish_locked(q, it, EDGED_E_GPU_FATAL, q->dev[dev].msg)))
+            d->next = dead, dead = d;
+    }
+    for (it = q->running; it && abandon; it = it->next)
+        if (it->ran_on == dev && it->lane == LANE_GPU) {
+            it->fenced = 1;
+            atomic_store(&it->cancel, 1);
+            pthread_cond_broadcast(&it->done);
+        }
+    left = devices_left_locked(q);
+    pthread_cond_broadcast(&q->work); /* its jobs are the others' now */
+    pthread_mutex_unlock(&q->mu);
+    free_chain(dead);
+    return left;
+}
+
+int queue_retry(struct queue *q, struct job *job)
+{
+    int rc = -1;
+
+    pthread_mutex_lock(&q->mu);
+    if (job->state == JOB_RUNNING && !job->retried && !job->fenced && !atomic_load(&job->cancel) &&
+        !q->fail_code && devices_left_locked(q) > 0 && (job->device < 0 || !q->dev[job->device].fenced)) {
+        list_remove(&q->running, NULL, job);
+        if (job->large)
+            q->large_running[job->lane]--;
+        unload_locked(q, job);
+        job->retried = 1;
+        job->state = JOB_QUEUED;
+        job->t_push = clock_ms();
+        job->next = q->head; /* first in line: it was admitted long ago */
+        q->head = job;
+        if (!q->tail)
+            q->tail = job;
+        q->count++;
+        pthread_cond_broadcast(&q->work);
+        pthread_cond_broadcast(&job->done); /* its waiter times a queued job again */
+        rc = 0;
+    }
+    pthread_mutex_unlock(&q->mu);
+    return rc;
 }
 
 void queue_complete_many(struct queue *q, struct job *const *jobs, const int *rcs, int n)
@@ -387,13 +555,14 @@ void queue_complete_many(struct queue *q, struct job *const *jobs, const int *rc
         list_remove(&q->running, NULL, jobs[i]);
         if (jobs[i]->large)
             q->large_running[jobs[i]->lane]--, large = 1;
-        if ((d = finish_locked(jobs[i], rcs[i], NULL))) {
+        large |= q->ndev > 1 && jobs[i]->cost; /* a device's outstanding work fell: the order may change */
+        if ((d = finish_locked(q, jobs[i], rcs[i], NULL))) {
             d->next = dead;
             dead = d;
         }
     }
     if (large)
-        pthread_cond_broadcast(&q->work); /* a large job passed over may now be taken */
+        pthread_cond_broadcast(&q->work); /* a job passed over may now be taken */
     pthread_mutex_unlock(&q->mu);
     free_chain(dead);
 }
@@ -422,7 +591,7 @@ void queue_fail(struct queue *q, int code, const char *msg)
     while ((it = q->head)) {
         list_remove(&q->head, &q->tail, it);
         q->count--;
-        if ((d = finish_locked(it, code, msg))) {
+        if ((d = finish_locked(q, it, code, msg))) {
             d->next = dead;
             dead = d;
         }

@@ -14,7 +14,7 @@
 /* The answer's encoding the GPU lane also does on the device (jobs/dev_encode.c). */
 enum job_enc { JOB_ENC_NONE, JOB_ENC_JPEG, JOB_ENC_PNG };
 
-/* Which workers take a job: the one GPU worker or the CPU pool. */
+/* Which workers take a job: the GPU workers (one per device) or the CPU pool. */
 enum job_lane { LANE_CPU, LANE_GPU, LANE_COUNT };
 
 enum job_state { JOB_NEW, JOB_QUEUED, JOB_RUNNING, JOB_DONE };
@@ -66,6 +66,11 @@ struct job {
     int (*take)(struct job *job, int copy);
     void *take_cls;
     int take_slot;
+    /* GPU lane with several devices (device indices 0..n-1, queue_set_devices): device is the one
+     * that must run it, or -1 for any (set by the submitter; job_new sets -1); ran_on the one that
+     * took it last, -1 before (the access log's); retried 1 once it was put back after its device
+     * failed (queue_retry: once only). */
+    int device, ran_on, retried;
     enum variant used;
     int threads; /* CPU lane: the threads the filter ran on (1 for cpu_serial); 0 on the GPU lane */
     struct job_times t;
@@ -84,6 +89,8 @@ struct job {
     /* bookkeeping (queue.c) */
     enum job_state state;
     int refs;
+    long long cost; /* counted in its device's outstanding work while it runs there */
+    int fenced;     /* its device was fenced while it ran: its waiter gives up with the fence's message */
     double t_push, t_start;
     struct job *next;
     pthread_cond_t done;
@@ -144,6 +151,35 @@ int queue_wait_watch(struct queue *q, struct job *job, queue_alive_fn alive, voi
  * running. Jobs past their deadline are completed with EDGED_E_DEADLINE on the way. NULL on
  * timeout, or when closed and empty (queue_closed_empty then says 1). */
 struct job *queue_pop(struct queue *q, enum job_lane lane, double wait_ms);
+/* ---- the GPU lane's devices ---------------------------------------------------------------- */
+
+#define QUEUE_MAX_DEVICES 16
+/* A job the least loaded device has not taken after this long goes to any device that asks. */
+#define QUEUE_DEFER_MS 1.0
+
+/* The GPU lane is served by n devices (1..QUEUE_MAX_DEVICES; 1 before this is called), each
+ * popping with queue_pop_device. A job goes to the device with the least outstanding work: the
+ * pixels of the jobs it has taken and not completed. A device asking for a job while another
+ * open one (queue_device_open) has less outstanding work is passed over for QUEUE_DEFER_MS, so
+ * that the work follows the device that will finish first, not the one that asks first. */
+void queue_set_devices(struct queue *q, int n);
+/* queue_pop of the GPU lane for device dev: also the jobs pinned to dev (job->device), never those
+ * pinned to another, and none after dev was fenced (then NULL at once). */
+struct job *queue_pop_device(struct queue *q, int dev, double wait_ms);
+/* Whether device dev could take a job now (a free stream). Lock-free; the device's worker says. */
+void queue_device_open(struct queue *q, int dev, int open);
+/* Outstanding work of dev (pixels), for metrics. */
+long long queue_device_load(struct queue *q, int dev);
+/* Fences device dev after a fatal error (msg says which): it takes no more jobs; queued jobs pinned
+ * to it fail with EDGED_E_GPU_FATAL and so does a later push of one. abandon 1 (its worker's thread
+ * is stuck in the driver): the waiters of the jobs it runs give up at once with EDGED_E_GPU_FATAL
+ * and msg, the jobs left for the stuck thread to release. Returns the devices left unfenced. */
+int queue_fence_device(struct queue *q, int dev, const char *msg, int abandon);
+/* Puts a running GPU job of a fenced device back at the head of the queue, for another device:
+ * once per job (job->retried), and only while a device is left, the job is not cancelled and its
+ * waiter has not given up. 0 when it was put back (the caller drops it), else -1 (complete it). */
+int queue_retry(struct queue *q, struct job *job);
+
 /* Marks a popped job done with rc (message in job->err when rc < 0) and wakes its submitter. */
 void queue_complete(struct queue *q, struct job *job, int rc);
 /* queue_complete of n jobs, jobs[i] with rcs[i], under one lock: a worker that finds several done

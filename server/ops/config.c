@@ -49,7 +49,10 @@ static const struct opt opts[] = {
     {"queue-deadline-ms", "EDGED_QUEUE_DEADLINE_MS", OPT_INT, O(queue_deadline_ms), 1, 3600000, "30000",
      "a job still queued after this is answered 504"},
     {"streams", "EDGED_STREAMS", OPT_INT, O(streams), 1, 32, "16",
-     "CUDA streams of the GPU worker: jobs on the device at once, and the largest batch of JPEG decodes"},
+     "CUDA streams of each GPU worker: jobs on its device at once, and the largest batch of JPEG decodes"},
+    {"gpus", "EDGED_GPUS", OPT_STR, O(gpus), 0, 0, "all",
+     "the GPUs to serve from: all (every device the process sees) or CUDA device numbers such as 0,2; one "
+     "worker per device, one queue feeding the device with the least outstanding work"},
     {"threads", "EDGED_THREADS", OPT_INT, O(threads), 0, 1024, "0",
      "codec slots (image decodes and encodes at once) and the CPU compute threads, which the running "
      "CPU jobs share (0 = online cores)"},
@@ -214,6 +217,33 @@ int config_listen_parse(const char *s, const char *what, char *host, size_t host
     return 0;
 }
 
+int config_gpus_parse(const char *s, const char *what, int *ids, int *n, char *err)
+{
+    const char *p = s;
+    char *end;
+    long v;
+
+    *n = 0;
+    if (strcmp(s, "all") == 0)
+        return 0;
+    for (;;) {
+        errno = 0;
+        v = strtol(p, &end, 10);
+        if (end == p || *p == '-' || *p == '+' || errno || v > 63 || (*end && *end != ','))
+            return edged_fail(err, EDGED_E_USAGE, "%s: '%.64s' is not 'all' or a list of CUDA device numbers "
+                              "0..63 such as 0,2", what, s);
+        for (int i = 0; i < *n; i++)
+            if (ids[i] == (int)v)
+                return edged_fail(err, EDGED_E_USAGE, "%s: device %ld is listed twice in '%.64s'", what, v, s);
+        if (*n == CONFIG_MAX_GPUS)
+            return edged_fail(err, EDGED_E_USAGE, "%s: more than %d devices in '%.64s'", what, CONFIG_MAX_GPUS, s);
+        ids[(*n)++] = (int)v;
+        if (!*end)
+            return 0;
+        p = end + 1;
+    }
+}
+
 /* --metrics-listen: split, and not the API's own address. */
 static int check_metrics_listen(struct serve_config *cfg, char *err)
 {
@@ -249,7 +279,8 @@ int config_load(struct serve_config *cfg, int argc, char **argv, char *err)
     if (inet_pton(AF_INET, cfg->host, &addr) != 1)
         return edged_fail(err, EDGED_E_USAGE, "--host (EDGED_HOST): '%.64s' is not an IPv4 address in dotted form "
                           "(such as 0.0.0.0 or 127.0.0.1; names and IPv6 are not taken)", cfg->host);
-    if ((rc = auth_keys_check(cfg->api_keys, NULL, err)) < 0 || (rc = check_metrics_listen(cfg, err)) < 0)
+    if ((rc = auth_keys_check(cfg->api_keys, NULL, err)) < 0 || (rc = check_metrics_listen(cfg, err)) < 0 ||
+        (rc = config_gpus_parse(cfg->gpus, "--gpus (EDGED_GPUS)", cfg->gpu_ids, &cfg->ngpus, err)) < 0)
         return rc;
     for (const char *p = cfg->cors_origin; *p; p++)
         if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)

@@ -14,6 +14,8 @@ enum backend_kind { BACKEND_AUTO, BACKEND_GPU, BACKEND_CPU };
 const char *config_backend_name(enum backend_kind k);
 int config_backend_parse(const char *name);
 
+#define CONFIG_MAX_GPUS 16 /* devices one server drives, at most */
+
 struct serve_config {
     char host[64];          /* bind address */
     int port;
@@ -27,7 +29,10 @@ struct serve_config {
     int max_side;           /* image width and height cap */
     int queue_depth;        /* jobs waiting for a worker, at most */
     int queue_deadline_ms;  /* a job still queued after this is answered 504 */
-    int streams;            /* CUDA streams of the GPU worker */
+    int streams;            /* CUDA streams of each GPU worker */
+    char gpus[96];          /* --gpus as given: "all" or a list such as "0,2" */
+    int gpu_ids[CONFIG_MAX_GPUS]; /* gpus parsed by config_load: the CUDA device numbers to drive, */
+    int ngpus;              /* in order; 0 = every device the process sees */
     int threads;            /* codec slots and CPU compute threads; 0 = online cores */
     int cpu_workers;        /* CPU-backend jobs run at once */
     int max_connections;    /* concurrent connections (one thread each) */
@@ -55,6 +60,10 @@ struct serve_config {
  * `--name=V`, opts.h). Returns 0, OPTS_HELP when --help was given, or EDGED_E_USAGE with a
  * message naming the flag or variable and its value. threads 0 is resolved to the online cores. */
 int config_load(struct serve_config *cfg, int argc, char **argv, char *err);
+
+/* Parses --gpus: "all" (ids untouched, *n 0) or a comma-separated list of distinct CUDA device
+ * numbers 0..63, at most CONFIG_MAX_GPUS. Returns 0, or EDGED_E_USAGE naming `what`. */
+int config_gpus_parse(const char *s, const char *what, int *ids, int *n, char *err);
 
 /* Splits "ADDR:PORT" (an IPv4 address in dotted form, a port 1..65535) into host (hostlen bytes)
  * and *port. Returns 0, or EDGED_E_USAGE with a message naming `what` (the flag or variable). */

@@ -23,10 +23,13 @@ static const char *const fault_names[] = {"", "illegal", "trap", "assert", "spin
 
 static struct {
     int kind; /* enum gfault_kind, or FAULT_INTERNAL */
-    long after, count;
-    atomic_long cpu_count;
+    int device; /* CUDA device number that faults; -1 each device (at its own job number `after`) */
+    long after;
+    atomic_long count[64], cpu_count; /* GPU jobs by CUDA device number */
     int spin_ms;
 } fault;
+/* The GPU job of this thread that fault_before_submit counted: fault_job_started reads it. */
+static _Thread_local long fault_job;
 
 static long env_long(const char *name, long dflt, long lo, long hi)
 {
@@ -49,33 +52,38 @@ void fault_init(void)
         if (strcmp(v, fault_names[k]) == 0)
             fault.kind = k;
     fault.after = env_long("EDGED_FAULT_AFTER", 1, 1, 1000000);
+    fault.device = (int)env_long("EDGED_FAULT_DEVICE", -1, -1, 63);
     fault.spin_ms = (int)env_long("EDGED_FAULT_SPIN_MS", FAULT_SPIN_MS_DEFAULT, 1, 3600000);
-    fault.count = 0;
+    for (int d = 0; d < 64; d++)
+        atomic_store(&fault.count[d], 0);
     atomic_store(&fault.cpu_count, 0);
     if (v && *v && !fault.kind)
         log_event("warn", "fault", "EDGED_FAULT=%.32s unknown (illegal, trap, assert, spin, oom, internal): "
                                    "nothing armed", v);
     else if (fault.kind)
-        log_event("warn", "fault", "DEBUG BUILD: fault '%s' armed for %s job %ld%s", fault_names[fault.kind],
-                  fault.kind == FAULT_INTERNAL ? "CPU" : "GPU", fault.after,
+        log_event("warn", "fault", "DEBUG BUILD: fault '%s' armed for %s job %ld (GPU: of device %d; -1: of each)%s",
+                  fault_names[fault.kind], fault.kind == FAULT_INTERNAL ? "CPU" : "GPU", fault.after, fault.device,
                   EDGED_GPU || fault.kind == FAULT_INTERNAL ? "" : " (but this build has no CUDA: it never fires)");
 }
 
-void *fault_before_submit(void)
+void *fault_before_submit(int device)
 {
     void *hog = NULL;
     size_t taken = 0;
 
-    fault.count++;
-    if (fault.kind != FAULT_OOM || fault.count != fault.after)
+    fault_job = 0;
+    if (fault.kind == 0 || device < 0 || device >= 64 || (fault.device >= 0 && device != fault.device))
+        return NULL;
+    fault_job = atomic_fetch_add(&fault.count[device], 1) + 1;
+    if (fault.kind != FAULT_OOM || fault_job != fault.after)
         return NULL;
 #if EDGED_GPU
     hog = gfault_hog(FAULT_OOM_LEAVE, &taken);
 #else
     (void)FAULT_OOM_LEAVE;
 #endif
-    log_event("warn", "fault", "injecting oom at GPU job %ld: %zu MiB of device memory taken", fault.count,
-              taken >> 20);
+    log_event("warn", "fault", "injecting oom at GPU job %ld of device %d: %zu MiB of device memory taken",
+              fault_job, device, taken >> 20);
     return hog;
 }
 
@@ -93,9 +101,10 @@ void fault_job_started(void)
     char msg[EDGED_ERR_LEN] = "no CUDA in this build";
     int e = 0;
 
-    if (fault.kind == 0 || fault.kind >= FAULT_OOM || fault.count != fault.after)
+    if (fault.kind == 0 || fault.kind >= FAULT_OOM || fault_job != fault.after)
         return;
-    log_event("warn", "fault", "injecting %s after GPU job %ld", fault_names[fault.kind], fault.count);
+    fault_job = 0;
+    log_event("warn", "fault", "injecting %s after GPU job %ld", fault_names[fault.kind], fault.after);
 #if EDGED_GPU
     e = gfault_kernel((enum gfault_kind)fault.kind, fault.spin_ms, msg);
 #endif

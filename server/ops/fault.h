@@ -13,12 +13,13 @@
 
 /* Reads the environment once and logs what is armed. */
 void fault_init(void);
-/* Before the GPU worker submits a job: counts it; for oom at the chosen job, returns the memory
- * hog to release with fault_release right after the submit (else NULL). */
-void *fault_before_submit(void);
+/* Before a GPU worker submits a job on CUDA device `device`: counts it; for oom at the chosen job,
+ * returns the memory hog to release with fault_release right after the submit (else NULL). */
+void *fault_before_submit(int device);
 void fault_release(void *hog);
-/* After the job is submitted and its stream slot is visible to the watchdog: for the kernel
- * faults at the chosen job, runs the faulting kernel (blocking, for spin) and logs what CUDA said. */
+/* After the job is submitted and its stream slot is visible to the watchdog, on the same thread:
+ * for the kernel faults at the chosen job, runs the faulting kernel on the thread's device
+ * (blocking, for spin) and logs what CUDA said. */
 void fault_job_started(void);
 /* Before a CPU worker runs a job: EDGED_E_INTERNAL with a message at the chosen job, else 0. */
 int fault_cpu_job(char *err);
@@ -26,7 +27,11 @@ int fault_cpu_job(char *err);
 #else
 
 static inline void fault_init(void) {}
-static inline void *fault_before_submit(void) { return 0; }
+static inline void *fault_before_submit(int device)
+{
+    (void)device;
+    return 0;
+}
 static inline void fault_release(void *hog) { (void)hog; }
 static inline void fault_job_started(void) {}
 static inline int fault_cpu_job(char *err)

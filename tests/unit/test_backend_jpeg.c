@@ -71,7 +71,7 @@ int main(void)
     size_t len = 0;
     struct job *job;
 
-    CHECK(backend_open(&b, BACKEND_CPU, 1, 1, err) == 0, "backend_open: %s", err);
+    CHECK(backend_open(&b, BACKEND_CPU, NULL, 0, 1, 1, err) == 0, "backend_open: %s", err);
     CHECK(!backend_gpu_jpeg(b), "the CPU backend decodes no JPEG on a device");
     CHECK(img_alloc(&src, 37, 23, 3, err) == 0, "%s", err);
     for (size_t i = 0; i < src.stride * (size_t)src.h; i++)

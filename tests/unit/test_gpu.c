@@ -1276,7 +1276,7 @@ int main(void)
         SKIP("async rounds are not run at EDGED_GPU_QUICK=2 (racecheck set)");
     else
         test_async(ctx);
-    if (backend_open(&eng, BACKEND_GPU, 1, 2, err) < 0) {
+    if (backend_open(&eng, BACKEND_GPU, (const int[]){0}, 1, 1, 2, err) < 0) {
         CHECK(0, "backend_open for auto: %s", err);
         eng = NULL;
     }

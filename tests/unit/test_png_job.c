@@ -146,7 +146,7 @@ int main(void)
     check_rng_seed(check_seed());
     test_take_kinds();
     test_mismatch_and_damage();
-    if (backend_open(&be, BACKEND_CPU, 1, 2, err) == 0)
+    if (backend_open(&be, BACKEND_CPU, NULL, 0, 1, 2, err) == 0)
         test_cpu_lane(be);
     else
         CHECK(0, "CPU backend: %s", err);

@@ -35,7 +35,7 @@ struct backend *mock_backend(void)
     static struct backend *b;
 
     if (!b)
-        backend_open(&b, BACKEND_GPU, mock_streams, 1, NULL);
+        backend_open(&b, BACKEND_GPU, NULL, 0, mock_streams, 1, NULL);
     return b;
 }
 void mock_reset(void)
@@ -45,6 +45,8 @@ void mock_reset(void)
     memset(submits_on, 0, sizeof(submits_on));
     memset(finished_on, 0, sizeof(finished_on));
 }
+
+int gconv_device_count(void) { return 1; }
 
 int gconv_open(struct gconv_ctx **out, int device, int streams, char *err)
 {

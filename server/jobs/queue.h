@@ -155,7 +155,7 @@ struct job *queue_pop(struct queue *q, enum job_lane lane, double wait_ms);
 
 #define QUEUE_MAX_DEVICES 16
 /* A job the least loaded device has not taken after this long goes to any device that asks. */
-#define QUEUE_DEFER_MS 1.0
+#define QUEUE_DEFER_MS 3.0
 
 /* The GPU lane is served by n devices (1..QUEUE_MAX_DEVICES; 1 before this is called), each
  * popping with queue_pop_device. A job goes to the device with the least outstanding work: the

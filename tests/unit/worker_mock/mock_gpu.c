@@ -1,7 +1,8 @@
-/* mock_gpu.c — a fake gconv context and async API under the real backend.c and backend_png.c, so
- * that worker.c's GPU loop (streams, poll, finish, OOM, fatal, watchdog, PNG batches) runs without a
- * device. Jobs "run" for mock_dur_ms per stream. A PNG job whose layout is MOCK_PNG_DECLINE_W wide
- * is declined when it finishes, one MOCK_PNG_REFUSE_W wide refused at submit. */
+/* mock_gpu.c — fake gconv contexts and async API under the real backend.c and backend_png.c, so
+ * that worker.c's GPU loops (streams, poll, finish, OOM, fatal, watchdog, PNG batches, several
+ * devices) run without a device: mock_devices fake devices. Jobs "run" for mock_dur_ms per stream
+ * (mock_dev_dur_ms[d] on device d when set). A PNG job whose layout is MOCK_PNG_DECLINE_W wide is
+ * declined when it finishes, one MOCK_PNG_REFUSE_W wide refused at submit. */
 #include <stdatomic.h>
 #include <string.h>
 
@@ -11,47 +12,64 @@
 #include "gconv.h"
 #include "png_layout.h"
 
+/* Up to MOCK_DEVS fake devices (mock_devices of them open), each with its streams' state. */
+#define MOCK_DEVS 4
 struct gconv_ctx {
-    int unused;
+    int ord;
+    double start[16];
+    int busy[16], failrc[16], declined[16];
+    /* a stream's submits and the submit its last finish ended: a result is copied only before the
+     * stream takes another job */
+    int submits_on[16], finished_on[16];
 };
-static struct gconv_ctx the_ctx;
+static struct gconv_ctx ctxs[MOCK_DEVS];
 
-int mock_streams = 4;
-double mock_dur_ms = 20;
-atomic_int mock_busy, mock_max_busy, mock_dead, mock_fatal_at = -1, mock_oom_at = -1, mock_submits, mock_hang;
-static double start[16];
-static int busy[16], failrc[16], declined[16];
+int mock_streams = 4, mock_devices = 1;
+double mock_dur_ms = 20, mock_dev_dur_ms[MOCK_DEVS]; /* a device's own duration when > 0 */
+/* mock_dead, mock_hang_mask: bit d for device d (dead: poisoned; hang: its jobs never finish) */
+atomic_int mock_busy, mock_max_busy, mock_dead, mock_fatal_at = -1, mock_oom_at = -1, mock_submits, mock_hang,
+    mock_hang_mask;
+atomic_int mock_dev_jobs[MOCK_DEVS]; /* jobs each device finished */
 #define MOCK_PNG_DECLINE_W 9
 #define MOCK_PNG_REFUSE_W 10
 atomic_int mock_png_busy, mock_png_nbatches;
 int mock_png_batch[64];
-/* a stream's submits and the submit its last finish ended: a result is copied only before the
- * stream takes another job */
-static int submits_on[16], finished_on[16];
 
-/* The real backend over the fake context; opened once. */
+/* The real backend over mock_devices fake devices; opened again when that count changes. */
 struct backend *mock_backend(void)
 {
     static struct backend *b;
+    static int open_devs;
 
-    if (!b)
+    if (b && open_devs != mock_devices) {
+        backend_close(b);
+        b = NULL;
+    }
+    if (!b) {
         backend_open(&b, BACKEND_GPU, NULL, 0, mock_streams, 1, NULL);
+        open_devs = mock_devices;
+    }
     return b;
 }
 void mock_reset(void)
 {
-    memset(busy, 0, sizeof(busy));
-    memset(declined, 0, sizeof(declined));
-    memset(submits_on, 0, sizeof(submits_on));
-    memset(finished_on, 0, sizeof(finished_on));
+    for (int d = 0; d < MOCK_DEVS; d++) {
+        ctxs[d] = (struct gconv_ctx){.ord = d};
+        mock_dev_dur_ms[d] = 0;
+        atomic_store(&mock_dev_jobs[d], 0);
+    }
+    atomic_store(&mock_hang_mask, 0);
 }
 
-int gconv_device_count(void) { return 1; }
+int gconv_device_count(void) { return mock_devices; }
 
 int gconv_open(struct gconv_ctx **out, int device, int streams, char *err)
 {
-    (void)device, (void)streams, (void)err;
-    *out = &the_ctx;
+    (void)streams, (void)err;
+    if (device < 0 || device >= mock_devices || device >= MOCK_DEVS)
+        return EDGED_E_NO_CUDA;
+    *out = &ctxs[device];
+    ctxs[device].ord = device;
     return 0;
 }
 void gconv_close(struct gconv_ctx *c) { (void)c; }
@@ -69,7 +87,7 @@ int gconv_check(const struct gconv_ctx *c, const struct filter_plan *plan, int w
 }
 
 int gconv_stream_count(const struct gconv_ctx *c) { return c ? mock_streams : 0; }
-int gconv_is_dead(const struct gconv_ctx *c) { return c && mock_dead; }
+int gconv_is_dead(const struct gconv_ctx *c) { return c && (atomic_load(&mock_dead) >> c->ord & 1); }
 size_t gconv_mem_used(const struct gconv_ctx *c) { return c ? 12345 : 0; }
 
 int gconv_submit(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan, enum variant v,
@@ -77,15 +95,17 @@ int gconv_submit(struct gconv_ctx *ctx, int s, const struct img *in, const struc
 {
     int n = atomic_fetch_add(&mock_submits, 1), b;
 
-    (void)ctx, (void)in, (void)plan, (void)v, (void)block;
+    int *busy = ctx->busy;
+
+    (void)in, (void)plan, (void)v, (void)block;
     if (busy[s])
         return edged_fail(err, EDGED_E_PARAM, "stream %d already has a job in flight", s);
     if (n == mock_oom_at)
         return edged_fail(err, EDGED_E_GPU_OOM, "mock: out of device memory");
     busy[s] = 1;
-    submits_on[s]++;
-    failrc[s] = n == mock_fatal_at ? EDGED_E_GPU_FATAL : 0;
-    start[s] = clock_ms();
+    ctx->submits_on[s]++;
+    ctx->failrc[s] = n == mock_fatal_at ? EDGED_E_GPU_FATAL : 0;
+    ctx->start[s] = clock_ms();
     b = atomic_fetch_add(&mock_busy, 1) + 1;
     if (b > mock_max_busy)
         mock_max_busy = b;
@@ -94,36 +114,36 @@ int gconv_submit(struct gconv_ctx *ctx, int s, const struct img *in, const struc
 
 int gconv_poll(struct gconv_ctx *ctx, int s)
 {
-    (void)ctx;
-    if (!busy[s])
+    double dur = mock_dev_dur_ms[ctx->ord] > 0 ? mock_dev_dur_ms[ctx->ord] : mock_dur_ms;
+
+    if (!ctx->busy[s])
         return EDGED_E_PARAM;
-    if (mock_hang || clock_ms() - start[s] < mock_dur_ms)
+    if (mock_hang || (atomic_load(&mock_hang_mask) >> ctx->ord & 1) || clock_ms() - ctx->start[s] < dur)
         return 0;
-    if (failrc[s])
-        mock_dead = 1;
-    return failrc[s] ? failrc[s] : 1;
+    if (ctx->failrc[s])
+        atomic_fetch_or(&mock_dead, 1 << ctx->ord);
+    return ctx->failrc[s] ? ctx->failrc[s] : 1;
 }
 
 int gconv_finish(struct gconv_ctx *ctx, int s, struct img *out, struct gconv_times *t, char *err)
 {
-    (void)ctx;
-    busy[s] = 0;
+    ctx->busy[s] = 0;
     atomic_fetch_sub(&mock_busy, 1);
-    if (declined[s]) {
-        declined[s] = 0;
+    if (ctx->declined[s]) {
+        ctx->declined[s] = 0;
         return edged_fail(err, GCONV_E_PNG_DECLINED, "mock: the device declined the PNG");
     }
-    if (failrc[s])
-        return edged_fail(err, failrc[s], "mock: sticky CUDA error");
-    finished_on[s] = submits_on[s];
+    if (ctx->failrc[s])
+        return edged_fail(err, ctx->failrc[s], "mock: sticky CUDA error");
+    ctx->finished_on[s] = ctx->submits_on[s];
+    atomic_fetch_add(&mock_dev_jobs[ctx->ord], 1);
     *t = (struct gconv_times){1, 2, 1};
     return out ? gconv_finish_copy(ctx, s, out, err) : 0;
 }
 
 int gconv_finish_copy(struct gconv_ctx *ctx, int s, struct img *out, char *err)
 {
-    (void)ctx;
-    if (busy[s] || finished_on[s] != submits_on[s])
+    if (ctx->busy[s] || ctx->finished_on[s] != ctx->submits_on[s])
         return edged_fail(err, EDGED_E_INTERNAL, "mock: stream %d took another job before its result was copied", s);
     memset(out->px, 7, out->stride * (size_t)out->h);
     return 0;
@@ -147,7 +167,7 @@ int gconv_submit_png(struct gconv_ctx *ctx, struct gconv_png_job *jobs, int n)
             continue;
         }
         if ((j->rc = gconv_submit(ctx, j->s, NULL, j->plan, j->v, j->block, j->err)) == 0) {
-            declined[j->s] = j->lay->w == MOCK_PNG_DECLINE_W;
+            ctx->declined[j->s] = j->lay->w == MOCK_PNG_DECLINE_W;
             done++;
         }
     }

@@ -495,12 +495,14 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *
              "# HELP edged_queue_capacity The queue bound (--queue-depth).\n# TYPE edged_queue_capacity gauge\n"
              "edged_queue_capacity %d\n"
              "# HELP edged_ready 1 when /readyz answers 200.\n# TYPE edged_ready gauge\nedged_ready %d\n"
-             "# HELP edged_gpu_fatal 1 after a fatal GPU error (the process exits for a restart within seconds).\n"
+             "# HELP edged_gpu_fatal 1 after a fatal GPU error on the last device serving (the process exits for a "
+             "restart within seconds).\n"
              "# TYPE edged_gpu_fatal gauge\nedged_gpu_fatal %d\n"
-             "# HELP edged_gpu_memory_used_bytes Device memory held by the GPU context.\n"
+             "# HELP edged_gpu_memory_used_bytes Device memory held by the GPU contexts, summed over the devices.\n"
              "# TYPE edged_gpu_memory_used_bytes gauge\nedged_gpu_memory_used_bytes %zu\n"
-             "# HELP edged_gpu_busy_seconds_total Time the GPU worker had at least one job on the device "
-             "(rate() of it: the share of time the GPU was busy; 0 on the CPU backend).\n"
+             "# HELP edged_gpu_busy_seconds_total Time the GPU workers had at least one job on their device, "
+             "summed over the devices (rate() of it: the share of time one GPU was busy, up to the number of "
+             "GPUs; 0 on the CPU backend).\n"
              "# TYPE edged_gpu_busy_seconds_total counter\nedged_gpu_busy_seconds_total %.6f\n",
          g->queue_depth, g->queue_capacity, g->ready, g->gpu_fatal, g->gpu_memory_used, g->gpu_busy_seconds);
     emit_devices(&t, g);

@@ -31,7 +31,7 @@ struct metrics_device {
 struct metrics_gauges {
     int queue_depth, queue_capacity, ready;
     size_t gpu_memory_used;
-    double gpu_busy_seconds; /* time the GPU worker had a job on the device, since start */
+    double gpu_busy_seconds; /* time the GPU workers had a job on their device, since start, summed */
     size_t budget_used, budget_limit; /* the memory budget (budget.h): bytes reserved, and its size */
     /* the nvJPEG path (jpegjob_counts): JPEGs decoded and encoded on the device, and those
      * nvJPEG refused, done on the CPU instead */

@@ -423,12 +423,18 @@ static const struct {
 static double dev_value(const struct metrics_device *d, enum dev_series s)
 {
     switch (s) {
-    case DEV_BUSY: return d->busy_seconds;
-    case DEV_JOBS: return (double)d->jobs;
-    case DEV_RETRIED: return (double)d->retried;
-    case DEV_MEMORY: return (double)d->memory_used;
-    case DEV_OUTSTANDING: return (double)d->outstanding_pixels;
-    default: return 0.0;
+    case DEV_BUSY:
+        return d->busy_seconds;
+    case DEV_JOBS:
+        return (double)d->jobs;
+    case DEV_RETRIED:
+        return (double)d->retried;
+    case DEV_MEMORY:
+        return (double)d->memory_used;
+    case DEV_OUTSTANDING:
+        return (double)d->outstanding_pixels;
+    default:
+        return 0.0;
     }
 }
 
@@ -465,8 +471,8 @@ static void emit_devices(struct text *t, const struct metrics_gauges *g)
         emit(t, "# HELP %s %s\n# TYPE %s %s\n", dev_family[s].name, dev_family[s].help, dev_family[s].name,
              dev_family[s].type);
         for (int i = 0; i < g->ndevices; i++)
-            emit(t, "%s{device=\"%d\"} %.*f\n", dev_family[s].name, g->devices[i].device, dev_family[s].decimals,
-                 dev_value(&g->devices[i], (enum dev_series)s));
+            emit(t, "%s{device=\"%d\"} %.*f\n", dev_family[s].name, g->devices[i].device,
+                 dev_family[s].decimals, dev_value(&g->devices[i], (enum dev_series)s));
     }
     for (int k = 0; k < 2; k++) {
         emit(t, "# HELP %s %s\n# TYPE %s counter\n", batch_family[k].name, batch_family[k].help,

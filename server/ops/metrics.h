@@ -15,16 +15,16 @@ enum metrics_batch_format { METRICS_BATCH_JPEG, METRICS_BATCH_PNG, METRICS_BATCH
  * worker) and owns it. Rendered as the edged_gpu_device_* series, labelled device="<number>". */
 #define METRICS_DEVICE_NAME_LEN 128
 struct metrics_device {
-    int device;                          /* CUDA device number (what users see) */
-    char name[METRICS_DEVICE_NAME_LEN];  /* escaped when rendered */
-    int up;                              /* 1 serving, 0 fenced after a fatal error */
-    double busy_seconds;                 /* time with at least one job on it, since start */
-    unsigned long long jobs;             /* jobs completed on it */
-    unsigned long long retried;          /* jobs put back for another device when it failed */
-    unsigned long long batches[METRICS_BATCH_FORMATS];    /* batched device decodes, by format */
+    int device;                                        /* CUDA device number (what users see) */
+    char name[METRICS_DEVICE_NAME_LEN];                /* escaped when rendered */
+    int up;                                            /* 1 serving, 0 fenced after a fatal error */
+    double busy_seconds;                               /* time with at least one job on it, since start */
+    unsigned long long jobs;                           /* jobs completed on it */
+    unsigned long long retried;                        /* jobs put back for another device when it failed */
+    unsigned long long batches[METRICS_BATCH_FORMATS]; /* batched device decodes, by format */
     unsigned long long batch_jobs[METRICS_BATCH_FORMATS]; /* and the jobs in them */
-    size_t memory_used;                  /* device memory of its context, last sampled */
-    long long outstanding_pixels;        /* pixels of the jobs it holds now */
+    size_t memory_used;                                   /* device memory of its context, last sampled */
+    long long outstanding_pixels;                         /* pixels of the jobs it holds now */
 };
 
 /* Gauges owned by other modules, read when /metrics is rendered. */

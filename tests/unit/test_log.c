@@ -167,8 +167,15 @@ static void test_lines(enum log_format form)
 static void gpu_request_line(void)
 {
     struct result_times t = {.total = 2.0};
-    struct log_request r = {.level = LOG_INFO, .request_id = "id-2", .method = "POST", .path = "/v1/filter",
-                            .filter = "edge", .variant = "fast", .backend = "gpu", .status = 200, .t = &t,
+    struct log_request r = {.level = LOG_INFO,
+                            .request_id = "id-2",
+                            .method = "POST",
+                            .path = "/v1/filter",
+                            .filter = "edge",
+                            .variant = "fast",
+                            .backend = "gpu",
+                            .status = 200,
+                            .t = &t,
                             .device = 3};
 
     log_request(&r);

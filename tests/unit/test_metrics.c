@@ -87,9 +87,14 @@ static int count_lines(const char *text, const char *prefix)
 }
 
 static const char *const device_families[] = {
-    "edged_gpu_device_up",         "edged_gpu_device_busy_seconds_total", "edged_gpu_device_jobs_total",
-    "edged_gpu_device_retried_total", "edged_gpu_device_memory_used_bytes", "edged_gpu_device_outstanding_pixels",
-    "edged_gpu_device_batches_total", "edged_gpu_device_batch_jobs_total",
+    "edged_gpu_device_up",
+    "edged_gpu_device_busy_seconds_total",
+    "edged_gpu_device_jobs_total",
+    "edged_gpu_device_retried_total",
+    "edged_gpu_device_memory_used_bytes",
+    "edged_gpu_device_outstanding_pixels",
+    "edged_gpu_device_batches_total",
+    "edged_gpu_device_batch_jobs_total",
 };
 #define NDEVICE_FAMILIES (sizeof(device_families) / sizeof(device_families[0]))
 
@@ -120,10 +125,24 @@ static void test_devices(void)
 {
     struct metrics_build b = {"0.0-test", "gpu", "NVIDIA H100"};
     struct metrics_device d[2] = {
-        {.device = 1, .name = "NVIDIA H100 80GB HBM3", .up = 1, .busy_seconds = 12.5, .jobs = 40, .retried = 0,
-         .batches = {3, 2}, .batch_jobs = {12, 5}, .memory_used = 1048576, .outstanding_pixels = 2000000},
-        {.device = 3, .name = "odd \"name\" \\ \n", .up = 0, .busy_seconds = 0.25, .jobs = 7, .retried = 2,
-         .memory_used = 0, .outstanding_pixels = 0},
+        {.device = 1,
+         .name = "NVIDIA H100 80GB HBM3",
+         .up = 1,
+         .busy_seconds = 12.5,
+         .jobs = 40,
+         .retried = 0,
+         .batches = {3, 2},
+         .batch_jobs = {12, 5},
+         .memory_used = 1048576,
+         .outstanding_pixels = 2000000},
+        {.device = 3,
+         .name = "odd \"name\" \\ \n",
+         .up = 0,
+         .busy_seconds = 0.25,
+         .jobs = 7,
+         .retried = 2,
+         .memory_used = 0,
+         .outstanding_pixels = 0},
     };
     struct metrics_gauges g = {.devices = d, .ndevices = 2};
     struct metrics *m;
@@ -161,8 +180,10 @@ static void test_devices(void)
         char type[128], first[128];
         snprintf(type, sizeof(type), "# TYPE %s ", device_families[i]);
         snprintf(first, sizeof(first), "\n%s{", device_families[i]);
-        const char *t = strstr(text, type), *s = strstr(text, first), *next = t ? strstr(t + 1, "# TYPE ") : NULL;
-        CHECK(t && s && t < s && (!next || s < next), "%s: samples away from its TYPE line", device_families[i]);
+        const char *t = strstr(text, type), *s = strstr(text, first),
+                   *next = t ? strstr(t + 1, "# TYPE ") : NULL;
+        CHECK(t && s && t < s && (!next || s < next), "%s: samples away from its TYPE line",
+              device_families[i]);
     }
     free(text);
     metrics_free(m);

@@ -130,19 +130,15 @@ static void test_devices(void)
          .up = 1,
          .busy_seconds = 12.5,
          .jobs = 40,
-         .retried = 0,
          .batches = {3, 2},
          .batch_jobs = {12, 5},
          .memory_used = 1048576,
          .outstanding_pixels = 2000000},
         {.device = 3,
          .name = "odd \"name\" \\ \n",
-         .up = 0,
          .busy_seconds = 0.25,
          .jobs = 7,
-         .retried = 2,
-         .memory_used = 0,
-         .outstanding_pixels = 0},
+         .retried = 2}, /* fenced: up, memory and outstanding 0 */
     };
     struct metrics_gauges g = {.devices = d, .ndevices = 2};
     struct metrics *m;

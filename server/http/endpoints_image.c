@@ -198,11 +198,29 @@ static void stage_times(struct result_times *t, const struct job *job)
 /* The backend a routed job was given to (its lane), as the metrics and the access log name it. */
 static const char *job_backend(const struct job *job) { return job->lane == LANE_GPU ? "gpu" : "cpu"; }
 
-/* The device a finished job ran on, as results name it. */
+/* The view of the GPU device a job back from its worker ran on last (job->ran_on, a device
+ * index), or NULL: a CPU-lane job, or one no device took. */
+static struct backend *job_gpu(struct service *s, const struct job *job)
+{
+    return job->lane == LANE_GPU && job->ran_on >= 0 ? backend_on(s->backend, job->ran_on) : NULL;
+}
+
+/* The access log's device of a job back from its worker, failed or not: its CUDA device number. */
+static void note_device(struct service *s, struct http_req *r, const struct job *job)
+{
+    const struct backend *on = job_gpu(s, job);
+
+    if (on)
+        http_req_note_device(r, backend_ordinal(on));
+}
+
+/* The device a finished job ran on, as results name it: with several GPUs, the one that took it. */
 static const char *job_device(struct service *s, const struct job *job, char *buf, size_t cap)
 {
+    const struct backend *on = job_gpu(s, job);
+
     if (variant_is_gpu(job->used))
-        return backend_device(s->backend);
+        return backend_device(on ? on : s->backend);
     snprintf(buf, cap, "cpu (%d thread%s)", job->threads, job->threads == 1 ? "" : "s");
     return buf;
 }
@@ -433,6 +451,7 @@ void endpoint_filter(struct http_req *r, void *app)
     http_req_note(r, result_filter_label(&u.p), variant_name(u.p.variant), job_backend(job), job->in.w,
                   job->in.h);
     rc = job_run(s, r, job, err);
+    note_device(s, r, job);
     pngjob_backlog_end(png_backlog);
     png_backlog = 0;
     if (rc < 0)

@@ -41,6 +41,28 @@ void endpoint_healthz(struct http_req *r, void *app)
     respond_json(r, o);
 }
 
+/* The GPU devices of the server (none on the CPU backend), by CUDA device number: the state of
+ * each, and why it was fenced. /version and /readyz both carry it. */
+static cJSON *devices_json(struct service *s)
+{
+    cJSON *a = cJSON_CreateArray(), *o;
+    struct worker_device d;
+
+    for (int i = 0; a && i < worker_device_count(s->w); i++) {
+        if (worker_device_info(s->w, i, &d) < 0 || !(o = cJSON_CreateObject()))
+            continue;
+        cJSON_AddNumberToObject(o, "device", d.ordinal);
+        cJSON_AddStringToObject(o, "name", d.name);
+        cJSON_AddStringToObject(o, "state", d.alive ? "up" : "fenced");
+        if (!d.alive)
+            cJSON_AddStringToObject(o, "fault", d.fault);
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
+}
+
+/* 200 while the service admits work: with several GPUs, while one of them is still up (the
+ * devices list says which are fenced). */
 void endpoint_readyz(struct http_req *r, void *app)
 {
     struct service *s = app;
@@ -54,7 +76,41 @@ void endpoint_readyz(struct http_req *r, void *app)
     o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "status", "ready");
     cJSON_AddStringToObject(o, "backend", service_backend(s));
+    cJSON_AddItemToObject(o, "devices", devices_json(s));
     respond_json(r, o);
+}
+
+/* The devices' series of /metrics, from their workers: *out is malloc'd (NULL without a device);
+ * returns the count, or -1 when out of memory. */
+static int metrics_devices(struct service *s, struct metrics_device **out)
+{
+    int n = worker_device_count(s->w), k = 0;
+    struct metrics_device *md;
+    struct worker_device d;
+
+    *out = NULL;
+    if (n <= 0)
+        return 0;
+    if (!(md = calloc((size_t)n, sizeof(*md))))
+        return -1;
+    for (int i = 0; i < n; i++) {
+        if (worker_device_info(s->w, i, &d) < 0)
+            continue;
+        md[k].device = d.ordinal;
+        snprintf(md[k].name, sizeof(md[k].name), "%s", d.name);
+        md[k].up = d.alive;
+        md[k].busy_seconds = d.busy_seconds;
+        md[k].jobs = (unsigned long long)d.jobs;
+        md[k].retried = (unsigned long long)d.retried;
+        md[k].batches[METRICS_BATCH_JPEG] = (unsigned long long)d.batches[JOB_SRC_JPEG];
+        md[k].batches[METRICS_BATCH_PNG] = (unsigned long long)d.batches[JOB_SRC_PNG];
+        md[k].batch_jobs[METRICS_BATCH_JPEG] = (unsigned long long)d.batch_jobs[JOB_SRC_JPEG];
+        md[k].batch_jobs[METRICS_BATCH_PNG] = (unsigned long long)d.batch_jobs[JOB_SRC_PNG];
+        md[k].memory_used = d.memory;
+        md[k++].outstanding_pixels = d.outstanding;
+    }
+    *out = md;
+    return k;
 }
 
 void endpoint_metrics(struct http_req *r, void *app)
@@ -72,9 +128,13 @@ void endpoint_metrics(struct http_req *r, void *app)
     struct jpegjob_counts jc;
     struct pngjob_counts pc;
     struct devenc_counts dc;
+    struct metrics_device *devices = NULL;
     size_t len = 0;
-    char *text;
+    char *text = NULL;
 
+    if ((g.ndevices = metrics_devices(s, &devices)) < 0)
+        goto out;
+    g.devices = devices;
     jpegjob_counts(&jc);
     devenc_counts(&dc);
     g.jpeg_gpu_decoded = jc.gpu_decoded, g.jpeg_gpu_encoded = jc.gpu_encoded;
@@ -84,7 +144,8 @@ void endpoint_metrics(struct http_req *r, void *app)
     g.png_cpu_declined = pc.cpu_declined, g.png_cpu_busy = pc.cpu_busy;
     g.png_gpu_encoded = dc.png_gpu_encoded, g.png_fallback_encode = dc.png_cpu_fallback;
     text = metrics_render(s->m, &g, &len);
-
+out:
+    free(devices);
     if (!text) {
         http_respond_error(r, EDGED_E_NOMEM, "out of memory rendering metrics");
         return;
@@ -129,6 +190,7 @@ void endpoint_version(struct http_req *r, void *app)
         cJSON_AddNullToObject(o, "runtime_version");
     }
     cJSON_AddNumberToObject(o, "threads", s->cfg->threads);
+    cJSON_AddItemToObject(o, "devices", devices_json(s));
     cJSON_AddItemToObject(o, "limits", limits_json(s));
     respond_json(r, o);
 }

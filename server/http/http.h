@@ -116,6 +116,9 @@ struct result_times *http_req_times(struct http_req *r);
  * static strings, and the image size. Filter and backend also label the filter metrics. */
 void http_req_note(struct http_req *r, const char *filter, const char *variant, const char *backend, int w,
                    int h);
+/* Access-log field `device`: the CUDA device number the request's job ran on (GPU lane), or -1
+ * (the default: no field). */
+void http_req_note_device(struct http_req *r, int device);
 /* The W3C trace id of the request: the caller's (traceparent) or a new one; 32 lowercase hex. */
 const char *http_req_trace_id(const struct http_req *r);
 /* n bytes of the memory budget (http_config.budget), taken by the handler, that the request gives

@@ -183,6 +183,7 @@ static enum MHD_Result begin(struct http_server *s, struct MHD_Connection *conn,
     r->s = s;
     r->conn = conn;
     r->t0 = clock_ms();
+    r->device = -1;
     snprintf(r->method, sizeof(r->method), "%s", method);
     snprintf(r->path, sizeof(r->path), "%s", url);
     ids_begin(s, r);
@@ -272,7 +273,7 @@ static void log_access(const struct http_req *r)
     struct log_request lr = {access_level(r), r->id, r->method, r->path, r->filter, r->variant, r->backend,
                              r->error, r->trace.trace_id, r->trace.span_id,
                              r->trace.parent_id[0] ? r->trace.parent_id : NULL, r->answered ? r->status : 0,
-                             r->body.len, r->bytes_out, r->w, r->h, &r->t};
+                             r->body.len, r->bytes_out, r->w, r->h, &r->t, r->device};
 
     log_request(&lr);
 }

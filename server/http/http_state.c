@@ -66,6 +66,8 @@ const char *http_req_trace_id(const struct http_req *r) { return r->trace.trace_
 
 void http_req_keep_budget(struct http_req *r, size_t n) { r->reserved += n; }
 
+void http_req_note_device(struct http_req *r, int device) { r->device = device; }
+
 void http_req_note(struct http_req *r, const char *filter, const char *variant, const char *backend, int w, int h)
 {
     r->filter = filter;

@@ -86,6 +86,7 @@ struct http_req {
     struct result_times t;
     const char *filter, *variant, *backend;
     int w, h;
+    int device; /* CUDA device number its job ran on, -1 for none (http_req_note_device) */
 };
 
 #endif

@@ -327,6 +327,8 @@ void log_request(const struct log_request *r)
     add_str(o, "filter", r->filter);
     add_str(o, "variant", r->variant);
     add_str(o, "backend", r->backend);
+    if (r->device >= 0)
+        cJSON_AddNumberToObject(o, "device", r->device);
     add_str(o, "error", r->error);
     if (r->t && (ms = cJSON_AddObjectToObject(o, "ms")))
         result_times_json(ms, r->t, RESULT_TIMES_LOG);

@@ -43,6 +43,7 @@ struct log_request {
     size_t bytes_in, bytes_out;
     int width, height; /* 0 when no image was decoded */
     const struct result_times *t;
+    int device; /* CUDA device number the job ran on; < 0: none (omitted) */
 };
 
 /* A new log object holding "ts" (UTC, ms) and "level"; add fields, then log_end. May be NULL

@@ -404,6 +404,86 @@ static void emit_process(struct text *t)
              (unsigned long long)rl.rlim_cur);
 }
 
+/* The per-device families of one sample per device (labelled device only). */
+enum dev_series { DEV_BUSY, DEV_JOBS, DEV_RETRIED, DEV_MEMORY, DEV_OUTSTANDING, DEV_SERIES };
+static const struct {
+    const char *name, *type, *help;
+    int decimals;
+} dev_family[DEV_SERIES] = {
+    {"edged_gpu_device_busy_seconds_total", "counter",
+     "Time the device had at least one job (rate() of it: the share of time it was busy).", 6},
+    {"edged_gpu_device_jobs_total", "counter", "Jobs completed on the device.", 0},
+    {"edged_gpu_device_retried_total", "counter",
+     "Jobs the device held when it failed, put back for another device.", 0},
+    {"edged_gpu_device_memory_used_bytes", "gauge", "Device memory held by the device's context.", 0},
+    {"edged_gpu_device_outstanding_pixels", "gauge",
+     "Pixels of the jobs the device holds now (the queue gives a job to the device with the fewest).", 0},
+};
+
+static double dev_value(const struct metrics_device *d, enum dev_series s)
+{
+    switch (s) {
+    case DEV_BUSY:
+        return d->busy_seconds;
+    case DEV_JOBS:
+        return (double)d->jobs;
+    case DEV_RETRIED:
+        return (double)d->retried;
+    case DEV_MEMORY:
+        return (double)d->memory_used;
+    case DEV_OUTSTANDING:
+        return (double)d->outstanding_pixels;
+    default:
+        return 0.0;
+    }
+}
+
+/* The devices' series, labelled with the CUDA device number. Every family is declared even
+ * without a device (the CPU backend), so that its name and type are the same on every server. */
+static void emit_devices(struct text *t, const struct metrics_gauges *g)
+{
+    static const char *const format_label[METRICS_BATCH_FORMATS] = {"jpeg", "png"};
+    static const struct {
+        const char *name, *help;
+    } batch_family[2] = {
+        {"edged_gpu_device_batches_total", "Batched decodes of compressed input on the device, by format."},
+        {"edged_gpu_device_batch_jobs_total", "Jobs in the device's batched decodes, by format (over "
+                                              "edged_gpu_device_batches_total: the mean batch size)."},
+    };
+    char name[2 * METRICS_DEVICE_NAME_LEN];
+    int up = 0;
+
+    for (int i = 0; i < g->ndevices; i++)
+        up += g->devices[i].up != 0;
+    emit(t, "# HELP edged_gpu_devices GPU devices by state: up (serving) or fenced (failed; the others serve on).\n"
+            "# TYPE edged_gpu_devices gauge\nedged_gpu_devices{state=\"up\"} %d\n"
+            "edged_gpu_devices{state=\"fenced\"} %d\n"
+            "# HELP edged_gpu_device_up 1 while the device serves, 0 once it is fenced, by device and name.\n"
+            "# TYPE edged_gpu_device_up gauge\n",
+         up, g->ndevices - up);
+    for (int i = 0; i < g->ndevices; i++) {
+        name[0] = '\0'; /* the driver's: escaped as the label format wants */
+        result_escape(name, sizeof(name), 0, g->devices[i].name, 0, RESULT_ESCAPE_LABEL);
+        emit(t, "edged_gpu_device_up{device=\"%d\",name=\"%s\"} %d\n", g->devices[i].device, name,
+             g->devices[i].up != 0);
+    }
+    for (int s = 0; s < DEV_SERIES; s++) {
+        emit(t, "# HELP %s %s\n# TYPE %s %s\n", dev_family[s].name, dev_family[s].help, dev_family[s].name,
+             dev_family[s].type);
+        for (int i = 0; i < g->ndevices; i++)
+            emit(t, "%s{device=\"%d\"} %.*f\n", dev_family[s].name, g->devices[i].device,
+                 dev_family[s].decimals, dev_value(&g->devices[i], (enum dev_series)s));
+    }
+    for (int k = 0; k < 2; k++) {
+        emit(t, "# HELP %s %s\n# TYPE %s counter\n", batch_family[k].name, batch_family[k].help,
+             batch_family[k].name);
+        for (int i = 0; i < g->ndevices; i++)
+            for (int f = 0; f < METRICS_BATCH_FORMATS; f++)
+                emit(t, "%s{device=\"%d\",format=\"%s\"} %llu\n", batch_family[k].name, g->devices[i].device,
+                     format_label[f], k ? g->devices[i].batch_jobs[f] : g->devices[i].batches[f]);
+    }
+}
+
 char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *len)
 {
     struct text t = {malloc(16384), 0, 16384, 0};
@@ -421,14 +501,17 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *
              "# HELP edged_queue_capacity The queue bound (--queue-depth).\n# TYPE edged_queue_capacity gauge\n"
              "edged_queue_capacity %d\n"
              "# HELP edged_ready 1 when /readyz answers 200.\n# TYPE edged_ready gauge\nedged_ready %d\n"
-             "# HELP edged_gpu_fatal 1 after a fatal GPU error (the process exits for a restart within seconds).\n"
+             "# HELP edged_gpu_fatal 1 after a fatal GPU error on the last device serving (the process exits for a "
+             "restart within seconds).\n"
              "# TYPE edged_gpu_fatal gauge\nedged_gpu_fatal %d\n"
-             "# HELP edged_gpu_memory_used_bytes Device memory held by the GPU context.\n"
+             "# HELP edged_gpu_memory_used_bytes Device memory held by the GPU contexts, summed over the devices.\n"
              "# TYPE edged_gpu_memory_used_bytes gauge\nedged_gpu_memory_used_bytes %zu\n"
-             "# HELP edged_gpu_busy_seconds_total Time the GPU worker had at least one job on the device "
-             "(rate() of it: the share of time the GPU was busy; 0 on the CPU backend).\n"
+             "# HELP edged_gpu_busy_seconds_total Time the GPU workers had at least one job on their device, "
+             "summed over the devices (rate() of it: the share of time one GPU was busy, up to the number of "
+             "GPUs; 0 on the CPU backend).\n"
              "# TYPE edged_gpu_busy_seconds_total counter\nedged_gpu_busy_seconds_total %.6f\n",
          g->queue_depth, g->queue_capacity, g->ready, g->gpu_fatal, g->gpu_memory_used, g->gpu_busy_seconds);
+    emit_devices(&t, g);
     emit(&t, "# HELP edged_memory_budget_bytes Bytes reserved by requests (bodies, images, planes, output).\n"
              "# TYPE edged_memory_budget_bytes gauge\nedged_memory_budget_bytes %zu\n"
              "# HELP edged_memory_budget_limit_bytes The memory budget (--max-memory-mb).\n"

@@ -8,11 +8,30 @@
 
 struct metrics;
 
+/* The formats whose GPU-lane input is decoded in batches on the device, as the format label. */
+enum metrics_batch_format { METRICS_BATCH_JPEG, METRICS_BATCH_PNG, METRICS_BATCH_FORMATS };
+
+/* One GPU device of the server, as its worker last saw it; the caller fills it (ops/ knows no
+ * worker) and owns it. Rendered as the edged_gpu_device_* series, labelled device="<number>". */
+#define METRICS_DEVICE_NAME_LEN 128
+struct metrics_device {
+    int device;                                        /* CUDA device number (what users see) */
+    char name[METRICS_DEVICE_NAME_LEN];                /* escaped when rendered */
+    int up;                                            /* 1 serving, 0 fenced after a fatal error */
+    double busy_seconds;                               /* time with at least one job on it, since start */
+    unsigned long long jobs;                           /* jobs completed on it */
+    unsigned long long retried;                        /* jobs put back for another device when it failed */
+    unsigned long long batches[METRICS_BATCH_FORMATS]; /* batched device decodes, by format */
+    unsigned long long batch_jobs[METRICS_BATCH_FORMATS]; /* and the jobs in them */
+    size_t memory_used;                                   /* device memory of its context, last sampled */
+    long long outstanding_pixels;                         /* pixels of the jobs it holds now */
+};
+
 /* Gauges owned by other modules, read when /metrics is rendered. */
 struct metrics_gauges {
     int queue_depth, queue_capacity, ready;
     size_t gpu_memory_used;
-    double gpu_busy_seconds; /* time the GPU worker had a job on the device, since start */
+    double gpu_busy_seconds; /* time the GPU workers had a job on their device, since start, summed */
     size_t budget_used, budget_limit; /* the memory budget (budget.h): bytes reserved, and its size */
     /* the nvJPEG path (jpegjob_counts): JPEGs decoded and encoded on the device, and those
      * nvJPEG refused, done on the CPU instead */
@@ -24,6 +43,10 @@ struct metrics_gauges {
     /* PNG answers of the GPU lane (devenc_counts): encoded on the device, or on the CPU after the
      * device refused */
     unsigned long long png_gpu_encoded, png_fallback_encode;
+    /* the GPU devices (ndevices of them, none on the CPU backend): their per-device series; the
+     * families are declared (HELP, TYPE) with no sample when there is none */
+    const struct metrics_device *devices;
+    int ndevices;
 };
 
 /* Labels of edged_build_info. */

@@ -2,7 +2,8 @@
 # gpu_faults.sh — the GPU fault cases of docs/reliability.md, G. Faults, on the GPU host, in one
 # call: builds the debug binary (-DEDGED_DEBUG=1: the EDGED_FAULT switch; GPU=1) into $BUILD and
 # runs tests/system/test_gpu_faults.py against it (illegal address, trap, device assert, spinning
-# kernel, GPU out of memory for one job). Under 3 minutes on an H100 host with 16 cores.
+# kernel, GPU out of memory for one job; on a host of two GPUs or more, one of two fenced while the
+# other serves on). Under 3 minutes on an H100 host with 16 cores.
 # usage (repo root, the .debs carried as for gpu_host.sh): sh tests/gpu_host/gpu_faults.sh
 # Knobs: BUILD (build-faults), ARCHS (nvcc -gencode list), PYTHON (python3).
 set -u

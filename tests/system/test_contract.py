@@ -145,6 +145,23 @@ def test_operations_have_ids_security_and_error_answers(doc):
                 set(doc["paths"][path][method]["responses"]), path
 
 
+def test_devices_schema_takes_what_a_gpu_server_answers(doc):
+    """/version's and /readyz's devices list: a CPU-only server answers [] (driven below); a server of
+    several GPUs one entry per device, `fault` only on a fenced one. Those shapes, and not others."""
+    devices = doc["components"]["schemas"]["Devices"]
+    assert deref(doc, doc["components"]["schemas"]["Version"]["properties"]["devices"]) is devices
+    ready = doc["paths"]["/readyz"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert "devices" in ready["required"] and deref(doc, ready["properties"]["devices"]) is devices
+    validate(doc, devices, [], "no GPU")
+    validate(doc, devices, [{"device": 0, "name": "NVIDIA H100 80GB HBM3", "state": "up"},
+                            {"device": 2, "name": "NVIDIA H100 80GB HBM3", "state": "fenced",
+                             "fault": "GPU 2: sticky CUDA error: GPU context lost"}], "two GPUs, one fenced")
+    for bad in ([{"device": 0, "name": "x", "state": "down"}], [{"device": -1, "name": "x", "state": "up"}],
+                [{"device": 0, "state": "up"}], [{"device": 0, "name": "x", "state": "up", "index": 0}]):
+        with pytest.raises(AssertionError):
+            validate(doc, devices, bad, "refused")
+
+
 def test_error_examples_and_codes(doc):
     """Every example of an error answer validates; the code enum is the error table of api/errors.h."""
     with open(os.path.join(ROOT, "api", "errors.h"), encoding="utf-8") as f:

@@ -2,11 +2,15 @@
 switch (EDGED_FAULT, a `make debug GPU=1` build: -DEDGED_DEBUG=1): an illegal address, a trap and
 a device assert poison the context -> /readyz 503 at once, every queued job 503, no 200 after the
 fault, exit non-zero within seconds; a spinning kernel -> the watchdog does the same; GPU out of
-memory for one job -> that job 503 + Retry-After, the service stays ready. Skipped (visibly)
-unless EDGED_FAULT_BIN names such a build and a GPU is there: tests/gpu_host/gpu_faults.sh runs it."""
+memory for one job -> that job 503 + Retry-After, the service stays ready; on a host of two GPUs
+or more, one of two devices poisoned -> it is fenced and shows so by its CUDA number in /readyz
+(still 200), /version, the per-device metrics and the access lines, the other serving on. Skipped
+(visibly) unless EDGED_FAULT_BIN names such a build and a GPU is there (two for the last):
+tests/gpu_host/gpu_faults.sh runs it."""
 import concurrent.futures as cf
 import json
 import os
+import re
 import time
 
 import pytest
@@ -142,3 +146,46 @@ def test_gpu_oom_one_job(pngs):
     finally:
         rc, log = s.finish()
     assert rc == 0 and "injecting oom" in log
+
+
+def gpu_count():
+    return len([x for x in os.popen("nvidia-smi -L 2>/dev/null").read().splitlines() if x.startswith("GPU ")])
+
+
+def test_one_gpu_of_two_fenced_shows_per_device(pngs):
+    if gpu_count() < 2:
+        pytest.skip("one GPU here: the fencing of one device of several needs two")
+    s = FaultServer("illegal", 1, ["--gpus", "0,1", "--streams", "1", "--log-format", "json"],
+                    {"EDGED_FAULT_DEVICE": "1"})
+    params = {"filter": "gaussian", "size": 31, "variant": "naive"}
+    try:
+        before = requests.get(s.url + "/version", timeout=10).json()["devices"]
+        assert [(d["device"], d["state"]) for d in before] == [(0, "up"), (1, "up")], before
+        fenced, until = None, time.time() + 30
+        while fenced is None and time.time() < until:  # until device 1 has taken a job and faulted
+            with cf.ThreadPoolExecutor(4) as ex:
+                answers = list(ex.map(lambda i: upload(s.url, pngs[i % len(pngs)], params), range(8)))
+            assert all(a is not None and a.status_code in (200, 503) for a in answers), answers
+            devices = requests.get(s.url + "/version", timeout=10).json()["devices"]
+            fenced = next((d for d in devices if d["state"] == "fenced"), None)
+        assert fenced and fenced["device"] == 1 and fenced["fault"], devices
+        ready = requests.get(s.url + "/readyz", timeout=10)
+        assert ready.status_code == 200 and ready.json()["devices"] == devices, ready.text
+        for i in range(4):  # device 0 serves on
+            r = upload(s.url, pngs[i], params)
+            assert r is not None and r.status_code == 200, r and r.text
+        m = requests.get(s.url + "/metrics", timeout=10).text
+        for line in ('edged_gpu_devices{state="up"} 1', 'edged_gpu_devices{state="fenced"} 1',
+                     'edged_gpu_device_up{device="0",', 'edged_gpu_device_up{device="1",'):
+            assert line in m, line
+        assert re.search(r'^edged_gpu_device_up\{device="1",name="[^"]*"\} 0$', m, re.M), m
+        assert "edged_gpu_fatal 0" in m
+        print("retried on device 1:", re.findall(r'^edged_gpu_device_retried_total\{device="1"\} (\S+)$', m, re.M))
+        assert s.proc.poll() is None, "the process exited with a device still up"
+    finally:
+        rc, log = s.finish()
+    lines = [json.loads(x) for x in log.splitlines() if x.startswith("{")]
+    served = [x for x in lines if x.get("event") == "request" and x.get("path") == "/v1/filter" and x["status"] == 200]
+    assert served and all(x["backend"] == "gpu" and x["device"] in (0, 1) for x in served), served[:3]
+    assert served[-1]["device"] == 0, served[-1]  # after the fence only device 0 serves
+    assert any(x.get("event") == "gpu_fenced" for x in lines), log[-3000:]

@@ -2,13 +2,14 @@
 Prometheus' own tools and the running server. The rules: `promtool check rules` (syntax, PromQL)
 and `promtool test rules` with tests/system/monitoring/edged-rules-test.yaml (input series, then
 which alerts fire with which labels and text: down, not ready, 5xx ratio, queue saturation, fatal
-GPU error, restarts, fast and slow burn of the latency SLO); the PrometheusRule of the kustomize
-component equal to the rules file (docker/monitoring/prometheusrule.py --check); every series a
-rule or a panel names is one a CPU-only server started here exports (or Prometheus' own `up`, or a
-recording rule of the rules file). The dashboard: valid JSON of the shape Grafana imports, every
-panel's query valid PromQL (checked by promtool as rules, Grafana's variables substituted), and a
-panel for each thing an operator watches. promtool comes with Debian's prometheus package (docker/
-deps.sh test); without it those checks skip visibly."""
+GPU error, a fenced GPU, restarts, fast and slow burn of the latency SLO); the PrometheusRule of
+the kustomize component equal to the rules file (docker/monitoring/prometheusrule.py --check);
+every series a rule or a panel names is one a CPU-only server started here exports or, for the
+per-GPU families, declares (or Prometheus' own `up`, or a recording rule of the rules file). The
+dashboard: valid JSON of the shape Grafana imports, every panel's query valid PromQL (checked by
+promtool as rules, Grafana's variables substituted), and a panel for each thing an operator
+watches. promtool comes with Debian's prometheus package (docker/deps.sh test); without it those
+checks skip visibly."""
 import json
 import os
 import re
@@ -75,7 +76,8 @@ def series_names(expr):
 
 @pytest.fixture(scope="module")
 def exposition():
-    """The sample names a CPU-only server exports once it has served a filter request."""
+    """The sample names a CPU-only server exports once it has served a filter request, and the names
+    it declares (TYPE) with no sample: the per-GPU families, whose series only a GPU server has."""
     from conftest import Server
     s = Server(["--backend", "cpu"])
     try:
@@ -85,7 +87,10 @@ def exposition():
         text = requests.get(s.url + "/metrics", timeout=10).text
     finally:
         s.stop()
-    return set(re.findall(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{[^}]*\})? \S+$", text, re.M))
+    samples = set(re.findall(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{[^}]*\})? \S+$", text, re.M))
+    declared = set(re.findall(r"^# TYPE (edged_gpu_device_\w+) (?:counter|gauge)$", text, re.M))
+    assert declared, "the per-device families are not declared"
+    return samples | declared
 
 
 def recording_rules():
@@ -110,6 +115,7 @@ def test_rules_cover_what_an_operator_alerts_on():
     alerts = {r["alert"]: r for g in load_rules()["groups"] for r in g["rules"] if "alert" in r}
     want = {"EdgedDown": "up", "EdgedNotReady": "edged_ready", "EdgedHighErrorRatio": "edged_http_requests_total",
             "EdgedQueueSaturated": "edged_queue_capacity", "EdgedGPUFatal": "edged_gpu_fatal",
+            "EdgedGPUDeviceFenced": "edged_gpu_device_up",
             "EdgedLatencyBudgetBurnFast": "edged:request_slow:ratio_rate5m",
             "EdgedLatencyBudgetBurnSlow": "edged:request_slow:ratio_rate30m"}
     for name, series in want.items():
@@ -184,7 +190,8 @@ def test_dashboard_shows_what_an_operator_watches():
             "edged_queue_capacity", "edged_rejections_total", "edged_gpu_busy_seconds_total",
             "edged_memory_budget_bytes", "edged_memory_budget_limit_bytes", "edged_jpeg_gpu_total",
             "edged_jpeg_cpu_fallback_total", "edged_png_gpu_total", "edged_png_cpu_fallback_total",
-            "edged_ready"}
+            "edged_ready", "edged_gpu_devices", "edged_gpu_device_busy_seconds_total",
+            "edged_gpu_device_jobs_total", "edged_gpu_device_outstanding_pixels"}
     assert want <= used, sorted(want - used)
     rate = [e for _, e in panel_exprs(dashboard()) if "edged_http_requests_total" in e and "sum by (route, code)" in e]
     assert rate, "no panel of the request rate by route and status class"

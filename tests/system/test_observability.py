@@ -3,7 +3,9 @@
 otherwise), held against the metrics table of docs/api.md both ways (families, types, labels,
 rejection reasons), the process_* metrics against /proc, requests by route and status class with
 probes and scrapes apart, failures split into 4xx and 5xx, requests and durations by filter and
-backend (no series for a backend the server lacks), the GPU busy time; the log formats
+backend (no series for a backend the server lacks), the GPU busy time; each GPU by its CUDA device
+number in /version, /readyz, the per-device series and the access line (empty lists, declared
+families without series and no device field on a CPU-only server); the log formats
 (--log-format json|text|auto, EDGED_LOG_FORMAT): JSON lines, a readable text line per event with
 control characters escaped, auto choosing text on a terminal and JSON on a pipe; the log levels
 (--log-level, EDGED_LOG_LEVEL: probes at debug, refusals for capacity at warn, server errors at
@@ -192,6 +194,46 @@ def test_gpu_busy_seconds(make_server, png):
         assert after > before
         ready_for = time.time() - sample(fams, "process_start_time_seconds", "process_start_time_seconds")
         assert after <= ready_for + 1
+
+
+def test_gpu_devices(make_server, png):
+    """Each GPU, by its CUDA device number, in /version, /readyz, the edged_gpu_device_* series and
+    the access line of a request whose job it ran; on a CPU-only server the lists are empty, the
+    device families declared with no series, and no access line names a device."""
+    s = make_server("--log-format", "json")
+    version = requests.get(s.url + "/version", timeout=10).json()
+    ready = requests.get(s.url + "/readyz", timeout=10)
+    assert ready.status_code == 200 and ready.json()["devices"] == version["devices"]
+    numbers = [d["device"] for d in version["devices"]]
+    assert all(d["state"] == "up" and "fault" not in d and d["name"] for d in version["devices"])
+    assert len(set(numbers)) == len(numbers)
+    headers = {"X-Request-ID": "obs-device-1"}
+    variant, want = ("fast", 3) if numbers else ("cpu", 0)
+    for _ in range(3):
+        assert post(s.url, png, {"filter": "gaussian", "size": 9, "variant": variant}, headers=headers).status_code == 200
+    settle(s.url)
+    until = time.time() + 5  # a worker counts its jobs just after it has answered them
+    while True:
+        fams, text = families(s.url)
+        jobs = {x.labels["device"]: x.value for x in fams["edged_gpu_device_jobs"].samples
+                if x.name == "edged_gpu_device_jobs_total"}
+        if sum(jobs.values()) >= want or time.time() > until:
+            break
+        time.sleep(0.05)
+    assert sample(fams, "edged_gpu_devices", "edged_gpu_devices", state="up") == len(numbers)
+    assert sample(fams, "edged_gpu_devices", "edged_gpu_devices", state="fenced") == 0
+    up = {x.labels["device"]: x.value for x in fams["edged_gpu_device_up"].samples}
+    assert up == {str(n): 1 for n in numbers}, up
+    assert set(jobs) == set(up) and sum(jobs.values()) == want, jobs
+    if not numbers:
+        assert not re.search(r"^edged_gpu_device_\w+\{", text, re.M), "a device series without a device"
+    lines = [x for x in s.log_lines() if x.get("event") == "request" and x.get("request_id") == "obs-device-1"]
+    assert len(lines) == 3
+    for x in lines:
+        if numbers:
+            assert x["backend"] == "gpu" and x["device"] in numbers, x
+        else:
+            assert x["backend"] == "cpu" and "device" not in x, x
 
 
 # ---------------------------------------------------------------- logs
@@ -406,10 +448,14 @@ def test_api_md_metrics_table_matches_the_server(make_server, png):
     settle(s.url)
     fams, text = families(s.url)  # Prometheus' parser reads it
     got, table = exported(text), api_md_metrics()
+    gpus = requests.get(s.url + "/version", timeout=10).json()["devices"]
     assert set(got) - set(table) == set(), "exported, not in docs/api.md: %s" % sorted(set(got) - set(table))
     assert set(table) - set(got) == set(), "in docs/api.md, not exported: %s" % sorted(set(table) - set(got))
     for name, (kind, labels, _) in table.items():
         assert got[name][0] == kind, "%s: type %s, docs/api.md says %s" % (name, got[name][0], kind)
+        if name.startswith("edged_gpu_device_") and not gpus:
+            assert got[name][1] == set(), "%s: a series of a device on a server without one" % name
+            continue  # declared, no series: its labels are checked by tests/unit/test_metrics.c
         assert got[name][1] == labels, "%s: labels %s, docs/api.md says %s" % (name, got[name][1], labels)
     # the rejection reasons: the ones exported are the ones listed
     reasons = {x.labels["reason"] for x in fams["edged_rejections"].samples}

@@ -1,7 +1,8 @@
 /* test_log.c — the log: level names and the threshold, the level of an access line (probes at
  * debug, refusals for capacity at warn, server errors at error), and lines that stay valid UTF-8
  * and one line each whatever bytes a request carried (JSON: U+FFFD for each bad byte; text:
- * printable ASCII only); UTF-8 repair itself. */
+ * printable ASCII only); UTF-8 repair itself; the access line's device, only for a job that ran
+ * on a GPU. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,7 +117,8 @@ static void bad_request_lines(void)
                             95,
                             0,
                             0,
-                            &t};
+                            &t,
+                            -1};
 
     log_request(&r);
     log_event("warn", "test", "message with \xc3 and \x01 in it");
@@ -151,12 +153,45 @@ static void test_lines(enum log_format form)
         CHECK(strstr(text, "\"method\":\"G" FFFD "T\"") &&
                   strstr(text, "\"path\":\"/a" FFFD FFFD "/caf\xc3\xa9\\n\"") &&
                   strstr(text, "\"trace_id\":\"0af7651916cd43dd8448eb211c80319c\"") &&
-                  strstr(text, "\"span_id\":\"b7ad6b7169203331\"") && !strstr(text, "parent_id"),
+                  strstr(text, "\"span_id\":\"b7ad6b7169203331\"") && !strstr(text, "parent_id") &&
+                  !strstr(text, "device"),
               "JSON fields: %s", text);
     else
         CHECK(strstr(text, " request \"G???T\" \"/a??????"
                            "/caf??\\u000a\" 404 1.5 ms id=id-1 trace_id="),
               "text head: %s", text);
+    free(text);
+}
+
+/* A request whose job ran on the GPU lane: the access line names its CUDA device number. */
+static void gpu_request_line(void)
+{
+    struct result_times t = {.total = 2.0};
+    struct log_request r = {.level = LOG_INFO,
+                            .request_id = "id-2",
+                            .method = "POST",
+                            .path = "/v1/filter",
+                            .filter = "edge",
+                            .variant = "fast",
+                            .backend = "gpu",
+                            .status = 200,
+                            .t = &t,
+                            .device = 3};
+
+    log_request(&r);
+}
+
+static void test_device_field(enum log_format form)
+{
+    char *text;
+
+    log_set_format(form);
+    if (!(text = captured(gpu_request_line)))
+        return;
+    if (form == LOG_JSON)
+        CHECK(strstr(text, "\"backend\":\"gpu\",\"device\":3,"), "JSON device: %s", text);
+    else
+        CHECK(strstr(text, " backend=gpu device=3 "), "text device: %s", text);
     free(text);
 }
 
@@ -167,5 +202,7 @@ int main(void)
     test_request_level();
     test_lines(LOG_JSON);
     test_lines(LOG_TEXT);
+    test_device_field(LOG_JSON);
+    test_device_field(LOG_TEXT);
     return check_summary();
 }

@@ -375,6 +375,7 @@ static void answer_json(struct http_req *r, struct service *s, const struct para
     res.variant = variant_name(job->used);
     res.backend = gpu ? "gpu" : "cpu";
     res.device = job_device(s, p, job, dev, sizeof(dev));
+    res.device_number = gpu ? backend_ordinal(device_view(s, p, job)) : -1;
     res.width = job->out.w;
     res.height = job->out.h;
     res.channels = job->out.ch;

@@ -351,7 +351,9 @@ def test_device_parameter(server, doc, png):
     """`device` is a CUDA device number 0..63: out of range or not an integer is 400 naming it, and so
     is a device beside a CPU variant (compare: a list of CPU variants only). On the CPU backend any
     device is 422 variant_unavailable, as a GPU variant is there; on a GPU backend a device it does
-    not drive is 422 naming the served ones, and a served one runs the GPU work."""
+    not drive is 422 naming the served ones, and a served one runs the GPU work (device_number)."""
+    r = check(doc, upload(server.url, png, {"output": "json", "variant": "cpu"}), "/v1/filter", "post", 200)
+    assert r.json()["device_number"] is None, r.text
     for path in ("/v1/filter", "/v1/compare"):
         op = path.rsplit("/", 1)[1]
         for bad in (-1, 64, 1.5, "1", None):
@@ -373,6 +375,8 @@ def test_device_parameter(server, doc, png):
             msg.startswith("device 63 is not served here; devices: 0"), msg
         r = check(doc, upload(server.url, png, {"device": 0, "output": "json"}, path=path), path, "post", 200)
         assert r.json()["backend"] == "gpu", r.text
+        if op == "filter":
+            assert r.json()["device_number"] == 0, r.text
 
 
 def test_429(make_server, doc, slow_png):

@@ -20,6 +20,7 @@ void params_init(struct params *p, enum params_mode mode)
     p->format = PARAMS_FORMAT_AUTO;
     p->quality = PARAMS_DEFAULT_QUALITY;
     p->orientation = PARAMS_ORIENT_EXIF;
+    p->device = -1;
     p->mode = mode;
 }
 

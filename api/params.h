@@ -25,6 +25,7 @@ enum params_output { PARAMS_OUTPUT_AUTO, PARAMS_OUTPUT_PNG, PARAMS_OUTPUT_JSON }
  * the request gives a quality, lossless otherwise. */
 enum params_format { PARAMS_FORMAT_AUTO, PARAMS_FORMAT_PNG, PARAMS_FORMAT_JPEG, PARAMS_FORMAT_WEBP };
 #define PARAMS_DEFAULT_QUALITY 90 /* JPEG output quality */
+#define PARAMS_MAX_DEVICE 63      /* largest CUDA device number `device` takes */
 
 /* EXIF orientation of JPEG/WebP input: applied (default) or ignored. */
 enum params_orientation { PARAMS_ORIENT_EXIF, PARAMS_ORIENT_IGNORE };
@@ -38,6 +39,8 @@ struct params {
     struct filter_spec spec;
     enum variant variant;      /* default VARIANT_AUTO */
     int block;                 /* GPU block side; 0 = VARIANT_DEFAULT_BLOCK */
+    int device;                /* CUDA device number 0..PARAMS_MAX_DEVICE the GPU work runs on; -1 (default):
+                                * any, the scheduler picks */
     enum params_output output; /* AUTO: the Accept header decides, PNG otherwise */
     int png_level;             /* 0..9 */
     int bit_depth;             /* 8, or 1 for single-channel binary outputs (edge) */
@@ -77,10 +80,11 @@ enum params_field_bit {
     PARAMS_F_L2GRADIENT = 1u << 21,
     PARAMS_F_VALUE = 1u << 22,
     PARAMS_F_OPS = 1u << 23,
+    PARAMS_F_DEVICE = 1u << 24,
 };
 
 /* Defaults: filter edge (threshold 5, reflect border), variant auto, png_level 1, bit_depth 8,
- * format auto, quality 90, orientation exif. */
+ * format auto, quality 90, orientation exif, device -1 (any). */
 void params_init(struct params *p, enum params_mode mode);
 
 /* Sets one field from a text value (query string or form field). Numbers must be JSON numbers,
@@ -106,7 +110,7 @@ int params_set_json(struct params *p, const char *text, size_t len, char *err);
 
 /* Checks the combination (knobs that the filter does not take, custom without taps, bit_depth 1
  * for a non-binary filter, quality with format png, output options given to /v1/compare, which
- * encodes no image) and resolves the spec as filter_plan_make would. 0 or EDGED_E_PARAM. */
+ * encodes no image, block or device with CPU variants only) and resolves the spec as filter_plan_make would. 0 or EDGED_E_PARAM. */
 int params_validate(const struct params *p, char *err);
 
 /* The plan of request p for an input of ch channels (filter_plan_make). bit_depth 1 needs a

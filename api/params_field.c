@@ -230,6 +230,11 @@ static int set_block(struct params *p, const cJSON *v, char *err)
     return rc;
 }
 
+static int set_device(struct params *p, const cJSON *v, char *err)
+{
+    return get_int(v, "device", 0, PARAMS_MAX_DEVICE, &p->device, err);
+}
+
 static int output_from_name(const char *name)
 {
     return strcmp(name, "png") == 0 ? PARAMS_OUTPUT_PNG : strcmp(name, "json") == 0 ? PARAMS_OUTPUT_JSON : -1;
@@ -377,6 +382,7 @@ static const struct params_field fields[] = {
     {"taps", PARAMS_F_TAPS, PARAMS_TEXT_JSON, set_taps, FILTER_KNOB_TAPS},
     {"normalize", PARAMS_F_NORMALIZE, PARAMS_TEXT_BOOL, set_normalize, FILTER_KNOB_NORMALIZE},
     {"block", PARAMS_F_BLOCK, PARAMS_TEXT_JSON, set_block, PARAMS_FIELD_COMMON},
+    {"device", PARAMS_F_DEVICE, PARAMS_TEXT_JSON, set_device, PARAMS_FIELD_COMMON},
     {"output", PARAMS_F_OUTPUT, PARAMS_TEXT_STRING, set_output, PARAMS_FIELD_COMMON},
     {"png_level", PARAMS_F_PNG_LEVEL, PARAMS_TEXT_JSON, set_png_level, PARAMS_FIELD_COMMON},
     {"bit_depth", PARAMS_F_BIT_DEPTH, PARAMS_TEXT_JSON, set_bit_depth, FILTER_KNOB_BIT_DEPTH},
@@ -468,6 +474,26 @@ static int check_beside_ops(const struct params *p, char *err)
 
 static int check_applies(const struct params *p, char *err);
 
+/* block and device shape the GPU's work: with a CPU variant (compare: a list of CPU variants only)
+ * they would do nothing, so they are refused rather than ignored. */
+static int check_gpu_fields(const struct params *p, char *err)
+{
+    static const unsigned gpu_fields[] = {PARAMS_F_BLOCK, PARAMS_F_DEVICE};
+    unsigned gpu_listed = p->variants >> VARIANT_FIRST_GPU;
+
+    for (size_t i = 0; i < sizeof(gpu_fields) / sizeof(gpu_fields[0]); i++) {
+        const char *name = params_field_name(gpu_fields[i]);
+        if (!(p->given & gpu_fields[i]))
+            continue;
+        if (p->mode == PARAMS_FILTER && p->variant != VARIANT_AUTO && !variant_is_gpu(p->variant))
+            return edged_fail(err, EDGED_E_PARAM, "%s: applies to GPU variants, not %s (a CPU variant runs on "
+                              "the CPU)", name, variant_name(p->variant));
+        if (p->mode == PARAMS_COMPARE && p->variants && !gpu_listed)
+            return edged_fail(err, EDGED_E_PARAM, "%s: applies to GPU variants, and `variants` lists none", name);
+    }
+    return 0;
+}
+
 /* Step i of ops: an object of step fields, parsed into step (a fresh request) by their setters and
  * checked as one filter's request is. */
 static int parse_step(const cJSON *obj, int i, struct params *step, char *err)
@@ -552,9 +578,8 @@ static int check_applies(const struct params *p, char *err)
     }
     if (f == FILTER_CUSTOM && !(p->given & PARAMS_F_TAPS))
         return edged_fail(err, EDGED_E_PARAM, "taps: filter custom needs taps (an array of rows)");
-    if ((p->given & PARAMS_F_BLOCK) && p->mode == PARAMS_FILTER && p->variant != VARIANT_AUTO &&
-        !variant_is_gpu(p->variant))
-        return edged_fail(err, EDGED_E_PARAM, "block: applies to GPU variants, not %s", variant_name(p->variant));
+    if ((rc = check_gpu_fields(p, err)) < 0)
+        return rc;
     if (p->mode == PARAMS_COMPARE)
         return check_compare(p, err);
     if (p->format != PARAMS_FORMAT_AUTO && (rc = params_output_format(p, p->format, NULL, err)) < 0)

@@ -327,6 +327,10 @@ char *result_filter_json(const struct result_filter *r)
     cJSON *root = cJSON_CreateObject(), *k = cJSON_CreateObject(), *out = cJSON_CreateObject();
 
     add_image(root, r->request_id, r->trace_id, r->filter, r->backend, r->device, r->width, r->height, r->channels);
+    if (r->device_number >= 0)
+        cJSON_AddNumberToObject(root, "device_number", r->device_number);
+    else
+        cJSON_AddNullToObject(root, "device_number");
     cJSON_AddStringToObject(root, "variant", r->variant);
     cJSON_AddItemToObject(root, "timings_ms", times_json(&r->t));
     cJSON_AddNumberToObject(k, "gflops", rnd(r->gflops, 1e3));

@@ -62,11 +62,13 @@ double result_round_ms(double ms);
 /* Adds the stages of t to the JSON object obj as numbers of ms rounded to the microsecond. */
 void result_times_json(struct cJSON *obj, const struct result_times *t, enum result_times_form form);
 
-/* What POST /v1/filter reports with output=json. bandwidth_fraction < 0 and block 0 print null.
+/* What POST /v1/filter reports with output=json. bandwidth_fraction < 0, block 0 and device_number
+ * < 0 print null.
  * params and plan (both may be NULL: no "params" object) are the request and the plan that ran;
  * variant is the one that ran. trace_id (NULL: omitted) is the request's W3C trace id. */
 struct result_filter {
     const char *request_id, *trace_id, *filter, *variant, *backend, *device;
+    int device_number; /* the CUDA device number a GPU job ran on; -1 on the CPU */
     int width, height, channels;
     struct result_times t;
     double gflops, effective_gbps, bandwidth_fraction;

@@ -36,6 +36,12 @@ struct gconv_times {
  * takes them; 0 without CUDA, without a driver or without a device. */
 int gconv_device_count(void);
 
+/* The facts of CUDA device `device` (0..gconv_device_count()-1) into *out without opening a
+ * context: name, compute capability, SMs, memory, L2, versions, FP32 peak; copy_gbps 0 (only
+ * gconv_open measures it). Returns 0 or EDGED_E_NO_CUDA (built without CUDA, no usable device, or
+ * no such device: the message says which, as gconv_open's). */
+int gconv_device_query(int device, struct gconv_info *out, char *err);
+
 /* Opens device `device` with `streams` CUDA streams (1..16), measures copy bandwidth. Returns 0,
  * EDGED_E_NO_CUDA (built without CUDA, or no usable device: message says which) or another code. */
 int gconv_open(struct gconv_ctx **out, int device, int streams, char *err);

@@ -291,30 +291,46 @@ static int attr(int *v, enum cudaDeviceAttr a, int dev)
     return cudaDeviceGetAttribute(v, a, dev) == cudaSuccess ? 0 : -1;
 }
 
+/* The facts of device dev that need no context, into *p and *info (copy_gbps stays 0: gconv_open
+ * measures it). */
+static cudaError_t read_info(int dev, struct cudaDeviceProp *p, struct gconv_info *info)
+{
+    int khz = 0;
+    cudaError_t e;
+
+    memset(info, 0, sizeof(*info));
+    if ((e = cudaGetDeviceProperties(p, dev)) != cudaSuccess)
+        return e;
+    size_t len = strnlen(p->name, sizeof(p->name));
+    len = len < sizeof(info->name) ? len : sizeof(info->name) - 1;
+    memcpy(info->name, p->name, len);
+    info->name[len] = '\0';
+    info->cc_major = p->major;
+    info->cc_minor = p->minor;
+    info->sms = p->multiProcessorCount;
+    info->global_mem = p->totalGlobalMem;
+    info->l2_bytes = p->l2CacheSize;
+    info->smem_per_block_optin = p->sharedMemPerBlockOptin;
+    cudaDriverGetVersion(&info->driver_version);
+    cudaRuntimeGetVersion(&info->runtime_version);
+    /* cudaDeviceProp::clockRate is gone in CUDA 13: the attribute gives the peak clock in kHz. */
+    if (attr(&khz, cudaDevAttrClockRate, dev) < 0)
+        return cudaGetLastError();
+    info->fp32_gflops = 2.0 * p->multiProcessorCount * fp32_lanes(p->major, p->minor) * (khz * 1e3) / 1e9;
+    return cudaSuccess;
+}
+
 /* Device facts into ctx->info and ctx->lim. */
 static cudaError_t read_device(struct gconv_ctx *ctx)
 {
     struct cudaDeviceProp p;
     struct cudaChannelFormatDesc fd = cudaCreateChannelDesc<float>();
-    int dev = ctx->device, khz = 0, tex_align = 0, tex_pitch = 0;
+    int dev = ctx->device, tex_align = 0, tex_pitch = 0;
     cudaError_t e;
 
-    if ((e = cudaGetDeviceProperties(&p, dev)) != cudaSuccess)
+    if ((e = read_info(dev, &p, &ctx->info)) != cudaSuccess)
         return e;
-    size_t len = strnlen(p.name, sizeof(p.name));
-    len = len < sizeof(ctx->info.name) ? len : sizeof(ctx->info.name) - 1;
-    memcpy(ctx->info.name, p.name, len);
-    ctx->info.name[len] = '\0';
-    ctx->info.cc_major = p.major;
-    ctx->info.cc_minor = p.minor;
-    ctx->info.sms = p.multiProcessorCount;
-    ctx->info.global_mem = p.totalGlobalMem;
-    ctx->info.l2_bytes = p.l2CacheSize;
-    ctx->info.smem_per_block_optin = p.sharedMemPerBlockOptin;
-    cudaDriverGetVersion(&ctx->info.driver_version);
-    cudaRuntimeGetVersion(&ctx->info.runtime_version);
-    /* cudaDeviceProp::clockRate is gone in CUDA 13: the attribute gives the peak clock in kHz. */
-    if (attr(&khz, cudaDevAttrClockRate, dev) < 0 || attr(&tex_align, cudaDevAttrTextureAlignment, dev) < 0 ||
+    if (attr(&tex_align, cudaDevAttrTextureAlignment, dev) < 0 ||
         attr(&tex_pitch, cudaDevAttrTexturePitchAlignment, dev) < 0 ||
         attr(&ctx->lim.tex2d_w, cudaDevAttrMaxTexture2DLinearWidth, dev) < 0 ||
         attr(&ctx->lim.tex2d_h, cudaDevAttrMaxTexture2DLinearHeight, dev) < 0 ||
@@ -322,7 +338,6 @@ static cudaError_t read_device(struct gconv_ctx *ctx)
         return cudaGetLastError();
     if ((e = cudaDeviceGetTexture1DLinearMaxWidth(&ctx->lim.tex1d_max, &fd, dev)) != cudaSuccess)
         return e;
-    ctx->info.fp32_gflops = 2.0 * p.multiProcessorCount * fp32_lanes(p.major, p.minor) * (khz * 1e3) / 1e9;
     ctx->lim.max_threads = p.maxThreadsPerBlock;
     ctx->lim.smem_block = p.sharedMemPerBlock;
     ctx->lim.smem_optin = p.sharedMemPerBlockOptin;
@@ -396,20 +411,48 @@ int gconv_device_count(void)
     return n;
 }
 
+/* 0 when CUDA device `device` exists, else EDGED_E_NO_CUDA saying why (no device usable, or how
+ * many there are). */
+static int device_exists(int device, char *err)
+{
+    int n = 0;
+    cudaError_t e;
+
+    if ((e = cudaGetDeviceCount(&n)) != cudaSuccess || n == 0)
+        return open_no_device(e, err);
+    if (device < 0 || device >= n)
+        return edged_fail(err, EDGED_E_NO_CUDA, "CUDA device %d does not exist (%d present)", device, n);
+    return 0;
+}
+
+int gconv_device_query(int device, struct gconv_info *out, char *err)
+{
+    struct cudaDeviceProp p;
+    cudaError_t e;
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    if ((rc = device_exists(device, err)) < 0)
+        return rc;
+    if ((e = read_info(device, &p, out)) != cudaSuccess) {
+        cudaGetLastError();
+        return edged_fail(err, EDGED_E_NO_CUDA, "querying CUDA device %d: %s", device, cudaGetErrorString(e));
+    }
+    return 0;
+}
+
 int gconv_open(struct gconv_ctx **out, int device, int streams, char *err)
 {
     struct gconv_ctx *ctx = NULL;
-    int n = 0, rc;
+    int rc;
     cudaError_t e;
 
     *out = NULL;
     if (streams < 1 || streams > GCONV_MAX_STREAMS)
         return edged_fail(err, EDGED_E_PARAM, "streams %d invalid: must be 1..%d", streams,
                           GCONV_MAX_STREAMS);
-    if ((e = cudaGetDeviceCount(&n)) != cudaSuccess || n == 0)
-        return open_no_device(e, err);
-    if (device < 0 || device >= n)
-        return edged_fail(err, EDGED_E_NO_CUDA, "CUDA device %d does not exist (%d present)", device, n);
+    if ((rc = device_exists(device, err)) < 0)
+        return rc;
     if (!(ctx = (struct gconv_ctx *)calloc(1, sizeof(*ctx))))
         return edged_fail(err, EDGED_E_NOMEM, "out of memory for the GPU context");
     ctx->device = device;

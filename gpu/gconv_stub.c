@@ -1,11 +1,20 @@
 /* gconv_stub.c — gconv without CUDA (GPU=0 builds): every entry point answers EDGED_E_NO_CUDA. */
 #include "gconv.h"
 
+#include <string.h>
+
 #include "errors.h"
 
 #define NO_CUDA(err) edged_fail(err, EDGED_E_NO_CUDA, "built without CUDA")
 
 int gconv_device_count(void) { return 0; }
+
+int gconv_device_query(int device, struct gconv_info *out, char *err)
+{
+    (void)device;
+    memset(out, 0, sizeof(*out));
+    return NO_CUDA(err);
+}
 
 int gconv_open(struct gconv_ctx **out, int device, int streams, char *err)
 {

@@ -241,16 +241,21 @@ static void print_json(struct batch *bt, const struct image *im, const struct re
 
 /* ---- the backend, opened by the first image that needs it ----------------------------------- */
 
-/* The backend the variant needs (auto may take either, a GPU variant needs the GPU), the queue
- * and the workers that run the jobs, as the service starts them. */
+/* The backend the variant needs (auto may take either, a GPU variant or a named --device needs the
+ * GPU) on the CUDA device --device names (default 0), the queue and the workers that run the jobs,
+ * as the service starts them. */
 static int open_backend(struct batch *bt, char *err)
 {
-    enum variant v = bt->c->p->variant;
-    enum backend_kind want = v == VARIANT_AUTO ? BACKEND_AUTO : variant_is_gpu(v) ? BACKEND_GPU : BACKEND_CPU;
+    const struct params *p = bt->c->p;
+    enum variant v = p->variant;
+    int named = (p->given & PARAMS_F_DEVICE) != 0, device = named ? p->device : 0;
+    enum backend_kind want = v == VARIANT_AUTO && !named ? BACKEND_AUTO
+                             : variant_is_gpu(v) || named ? BACKEND_GPU
+                                                          : BACKEND_CPU;
     struct worker_config wc;
     int rc;
 
-    if ((rc = backend_open(&bt->b, want, (const int[]){0}, 1, bt->n < BATCH_STREAMS ? bt->n : BATCH_STREAMS, 0, err)) < 0 ||
+    if ((rc = backend_open(&bt->b, want, &device, 1, bt->n < BATCH_STREAMS ? bt->n : BATCH_STREAMS, 0, err)) < 0 ||
         (rc = queue_new(&bt->q, bt->c->threads * BATCH_AHEAD, BATCH_NO_DEADLINE_MS, 0, err)) < 0)
         return rc;
     /* cpu spreads each job over the cores; cpu_serial runs one job per core */

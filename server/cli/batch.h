@@ -13,7 +13,7 @@ struct batch_item {
 };
 
 struct batch_config {
-    const struct params *p; /* filter, variant, block, png level and bit depth of every image */
+    const struct params *p; /* filter, variant, block, device, png level and bit depth of every image */
     int threads;            /* codec threads (each keeps BATCH_AHEAD images in flight); 0 = cores */
     int json;               /* one JSON line per image on stdout */
     int progress;           /* "N/M images, X img/s, ETA" on stderr: 1 always, 0 when it is a terminal */

@@ -17,6 +17,7 @@
 #include "codec/image_io.h"
 #include "codec/png_decode.h"
 #include "ops/opts.h"
+#include "params.h"
 #include "png_layout.h"
 
 #define BENCH_CODEC_REPS 5
@@ -25,6 +26,7 @@
 
 struct bench_codec_opts {
     int json, reps, level, quality;
+    int device, device_given; /* --device: the CUDA device of the device rows (default 0), and whether given */
 };
 
 /* One codec of one input format: its decoder (pngio_decode's contract) and an encoder of the
@@ -120,7 +122,12 @@ static int bench_codec_one(const struct bench_codec *c, const uint8_t *data, siz
     return 0;
 }
 
-static void bench_codec_print(const char *file, const char *codec, const struct bench_codec_result *r, int json)
+static struct gconv_ctx *bench_gpu; /* opened by the first JPEG or PNG file; NULL: no device rows */
+static int bench_gpu_tried;
+
+/* One row; a device row (dev >= 0, the CUDA device number) names its device in JSON. */
+static void bench_codec_print(const char *file, const char *codec, const struct bench_codec_result *r, int json,
+                              int dev)
 {
     if (json) {
         cJSON *o = cJSON_CreateObject();
@@ -128,6 +135,10 @@ static void bench_codec_print(const char *file, const char *codec, const struct 
 
         cJSON_AddStringToObject(o, "file", file);
         cJSON_AddStringToObject(o, "codec", codec);
+        if (dev >= 0) {
+            cJSON_AddNumberToObject(o, "device", dev);
+            cJSON_AddStringToObject(o, "device_name", gconv_get_info(bench_gpu)->name);
+        }
         cJSON_AddNumberToObject(o, "decode_ms", round(r->decode_ms * 1000) / 1000);
         cJSON_AddNumberToObject(o, "encode_ms", round(r->encode_ms * 1000) / 1000);
         cJSON_AddNumberToObject(o, "bytes", (double)r->bytes);
@@ -144,9 +155,6 @@ static void bench_codec_print(const char *file, const char *codec, const struct 
 
 /* Copies of one file per call in the largest batched device row. */
 #define BENCH_CODEC_BATCH 32
-
-static struct gconv_ctx *bench_gpu; /* opened by the first JPEG or PNG file; NULL: no device rows */
-static int bench_gpu_tried;
 
 /* What a device row decodes: one file's bytes, and for a PNG its layout and zlib stream. */
 struct bench_dev_src {
@@ -213,18 +221,28 @@ static int bench_codec_device(const struct bench_dev_src *src, int batch, const 
     return 0;
 }
 
-/* Whether the device serves src's format, the context opened on the first call. */
-static int bench_dev_ready(const struct bench_dev_src *src)
+/* Opens --device's context once (bench_gpu; NULL when it does not open: no device rows). Returns
+ * gconv_open's code, message in err. */
+static int bench_dev_open(const struct bench_codec_opts *o, char *err)
 {
-    char err[EDGED_ERR_LEN];
+    int rc = 0;
 
     if (!bench_gpu_tried) {
         bench_gpu_tried = 1;
-        if (gconv_open(&bench_gpu, 0, 1, err) < 0) {
+        if ((rc = gconv_open(&bench_gpu, o->device, 1, err)) < 0) {
             gconv_close(bench_gpu);
             bench_gpu = NULL;
         }
     }
+    return rc;
+}
+
+/* Whether the device serves src's format, the context opened on the first call. */
+static int bench_dev_ready(const struct bench_dev_src *src, const struct bench_codec_opts *o)
+{
+    char err[EDGED_ERR_LEN];
+
+    bench_dev_open(o, err);
     return bench_gpu && (src->fmt == IMAGEIO_PNG ? gconv_png_available(bench_gpu) : gconv_jpeg_available(bench_gpu));
 }
 
@@ -240,7 +258,7 @@ static int bench_codec_gpu_rows(const char *path, struct bench_dev_src *src, con
 
     struct pngio_info info;
 
-    if (!bench_dev_ready(src) ||
+    if (!bench_dev_ready(src, o) ||
         (src->fmt == IMAGEIO_PNG && (pngio_peek(src->data, src->len, &info, err) ||
                                      pngdec_layout(src->data, src->len, &src->lay, &src->z, &src->z_len, &join, err))))
         return EXIT_OK;
@@ -258,7 +276,7 @@ static int bench_codec_gpu_rows(const char *path, struct bench_dev_src *src, con
             snprintf(name, sizeof(name), "%s", base);
         else
             snprintf(name, sizeof(name), "%s-batch%d", base, batches[i]);
-        bench_codec_print(path, name, &r, o->json);
+        bench_codec_print(path, name, &r, o->json, o->device);
     }
     free(join);
     return rc;
@@ -288,7 +306,7 @@ static int bench_codec_file(const char *path, const struct bench_codec_opts *o)
             fprintf(stderr, "edged bench --codec: %s (%s): %s\n", path, bench_codecs[i].name, err);
             rc = EXIT_BAD_INPUT;
         } else {
-            bench_codec_print(path, bench_codecs[i].name, &r, o->json);
+            bench_codec_print(path, bench_codecs[i].name, &r, o->json, -1);
         }
     }
     if (rc == 0 && (fmt == IMAGEIO_JPEG || fmt == IMAGEIO_PNG)) {
@@ -305,12 +323,13 @@ static const struct opts_spec bench_codec_specs[] = {
     {"reps", "N", "timed repetitions after a warm-up, median reported (default 5; at most 1000)"},
     {"level", "L", "PNG level of the encodes, 0..9 (default 1)"},
     {"quality", "Q", "JPEG and WebP quality of the encodes, 1..100 (default 90)"},
+    {"device", "N", "the CUDA device number of the device rows (default 0); given, the GPU is required"},
 };
 #define BENCH_CODEC_NSPECS ((int)(sizeof(bench_codec_specs) / sizeof(bench_codec_specs[0])))
 
 static void bench_codec_usage(FILE *f)
 {
-    fprintf(f, "usage: edged bench --codec [--json] [--reps N] [--level L] [--quality Q] FILE...\n"
+    fprintf(f, "usage: edged bench --codec [--json] [--reps N] [--level L] [--quality Q] [--device N] FILE...\n"
                "  per file: median decode and encode ms of the codecs of its format (PNG: edged's and\n"
                "  libpng; JPEG: libjpeg-turbo, and nvJPEG one at a time and in batches of 4, 8, 16\n"
                "  and %d when the GPU has it; WebP: libwebp), measured in the same run, and the bytes\n"
@@ -335,13 +354,17 @@ static int bench_codec_opt(void *app, int i, const char *val, char *err)
         return edged_fail(err, EDGED_E_USAGE, "--level '%s': expected 0..9", val);
     if (i == 4 && (*end || end == val || v < 1 || v > 100))
         return edged_fail(err, EDGED_E_USAGE, "--quality '%s': expected 1..100", val);
-    *(i == 2 ? &o->reps : i == 3 ? &o->level : &o->quality) = (int)v;
+    if (i == 5 && (*end || end == val || v < 0 || v > PARAMS_MAX_DEVICE))
+        return edged_fail(err, EDGED_E_USAGE, "--device '%s': expected a CUDA device number 0..%d", val,
+                          PARAMS_MAX_DEVICE);
+    o->device_given |= i == 5;
+    *(i == 2 ? &o->reps : i == 3 ? &o->level : i == 4 ? &o->quality : &o->device) = (int)v;
     return 0;
 }
 
 int bench_codec_main(int argc, char **argv)
 {
-    struct bench_codec_opts o = {0, BENCH_CODEC_REPS, PNGIO_DEFAULT_LEVEL, JPEGIO_DEFAULT_QUALITY};
+    struct bench_codec_opts o = {0, BENCH_CODEC_REPS, PNGIO_DEFAULT_LEVEL, JPEGIO_DEFAULT_QUALITY, 0, 0};
     char err[EDGED_ERR_LEN] = "";
     int first = argc, rc = opts_parse(argc, argv, bench_codec_specs, BENCH_CODEC_NSPECS, bench_codec_opt, &o,
                                       &first, err);
@@ -350,6 +373,10 @@ int bench_codec_main(int argc, char **argv)
         rc = edged_fail(err, EDGED_E_USAGE, "no image file given");
     if (rc != 0)
         return opts_usage_exit(rc, "bench --codec", err, bench_codec_usage);
+    if (o.device_given && (rc = bench_dev_open(&o, err)) < 0) { /* a named device must open */
+        fprintf(stderr, "edged bench --codec: --device %d: %s\n", o.device, err);
+        return exit_status_for(rc);
+    }
     if (!o.json)
         printf("%-40s %-13s %10s %10s %12s\n", "file", "codec", "decode_ms", "encode_ms", "bytes");
     rc = EXIT_OK;

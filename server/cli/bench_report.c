@@ -56,31 +56,33 @@ static const char *today(char *buf, size_t n)
 void bench_report_begin(const struct bench_report *o)
 {
     const struct gconv_info *gi = o->gi;
-    char date[16];
+    char date[16], num[16] = "null";
 
     today(date, sizeof(date));
+    if (gi)
+        snprintf(num, sizeof(num), "%d", o->device);
     if (o->fmt == BENCH_CSV) {
         printf("date,device,variant,block,width,height,ksize,taps,channels,border,ms,gpix_s,gflop_s,gb_s,"
                "pct_copy_bw,pct_fp32_peak,speedup_vs_cpu_serial,speedup_vs_cpu,copy_gbps,fp32_gflops,floor_ms,"
-               "x_floor,note\n");
+               "x_floor,device_number,note\n");
         return;
     }
     if (o->fmt == BENCH_JSON) {
-        printf("{\"date\": \"%s\", \"device\": {\"name\": \"%s\", \"cc\": \"%d.%d\", \"sms\": %d, "
-               "\"l2_bytes\": %zu, "
+        printf("{\"date\": \"%s\", \"device\": {\"number\": %s, \"name\": \"%s\", \"cc\": \"%d.%d\", "
+               "\"sms\": %d, \"l2_bytes\": %zu, "
                "\"copy_gbps\": %.1f, \"fp32_gflops\": %.1f},\n \"filter\": \"%s\", \"border\": \"%s\", "
                "\"reps\": %d, "
                "\"warmup\": %d, \"channels\": %d,\n \"rows\": [",
-               date, gi ? gi->name : "none", gi ? gi->cc_major : 0, gi ? gi->cc_minor : 0, gi ? gi->sms : 0,
+               date, num, gi ? gi->name : "none", gi ? gi->cc_major : 0, gi ? gi->cc_minor : 0, gi ? gi->sms : 0,
                gi ? gi->l2_bytes : 0, gi ? gi->copy_gbps : 0.0, gi ? gi->fp32_gflops : 0.0,
                o->filter, o->border, o->reps, o->warmup, o->channels);
         return;
     }
     if (gi)
         printf(
-            "# %s: %s (cc %d.%d, %d SMs, L2 %zu MiB), measured copy %.0f GB/s (read+write), FP32 peak %.1f "
-            "TFLOP/s\n",
-            date, gi->name, gi->cc_major, gi->cc_minor, gi->sms, gi->l2_bytes >> 20, gi->copy_gbps,
+            "# %s: device %d, %s (cc %d.%d, %d SMs, L2 %zu MiB), measured copy %.0f GB/s (read+write), FP32 "
+            "peak %.1f TFLOP/s\n",
+            date, o->device, gi->name, gi->cc_major, gi->cc_minor, gi->sms, gi->l2_bytes >> 20, gi->copy_gbps,
             gi->fp32_gflops / 1e3);
     if (o->u8_edge == 2)
         printf("# u8 pipeline (--ops) and its steps alone, the borders its steps give, median of %d after %d "
@@ -122,18 +124,18 @@ static void sanitize(char *s)
 
 static void print_row_csv(const struct bench_report *rp, struct bench_row *r, const struct row_stats *s)
 {
-    char b[10][32], date[16];
+    char b[11][32], date[16];
     const struct gconv_info *gi = rp->gi;
 
     sanitize(r->note);
-    printf("%s,%s,%s,%d,%d,%d,%d,%d,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.1f,%.1f,%s,%s,%s\n", today(date, sizeof(date)),
+    printf("%s,%s,%s,%d,%d,%d,%d,%d,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.1f,%.1f,%s,%s,%s,%s\n", today(date, sizeof(date)),
            gi ? gi->name : "none", r->impl, r->block, r->w, r->h, r->k, r->k * r->k, r->ch, r->border,
            cell(b[0], 32, r->ms > 0 ? r->ms : NAN, "%.5f", ""), cell(b[1], 32, s->gpix, "%.4f", ""),
            cell(b[2], 32, s->gflop, "%.2f", ""), cell(b[3], 32, s->gbps, "%.2f", ""),
            cell(b[4], 32, s->pct_copy, "%.2f", ""), cell(b[5], 32, s->pct_fp32, "%.2f", ""),
            cell(b[6], 32, s->x_serial, "%.2f", ""), cell(b[7], 32, s->x_cpu, "%.3f", ""),
            gi ? gi->copy_gbps : 0.0, gi ? gi->fp32_gflops : 0.0, cell(b[8], 32, s->floor_ms, "%.5f", ""),
-           cell(b[9], 32, s->x_floor, "%.3f", ""), r->note);
+           cell(b[9], 32, s->x_floor, "%.3f", ""), cell(b[10], 32, gi ? rp->device : NAN, "%.0f", ""), r->note);
 }
 
 static void print_row_json(const struct bench_report *rp, struct bench_row *r, const struct row_stats *s)

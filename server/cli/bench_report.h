@@ -30,6 +30,7 @@ struct bench_row {
 struct bench_report {
     enum bench_fmt fmt;
     const struct gconv_info *gi; /* NULL without a GPU: no roofline columns */
+    int device;                  /* the CUDA device number gi describes; -1 without a GPU */
     const char *filter, *border;
     int reps, warmup, channels, u8_edge; /* u8_edge: 1 --u8-edge rows, 2 --ops rows */
     double serial_ms, cpu_ms; /* of the current (size, kernel); < 0 when not timed */

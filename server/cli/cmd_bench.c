@@ -35,6 +35,7 @@ struct bench_opts {
     enum border border;
     int reps, warmup, channels, serial_max, compare, cpu, u8_edge, progress;
     int canny_spiral, l2gradient; /* --canny-input spiral, --l2gradient */
+    int device, device_given;     /* --device: the CUDA device number (default 0), and whether given */
     const char *input;            /* --input FILE, or NULL */
     const char *ops;              /* --ops JSON (a request's pipeline), or NULL */
     enum bench_fmt fmt;
@@ -52,7 +53,7 @@ struct bench_env {
 
 enum {
     OPT_VARIANTS, OPT_SIZES, OPT_KSIZES, OPT_BLOCKS, OPT_FILTER, OPT_BORDER, OPT_REPS, OPT_WARMUP, OPT_CHANNELS,
-    OPT_SERIAL_MAX, OPT_CANNY_INPUT, OPT_INPUT, OPT_OPS, OPT_CSV, OPT_JSON, OPT_COMPARE, OPT_CPU, OPT_U8_EDGE, OPT_PROGRESS,
+    OPT_SERIAL_MAX, OPT_CANNY_INPUT, OPT_INPUT, OPT_OPS, OPT_DEVICE, OPT_CSV, OPT_JSON, OPT_COMPARE, OPT_CPU, OPT_U8_EDGE, OPT_PROGRESS,
     OPT_L2GRADIENT,
 };
 static const struct opts_spec bench_opts_spec[] = {
@@ -80,6 +81,8 @@ static const struct opts_spec bench_opts_spec[] = {
                                 "size (--input or random bytes): per GPU variant one row for the whole\n"
                                 "pipeline in one job and one row for each step alone on the same image,\n"
                                 "every kernel of a job on the device, no host copies"},
+    [OPT_DEVICE] = {"device", "N", "the CUDA device number to bench (default 0; edged variants lists them);\n"
+                                   "given, the GPU is required (no CPU-only fallback)"},
     [OPT_CSV] = {"csv", NULL, "print CSV instead of the table"},
     [OPT_JSON] = {"json", NULL, "print JSON instead of the table"},
     [OPT_COMPARE] = {"compare", NULL, "adds NVIDIA NPP nppiFilterBorder_32f_C1R (replicate border) when built\n"
@@ -206,6 +209,9 @@ static int value_opt(struct bench_opts *o, int i, const char *val)
         return parse_ints(val, &o->channels, 1, 1, 4, 0);
     case OPT_SERIAL_MAX:
         return parse_ints(val, &o->serial_max, 1, 0, IMG_MAX_SIDE, 0);
+    case OPT_DEVICE:
+        o->device_given = 1;
+        return parse_ints(val, &o->device, 1, 0, PARAMS_MAX_DEVICE, 0);
     default:
         return -1;
     }
@@ -645,15 +651,18 @@ static int bench_all(struct bench_env *env, const struct bench_opts *o)
     return EXIT_OK;
 }
 
-/* Opens the GPU; without one the CPU rows are the bench (the u8 edge pipeline has none: error). */
+/* Opens the GPU --device names; without one the CPU rows are the bench, unless --device was given
+ * (then the GPU is required) or the rows are GPU kernels only. */
 static int open_gpu(struct bench_env *env, struct bench_opts *o, char *err)
 {
     char why[EDGED_ERR_LEN];
     int rc;
 
-    if ((rc = gconv_open(&env->ctx, 0, BENCH_STREAMS, why)) == 0)
+    if ((rc = gconv_open(&env->ctx, o->device, BENCH_STREAMS, why)) == 0)
         return 0;
     env->ctx = NULL;
+    if (o->device_given)
+        return edged_fail(err, rc, "--device %d: %s", o->device, why);
     if (o->u8_edge || o->ops || o->filter == FILTER_CANNY)
         return edged_fail(err, rc, "--u8-edge, --ops and --filter canny time GPU kernels only, and there is no GPU "
                           "(%s)", why);
@@ -699,8 +708,9 @@ int bench_main(int argc, char **argv)
                 "found in CUDA_HOME at build time)\n");
         o.compare = 0;
     }
-    env.rep = (struct bench_report){o.fmt, gconv_get_info(env.ctx), filter_name(o.filter), border_name(o.border),
-                                    o.reps, o.warmup, o.channels, o.ops ? 2 : o.u8_edge, -1.0, -1.0, 0};
+    env.rep = (struct bench_report){o.fmt, gconv_get_info(env.ctx), env.ctx ? o.device : -1, filter_name(o.filter),
+                                    border_name(o.border), o.reps, o.warmup, o.channels, o.ops ? 2 : o.u8_edge,
+                                    -1.0, -1.0, 0};
     env.steps = o.u8_edge ? o.ns * 2 : o.ns * o.nk;
     progress_init(&env.line);
     bench_report_begin(&env.rep);

@@ -67,6 +67,8 @@ static const struct opts_spec filter_opts[] = {
                      "(or JSON rows '[[1,2,1],[2,4,2],[1,2,1]]')"},
     {"variant", "NAME", "auto (default), cpu_serial, cpu or a GPU variant (edged variants)"},
     {"block", "N", "GPU block side 8, 16 (default), 24, 32"},
+    {"device", "N", "the CUDA device number the GPU work runs on (default 0; edged variants lists\n"
+                    "them); given, the GPU is required (not with a CPU variant)"},
     {"png-level", "L", "zlib level of the output 0..9 (default 1)"},
     {"bit-depth", "D", "edge, canny, threshold: 8 (default) or 1 (1-bit PNG; single-channel results only)"},
     {"format", "F", "png, jpeg (or jpg) or webp: the output format (default: from the OUTPUT name;\n"

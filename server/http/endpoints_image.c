@@ -157,22 +157,63 @@ out:
     return rc;
 }
 
+/* ---- the device a request names ------------------------------------------------------------ */
+
+/* The index (backend order, as job->device takes it) of the CUDA device the request's `device`
+ * names, into *index; -1 when it names none. Naming a device on the CPU backend, or one this server
+ * does not drive, is EDGED_E_NO_CUDA (422), as a GPU variant is on the CPU backend; the message
+ * lists the devices served. Checked before anything is decoded, and again by job_prepare. */
+static int request_device(struct service *s, const struct params *p, int *index, char *err)
+{
+    char list[128] = "";
+    size_t n = 0;
+
+    *index = -1;
+    if (!(p->given & PARAMS_F_DEVICE))
+        return 0;
+    if (!backend_has_gpu(s->backend))
+        return edged_fail(err, EDGED_E_NO_CUDA, "device %d needs a GPU; the CPU backend is in use (%s)", p->device,
+                          EDGED_GPU ? "no CUDA device in use" : "built without CUDA");
+    if ((*index = backend_device_index(s->backend, p->device)) >= 0)
+        return 0;
+    for (int i = 0; i < backend_device_count(s->backend) && n < sizeof(list); i++)
+        n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%d", i ? ", " : "",
+                              backend_ordinal(backend_on(s->backend, i)));
+    return edged_fail(err, EDGED_E_NO_CUDA, "device %d is not served here; devices: %s", p->device, list);
+}
+
+/* The backend view of the device a GPU job ran on, or of the device the request names, else the
+ * backend (device 0's view): what results name and measure against. */
+static struct backend *device_view(struct service *s, const struct params *p, const struct job *job)
+{
+    int i = job && job->ran_on >= 0 ? job->ran_on
+            : (p->given & PARAMS_F_DEVICE) ? backend_device_index(s->backend, p->device)
+                                           : -1;
+    struct backend *v = i >= 0 ? backend_on(s->backend, i) : NULL;
+
+    return v ? v : s->backend;
+}
+
 /* ---- jobs --------------------------------------------------------------------------------- */
 
 /* Fills the job's plan and routing from the request; the job's input is already decoded. A CPU job
- * over --max-job-cpu-s is refused here, before it is queued. */
+ * over --max-job-cpu-s is refused here, before it is queued. A GPU job of a request that names a
+ * device is pinned to it. */
 static int job_prepare(struct service *s, const struct params *p, struct job *job, char *err)
 {
-    int rc;
+    int rc, dev;
 
-    if ((rc = params_plan(p, job->in.ch, &job->plan, err)) < 0 ||
+    if ((rc = request_device(s, p, &dev, err)) < 0 || (rc = params_plan(p, job->in.ch, &job->plan, err)) < 0 ||
         (rc = service_check_cost(s, &job->plan, job->in.w, job->in.h, p->variant, err)) < 0)
         return rc;
     job->timeout_ms = s->cfg->job_timeout_s * 1000.0;
     job->variant = p->variant;
     job->block = p->block;
     job->large = service_is_large(s, (long long)job->in.w * job->in.h);
-    return backend_route(s->backend, job, err);
+    if ((rc = backend_route(s->backend, job, err)) < 0)
+        return rc;
+    job->device = job->lane == LANE_GPU ? dev : -1;
+    return 0;
 }
 
 /* Queues the job and waits for it; a client that leaves meanwhile cancels it. */
@@ -215,12 +256,11 @@ static void note_device(struct service *s, struct http_req *r, const struct job 
 }
 
 /* The device a finished job ran on, as results name it: with several GPUs, the one that took it. */
-static const char *job_device(struct service *s, const struct job *job, char *buf, size_t cap)
+static const char *job_device(struct service *s, const struct params *p, const struct job *job, char *buf,
+                              size_t cap)
 {
-    const struct backend *on = job_gpu(s, job);
-
     if (variant_is_gpu(job->used))
-        return backend_device(on ? on : s->backend);
+        return backend_device(device_view(s, p, job));
     snprintf(buf, cap, "cpu (%d thread%s)", job->threads, job->threads == 1 ? "" : "s");
     return buf;
 }
@@ -343,14 +383,15 @@ static void answer_json(struct http_req *r, struct service *s, const struct para
     char dev[64];
     char *text;
     int gpu = variant_is_gpu(job->used);
-    double copy_gbps = gpu ? gconv_get_info(backend_gpu(s->backend))->copy_gbps : 0.0;
+    double copy_gbps = gpu ? gconv_get_info(backend_gpu(device_view(s, p, job)))->copy_gbps : 0.0;
 
     res.request_id = http_req_id(r);
     res.trace_id = http_req_trace_id(r);
     res.filter = result_filter_label(p);
     res.variant = variant_name(job->used);
     res.backend = gpu ? "gpu" : "cpu";
-    res.device = job_device(s, job, dev, sizeof(dev));
+    res.device = job_device(s, p, job, dev, sizeof(dev));
+    res.device_number = gpu ? backend_ordinal(device_view(s, p, job)) : -1;
     res.width = job->out.w;
     res.height = job->out.h;
     res.channels = job->out.ch;
@@ -420,10 +461,11 @@ void endpoint_filter(struct http_req *r, void *app)
     char err[EDGED_ERR_LEN];
     size_t decoding = 0; /* the decoder's part of the reservation, given back once decoded */
     size_t png_backlog = 0; /* PNG bytes this request counts in the device's backlog */
-    int rc;
+    int rc, dev;
 
     if ((rc = read_upload(r, PARAMS_FILTER, &u, err)) < 0 ||
-        (rc = params_output_format(&u.p, accept_format(r), ACCEPT_KEEPS_PNG, err)) < 0)
+        (rc = params_output_format(&u.p, accept_format(r), ACCEPT_KEEPS_PNG, err)) < 0 ||
+        (rc = request_device(s, &u.p, &dev, err)) < 0)
         goto fail;
     http_req_note(r, result_filter_label(&u.p), variant_name(u.p.variant), NULL, 0, 0);
     if ((rc = image_reserve(s, &u, 0, &head, &b, err)) < 0 || (rc = check_output_size(r, &u.p, &head, err)) < 0)
@@ -559,13 +601,13 @@ void endpoint_compare(struct http_req *r, void *app)
     struct result_compare res = {0};
     struct imageio_head head;
     struct service_bytes b = {0};
-    char err[EDGED_ERR_LEN], dev[64];
+    char err[EDGED_ERR_LEN], name[64];
     char *text;
-    int rc;
+    int rc, dev;
 
     if (!c)
         rc = edged_fail(err, EDGED_E_NOMEM, "out of memory");
-    else if ((rc = read_upload(r, PARAMS_COMPARE, &u, err)) == 0 &&
+    else if ((rc = read_upload(r, PARAMS_COMPARE, &u, err)) == 0 && (rc = request_device(s, &u.p, &dev, err)) == 0 &&
              (rc = image_reserve(s, &u, 1, &head, &b, err)) == 0) {
         rc = decode_image(s, &u.p, &head, u.image, u.image_len, &in, http_req_times(r), err);
         budget_give(s->budget, b.decode);
@@ -577,9 +619,9 @@ void endpoint_compare(struct http_req *r, void *app)
         goto out;
     }
     http_req_note(r, result_filter_label(&u.p), "compare", "all", in.w, in.h);
-    snprintf(dev, sizeof(dev), "%s", backend_device(s->backend));
+    snprintf(name, sizeof(name), "%s", backend_device(device_view(s, &u.p, NULL)));
     res = (struct result_compare){http_req_id(r), http_req_trace_id(r), result_filter_label(&u.p),
-                                  service_backend(s), dev, in.w, in.h, c->ref.ch, c->rows, c->nrows};
+                                  service_backend(s), name, in.w, in.h, c->ref.ch, c->rows, c->nrows};
     if (!(text = result_compare_json(&res)))
         http_respond_error(r, EDGED_E_NOMEM, "out of memory rendering the result");
     else

@@ -40,13 +40,13 @@ static int device_list(const int *ids, int nids, int *out)
     return n;
 }
 
-/* Opens every listed device that works into b's views; a device that fails is logged and left
- * out, so that one broken GPU does not take the others down. Returns the views opened, or the
- * first device's error (message in err) when none opened. */
+/* Opens every listed device that works into b's views; a device that fails is left out (and
+ * logged once another one works), so that one broken GPU does not take the others down. Returns
+ * the views opened, or the first device's error (message in err) when none opened. */
 static int open_devices(struct backend *b, const int *ids, int nids, int streams, char *err)
 {
-    int list[CONFIG_MAX_GPUS], n = device_list(ids, nids, list), first = 0, rc;
-    char msg[EDGED_ERR_LEN];
+    int list[CONFIG_MAX_GPUS], n = device_list(ids, nids, list), first = 0, rc, failed[CONFIG_MAX_GPUS], nfailed = 0;
+    char msg[CONFIG_MAX_GPUS][EDGED_ERR_LEN];
 
     if (n == 0) /* no device visible: gconv_open says why */
         return gconv_open(&b->gpu, 0, streams, err);
@@ -54,10 +54,10 @@ static int open_devices(struct backend *b, const int *ids, int nids, int streams
         struct backend *v = b->ndev == 0 ? b : calloc(1, sizeof(*v));
         if (!v)
             return b->ndev ? b->ndev : edged_fail(err, EDGED_E_NOMEM, "cannot allocate the backend");
-        if ((rc = gconv_open(&v->gpu, list[i], streams, msg)) < 0) {
-            log_event("error", "gpu_open", "GPU %d left out: %s", list[i], msg);
+        if ((rc = gconv_open(&v->gpu, list[i], streams, msg[nfailed])) < 0) {
             if (!first)
-                first = rc, memcpy(err, msg, EDGED_ERR_LEN);
+                first = rc, memcpy(err, msg[nfailed], EDGED_ERR_LEN);
+            failed[nfailed++] = list[i];
             if (v != b)
                 free(v);
             continue;
@@ -67,6 +67,8 @@ static int open_devices(struct backend *b, const int *ids, int nids, int streams
         snprintf(v->device, sizeof(v->device), "%s", gconv_get_info(v->gpu)->name);
         b->dev[b->ndev++] = v;
     }
+    for (int i = 0; i < nfailed && b->ndev > 0; i++)
+        log_event("error", "gpu_open", "GPU %d left out: %s", failed[i], msg[i]);
     return b->ndev ? b->ndev : first;
 }
 

@@ -25,6 +25,8 @@ static void check_ranges(const struct params *p)
         abort();
     if ((p->given & PARAMS_F_BLOCK) && p->block != 8 && p->block != 16 && p->block != 24 && p->block != 32)
         abort();
+    if ((p->given & PARAMS_F_DEVICE) ? p->device < 0 || p->device > PARAMS_MAX_DEVICE : p->device != -1)
+        abort();
     if (p->nops < 0 || p->nops > FILTER_MAX_STEPS || ((p->given & PARAMS_F_OPS) != 0) != (p->nops > 0))
         abort();
     for (int i = 0; i < p->nops; i++) /* each step as one filter's request: the same ranges */

@@ -206,6 +206,71 @@ def test_variants_here_column():
         assert "built without CUDA" in footer
 
 
+def test_variants_json_and_devices():
+    """--json: the same variants as the lines, and the devices this process sees; without CUDA an
+    empty list and the reason, and the lines say "devices: none (REASON)"."""
+    p = edged_text("variants", "--json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    lines = edged_text("variants").stdout.splitlines()
+    rows = [l.split()[0] for l in lines[1:] if not l.startswith(("here:", "devices:", " "))]
+    assert [v["name"] for v in doc["variants"]] == rows
+    for v in doc["variants"]:
+        assert v["runs_on"] in ("any", "cpu", "gpu") and isinstance(v["here"], bool), v
+        assert ("reason" in v) == (not v["here"]), v
+    assert [v["here"] for v in doc["variants"] if v["name"] == "naive"] == [gpu_here()]
+    devices = [l for l in lines if l.startswith("devices:")]
+    assert len(devices) == 1, lines
+    if "built without CUDA" in edged_text("version").stdout:
+        assert doc["devices"] == [] and doc["devices_reason"] == "built without CUDA", doc
+    if not doc["devices"]:
+        assert devices[0] == "devices: none (%s)" % doc["devices_reason"] and doc["devices_reason"], devices
+        return
+    assert "devices_reason" not in doc
+    assert [d["number"] for d in doc["devices"]] == list(range(len(doc["devices"])))
+    for d in doc["devices"]:
+        assert d["name"] and re.fullmatch(r"\d+\.\d+", d["compute_capability"]) and d["sms"] > 0, d
+        assert d["memory_bytes"] > 0, d
+    assert devices[0].startswith("devices: %d " % len(doc["devices"])), devices
+
+
+@pytest.mark.parametrize("cmd", [["filter", "IN", "OUT"], ["bench"], ["bench", "--codec", "IN"]])
+def test_device_option_parse_errors(cmd, photo, tmp_path):
+    """--device takes a CUDA device number 0..63: anything else is a usage error naming --device
+    (filter: the request parameter `device`), before any image is read or device opened."""
+    args = [str(photo) if a == "IN" else str(tmp_path / "out.png") if a == "OUT" else a for a in cmd]
+    for bad in ("-1", "64", "x", "1.5", ""):
+        for form in (["--device", bad], ["--device=" + bad]):
+            p = edged_text(*args, *form)
+            assert p.returncode == 2 and "device" in p.stderr and len(p.stderr.splitlines()) == 1, (form, p.stderr)
+    assert not (tmp_path / "out.png").exists()
+
+
+def test_device_option_needs_the_gpu(photo, tmp_path):
+    """A --device given requires the GPU: with a CPU variant it is a usage error; without CUDA, or a
+    number that does not exist, a usage error saying why (no fallback to the CPU rows or backend)."""
+    out = tmp_path / "out.png"
+    for cpu in ("cpu", "cpu_serial"):
+        p = edged_text("filter", photo, out, "--device", "0", "--variant", cpu)
+        assert p.returncode == 2 and "device: applies to GPU variants, not %s" % cpu in p.stderr, p.stderr
+    if gpu_here():
+        n = len(json.loads(edged_text("variants", "--json").stdout)["devices"])
+        p = edged_text("bench", "--sizes", "32", "--ksizes", "3", "--reps", "1", "--warmup", "0", "--device", n)
+        assert p.returncode == 2 and "CUDA device %d does not exist (%d present)" % (n, n) in p.stderr, p.stderr
+        p = edged_text("filter", photo, out, "--device", n)
+        assert p.returncode == 2 and "CUDA device %d does not exist (%d present)" % (n, n) in p.stderr, p.stderr
+        p = edged_text("bench", "--sizes", "32", "--ksizes", "3", "--reps", "1", "--warmup", "0", "--json",
+                       "--device", "0")
+        assert p.returncode == 0 and json.loads(p.stdout)["device"]["number"] == 0, p.stderr
+        return
+    p = edged_text("bench", "--sizes", "32", "--ksizes", "3", "--reps", "1", "--warmup", "0", "--device", "0")
+    assert p.returncode == 2 and p.stderr.startswith("edged bench: --device 0: ") and p.stdout == "", p.stderr
+    p = edged_text("bench", "--codec", "--device", "0", photo)
+    assert p.returncode == 2 and "--device 0: " in p.stderr and p.stdout == "", p.stderr
+    p = edged_text("filter", photo, out, "--device", "0")
+    assert p.returncode == 2 and "variant_unavailable" in p.stderr and not out.exists(), p.stderr
+
+
 # ---- bench without a GPU --------------------------------------------------------------------------
 
 def test_bench_cpu_rows_without_gpu():

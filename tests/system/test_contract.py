@@ -364,6 +364,38 @@ def test_422(make_server, doc, png):
             "variant_unavailable"
 
 
+def test_device_parameter(server, doc, png):
+    """`device` is a CUDA device number 0..63: out of range or not an integer is 400 naming it, and so
+    is a device beside a CPU variant (compare: a list of CPU variants only). On the CPU backend any
+    device is 422 variant_unavailable, as a GPU variant is there; on a GPU backend a device it does
+    not drive is 422 naming the served ones, and a served one runs the GPU work (device_number)."""
+    r = check(doc, upload(server.url, png, {"output": "json", "variant": "cpu"}), "/v1/filter", "post", 200)
+    assert r.json()["device_number"] is None, r.text
+    for path in ("/v1/filter", "/v1/compare"):
+        op = path.rsplit("/", 1)[1]
+        for bad in (-1, 64, 1.5, "1", None):
+            r = check(doc, upload(server.url, png, {"device": bad}, path=path), path, "post", 400)
+            assert code(r) == "invalid_parameter" and r.json()["error"]["message"].startswith("device: "), (bad, r.text)
+        for bad in ("x", "64", ""):
+            r = check(doc, upload(server.url, png, query={"device": bad}, path=path), path, "post", 400)
+            assert code(r) == "invalid_parameter" and "device" in r.json()["error"]["message"], (bad, r.text)
+        cpu = {"variant": "cpu"} if op == "filter" else {"variants": ["cpu_serial", "cpu"]}
+        r = check(doc, upload(server.url, png, dict(cpu, device=0), path=path), path, "post", 400)
+        assert code(r) == "invalid_parameter" and "GPU variants" in r.json()["error"]["message"], r.text
+        r = upload(server.url, png, {"device": 63}, path=path)
+        if BACKEND != "gpu":
+            assert code(check(doc, r, path, "post", 422)) == "variant_unavailable"
+            assert r.json()["error"]["message"].startswith("device 63 needs a GPU; the CPU backend"), r.text
+            continue
+        msg = r.json()["error"]["message"]
+        assert code(check(doc, r, path, "post", 422)) == "variant_unavailable" and \
+            msg.startswith("device 63 is not served here; devices: 0"), msg
+        r = check(doc, upload(server.url, png, {"device": 0, "output": "json"}, path=path), path, "post", 200)
+        assert r.json()["backend"] == "gpu", r.text
+        if op == "filter":
+            assert r.json()["device_number"] == 0, r.text
+
+
 def test_429(make_server, doc, slow_png):
     s = make_server("--queue-depth", "1", "--cpu-workers", "1", "--threads", "2")
     with cf.ThreadPoolExecutor(8) as ex:

@@ -1231,6 +1231,45 @@ static void test_canny(struct gconv_ctx *ctx)
     test_canny_plans(ctx);
 }
 
+/* gconv_device_query, without a context: device 0's facts are those gconv_open read (gi), bar the
+ * copy bandwidth it alone measures; every visible device answers; the first number past them is
+ * EDGED_E_NO_CUDA naming the count, as gconv_open says it. */
+static void test_device_query(const struct gconv_info *gi)
+{
+    struct gconv_info q;
+    char err[EDGED_ERR_LEN] = "", want[EDGED_ERR_LEN];
+    int n = gconv_device_count(), rc;
+
+    CHECK(n >= 1, "gconv_device_count %d with a device open", n);
+    rc = gconv_device_query(0, &q, err);
+    CHECK(rc == 0 && gi && strcmp(q.name, gi->name) == 0 && q.cc_major == gi->cc_major &&
+              q.cc_minor == gi->cc_minor && q.sms == gi->sms && q.global_mem == gi->global_mem &&
+              q.l2_bytes == gi->l2_bytes && q.fp32_gflops == gi->fp32_gflops && q.copy_gbps == 0.0,
+          "device query 0 against the open context: rc %d %s", rc, err);
+    for (int i = 1; i < n; i++) {
+        rc = gconv_device_query(i, &q, err);
+        CHECK(rc == 0 && q.name[0] && q.sms > 0 && q.global_mem > 0, "device query %d: rc %d %s", i, rc, err);
+        if (rc == 0)
+            printf("device %d: %s, cc %d.%d, %d SMs\n", i, q.name, q.cc_major, q.cc_minor, q.sms);
+    }
+    snprintf(want, sizeof(want), "CUDA device %d does not exist (%d present)", n, n);
+    rc = gconv_device_query(n, &q, err);
+    CHECK(rc == EDGED_E_NO_CUDA && strcmp(err, want) == 0, "device query %d: rc %d '%s'", n, rc, err);
+    rc = gconv_device_query(-1, &q, err);
+    CHECK(rc == EDGED_E_NO_CUDA, "device query -1: rc %d", rc);
+}
+
+/* Without a usable GPU the query says why, as gconv_open does, and fills nothing. */
+static void test_device_query_absent(void)
+{
+    struct gconv_info q;
+    char err[EDGED_ERR_LEN] = "";
+    int rc = gconv_device_query(0, &q, err);
+
+    CHECK(rc == EDGED_E_NO_CUDA && err[0] && q.name[0] == '\0',
+          "device query without a GPU: rc %d '%s' (want EDGED_E_NO_CUDA and why)", rc, err);
+}
+
 static void test_info(struct gconv_ctx *ctx)
 {
     const struct gconv_info *gi = gconv_get_info(ctx);
@@ -1245,6 +1284,7 @@ static void test_info(struct gconv_ctx *ctx)
                gi->name, gi->cc_major, gi->cc_minor, gi->sms, gi->l2_bytes >> 10,
                gi->smem_per_block_optin >> 10, gi->driver_version, gi->runtime_version, gi->copy_gbps,
                gi->fp32_gflops);
+    test_device_query(gi);
 }
 
 int main(void)
@@ -1268,6 +1308,7 @@ int main(void)
             CHECK(rc == 0, "EDGED_REQUIRE_GPU=1 but no GPU: %s", err);
         else
             SKIP("GPU tests: %s", err);
+        test_device_query_absent();
         return check_summary();
     }
     test_info(ctx);

@@ -451,6 +451,46 @@ static void test_fuzz(void)
     CHECK(bad == 0, "%d mutated inputs gave a code other than 0 or EDGED_E_PARAM", bad);
 }
 
+/* device: a CUDA device number 0..PARAMS_MAX_DEVICE, absent -1; refused beside a CPU variant (or a
+ * compare list of CPU variants only) and inside a step of ops; errors name the field. */
+static void test_device(void)
+{
+    struct params p;
+
+    params_init(&p, PARAMS_FILTER);
+    CHECK(p.device == -1 && !(p.given & PARAMS_F_DEVICE), "default device %d", p.device);
+    CHECK(json("{\"device\":1}", &p) == 0 && p.device == 1 && (p.given & PARAMS_F_DEVICE), "device 1: %s", err);
+    CHECK(json("{\"device\":63,\"variant\":\"naive\"}", &p) == 0 && p.device == 63, "device 63: %s", err);
+    params_init(&p, PARAMS_FILTER);
+    CHECK(params_set_text(&p, "device", "0", err) == 0 && params_validate(&p, err) == 0 && p.device == 0,
+          "device=0 text: %s", err);
+    rejects("{\"device\":-1}", "device");
+    rejects("{\"device\":64}", "device");
+    rejects("{\"device\":1.5}", "device");
+    rejects("{\"device\":\"1\"}", "device");
+    rejects("{\"device\":null}", "device");
+    rejects("{\"device\":0,\"variant\":\"cpu\"}", "device");
+    rejects("{\"device\":0,\"variant\":\"cpu_serial\"}", "device");
+    rejects("{\"ops\":[{\"filter\":\"box\",\"device\":0}]}", "ops[0].device");
+    rejects_text("device", "x", "device");
+    rejects_text("device", "64", "device");
+    rejects_text("device", "", "device");
+    CHECK(json("{\"device\":0,\"variant\":\"cpu\"}", NULL) == EDGED_E_PARAM && strstr(err, "GPU variants"),
+          "device with cpu: %s", err);
+    params_init(&p, PARAMS_COMPARE);
+    CHECK(params_set_text(&p, "variants", "cpu_serial,cpu", err) == 0 && params_set_text(&p, "device", "1", err) == 0,
+          "compare text: %s", err);
+    CHECK(params_validate(&p, err) == EDGED_E_PARAM && strstr(err, "device") && strstr(err, "variants"),
+          "compare, CPU variants only, device accepted: %s", err);
+    params_init(&p, PARAMS_COMPARE);
+    CHECK(params_set_text(&p, "variants", "cpu,naive", err) == 0 && params_set_text(&p, "device", "1", err) == 0 &&
+              params_validate(&p, err) == 0,
+          "compare with a GPU variant and device: %s", err);
+    params_init(&p, PARAMS_COMPARE);
+    CHECK(params_set_text(&p, "device", "2", err) == 0 && params_validate(&p, err) == 0 && p.device == 2,
+          "compare, every variant, device: %s", err);
+}
+
 int main(void)
 {
     check_rng_seed(check_seed());
@@ -462,6 +502,7 @@ int main(void)
     test_bad_json();
     test_text_rejections();
     test_compare_mode();
+    test_device();
     test_format();
     test_knob_table();
     test_pipeline();

@@ -43,7 +43,8 @@ class FaultServer(conftest.Server):
         old = conftest.BIN
         conftest.BIN = os.path.join(conftest.ROOT, FAULT_BIN)
         try:
-            super().__init__(["--backend", "gpu", "--gpu-png", "0"] + list(flags), env=env)
+            one = [] if "--gpus" in flags else ["--gpus", "0"]  # one device unless the test asks for more
+            super().__init__(["--backend", "gpu", "--gpu-png", "0"] + one + list(flags), env=env)
         finally:
             conftest.BIN = old
 

@@ -186,13 +186,18 @@ static bool canny_pdl_query(void)
            fa.ptxVersion >= 90 && fa.binaryVersion >= 90;
 }
 
-/* canny_pdl_query, asked once a process (the process drives one device): asked per job, its two
- * driver calls sat between the job's start and its first launch. */
+/* canny_pdl_query, asked once per device (a server may drive several kinds): asked per job, its
+ * two driver calls sat between the job's start and its first launch. */
 int canny_seams_pdl(void)
 {
-    static const bool pdl = canny_pdl_query();
+    static signed char pdl[64]; /* by device number: 0 not asked yet, 1 no, 2 yes */
+    int dev = 0;
 
-    return pdl;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
+        return 0;
+    if (!__atomic_load_n(&pdl[dev], __ATOMIC_ACQUIRE))
+        __atomic_store_n(&pdl[dev], (signed char)(canny_pdl_query() ? 2 : 1), __ATOMIC_RELEASE);
+    return __atomic_load_n(&pdl[dev], __ATOMIC_ACQUIRE) == 2;
 }
 
 /* kernel<<<grid, block, 0, s>>>(args...), as a dependent launch when pdl is set. */

@@ -149,7 +149,7 @@ static int fast_choose(const struct conv_args *a, struct fast_plan *p)
 template <int TAIL>
 static cudaError_t fast_direct_launch(const struct conv_args *a, const struct fast_plan *p)
 {
-    static int attr_done;
+    static unsigned long long attr_done; /* per device (fast_smem_attr) */
     conv_geom g = conv_geom_of(a);
     dim3 grid(div_up(a->w, FAST_TW), div_up(a->h, FAST_DIRECT_TH));
     cudaError_t e = fast_smem_attr(k_fast_direct<TAIL>, a, p->smem, &attr_done);

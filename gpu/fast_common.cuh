@@ -100,19 +100,27 @@ struct fast_plan {
     size_t smem; /* dynamic shared memory, bytes */
 };
 
-/* Raises a kernel's dynamic shared-memory limit to the device's opt-in maximum, once: the
- * attribute is per function and process-wide, and every caller sets the same value, so racing
- * callers cannot leave it lower than a launch needs. Occupancy follows the launch's own size. */
+/* Raises a kernel's dynamic shared-memory limit to the device's opt-in maximum, once per device:
+ * the attribute belongs to the function in the current device's context (a server may drive
+ * several), and every caller sets the same value, so racing callers cannot leave it lower than a
+ * launch needs. done: one bit per device number (0..63). Occupancy follows the launch's own size. */
 template <typename K>
-static cudaError_t fast_smem_attr(K kernel, const struct conv_args *a, size_t smem, int *done)
+static cudaError_t fast_smem_attr(K kernel, const struct conv_args *a, size_t smem, unsigned long long *done)
 {
+    unsigned long long bit;
+    int dev = 0;
     cudaError_t e;
 
-    if (smem <= 48 * 1024 || __atomic_load_n(done, __ATOMIC_ACQUIRE))
+    if (smem <= 48 * 1024)
+        return cudaSuccess;
+    if ((e = cudaGetDevice(&dev)) != cudaSuccess)
+        return e;
+    bit = 1ull << (dev & 63);
+    if (__atomic_load_n(done, __ATOMIC_ACQUIRE) & bit)
         return cudaSuccess;
     if ((e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)a->lim->smem_optin)) ==
         cudaSuccess)
-        __atomic_store_n(done, 1, __ATOMIC_RELEASE);
+        __atomic_fetch_or(done, bit, __ATOMIC_RELEASE);
     return e;
 }
 

@@ -337,7 +337,7 @@ static sep_bands fast_sep_bands(const struct conv_args *a, const void *kernel, s
 template <int N>
 static cudaError_t fast_sep_launch_n(const struct conv_args *a, const struct fast_plan *p)
 {
-    static int attr_done;
+    static unsigned long long attr_done; /* per device (fast_smem_attr) */
     conv_geom g = conv_geom_of(a);
     cudaError_t e = fast_smem_attr(k_fast_sep<N>, a, p->smem, &attr_done);
     fast_taps1d t = {};

@@ -1287,6 +1287,33 @@ static void test_info(struct gconv_ctx *ctx)
     test_device_query(gi);
 }
 
+/* A server drives every device from one process: the quick convolution and Canny checks again on
+ * each further device, in this process after device 0, where state kept per device (a kernel's
+ * shared-memory limit, the dependent-launch answer) must not be taken from device 0. */
+static void test_other_devices(void)
+{
+    int n = gconv_device_count(), saved = quick;
+
+    if (n < 2)
+        SKIP("one device: the checks on a second device of one process need two");
+    for (int d = 1; d < n; d++) {
+        struct gconv_ctx *c = NULL;
+        char err[EDGED_ERR_LEN] = "";
+        if (gconv_open(&c, d, NSTREAMS, err) < 0) {
+            CHECK(0, "device %d: %s", d, err);
+            continue;
+        }
+        printf("device %d (%s), in the process of device 0:\n", d, gconv_get_info(c)->name);
+        quick = quick ? quick : 1;
+        test_conv(c);
+        if (only < 0 || only == VARIANT_FAST)
+            test_canny(c);
+        quick = saved;
+        CHECK(!gconv_is_dead(c), "device %d: context alive at the end", d);
+        gconv_close(c);
+    }
+}
+
 int main(void)
 {
     struct gconv_ctx *ctx = NULL;
@@ -1331,6 +1358,7 @@ int main(void)
         test_fast_sep_bands(ctx);
     test_plans(ctx);
     test_pipelines(ctx);
+    test_other_devices();
     CHECK(!gconv_is_dead(ctx), "context alive at the end");
     backend_close(eng);
     gconv_close(ctx);

@@ -1,5 +1,6 @@
 /* test_queue.c — the job queue: bound, lanes, FIFO, the cap on large CPU jobs, deadlines, close
- * (drain) and fail (GPU fatal), including a waiter released from a running job that the worker
+ * (drain) and fail (GPU fatal), the GPU lane's devices (least outstanding work, pinning, retry,
+ * fencing), including a waiter released from a running job that the worker
  * completes later. */
 #include <pthread.h>
 #include <string.h>
@@ -253,6 +254,63 @@ static void test_large_fail_balance(void)
     queue_free(q);
 }
 
+/* Two devices, single-threaded: a device with less outstanding work is preferred while it has a
+ * free stream (an equal one takes at once; a more loaded one is passed over until QUEUE_DEFER_MS),
+ * a pinned job goes only to its device, queue_retry puts a job back at the head once, and a
+ * fenced device fails the jobs pinned to it, takes nothing, and abandons its running jobs' waiters
+ * when asked to. */
+static void test_devices(void)
+{
+    struct queue *q;
+    struct job *a = mkjob(LANE_GPU, 1), *b = mkjob(LANE_GPU, 2), *c = mkjob(LANE_GPU, 3), *p = mkjob(LANE_GPU, 4);
+    struct job *got;
+    struct timespec nap = {0, (long)(QUEUE_DEFER_MS * 1.5e6)};
+
+    queue_new(&q, 16, 10000, 0, err);
+    queue_set_devices(q, 2);
+    queue_device_open(q, 0, 1), queue_device_open(q, 1, 1);
+    a->in.w = b->in.w = c->in.w = p->in.w = 10;
+    a->in.h = b->in.h = c->in.h = p->in.h = 10;
+    CHECK(queue_push(q, a, err) == 0 && queue_pop_device(q, 0, 0) == a && a->ran_on == 0, "equal loads: device 0 takes");
+    CHECK(queue_device_load(q, 0) > 0 && queue_device_load(q, 1) == 0, "loads %lld %lld", queue_device_load(q, 0),
+          queue_device_load(q, 1));
+    CHECK(queue_push(q, b, err) == 0 && queue_pop_device(q, 0, 0) == NULL, "the more loaded device took b");
+    CHECK(queue_pop_device(q, 1, 0) == b && b->ran_on == 1, "the less loaded device did not take b");
+    queue_device_open(q, 1, 0); /* device 1 busy: device 0 takes c at once though it holds more */
+    queue_complete(q, b, 0);
+    CHECK(queue_push(q, c, err) == 0 && queue_pop_device(q, 0, 0) == c, "device 1 was not open");
+    queue_device_open(q, 1, 1);
+    queue_complete(q, c, 0);
+    p->device = 1; /* pinned to device 1: device 0 may never take it, even past the deferral */
+    CHECK(queue_push(q, p, err) == 0, "push pinned: %s", err);
+    nanosleep(&nap, NULL);
+    CHECK(queue_pop_device(q, 0, 0) == NULL && queue_pop_device(q, 1, 0) == p, "pinned job");
+    CHECK(queue_retry(q, p) == 0 && p->retried && p->state == JOB_QUEUED && queue_device_load(q, 1) == 0,
+          "retry once");
+    got = queue_pop_device(q, 1, 0);
+    CHECK(got == p && queue_retry(q, p) == -1, "a second retry was allowed");
+    queue_complete(q, p, 0);
+    /* device 1 fails: a job pinned to it fails at once, later pushes of one too; device 0 serves */
+    struct job *d = mkjob(LANE_GPU, 5), *e = mkjob(LANE_GPU, 6), *f = mkjob(LANE_GPU, 7);
+    d->device = 1;
+    CHECK(queue_push(q, d, err) == 0 && queue_push(q, e, err) == 0, "push");
+    CHECK(queue_fence_device(q, 1, "GPU 1: poisoned", 0) == 1, "devices left");
+    CHECK(queue_wait(q, d, err) == EDGED_E_GPU_FATAL && strstr(err, "GPU 1"), "pinned to the fenced: %s", err);
+    f->device = 1;
+    CHECK(queue_push(q, f, err) == EDGED_E_GPU_FATAL, "push pinned to the fenced: %s", err);
+    CHECK(queue_pop_device(q, 1, 0) == NULL, "the fenced device took a job");
+    CHECK(queue_pop_device(q, 0, 0) == e, "device 0 serves on");
+    /* device 0 stuck: fenced with abandon, e's waiter gives up with gpu_fatal, the job is left */
+    CHECK(queue_fence_device(q, 0, "GPU 0: stuck", 1) == 0, "no device left");
+    CHECK(queue_wait(q, e, err) == EDGED_E_GPU_FATAL && strstr(err, "GPU 0: stuck") && queue_retry(q, e) == -1,
+          "abandoned: %s", err);
+    queue_complete(q, e, EDGED_E_GPU_FATAL); /* the stuck thread, later */
+    job_release(q, a), job_release(q, b), job_release(q, c), job_release(q, p);
+    job_release(q, d), job_release(q, e), job_release(q, f);
+    queue_complete(q, a, 0);
+    queue_free(q);
+}
+
 int main(void)
 {
     test_bound_and_lanes();
@@ -262,5 +320,6 @@ int main(void)
     test_large_cap();
     test_large_fifo();
     test_large_fail_balance();
+    test_devices();
     return check_summary();
 }

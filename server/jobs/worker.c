@@ -325,11 +325,16 @@ static void src_flush(struct gpu_dev *d, struct gconv_ctx *ctx, struct gpu_slot 
                       struct src_pend *p)
 {
     int rcs[GCONV_JPEG_MAX_BATCH];
+    void *hog = NULL, *h;
 
+    for (int i = 0; i < p->n; i++) /* debug builds only: the fault switch counts batched jobs too */
+        if ((h = fault_before_submit(backend_ordinal(d->b))))
+            hog = h;
     if (fmt == JOB_SRC_PNG)
         backend_submit_png(d->b, p->jobs, p->streams, p->n, rcs);
     else
         backend_submit_jpeg(d->b, p->jobs, p->streams, p->n, rcs);
+    fault_release(hog);
     atomic_fetch_add(&d->batches[fmt], 1), atomic_fetch_add(&d->batch_jobs[fmt], p->n);
     for (int i = 0; i < p->n; i++) {
         struct gpu_slot *slot = &slots[p->streams[i]];
@@ -342,6 +347,7 @@ static void src_flush(struct gpu_dev *d, struct gconv_ctx *ctx, struct gpu_slot 
         }
     }
     p->n = 0;
+    fault_job_started(); /* debug builds only */
 }
 
 /* 1 when the pending batch of fmt should go now: it is full, or the device has finished decoding

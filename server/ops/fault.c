@@ -28,8 +28,9 @@ static struct {
     atomic_long count[64], cpu_count; /* GPU jobs by CUDA device number */
     int spin_ms;
 } fault;
-/* The GPU job of this thread that fault_before_submit counted: fault_job_started reads it. */
-static _Thread_local long fault_job;
+/* Set on a GPU worker's thread when fault_before_submit counted the chosen job (alone or in a
+ * batch), until fault_job_started fires the fault. */
+static _Thread_local int fault_armed;
 
 static long env_long(const char *name, long dflt, long lo, long hi)
 {
@@ -71,19 +72,24 @@ void *fault_before_submit(int device)
     void *hog = NULL;
     size_t taken = 0;
 
-    fault_job = 0;
+    long job;
+
     if (fault.kind == 0 || device < 0 || device >= 64 || (fault.device >= 0 && device != fault.device))
         return NULL;
-    fault_job = atomic_fetch_add(&fault.count[device], 1) + 1;
-    if (fault.kind != FAULT_OOM || fault_job != fault.after)
+    job = atomic_fetch_add(&fault.count[device], 1) + 1;
+    if (job != fault.after)
         return NULL;
+    if (fault.kind != FAULT_OOM) {
+        fault_armed = 1;
+        return NULL;
+    }
 #if EDGED_GPU
     hog = gfault_hog(FAULT_OOM_LEAVE, &taken);
 #else
     (void)FAULT_OOM_LEAVE;
 #endif
     log_event("warn", "fault", "injecting oom at GPU job %ld of device %d: %zu MiB of device memory taken",
-              fault_job, device, taken >> 20);
+              job, device, taken >> 20);
     return hog;
 }
 
@@ -101,9 +107,9 @@ void fault_job_started(void)
     char msg[EDGED_ERR_LEN] = "no CUDA in this build";
     int e = 0;
 
-    if (fault.kind == 0 || fault.kind >= FAULT_OOM || fault_job != fault.after)
+    if (!fault_armed)
         return;
-    fault_job = 0;
+    fault_armed = 0;
     log_event("warn", "fault", "injecting %s after GPU job %ld", fault_names[fault.kind], fault.after);
 #if EDGED_GPU
     e = gfault_kernel((enum gfault_kind)fault.kind, fault.spin_ms, msg);

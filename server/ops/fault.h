@@ -13,13 +13,14 @@
 
 /* Reads the environment once and logs what is armed. */
 void fault_init(void);
-/* Before a GPU worker submits a job on CUDA device `device`: counts it; for oom at the chosen job,
- * returns the memory hog to release with fault_release right after the submit (else NULL). */
+/* Before a GPU worker submits a job on CUDA device `device`, by itself or in a batch: counts it;
+ * for oom at the chosen job, returns the memory hog to release with fault_release right after the
+ * submit (else NULL); for a kernel fault at the chosen job, arms fault_job_started. */
 void *fault_before_submit(int device);
 void fault_release(void *hog);
-/* After the job is submitted and its stream slot is visible to the watchdog, on the same thread:
- * for the kernel faults at the chosen job, runs the faulting kernel on the thread's device
- * (blocking, for spin) and logs what CUDA said. */
+/* After the job (or its batch) is submitted and its stream slot is visible to the watchdog, on the
+ * same thread: when armed, runs the faulting kernel on the thread's device (blocking, for spin)
+ * and logs what CUDA said. */
 void fault_job_started(void);
 /* Before a CPU worker runs a job: EDGED_E_INTERNAL with a message at the chosen job, else 0. */
 int fault_cpu_job(char *err);

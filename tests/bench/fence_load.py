@@ -6,7 +6,7 @@ before and after the fault; then, with --last, lets every device fault and check
 exits non-zero. Needs at least two GPUs. Prints one JSON object per phase.
 
 usage: python3 tests/bench/fence_load.py --bin build-faults/edged --input photo_2048.jpg
-           [--conns 128] [--duration 12] [--fault-at 3000] [--last]
+           [--fault spin|illegal|trap|assert] [--conns 128] [--duration 12] [--fault-at 3000] [--last]
 """
 import argparse
 import json
@@ -61,6 +61,7 @@ class Sampler(threading.Thread):
 
 def start(args, env_extra, port, mport):
     env = dict(os.environ, EDGED_HOST="127.0.0.1", EDGED_PORT=str(port), EDGED_BACKEND="gpu",
+               EDGED_GPU_WATCHDOG_MS="2000", EDGED_FAULT_SPIN_MS="600000",
                EDGED_METRICS_LISTEN="127.0.0.1:%d" % mport, **service.SERVER_ENV, **env_extra)
     log = tempfile.NamedTemporaryFile(prefix="fence_", suffix=".log", delete=False)
     proc = subprocess.Popen([args.bin, "serve", "--gpus", "all"], env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -115,7 +116,7 @@ def request_lines(log_path):
 
 def phase_one(args, body_path, ctype):
     port, mport = service.free_port(), service.free_port()
-    proc, log = start(args, {"EDGED_FAULT": "illegal", "EDGED_FAULT_DEVICE": "1",
+    proc, log = start(args, {"EDGED_FAULT": args.fault, "EDGED_FAULT_DEVICE": "1",
                              "EDGED_FAULT_AFTER": str(args.fault_at)}, port, mport)
     probe = "http://127.0.0.1:%d" % mport
     sampler = Sampler(probe)
@@ -137,7 +138,7 @@ def phase_one(args, body_path, ctype):
     except subprocess.TimeoutExpired:
         proc.kill()
     lines, ids, statuses = request_lines(log.name)
-    res = {"phase": "one device of two fails", "fault_after_jobs_on_gpu1": args.fault_at,
+    res = {"phase": "one device of two fails", "fault": args.fault, "fault_after_jobs_on_gpu1": args.fault_at,
            "wrk_requests": int(w.get("requests", 0)), "wrk_non2xx": int(w.get("status", -1)),
            "wrk_timeouts": int(w.get("timeout", -1)), "answered_by_code": {str(k): int(v) for k, v in final.items()},
            "access_log_lines": lines, "distinct_request_ids": ids, "statuses": statuses,
@@ -152,7 +153,7 @@ def phase_one(args, body_path, ctype):
 def phase_last(args, body_path, ctype):
     """Every device faults at its own job fault_at: the process must exit non-zero."""
     port, mport = service.free_port(), service.free_port()
-    proc, log = start(args, {"EDGED_FAULT": "illegal", "EDGED_FAULT_AFTER": str(args.fault_at)}, port, mport)
+    proc, log = start(args, {"EDGED_FAULT": args.fault, "EDGED_FAULT_AFTER": str(args.fault_at)}, port, mport)
     w = wrk(args, "http://127.0.0.1:%d" % port, body_path, ctype, args.duration)
     try:
         rc = proc.wait(30)
@@ -170,6 +171,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", required=True, help="a debug build with GPU=1 (the EDGED_FAULT switch)")
     ap.add_argument("--input", required=True, help="the image every request sends")
+    ap.add_argument("--fault", default="spin", choices=["spin", "illegal", "trap", "assert"],
+                    help="spin: a stuck kernel the watchdog fences; the others: sticky CUDA errors")
     ap.add_argument("--conns", type=int, default=128)
     ap.add_argument("--duration", type=int, default=12, help="seconds of wrk per phase")
     ap.add_argument("--fault-at", type=int, default=3000, help="the job of GPU 1 (of each GPU with --last) that faults")

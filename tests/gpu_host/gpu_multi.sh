@@ -8,8 +8,9 @@
 # usage (repo root, .debs carried as for gpu_host.sh): sh tests/gpu_host/gpu_multi.sh
 # Knobs: BUILD (build-dev), ARCHS (nvcc -gencode list), PYTHON, CONNS (128), DURATION (8s), WORK
 # (scratch: /tmp/edged-multi), FAULT (spin; or illegal, trap, assert), FAULT_AT (the job of GPU 1 that
-# faults: 3000), SCALING_FORMATS (jpeg png; empty: none), SKIP_SUITES=1 (only the
-# service and the fault under load), SKIP_SERVICE=1 (only the builds and the suites).
+# faults: 3000), SCALING_FORMATS (jpeg png; empty: none), SCALING_GPUS (the --gpus lists to compare:
+# "0 all"), FENCE_GPUS (the --gpus of the fault under load: all), SKIP_SUITES=1 (only the
+# service and the fault under load), SKIP_SERVICE=1 (only the builds and the suites), SKIP_FENCE=1.
 set -u
 OUT=${OUT:-out/gpu}
 BUILD=${BUILD:-build-dev}
@@ -80,13 +81,14 @@ fi
 [ "${SKIP_SERVICE:-0}" = 1 ] && exit 0
 wait "$photos" || { cat "$work/photos.log"; exit 1; }
 for fmt in ${SCALING_FORMATS-jpeg png}; do
-    for g in 0 all; do
+    for g in ${SCALING_GPUS:-0 all}; do
         step "service-$fmt-gpus-$g" 150 env EDGED_GPUS=$g BIN="$BUILD/edged" BACKEND=gpu SIZES=2048 FILTERS=edge \
             CONNS="$CONNS" DURATION="$DURATION" WARMUP=3s INPUT_FORMAT="$fmt" INPUTS="$work/photos" \
             OUT="$work/service_${fmt}_$g" PYTHON="$PYTHON" sh tests/bench/service.sh > "$OUT/service_${fmt}_gpus_$g.md" 2>&1
         tail -n 6 "$OUT/service_${fmt}_gpus_$g.md" | tee -a "$log"
     done
 done
+[ "${SKIP_FENCE:-0}" = 1 ] && exit 0
 step fence-load 200 "$PYTHON" tests/bench/fence_load.py --bin build-faults/edged --input "$work/photos/photo_2048.jpg" \
-    --fault "${FAULT:-spin}" --conns "$CONNS" --duration 12 --fault-at "${FAULT_AT:-3000}" --last > "$OUT/fence_load.json" 2>&1
+    --fault "${FAULT:-spin}" --gpus "${FENCE_GPUS:-all}" --conns "$CONNS" --duration 12 --fault-at "${FAULT_AT:-3000}" --last > "$OUT/fence_load.json" 2>&1
 cat "$OUT/fence_load.json" | tee -a "$log"

@@ -42,6 +42,9 @@ if [ -d .debs ]; then
 fi
 { date -u; nvidia-smi -L; nproc; } | tee -a "$log"
 ngpu=$(nvidia-smi -L | grep -c '^GPU ')
+# whether a sticky error on one device reaches the others in one process (it does: see the probe)
+nvcc -O2 -std=c++17 -o "$work/sticky_probe" tests/gpu_host/sticky_probe.cu >> "$log" 2>&1 &&
+    "$work/sticky_probe" | tee "$OUT/sticky_probe.txt" | tee -a "$log"
 
 ( "$PYTHON" tests/bench/photos.py --out "$work/photos" --sizes 2048 &&
   "$PYTHON" tests/bench/photos.py --out "$work/photos" --sizes 2048 --format jpeg ) > "$work/photos.log" 2>&1 &

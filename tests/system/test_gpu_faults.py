@@ -3,8 +3,10 @@ switch (EDGED_FAULT, a `make debug GPU=1` build: -DEDGED_DEBUG=1): an illegal ad
 a device assert poison the context -> /readyz 503 at once, every queued job 503, no 200 after the
 fault, exit non-zero within seconds; a spinning kernel -> the watchdog does the same; GPU out of
 memory for one job -> that job 503 + Retry-After, the service stays ready; on a host of two GPUs
-or more, one of two devices poisoned -> it is fenced and shows so by its CUDA number in /readyz
-(still 200), /version, the per-device metrics and the access lines, the other serving on. Skipped
+or more, a stuck kernel on one of two devices -> it is fenced and shows so by its CUDA number in
+/readyz (still 200), /version, the per-device metrics and the access lines, the other serving on;
+an illegal address on one of two -> the CUDA runtime makes the error every device's, so both are
+fenced and the process exits non-zero, every request answered 200 or 503. Skipped
 (visibly) unless EDGED_FAULT_BIN names such a build and a GPU is there (two for the last):
 tests/gpu_host/gpu_faults.sh runs it."""
 import concurrent.futures as cf
@@ -154,10 +156,11 @@ def gpu_count():
 
 
 def test_one_gpu_of_two_fenced_shows_per_device(pngs):
+    """A stuck kernel on GPU 1 (the watchdog's case: a fault that stays on its device)."""
     if gpu_count() < 2:
         pytest.skip("one GPU here: the fencing of one device of several needs two")
-    s = FaultServer("illegal", 1, ["--gpus", "0,1", "--streams", "1", "--log-format", "json"],
-                    {"EDGED_FAULT_DEVICE": "1"})
+    s = FaultServer("spin", 1, ["--gpus", "0,1", "--streams", "1", "--log-format", "json",
+                                "--gpu-watchdog-ms", "1500"], {"EDGED_FAULT_DEVICE": "1", "EDGED_FAULT_SPIN_MS": "600000"})
     params = {"filter": "gaussian", "size": 31, "variant": "naive"}
     try:
         before = requests.get(s.url + "/version", timeout=10).json()["devices"]
@@ -190,3 +193,31 @@ def test_one_gpu_of_two_fenced_shows_per_device(pngs):
     assert served and all(x["backend"] == "gpu" and x["device"] in (0, 1) for x in served), served[:3]
     assert served[-1]["device"] == 0, served[-1]  # after the fence only device 0 serves
     assert any(x.get("event") == "gpu_fenced" for x in lines), log[-3000:]
+
+
+def test_sticky_fault_on_one_gpu_ends_the_process(pngs):
+    """An illegal address on GPU 1 of two: the CUDA runtime makes a sticky error every device's
+    (each later call on GPU 0 returns it too: tests/gpu_host/gpu_multi.sh's probe and
+    docs/deployment.md), so both devices are fenced and the process exits non-zero for a restart,
+    every request answered 200 or 503 with Retry-After."""
+    if gpu_count() < 2:
+        pytest.skip("one GPU here: a fault on one device of several needs two")
+    s = FaultServer("illegal", 3, ["--gpus", "0,1", "--streams", "1", "--log-format", "json"],
+                    {"EDGED_FAULT_DEVICE": "1"})
+    params = {"filter": "gaussian", "size": 31, "variant": "naive"}
+    try:
+        t0, answers = time.time(), []
+        while s.proc.poll() is None and time.time() - t0 < 30:
+            with cf.ThreadPoolExecutor(4) as ex:
+                answers += list(ex.map(lambda i: upload(s.url, pngs[i % len(pngs)], params), range(8)))
+        got = [a.status_code for a in answers if a is not None]
+        assert set(got) <= {200, 503}, got
+        assert all(a.headers.get("Retry-After") for a in answers if a is not None and a.status_code == 503)
+        rc = s.proc.wait(20)
+        assert rc != 0, "exit status 0 after both devices failed"
+    finally:
+        rc, log = s.finish()
+    lines = [json.loads(x) for x in log.splitlines() if x.startswith("{")]
+    fatal = [x["msg"] for x in lines if x.get("event") == "gpu_fatal"]
+    assert any(m.startswith("GPU 1:") for m in fatal) and any(m.startswith("GPU 0:") for m in fatal), fatal
+    print("sticky fault on GPU 1 of 2: %d answers %s, exit %d; %s" % (len(got), sorted(set(got)), rc, fatal))

@@ -1,7 +1,8 @@
 // sticky_probe.cu — does a sticky CUDA error on device 1 reach device 0 of the same process? (On
 // the GPU host, CUDA 13.0, it does: every later call on device 0 returns it, from any thread, and
-// cudaDeviceReset of device 1 brings neither back.) Why a server of several GPUs isolates a stuck
-// kernel but not an illegal address: docs/deployment.md. Built and run by gpu_multi.sh.
+// cudaDeviceReset of device 1, then of every device, brings none back: "busy or unavailable"
+// until the process ends.) Why a server of several GPUs isolates a stuck kernel but not an
+// illegal address: docs/deployment.md. Built and run by gpu_multi.sh.
 #include <cstdio>
 #include <thread>
 #include <cuda_runtime.h>
@@ -40,5 +41,15 @@ int main()
     cudaSetDevice(0);
     good<<<1, 32, 0, s0>>>(d0);
     printf("dev0 after dev1 reset: launch %s sync %s\n", S(cudaGetLastError()), S(cudaStreamSynchronize(s0)));
+    // every device reset: does the process get its GPUs back without a restart?
+    printf("dev0 reset %s\n", S(cudaDeviceReset()));
+    for (int d = 0; d < n; d++) {
+        int *z = nullptr;
+        cudaSetDevice(d);
+        cudaError_t em = cudaMalloc(&z, 4096);
+        good<<<1, 32>>>(z);
+        printf("dev%d after every reset: malloc %s launch %s sync %s\n", d, S(em), S(cudaGetLastError()),
+               S(cudaDeviceSynchronize()));
+    }
     return 0;
 }

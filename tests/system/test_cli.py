@@ -138,6 +138,9 @@ SERVE_ERRORS = [  # (environment, arguments, what the one line must name)
     ({}, ["--log-format", "xml"], ["--log-format", "'xml'", "auto, text or json"]),
     ({"EDGED_API_KEYS": "a,,b"}, [], ["EDGED_API_KEYS", "key 2"]),
     ({}, ["--no-such-flag=1"], ["--no-such-flag"]),
+    ({}, ["--gpus", "0,0"], ["--gpus", "EDGED_GPUS", "device 0 is listed twice"]),
+    ({"EDGED_GPUS": "first"}, [], ["EDGED_GPUS", "'first'", "0..63"]),
+    ({}, ["--gpus", "1,64"], ["--gpus", "0..63"]),
 ]
 
 

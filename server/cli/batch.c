@@ -220,6 +220,10 @@ static void print_json(struct batch *bt, const struct image *im, const struct re
     cJSON_AddStringToObject(root, "variant", variant_name(job->used));
     cJSON_AddStringToObject(root, "backend", variant_is_gpu(job->used) ? "gpu" : "cpu");
     cJSON_AddStringToObject(root, "device", backend_device(bt->b));
+    if (variant_is_gpu(job->used)) /* as the service's results: the CUDA device number, or null */
+        cJSON_AddNumberToObject(root, "device_number", backend_ordinal(bt->b));
+    else
+        cJSON_AddNullToObject(root, "device_number");
     cJSON_AddNumberToObject(root, "width", im->w);
     cJSON_AddNumberToObject(root, "height", im->h);
     cJSON_AddNumberToObject(root, "channels", im->ch);

@@ -28,7 +28,7 @@ extern "C" {
     X(EDGED_E_UNAVAILABLE, -13, 503, "unavailable", "service unavailable")                        \
     X(EDGED_E_NOMEM, -14, 503, "out_of_memory", "out of memory, retry later")                     \
     X(EDGED_E_GPU_OOM, -15, 503, "gpu_out_of_memory", "GPU out of memory, retry later")           \
-    X(EDGED_E_GPU_FATAL, -16, 503, "gpu_fatal", "GPU failed; the service is restarting")          \
+    X(EDGED_E_GPU_FATAL, -16, 503, "gpu_fatal", "a GPU failed; retry after Retry-After seconds")   \
     X(EDGED_E_DEADLINE, -17, 504, "deadline_exceeded", "job waited past its queue deadline")      \
     X(EDGED_E_IO, -18, 500, "io_error", "I/O error")                                              \
     X(EDGED_E_INTERNAL, -19, 500, "internal", "internal error")                                   \

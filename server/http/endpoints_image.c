@@ -182,18 +182,6 @@ static int request_device(struct service *s, const struct params *p, int *index,
     return edged_fail(err, EDGED_E_NO_CUDA, "device %d is not served here; devices: %s", p->device, list);
 }
 
-/* The backend view of the device a GPU job ran on, or of the device the request names, else the
- * backend (device 0's view): what results name and measure against. */
-static struct backend *device_view(struct service *s, const struct params *p, const struct job *job)
-{
-    int i = job && job->ran_on >= 0 ? job->ran_on
-            : (p->given & PARAMS_F_DEVICE) ? backend_device_index(s->backend, p->device)
-                                           : -1;
-    struct backend *v = i >= 0 ? backend_on(s->backend, i) : NULL;
-
-    return v ? v : s->backend;
-}
-
 /* ---- jobs --------------------------------------------------------------------------------- */
 
 /* Fills the job's plan and routing from the request; the job's input is already decoded. A CPU job
@@ -246,6 +234,17 @@ static struct backend *job_gpu(struct service *s, const struct job *job)
     return job->lane == LANE_GPU && job->ran_on >= 0 ? backend_on(s->backend, job->ran_on) : NULL;
 }
 
+/* The backend view of the device a GPU job ran on (job may be NULL), or of the device the request
+ * names, else the backend (device 0's view): what results name and measure against. */
+static struct backend *device_view(struct service *s, const struct params *p, const struct job *job)
+{
+    struct backend *v = job ? job_gpu(s, job) : NULL;
+
+    if (!v && (p->given & PARAMS_F_DEVICE))
+        v = backend_on(s->backend, backend_device_index(s->backend, p->device));
+    return v ? v : s->backend;
+}
+
 /* The access log's device of a job back from its worker, failed or not: its CUDA device number. */
 static void note_device(struct service *s, struct http_req *r, const struct job *job)
 {
@@ -255,12 +254,12 @@ static void note_device(struct service *s, struct http_req *r, const struct job 
         http_req_note_device(r, backend_ordinal(on));
 }
 
-/* The device a finished job ran on, as results name it: with several GPUs, the one that took it. */
-static const char *job_device(struct service *s, const struct params *p, const struct job *job, char *buf,
-                              size_t cap)
+/* The device a finished job ran on, as results name it: on a GPU variant the device of view (the
+ * one that took it, device_view), else the CPU's threads. */
+static const char *job_device(const struct backend *view, const struct job *job, char *buf, size_t cap)
 {
     if (variant_is_gpu(job->used))
-        return backend_device(device_view(s, p, job));
+        return backend_device(view);
     snprintf(buf, cap, "cpu (%d thread%s)", job->threads, job->threads == 1 ? "" : "s");
     return buf;
 }
@@ -383,15 +382,16 @@ static void answer_json(struct http_req *r, struct service *s, const struct para
     char dev[64];
     char *text;
     int gpu = variant_is_gpu(job->used);
-    double copy_gbps = gpu ? gconv_get_info(backend_gpu(device_view(s, p, job)))->copy_gbps : 0.0;
+    struct backend *view = device_view(s, p, job);
+    double copy_gbps = gpu ? gconv_get_info(backend_gpu(view))->copy_gbps : 0.0;
 
     res.request_id = http_req_id(r);
     res.trace_id = http_req_trace_id(r);
     res.filter = result_filter_label(p);
     res.variant = variant_name(job->used);
     res.backend = gpu ? "gpu" : "cpu";
-    res.device = job_device(s, p, job, dev, sizeof(dev));
-    res.device_number = gpu ? backend_ordinal(device_view(s, p, job)) : -1;
+    res.device = job_device(view, job, dev, sizeof(dev));
+    res.device_number = gpu ? backend_ordinal(view) : -1;
     res.width = job->out.w;
     res.height = job->out.h;
     res.channels = job->out.ch;

@@ -176,6 +176,20 @@ static void unload_locked(struct queue *q, struct job *job)
     job->cost = 0;
 }
 
+/* A running job leaves the running list (completed, or put back): its lane's count of large jobs
+ * and its device's outstanding work drop. 1 when a job passed over may now be taken: a large one
+ * (the cap), or any once a device's work fell (the order of several devices may change). */
+static int leave_running_locked(struct queue *q, struct job *job)
+{
+    int wake = job->large || (q->ndev > 1 && job->cost);
+
+    list_remove(&q->running, NULL, job);
+    if (job->large)
+        q->large_running[job->lane]--;
+    unload_locked(q, job);
+    return wake;
+}
+
 /* Completes a job the queue holds (queued or running) with rc and drops the queue's reference. */
 static struct job *finish_locked(struct queue *q, struct job *job, int rc, const char *msg)
 {
@@ -438,25 +452,20 @@ static struct job *pop_locked_wait(struct queue *q, enum job_lane lane, int dev,
     return job;
 }
 
-struct job *queue_pop(struct queue *q, enum job_lane lane, double wait_ms)
+/* pop_locked_wait under the queue's lock. */
+static struct job *pop(struct queue *q, enum job_lane lane, int dev, double wait_ms)
 {
     struct job *job;
 
     pthread_mutex_lock(&q->mu);
-    job = pop_locked_wait(q, lane, -1, wait_ms);
+    job = pop_locked_wait(q, lane, dev, wait_ms);
     pthread_mutex_unlock(&q->mu);
     return job;
 }
 
-struct job *queue_pop_device(struct queue *q, int dev, double wait_ms)
-{
-    struct job *job;
+struct job *queue_pop(struct queue *q, enum job_lane lane, double wait_ms) { return pop(q, lane, -1, wait_ms); }
 
-    pthread_mutex_lock(&q->mu);
-    job = pop_locked_wait(q, LANE_GPU, dev, wait_ms);
-    pthread_mutex_unlock(&q->mu);
-    return job;
-}
+struct job *queue_pop_device(struct queue *q, int dev, double wait_ms) { return pop(q, LANE_GPU, dev, wait_ms); }
 
 void queue_set_devices(struct queue *q, int n)
 {
@@ -525,10 +534,7 @@ int queue_retry(struct queue *q, struct job *job)
     pthread_mutex_lock(&q->mu);
     if (job->state == JOB_RUNNING && !job->retried && !job->fenced && !atomic_load(&job->cancel) &&
         !q->fail_code && devices_left_locked(q) > 0 && (job->device < 0 || !q->dev[job->device].fenced)) {
-        list_remove(&q->running, NULL, job);
-        if (job->large)
-            q->large_running[job->lane]--;
-        unload_locked(q, job);
+        leave_running_locked(q, job);
         job->retried = 1;
         job->state = JOB_QUEUED;
         job->t_push = clock_ms();
@@ -548,20 +554,17 @@ int queue_retry(struct queue *q, struct job *job)
 void queue_complete_many(struct queue *q, struct job *const *jobs, const int *rcs, int n)
 {
     struct job *dead = NULL, *d;
-    int large = 0;
+    int wake = 0;
 
     pthread_mutex_lock(&q->mu);
     for (int i = 0; i < n; i++) {
-        list_remove(&q->running, NULL, jobs[i]);
-        if (jobs[i]->large)
-            q->large_running[jobs[i]->lane]--, large = 1;
-        large |= q->ndev > 1 && jobs[i]->cost; /* a device's outstanding work fell: the order may change */
+        wake |= leave_running_locked(q, jobs[i]);
         if ((d = finish_locked(q, jobs[i], rcs[i], NULL))) {
             d->next = dead;
             dead = d;
         }
     }
-    if (large)
+    if (wake)
         pthread_cond_broadcast(&q->work); /* a job passed over may now be taken */
     pthread_mutex_unlock(&q->mu);
     free_chain(dead);

@@ -148,16 +148,24 @@ static int gpu_submit(struct gpu_dev *d, int s, struct job *job)
 
 static int gpu_is_fatal(struct gconv_ctx *ctx, int rc) { return rc == EDGED_E_GPU_FATAL || gconv_is_dead(ctx); }
 
+/* A job of fenced device d goes to another device once (queue_retry, counted); 0 when it did, else
+ * -1 and the caller completes it. */
+static int dev_retry(struct gpu_dev *d, struct job *job)
+{
+    if (queue_retry(d->w->q, job) < 0)
+        return -1;
+    atomic_fetch_add(&d->retried, 1);
+    return 0;
+}
+
 /* A job that could not be started fails with rc; a fatal rc fences the device first, and the job
- * goes to another device once (queue_retry). */
+ * goes to another device once. */
 static void gpu_start_failed(struct gpu_dev *d, struct gconv_ctx *ctx, struct job *job, int rc)
 {
     if (gpu_is_fatal(ctx, rc)) {
         dev_fence(d, job->err, 0);
-        if (queue_retry(d->w->q, job) == 0) {
-            atomic_fetch_add(&d->retried, 1);
+        if (dev_retry(d, job) == 0)
             return;
-        }
     }
     queue_complete(d->w->q, job, rc);
 }
@@ -257,10 +265,8 @@ static void gpu_abandon(struct gpu_dev *d, struct gpu_slot *slots, int ns)
         if (!job)
             continue;
         slots[s].job = NULL;
-        if (queue_retry(d->w->q, job) == 0) {
-            atomic_fetch_add(&d->retried, 1);
+        if (dev_retry(d, job) == 0)
             continue;
-        }
         snprintf(job->err, sizeof(job->err), "%s", msg);
         queue_complete(d->w->q, job, EDGED_E_GPU_FATAL);
     }

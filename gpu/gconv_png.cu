@@ -153,6 +153,13 @@ static size_t raw_bytes(const struct png_layout *lay)
     return size_mul(lay->rowbytes + 1, lay->h, &n) ? 0 : n;
 }
 
+/* Bytes to allocate for them: the unfilter kernel reads the aligned 16-byte words around each
+ * chunk of a row, so the last row's may reach up to 15 bytes past the stream. */
+static size_t raw_alloc_bytes(size_t raw)
+{
+    return raw + 16;
+}
+
 /* Stages and uploads each image's stream and palette on its stream, and makes the decode stream
  * wait for them (one event, recorded and waited for in turn: a wait takes the record before it). */
 static int pdec_upload(struct gconv_ctx *ctx, struct gpng *g, struct pdec *pd, int n, char *err)
@@ -265,7 +272,8 @@ static int job_prepare(struct gconv_ctx *ctx, struct gpng *g, struct gconv_png_j
     if ((e = gjob_buffers(ctx, st, jb->w, jb->h, jb->plan, &what)) != cudaSuccess ||
         (e = gctx_grow_pinned(ctx, (void **)&st->h_in, &st->h_in_cap, jb->z_len)) != cudaSuccess ||
         (e = gctx_grow_device(ctx, st, (void **)&g->d_z[jb->s], &g->z_cap[jb->s], jb->z_len)) != cudaSuccess ||
-        (e = gctx_grow_device(ctx, st, (void **)&g->d_raw[jb->s], &g->raw_cap[jb->s], raw)) != cudaSuccess)
+        (e = gctx_grow_device(ctx, st, (void **)&g->d_raw[jb->s], &g->raw_cap[jb->s], raw_alloc_bytes(raw))) !=
+            cudaSuccess)
         return pd->rc = gctx_fail(ctx, e, *what ? what : "PNG buffers", jb->err);
     pd->s = st->s, pd->h_z = st->h_in, pd->d_z = g->d_z[jb->s], pd->d_raw = g->d_raw[jb->s];
     pd->d_dst = st->d_in8;
@@ -345,7 +353,7 @@ static int host_buffers(struct gconv_ctx *ctx, struct gpng *g, struct pdec *pd, 
         pd[i].d_slot = g->d_slots + (size_t)i * PNG_SLOT_BYTES;
         GCTX_CU(cudaHostAlloc((void **)&pd[i].h_z, pd[i].z_len ? pd[i].z_len : 1, cudaHostAllocDefault));
         GCTX_CU(cudaMalloc((void **)&pd[i].d_z, pd[i].z_len ? pd[i].z_len : 1));
-        GCTX_CU(cudaMalloc((void **)&pd[i].d_raw, raw));
+        GCTX_CU(cudaMalloc((void **)&pd[i].d_raw, raw_alloc_bytes(raw)));
         GCTX_CU(cudaMalloc((void **)&pd[i].d_dst, (size_t)lay->w * lay->h * lay->out_ch));
     }
 out:

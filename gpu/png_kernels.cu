@@ -16,7 +16,16 @@
  * group of UNF_THREADS rows) and walk them in chunks of UNF_CHUNK bytes, thread t one step behind
  * thread t - 1: at step k thread t does chunk k - t, whose upper row (chunk k - t and the bpp
  * bytes before it) thread t - 1 finished at step k - 1, and whose left bytes it did itself. A
- * __syncthreads() per step orders the two. A group of g rows and c chunks takes c + g - 1 steps. */
+ * __syncthreads() per step orders the two. A group of g rows and c chunks takes c + g - 1 steps.
+ *
+ * What a step costs is memory requests, not arithmetic: the threads of a warp read and write 32
+ * different rows, so every byte access of a warp is 32 requests. So the row above comes from the
+ * thread above through shared memory (its chunk of the step before; from memory only for a group's
+ * first row, which the group before finished), the left and upper-left bytes stay in registers,
+ * and a whole chunk is read as the aligned 16-byte words around it and written as one aligned
+ * 16-byte word a step: the word that holds the chunk's first byte, whose earlier bytes are the end
+ * of the thread's own previous chunk (so the end of each chunk goes out with the next one, and a
+ * row's first and last bytes one by one, never touching a byte of another row). */
 #define UNF_THREADS 1024
 #define UNF_CHUNK 16 /* at least 4 (bpp): a chunk's upper-left bytes lie in the chunk before */
 
@@ -39,59 +48,82 @@ static __device__ __forceinline__ int unf_byte(int ft, int x, int a, int b, int 
     return x + pred;
 }
 
-/* The last bpp bytes before position i0 of row p (0 before the row starts), newest in the low byte. */
-static __device__ __forceinline__ uint32_t unf_hist(const uint8_t *p, int bpp, size_t i0)
+/* Byte k of a 16-byte chunk held as a uint4. */
+static __device__ __forceinline__ uint32_t unf_get(uint4 v, int k)
 {
-    uint32_t h = 0;
-
-    for (int j = bpp - 1; j >= 0; j--)
-        h = h << 8 | (i0 >= (size_t)j + 1 ? p[i0 - 1 - j] : 0u);
-    return h;
+    uint32_t w = k < 4 ? v.x : k < 8 ? v.y : k < 12 ? v.z : v.w;
+    return (w >> (8 * (k % 4))) & 0xffu;
 }
 
-/* Reconstructs bytes [i0, i1) of row cur (filter type ft, row above up or NULL; pixels of bpp
- * bytes, 1..4). The left neighbours (a, and c from the row above) come from registers holding the
- * last bpp bytes, not from memory: each byte's chain of dependences stays in registers. A whole
- * chunk first loads its bytes and the row above's into registers (independent loads, one memory
- * latency), then reconstructs, then stores; a partial chunk (the row's tail) goes byte by byte. */
-static __device__ void unf_bytes(uint8_t *__restrict__ cur, const uint8_t *__restrict__ up, int ft, int bpp,
-                                 size_t i0, size_t i1)
+/* Word i (0..8) of the 32 bytes a ++ b (8: none). */
+static __device__ __forceinline__ uint32_t unf_word(uint4 a, uint4 b, int i)
+{
+    uint32_t lo = (i & 3) == 0 ? a.x : (i & 3) == 1 ? a.y : (i & 3) == 2 ? a.z : a.w;
+    uint32_t hi = (i & 3) == 0 ? b.x : (i & 3) == 1 ? b.y : (i & 3) == 2 ? b.z : b.w;
+    return i < 4 ? lo : i < 8 ? hi : 0u;
+}
+
+/* The 16 bytes from byte o (0..16) of the 32 bytes a ++ b. */
+static __device__ __forceinline__ uint4 unf_window(uint4 a, uint4 b, int o)
+{
+    const int q = o / 4;
+    const unsigned s = 8 * (o % 4);
+    uint32_t w0 = unf_word(a, b, q), w1 = unf_word(a, b, q + 1), w2 = unf_word(a, b, q + 2);
+    uint32_t w3 = unf_word(a, b, q + 3), w4 = unf_word(a, b, q + 4);
+
+    return make_uint4(__funnelshift_r(w0, w1, s), __funnelshift_r(w1, w2, s), __funnelshift_r(w2, w3, s),
+                      __funnelshift_r(w3, w4, s));
+}
+
+/* Row bytes [i0, i0 + n) (n <= 16) of p into a chunk, byte by byte. */
+static __device__ __forceinline__ uint4 unf_load_bytes(const uint8_t *p, size_t i0, int n)
+{
+    uint32_t w[4] = {0, 0, 0, 0};
+
+#pragma unroll
+    for (int k = 0; k < UNF_CHUNK; k++)
+        if (k < n)
+            w[k / 4] |= (uint32_t)p[i0 + k] << (8 * (k % 4));
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+/* Bytes [lo, hi) of chunk v to p + i0 + lo .. , byte by byte. */
+static __device__ __forceinline__ void unf_store_bytes(uint8_t *p, size_t i0, uint4 v, int lo, int hi)
+{
+#pragma unroll
+    for (int k = 0; k < UNF_CHUNK; k++)
+        if (k >= lo && k < hi)
+            p[i0 + k] = (uint8_t)unf_get(v, k);
+}
+
+/* Reconstructs the chunk x (filter type ft) from the row above's chunk u and the last bpp bytes
+ * before it of both rows (hist, uhist: byte j is [i - 1 - j]), which it moves on. The dependences
+ * of each byte stay in registers. */
+static __device__ __forceinline__ uint4 unf_chunk(uint4 x, uint4 u, int ft, int bpp, uint32_t *hist, uint32_t *uhist)
 {
     const int sh = 8 * (bpp - 1);
     const uint32_t mask = bpp >= 4 ? 0xffffffffu : (1u << (8 * bpp)) - 1;
-    uint32_t hist = unf_hist(cur, bpp, i0), uhist = up ? unf_hist(up, bpp, i0) : 0; /* byte j: [i - 1 - j] */
+    uint32_t w[4] = {0, 0, 0, 0}, h = *hist, uh = *uhist;
 
-    if (i1 - i0 == UNF_CHUNK) {
-        uint8_t x[UNF_CHUNK], u[UNF_CHUNK];
 #pragma unroll
-        for (int k = 0; k < UNF_CHUNK; k++)
-            x[k] = cur[i0 + k], u[k] = up ? up[i0 + k] : 0;
-#pragma unroll
-        for (int k = 0; k < UNF_CHUNK; k++) {
-            int a = (int)(hist >> sh & 0xffu), c = (int)(uhist >> sh & 0xffu);
-            x[k] = (uint8_t)unf_byte(ft, x[k], a, u[k], c);
-            hist = (hist << 8 | x[k]) & mask;
-            uhist = (uhist << 8 | u[k]) & mask;
-        }
-#pragma unroll
-        for (int k = 0; k < UNF_CHUNK; k++)
-            cur[i0 + k] = x[k];
-        return;
+    for (int k = 0; k < UNF_CHUNK; k++) {
+        int a = (int)(h >> sh & 0xffu), b = (int)unf_get(u, k), c = (int)(uh >> sh & 0xffu);
+        uint32_t r = (uint32_t)unf_byte(ft, (int)unf_get(x, k), a, b, c) & 0xffu;
+        w[k / 4] |= r << (8 * (k % 4));
+        h = (h << 8 | r) & mask;
+        uh = (uh << 8 | (uint32_t)b) & mask;
     }
-    for (size_t i = i0; i < i1; i++) {
-        int a = (int)(hist >> sh & 0xffu), b = up ? up[i] : 0, c = (int)(uhist >> sh & 0xffu);
-        uint8_t x = (uint8_t)unf_byte(ft, cur[i], a, b, c);
-        cur[i] = x;
-        hist = (hist << 8 | x) & mask;
-        uhist = (uhist << 8 | (uint32_t)b) & mask;
-    }
+    *hist = h, *uhist = uh;
+    return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
 __global__ void __launch_bounds__(UNF_THREADS) unfilter_kernel(const struct png_unf_batch b)
 {
+    __shared__ uint4 s_out[2][UNF_THREADS]; /* each thread's chunk of the step, by step parity */
     const struct png_unf_image im = b.im[blockIdx.x];
-    size_t stride = im.rowbytes + 1, chunks = (im.rowbytes + UNF_CHUNK - 1) / UNF_CHUNK;
-    int t = threadIdx.x;
+    const size_t stride = im.rowbytes + 1, chunks = (im.rowbytes + UNF_CHUNK - 1) / UNF_CHUNK;
+    const bool vec = ((uintptr_t)im.d_raw & 15) == 0; /* aligned words stay inside the buffer */
+    const int t = threadIdx.x;
 
     if (t == 0)
         im.d_status[0] = *im.d_inflated, im.d_status[1] = 0;
@@ -100,8 +132,11 @@ __global__ void __launch_bounds__(UNF_THREADS) unfilter_kernel(const struct png_
         return;
     for (uint32_t r0 = 0; r0 < im.h; r0 += UNF_THREADS) {
         uint32_t rows = im.h - r0 < UNF_THREADS ? im.h - r0 : UNF_THREADS, y = r0 + t;
-        uint8_t *row = im.d_raw + (size_t)y * stride;
+        uint8_t *row = im.d_raw + (size_t)y * stride, *cur = row + 1;
+        const int o = (int)((uintptr_t)cur & 15);
         int ft = t < (int)rows ? row[0] : 0;
+        uint32_t hist = 0, uhist = 0;
+        uint4 prev = make_uint4(0, 0, 0, 0);
 
         if (ft > 4) {
             im.d_status[1] = 1;
@@ -110,8 +145,30 @@ __global__ void __launch_bounds__(UNF_THREADS) unfilter_kernel(const struct png_
         for (size_t k = 0; k < chunks + rows - 1; k++) {
             size_t j = k - (size_t)t;
             if (t < (int)rows && k >= (size_t)t && j < chunks) {
-                size_t i1 = (j + 1) * UNF_CHUNK < im.rowbytes ? (j + 1) * UNF_CHUNK : im.rowbytes;
-                unf_bytes(row + 1, y > 0 ? row + 1 - stride : NULL, ft, im.bpp, j * UNF_CHUNK, i1);
+                const size_t i0 = j * UNF_CHUNK;
+                const int n = im.rowbytes - i0 < UNF_CHUNK ? (int)(im.rowbytes - i0) : UNF_CHUNK;
+                const bool whole = vec && n == UNF_CHUNK;
+                uint4 u = make_uint4(0, 0, 0, 0), x;
+                if (y > 0)
+                    u = t > 0 ? s_out[(k + 1) & 1][t - 1] : unf_load_bytes(cur - stride, i0, n);
+                if (whole) {
+                    const uint4 *a = (const uint4 *)(cur + i0 - o);
+                    x = o ? unf_window(a[0], a[1], o) : a[0];
+                } else {
+                    x = unf_load_bytes(cur, i0, n);
+                }
+                const uint4 r = unf_chunk(x, u, ft, im.bpp, &hist, &uhist);
+                s_out[k & 1][t] = r;
+                if (whole && (o == 0 || j > 0)) /* the aligned word of the chunk's first byte */
+                    *(uint4 *)(cur + i0 - o) = o ? unf_window(prev, r, UNF_CHUNK - o) : r;
+                else /* a row's first chunk, or a short one: its bytes alone, after the end of
+                      * the chunk before where that waits */
+                    unf_store_bytes(cur, i0, r, 0, whole ? UNF_CHUNK - o : n);
+                if (!whole && j > 0 && vec && o)
+                    unf_store_bytes(cur, i0 - UNF_CHUNK, prev, UNF_CHUNK - o, UNF_CHUNK);
+                if (whole && o && j == chunks - 1) /* the row's end: the bytes that wait */
+                    unf_store_bytes(cur, i0, r, UNF_CHUNK - o, UNF_CHUNK);
+                prev = r;
             }
             __syncthreads();
         }

@@ -249,8 +249,9 @@ cudaError_t canny_seams_launch(const struct canny_dev *d, int pdl, int ovec, con
 
 /* The float planes of one image in an arena of 2*planes+2 planes of `stride` floats: src[planes],
  * dst[planes], then two scratch planes. A stepwise plan (filter_plan_stepwise) lays the arena out
- * for its loaded planes (gplan_loaded_planes, which may exceed plan->planes) and leaves its result
- * where gplan_planes_of(arena, plan->planes, stride).dst says. */
+ * for its loaded planes (gplan_loaded_planes, which may exceed plan->planes); its result is left where
+ * gplan_planes_of(arena, plan->planes, stride).dst says when the float planes are wanted
+ * (gplan_dev.want_planes), else in whichever set its last pass wrote (the pack reads it there). */
 struct gplan_planes {
     float *src, *dst, *tmp_a, *tmp_b;
     size_t stride;
@@ -280,7 +281,8 @@ struct gplan_dev {
     size_t stride;
     const float *d_taps;
     int w, h;
-    int want_planes; /* the fused edge kernel writes its float L into the dst plane */
+    int want_planes; /* the result's floats in the dst planes: the fused edge kernel writes its L there,
+                      * a pipeline's trailing threshold runs as its own pass (not folded into the pack) */
     int taps_loaded; /* the constant slot already holds these taps (bench repetitions) */
 };
 

@@ -27,15 +27,8 @@ __global__ void k_unpack(const uint8_t *__restrict__ d_in8, float *__restrict__ 
             o[p * stride] = px[p];
 }
 
-/* A threshold step's map of v: 255 where v >= cut, else 0 (planes_steps on the CPU). Every kernel
- * that applies a threshold step (its own, or one it was folded into) goes through this. */
-static __device__ __forceinline__ float threshold_of(float v, float cut)
-{
-    return v >= cut ? 255.0f : 0.0f;
-}
-
-/* MAGNITUDE: a = sqrt(a² + b²), products rounded separately as in the host C code. cut_on: the
- * threshold step after this one is folded in (step_fold), a = threshold_of(sqrt(..), cut). */
+/* MAGNITUDE: a = plan_magnitude(a, b). cut_on: the threshold step after this one is folded in
+ * (step_fold), a = plan_threshold(plan_magnitude(a, b), cut). */
 __global__ void k_magnitude(float *__restrict__ d_a, const float *__restrict__ d_b, int w, int h, int pitch,
                             int cut_on, float cut)
 {
@@ -43,8 +36,8 @@ __global__ void k_magnitude(float *__restrict__ d_a, const float *__restrict__ d
     if (x >= w || y >= h)
         return;
     size_t i = (size_t)y * pitch + x;
-    float a = d_a[i], b = d_b[i], m = sqrtf(__fadd_rn(__fmul_rn(a, a), __fmul_rn(b, b)));
-    d_a[i] = cut_on ? threshold_of(m, cut) : m;
+    float m = plan_magnitude(d_a[i], d_b[i]);
+    d_a[i] = cut_on ? plan_threshold(m, cut) : m;
 }
 
 /* THRESHOLD step that no neighbour took in (step_fold): its own pass, src -> dst. */
@@ -55,7 +48,7 @@ __global__ void k_threshold(const float *__restrict__ d_src, float *__restrict__
     if (x >= w || y >= h)
         return;
     size_t i = (size_t)y * pitch + x;
-    d_dst[i] = threshold_of(d_src[i], cut);
+    d_dst[i] = plan_threshold(d_src[i], cut);
 }
 
 /* A gray step after rgb ones: plane 0 = the luma of planes 0, 1, 2 (the float values), with
@@ -72,7 +65,7 @@ __global__ void k_luma(float *__restrict__ d_planes, size_t stride, int w, int h
 
 /* Post-processing (pixel_post) of every plane and the alpha copy, in one pass writing the u8
  * interleaved result. cut_on: a trailing threshold step is folded in (step_fold), each value
- * becomes threshold_of(v, cut) first, as that step's own pass would have stored it. */
+ * becomes plan_threshold(v, cut) first, as that step's own pass would have stored it. */
 __global__ void k_pack(const float *__restrict__ d_planes, size_t stride, const uint8_t *__restrict__ d_in8,
                        uint8_t *__restrict__ d_out8, int w, int h, int pitch, int in_ch, int planes,
                        int out_ch, int post, float threshold, int cut_on, float cut)
@@ -84,7 +77,7 @@ __global__ void k_pack(const float *__restrict__ d_planes, size_t stride, const 
     uint8_t *o = d_out8 + pix * out_ch;
     for (int p = 0; p < planes; p++) {
         float v = d_planes[p * stride + (size_t)y * pitch + x];
-        o[p] = pixel_post(cut_on ? threshold_of(v, cut) : v, post, threshold);
+        o[p] = pixel_post(cut_on ? plan_threshold(v, cut) : v, post, threshold);
     }
     if (out_ch > planes)
         o[planes] = d_in8[pix * in_ch + in_ch - 1];
@@ -185,7 +178,7 @@ int gconv_check(const struct gconv_ctx *cctx, const struct filter_plan *plan, in
 
 /* Where a THRESHOLD step of a stepwise plan runs. Its own pass (k_threshold) reads and writes every
  * plane once more; folded into a neighbour's epilogue it costs nothing and gives the same bits, for
- * threshold_of is applied to the very float the pass would have read:
+ * plan_threshold is applied to the very float the pass would have read:
  * - FOLD_MAGNITUDE: right after a MAGNITUDE step (and not taking the luma first, to_gray), the
  *   magnitude kernel writes the map instead of the magnitude;
  * - FOLD_PACK: the last step, unless the caller wants the float planes (they must hold the map):
@@ -205,7 +198,8 @@ static enum step_fold step_fold(const struct filter_plan *plan, int i, int want_
 }
 
 /* One plane through step st: SINGLE conv0 -> dst; MAGNITUDE conv0 -> dst, conv1 -> tmp_a, then
- * dst = |(dst, tmp_a)| (or its map under *cut, a threshold folded in; cut NULL: none); CHAIN
+ * dst = |(dst, tmp_a)| (or its map under *cut, a threshold folded in; cut NULL: none), on fast
+ * in one pass where fast_magnitude_can; CHAIN
  * conv0 -> tmp_a -> conv1 -> dst (the intermediate stays on the device, in float); THRESHOLD
  * src -> dst. Separable variants use tmp_b between their passes. The step's kernels are
  * plan->conv[st->conv0..], their taps at d_taps + FILTER_MAX_TAPS * index. */
@@ -229,6 +223,10 @@ static int run_step_plane(struct conv_args *a, const struct filter_plan *plan, c
             return rc;
         return conv_apply(a, &k[1], taps1, tmp_a, dst, err);
     case COMBINE_MAGNITUDE:
+        if (a->variant == VARIANT_FAST && fast_magnitude_can(&k[0], &k[1])) { /* one pass, the same bits */
+            a->d_in = src, a->d_out = dst;
+            return fast_stream_magnitude(a, &k[0], &k[1], cut != NULL, cut ? *cut : 0.0f);
+        }
         if ((rc = conv_apply(a, &k[0], taps0, src, dst, err)) < 0 ||
             (rc = conv_apply(a, &k[1], taps1, src, tmp_a, err)) < 0)
             return rc;

@@ -733,6 +733,84 @@ static void test_pipelines(struct gconv_ctx *ctx)
     free(plan);
 }
 
+/* The float planes of plan on fast (block 16) for in into got (plan->planes * w * h floats). */
+static int fast_planes(struct gconv_ctx *ctx, const struct img *in, const struct filter_plan *plan, float *got,
+                       const char *what)
+{
+    char err[EDGED_ERR_LEN] = "";
+    struct img out;
+    int rc;
+
+    if (img_alloc(&out, in->w, in->h, plan->out_ch, NULL) < 0)
+        abort();
+    rc = gconv_run(ctx, 1, in, plan, VARIANT_FAST, 16, &out, got, NULL, err);
+    CHECK(rc == 0, "fast magnitude: %s %dx%dx%d: %s", what, in->w, in->h, in->ch, err);
+    img_free(&out);
+    return rc;
+}
+
+/* fast runs a 3x3 magnitude step as one pass (fast_stream_magnitude) that must give the bits of its
+ * two correlations alone followed by the magnitude kernel: for sobel, scharr and prewitt every float
+ * equals sqrtf(x*x + y*y) (each product and the sum rounded apart, as k_magnitude rounds them) of
+ * the planes of the x and y filters run alone on fast, exactly; and [filter, threshold 40], the
+ * threshold folded into that pass, gives exactly the map of those floats. */
+static void test_fast_magnitude(struct gconv_ctx *ctx)
+{
+    static const enum filter_id ids[3][3] = {{FILTER_SOBEL, FILTER_SOBEL_X, FILTER_SOBEL_Y},
+                                             {FILTER_SCHARR, FILTER_SCHARR_X, FILTER_SCHARR_Y},
+                                             {FILTER_PREWITT, FILTER_PREWITT_X, FILTER_PREWITT_Y}};
+    static const struct size2 sizes[] = {{5, 3}, {130, 67}, {1023, 777}};
+    struct filter_plan *pl = malloc(sizeof(*pl) * 4);
+    double t0 = now_s();
+    int checks0 = check_passed + check_failed;
+
+    if (!pl)
+        abort();
+    for (int si = 0; si < (quick ? 2 : 3); si++)
+        for (int ch = 1; ch <= 4; ch += 2) {
+            size_t n = (size_t)sizes[si].w * sizes[si].h;
+            float *f[4];
+            struct img in;
+            image_random(&in, sizes[si].w, sizes[si].h, ch);
+            for (int j = 0; j < 4; j++)
+                if (!(f[j] = malloc(n * sizeof(float))))
+                    abort();
+            for (int fi = 0; fi < 3; fi++) {
+                enum border b = (enum border)((fi + ch + si) % BORDER_COUNT);
+                struct filter_spec ops[2];
+                size_t bad = 0, bad_map = 0, first = 0;
+                int ok = 1;
+                for (int j = 0; j < 3; j++)
+                    ok &= plan_make(&pl[j], &(struct plan_case){ids[fi][j], 0, COLOR_AUTO}, b, ch) == 0;
+                filter_spec_init(&ops[0], ids[fi][0]);
+                filter_spec_init(&ops[1], FILTER_THRESHOLD), ops[1].value = 40.0f;
+                ok = ok && pipe_make(&pl[3], ops, 2, b, ch) == 0;
+                ok = ok && pl[0].planes == 1 && pl[0].nconv == 2 &&
+                     memcmp(pl[0].conv[0].taps, pl[1].conv[0].taps, 9 * sizeof(float)) == 0 &&
+                     memcmp(pl[0].conv[1].taps, pl[2].conv[0].taps, 9 * sizeof(float)) == 0;
+                CHECK(ok, "fast magnitude %s: plans, or its taps are not those of its x and y filters",
+                      filter_name(ids[fi][0]));
+                for (int j = 0; ok && j < 4; j++)
+                    ok = fast_planes(ctx, &in, &pl[j], f[j], filter_name(ids[fi][j < 3 ? j : 0])) == 0;
+                for (size_t i = 0; ok && i < n; i++) {
+                    float xx = f[1][i] * f[1][i], yy = f[2][i] * f[2][i], sum = xx + yy, m = sqrtf(sum);
+                    if (f[0][i] != m && !bad++)
+                        first = i;
+                    bad_map += f[3][i] != (m >= 40.0f ? 255.0f : 0.0f);
+                }
+                CHECK(ok && bad == 0 && bad_map == 0, "fast magnitude %s %s %dx%dx%d: %zu floats differ from the "
+                      "magnitude of its x and y planes (first at %zu: %g, not %g), %zu map samples from their map",
+                      filter_name(ids[fi][0]), border_name(b), in.w, in.h, ch, bad, first, ok ? f[0][first] : 0.0,
+                      ok ? sqrtf(f[1][first] * f[1][first] + f[2][first] * f[2][first]) : 0.0, bad_map);
+            }
+            for (int j = 0; j < 4; j++)
+                free(f[j]);
+            img_free(&in);
+        }
+    printf("fast magnitude: %d checks in %.1f s\n", check_passed + check_failed - checks0, now_s() - t0);
+    free(pl);
+}
+
 static void test_plans(struct gconv_ctx *ctx)
 {
     static const struct plan_case small_cases[] = {
@@ -1433,6 +1511,8 @@ int main(void)
         test_fast_sep_bands(ctx);
     test_plans(ctx);
     test_pipelines(ctx);
+    if (only < 0 || only == VARIANT_FAST)
+        test_fast_magnitude(ctx);
     test_other_devices();
     CHECK(!gconv_is_dead(ctx), "context alive at the end");
     backend_close(eng);

@@ -196,6 +196,14 @@ static int fast_use_stream(const struct kernel2d *k)
     return k->rows <= 5 || tuning()->fast_stream_big != 0;
 }
 
+/* Only where each kernel alone takes the streaming kernel: the fused pass then adds the very FMA
+ * chains, and the step's planes are bit for bit those of the two passes and k_magnitude. */
+extern "C" int fast_magnitude_can(const struct kernel2d *k0, const struct kernel2d *k1)
+{
+    return k0->rows == 3 && k0->cols == 3 && k1->rows == 3 && k1->cols == 3 && fast_use_stream(k0) &&
+           fast_use_stream(k1);
+}
+
 /* Limits: none on the H100 (every odd size up to 63x63 fits); on a GPU with less opt-in shared
  * memory a tile that does not fit is refused with the size it needs. The block argument is not
  * used: the tiles are fixed (128 columns x 32 rows; the separable kernel's steps of 32 rows). */

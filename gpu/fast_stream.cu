@@ -233,9 +233,10 @@ static __device__ __forceinline__ void stream_window(const stream_row<HW> &r, in
 }
 
 /* What the strip walk below needs of a filter: KR tap rows (outputs pending at once), the
- * horizontal radius RX and halo width HW, the taps' type, and push, which adds
- * one input row (window w) to the outputs it feeds and shifts them (the Registers paragraph above).
- * Before the push, acc[p] (p < KR - 1) holds the output that takes tap row KR - 1 - p now, oldest
+ * horizontal radius RX and halo width HW, the taps' and the accumulators' types, push, which adds
+ * one input row (window w) to the outputs it feeds and shifts them (the Registers paragraph above),
+ * and result, the four values of the output just completed. For one correlation (stream_direct):
+ * before the push, acc[p] (p < KR - 1) holds the output that takes tap row KR - 1 - p now, oldest
  * first; the push completes acc[0]'s output into acc[KR - 1], moves each acc[p] into acc[p - 1] with
  * its tap row added, and starts a new output in acc[KR - 2] with tap row 0. Tap rows above imax are
  * skipped: in the first KR - 1 steps of a strip those outputs would lie above it. */
@@ -247,9 +248,17 @@ template <int KR_, int KC_>
 struct stream_direct {
     static constexpr int KR = KR_, KC = KC_, RX = KC / 2, HW = stream_halo(RX);
     using taps_t = stream_taps<KR * KC>;
+    using acc_t = float[KR][4];
 
-    static __device__ __forceinline__ void push(float (&acc)[KR][4], const float (&w)[4 + 2 * RX],
-                                                const taps_t &taps, int imax)
+    static __device__ __forceinline__ void result(const acc_t &acc, const taps_t &, float (&r)[4])
+    {
+#pragma unroll
+        for (int c = 0; c < 4; c++)
+            r[c] = acc[KR - 1][c];
+    }
+
+    static __device__ __forceinline__ void push(acc_t &acc, const float (&w)[4 + 2 * RX], const taps_t &taps,
+                                                int imax)
     {
 #pragma unroll
         for (int p = 0; p < KR; p++) {
@@ -264,6 +273,43 @@ struct stream_direct {
                     acc[dst][c] = (i == 0 && j == 0) ? t * w[c]
                                                      : fmaf(t, w[c + j], j == 0 ? acc[p][c] : acc[dst][c]);
             }
+        }
+    }
+};
+
+/* A MAGNITUDE step in one pass: the two correlations of each output are stream_direct's, the very
+ * FMA chains fast_stream_conv runs for each kernel alone, kept side by side; result is
+ * plan_magnitude of them (or its plan_threshold map when a threshold step is folded in), as
+ * k_magnitude gives it from the two planes this pass no longer writes and reads back. */
+struct stream_mag_taps3 {
+    stream_taps<9> a, b;
+    float cut;
+    int cut_on;
+};
+
+template <int KR_, int KC_>
+struct stream_magnitude {
+    using one = stream_direct<KR_, KC_>;
+    static constexpr int KR = KR_, KC = KC_, RX = one::RX, HW = one::HW;
+    static_assert(KR == 3 && KC == 3, "the taps type holds 3x3 pairs");
+    using taps_t = stream_mag_taps3;
+    struct acc_t {
+        float a[KR][4], b[KR][4];
+    };
+
+    static __device__ __forceinline__ void push(acc_t &acc, const float (&w)[4 + 2 * RX], const taps_t &taps,
+                                                int imax)
+    {
+        one::push(acc.a, w, taps.a, imax);
+        one::push(acc.b, w, taps.b, imax);
+    }
+
+    static __device__ __forceinline__ void result(const acc_t &acc, const taps_t &taps, float (&r)[4])
+    {
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            float m = plan_magnitude(acc.a[KR - 1][c], acc.b[KR - 1][c]);
+            r[c] = taps.cut_on ? plan_threshold(m, taps.cut) : m;
         }
     }
 };
@@ -306,7 +352,8 @@ static __device__ __forceinline__ void stream_strip(const float *__restrict__ d_
     src_t src(d_in, g, xw, lane, y0 - RY);
     float *o = d_out + (size_t)y0 * g.pitch + x0;
     stream_row<HW> ring[U];
-    float acc[KR][4], w[4 + 2 * RX];
+    typename F::acc_t acc;
+    float w[4 + 2 * RX], r[4];
 
 #pragma unroll
     for (int s = 0; s < D; s++)
@@ -327,7 +374,8 @@ static __device__ __forceinline__ void stream_strip(const float *__restrict__ d_
                 ring[(S0 + u + D) % U] = src.fetch();
             stream_window<RX>(ring[(S0 + u) % U], lane, w);
             F::push(acc, w, taps, KR - 1);
-            stream_store<FRAME>(o, acc[KR - 1], g, x0, y0 + p * U + u);
+            F::result(acc, taps, r);
+            stream_store<FRAME>(o, r, g, x0, y0 + p * U + u);
             o += g.pitch;
         }
     };
@@ -375,7 +423,18 @@ __global__ void __launch_bounds__(32, stream_min_warps(KR, KC))
     stream_run<stream_direct<KR, KC>>(d_in, d_out, g, taps);
 }
 
-/* ---- launcher ---------------------------------------------------------------------------- */
+/* The magnitude pass (stream_magnitude) of 3x3 pairs. Its two accumulator sets take more registers
+ * than one correlation: it asks for 28 warps per SM (72 registers) where k_fast_stream<3, 3> asks
+ * for 32; ptxas takes 72, no spill (CUDA 13.0, sm_90 and sm_80). Re-check after any change. */
+#define STREAM_MAG_MIN_WARPS 28
+__global__ void __launch_bounds__(32, STREAM_MAG_MIN_WARPS)
+    k_fast_stream_mag3(const float *__restrict__ d_in, float *__restrict__ d_out, conv_geom g,
+                       const __grid_constant__ stream_mag_taps3 taps)
+{
+    stream_run<stream_magnitude<3, 3>>(d_in, d_out, g, taps);
+}
+
+/* ---- launchers --------------------------------------------------------------------------- */
 
 template <int KR, int KC>
 static void stream_launch(const struct conv_args *a)
@@ -415,4 +474,18 @@ extern "C" int fast_stream_conv(struct conv_args *a, char *err)
 #undef STREAM_CASE
     }
     return conv_launched(a, "fast streaming kernel");
+}
+
+extern "C" int fast_stream_magnitude(struct conv_args *a, const struct kernel2d *k0, const struct kernel2d *k1,
+                                     int cut_on, float cut)
+{
+    stream_mag_taps3 t;
+    conv_geom g = {a->w, a->h, a->pitch, 3, 3, (int)a->border};
+    dim3 grid(div_up(a->w, 128), div_up(a->h, STREAM_ROWS));
+
+    memcpy(t.a.t, k0->taps, sizeof(t.a.t));
+    memcpy(t.b.t, k1->taps, sizeof(t.b.t));
+    t.cut = cut, t.cut_on = cut_on;
+    k_fast_stream_mag3<<<grid, 32, 0, a->stream>>>(a->d_in, a->d_out, g, t);
+    return conv_launched(a, "fast magnitude kernel");
 }

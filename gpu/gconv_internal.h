@@ -159,6 +159,14 @@ struct gfft;
 int fast_stream_conv(struct conv_args *a, char *err);
 /* Whether fast_stream_conv has a kernel for kr x kc taps: sides 1, 3 or 5 each, or 7x7 or 9x9. */
 int fast_stream_has(int kr, int kc);
+/* Whether fast runs a MAGNITUDE step of k0 and k1 as one pass (fast_stream_magnitude): both 3x3
+ * (every magnitude filter of the bank) and each on the streaming kernel when alone (fast.cu). */
+int fast_magnitude_can(const struct kernel2d *k0, const struct kernel2d *k1);
+/* Enqueues that pass: a->d_in through k0 and k1 (a->k is not read) into a->d_out as
+ * plan_magnitude of the two sums, each sum bit for bit fast_stream_conv's; cut_on: plan_threshold
+ * of it under cut instead (a threshold step folded in). Returns conv_launched's answer. */
+int fast_stream_magnitude(struct conv_args *a, const struct kernel2d *k0, const struct kernel2d *k1, int cut_on,
+                          float cut);
 
 /* The fused u8 edge pipeline (fast_edge.cu). can: 1 when plan is the bank's edge filter (any
  * border) on one plane (gray or luma), the case the one-pass kernel serves. packs: 1 when it
@@ -249,8 +257,9 @@ cudaError_t canny_seams_launch(const struct canny_dev *d, int pdl, int ovec, con
 
 /* The float planes of one image in an arena of 2*planes+2 planes of `stride` floats: src[planes],
  * dst[planes], then two scratch planes. A stepwise plan (filter_plan_stepwise) lays the arena out
- * for its loaded planes (gplan_loaded_planes, which may exceed plan->planes) and leaves its result
- * where gplan_planes_of(arena, plan->planes, stride).dst says. */
+ * for its loaded planes (gplan_loaded_planes, which may exceed plan->planes); its result is left where
+ * gplan_planes_of(arena, plan->planes, stride).dst says when the float planes are wanted
+ * (gplan_dev.want_planes), else in whichever set its last pass wrote (the pack reads it there). */
 struct gplan_planes {
     float *src, *dst, *tmp_a, *tmp_b;
     size_t stride;
@@ -280,7 +289,8 @@ struct gplan_dev {
     size_t stride;
     const float *d_taps;
     int w, h;
-    int want_planes; /* the fused edge kernel writes its float L into the dst plane */
+    int want_planes; /* the result's floats in the dst planes: the fused edge kernel writes its L there,
+                      * a pipeline's trailing threshold runs as its own pass (not folded into the pack) */
     int taps_loaded; /* the constant slot already holds these taps (bench repetitions) */
 };
 
@@ -408,6 +418,20 @@ static __device__ __forceinline__ float conv_load(const float *__restrict__ d_in
         return __ldg(d_in + (size_t)y * g.pitch + x);
     int xi = border_index(x, g.w, g.border), yi = border_index(y, g.h, g.border);
     return (xi < 0 || yi < 0) ? 0.0f : __ldg(d_in + (size_t)yi * g.pitch + xi);
+}
+
+/* A MAGNITUDE step's value of its two correlations a and b: sqrt(a² + b²), the products rounded
+ * separately as in the host C code (no FMA). Every kernel that ends such a step goes through this. */
+static __device__ __forceinline__ float plan_magnitude(float a, float b)
+{
+    return sqrtf(__fadd_rn(__fmul_rn(a, a), __fmul_rn(b, b)));
+}
+
+/* A THRESHOLD step's map of v: 255 where v >= cut, else 0 (planes_steps on the CPU). Every kernel
+ * that applies a threshold step (its own pass, or one it was folded into) goes through this. */
+static __device__ __forceinline__ float plan_threshold(float v, float cut)
+{
+    return v >= cut ? 255.0f : 0.0f;
 }
 #endif
 

@@ -27,18 +27,20 @@ __global__ void k_unpack(const uint8_t *__restrict__ d_in8, float *__restrict__ 
             o[p * stride] = px[p];
 }
 
-/* MAGNITUDE: a = sqrt(a² + b²), products rounded separately as in the host C code. */
-__global__ void k_magnitude(float *__restrict__ d_a, const float *__restrict__ d_b, int w, int h, int pitch)
+/* MAGNITUDE: a = plan_magnitude(a, b). cut_on: the threshold step after this one is folded in
+ * (step_fold), a = plan_threshold(plan_magnitude(a, b), cut). */
+__global__ void k_magnitude(float *__restrict__ d_a, const float *__restrict__ d_b, int w, int h, int pitch,
+                            int cut_on, float cut)
 {
     int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= w || y >= h)
         return;
     size_t i = (size_t)y * pitch + x;
-    float a = d_a[i], b = d_b[i];
-    d_a[i] = sqrtf(__fadd_rn(__fmul_rn(a, a), __fmul_rn(b, b)));
+    float m = plan_magnitude(d_a[i], d_b[i]);
+    d_a[i] = cut_on ? plan_threshold(m, cut) : m;
 }
 
-/* THRESHOLD step: 255 where the value >= cut, else 0 (planes_steps on the CPU). */
+/* THRESHOLD step that no neighbour took in (step_fold): its own pass, src -> dst. */
 __global__ void k_threshold(const float *__restrict__ d_src, float *__restrict__ d_dst, int w, int h, int pitch,
                             float cut)
 {
@@ -46,7 +48,7 @@ __global__ void k_threshold(const float *__restrict__ d_src, float *__restrict__
     if (x >= w || y >= h)
         return;
     size_t i = (size_t)y * pitch + x;
-    d_dst[i] = d_src[i] >= cut ? 255.0f : 0.0f;
+    d_dst[i] = plan_threshold(d_src[i], cut);
 }
 
 /* A gray step after rgb ones: plane 0 = the luma of planes 0, 1, 2 (the float values), with
@@ -62,18 +64,21 @@ __global__ void k_luma(float *__restrict__ d_planes, size_t stride, int w, int h
 }
 
 /* Post-processing (pixel_post) of every plane and the alpha copy, in one pass writing the u8
- * interleaved result. */
+ * interleaved result. cut_on: a trailing threshold step is folded in (step_fold), each value
+ * becomes plan_threshold(v, cut) first, as that step's own pass would have stored it. */
 __global__ void k_pack(const float *__restrict__ d_planes, size_t stride, const uint8_t *__restrict__ d_in8,
                        uint8_t *__restrict__ d_out8, int w, int h, int pitch, int in_ch, int planes,
-                       int out_ch, int post, float threshold)
+                       int out_ch, int post, float threshold, int cut_on, float cut)
 {
     int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= w || y >= h)
         return;
     size_t pix = (size_t)y * w + x;
     uint8_t *o = d_out8 + pix * out_ch;
-    for (int p = 0; p < planes; p++)
-        o[p] = pixel_post(d_planes[p * stride + (size_t)y * pitch + x], post, threshold);
+    for (int p = 0; p < planes; p++) {
+        float v = d_planes[p * stride + (size_t)y * pitch + x];
+        o[p] = pixel_post(cut_on ? plan_threshold(v, cut) : v, post, threshold);
+    }
     if (out_ch > planes)
         o[planes] = d_in8[pix * in_ch + in_ch - 1];
 }
@@ -171,12 +176,36 @@ int gconv_check(const struct gconv_ctx *cctx, const struct filter_plan *plan, in
     return 0;
 }
 
+/* Where a THRESHOLD step of a stepwise plan runs. Its own pass (k_threshold) reads and writes every
+ * plane once more; folded into a neighbour's epilogue it costs nothing and gives the same bits, for
+ * plan_threshold is applied to the very float the pass would have read:
+ * - FOLD_MAGNITUDE: right after a MAGNITUDE step (and not taking the luma first, to_gray), the
+ *   magnitude kernel writes the map instead of the magnitude;
+ * - FOLD_PACK: the last step, unless the caller wants the float planes (they must hold the map):
+ *   the pack kernel maps the planes of the step before.
+ * The one decision for run_steps (which skips the folded step) and gplan_kernels (the pack's cut). */
+enum step_fold { FOLD_NONE, FOLD_MAGNITUDE, FOLD_PACK };
+
+static enum step_fold step_fold(const struct filter_plan *plan, int i, int want_planes)
+{
+    const struct plan_step *st = &plan->step[i];
+
+    if (!filter_plan_stepwise(plan) || st->combine != COMBINE_THRESHOLD)
+        return FOLD_NONE;
+    if (i > 0 && plan->step[i - 1].combine == COMBINE_MAGNITUDE && !st->to_gray)
+        return FOLD_MAGNITUDE;
+    return i == plan->nsteps - 1 && !want_planes ? FOLD_PACK : FOLD_NONE;
+}
+
 /* One plane through step st: SINGLE conv0 -> dst; MAGNITUDE conv0 -> dst, conv1 -> tmp_a, then
- * dst = |(dst, tmp_a)|; CHAIN conv0 -> tmp_a -> conv1 -> dst (the intermediate stays on the
- * device, in float); THRESHOLD src -> dst. Separable variants use tmp_b between their passes. The
- * step's kernels are plan->conv[st->conv0..], their taps at d_taps + FILTER_MAX_TAPS * index. */
+ * dst = |(dst, tmp_a)| (or its map under *cut, a threshold folded in; cut NULL: none), on fast
+ * in one pass where fast_magnitude_can; CHAIN
+ * conv0 -> tmp_a -> conv1 -> dst (the intermediate stays on the device, in float); THRESHOLD
+ * src -> dst. Separable variants use tmp_b between their passes. The step's kernels are
+ * plan->conv[st->conv0..], their taps at d_taps + FILTER_MAX_TAPS * index. */
 static int run_step_plane(struct conv_args *a, const struct filter_plan *plan, const struct plan_step *st,
-                          const float *d_taps, const float *src, float *dst, float *tmp_a, float *tmp_b, char *err)
+                          const float *d_taps, const float *src, float *dst, float *tmp_a, float *tmp_b,
+                          const float *cut, char *err)
 {
     const struct kernel2d *k = plan->conv + st->conv0;
     const float *taps0 = d_taps + (size_t)FILTER_MAX_TAPS * st->conv0, *taps1 = taps0 + FILTER_MAX_TAPS;
@@ -194,10 +223,14 @@ static int run_step_plane(struct conv_args *a, const struct filter_plan *plan, c
             return rc;
         return conv_apply(a, &k[1], taps1, tmp_a, dst, err);
     case COMBINE_MAGNITUDE:
+        if (a->variant == VARIANT_FAST && fast_magnitude_can(&k[0], &k[1])) { /* one pass, the same bits */
+            a->d_in = src, a->d_out = dst;
+            return fast_stream_magnitude(a, &k[0], &k[1], cut != NULL, cut ? *cut : 0.0f);
+        }
         if ((rc = conv_apply(a, &k[0], taps0, src, dst, err)) < 0 ||
             (rc = conv_apply(a, &k[1], taps1, src, tmp_a, err)) < 0)
             return rc;
-        k_magnitude<<<grid, block, 0, a->stream>>>(dst, tmp_a, a->w, a->h, a->pitch);
+        k_magnitude<<<grid, block, 0, a->stream>>>(dst, tmp_a, a->w, a->h, a->pitch, cut != NULL, cut ? *cut : 0.0f);
         return conv_launched(a, "magnitude kernel");
     default:
         return conv_apply(a, &k[0], taps0, src, dst, err);
@@ -209,14 +242,16 @@ static int run_plane(struct conv_args *a, const struct filter_plan *plan, const 
                      struct gplan_planes *jp, int p, char *err)
 {
     return run_step_plane(a, plan, &plan->step[0], d_taps, jp->src + p * jp->stride, jp->dst + p * jp->stride,
-                          jp->tmp_a, jp->tmp_b, err);
+                          jp->tmp_a, jp->tmp_b, NULL, err);
 }
 
 /* A stepwise plan on the device: its loaded planes (np of them at d_arena) go through every step in
  * float, ping-ponging between two sets of planes, with no copy to the host and no rounding between
- * the steps; the result ends in the dst planes of gplan_planes_of(arena, plan->planes). */
+ * the steps; a threshold step folded into a neighbour (step_fold) has no pass of its own. *out: the
+ * set the result ends in, for the pack to read where it is; with want_planes it is copied to (and
+ * *out is) the dst planes of gplan_planes_of(arena, plan->planes), where download_planes reads. */
 static int run_steps(struct conv_args *a, const struct filter_plan *plan, const float *d_taps, float *d_arena,
-                     size_t stride, char *err)
+                     size_t stride, int want_planes, const float **out, char *err)
 {
     int np = gplan_loaded_planes(plan), rc;
     float *cur = d_arena, *nxt = d_arena + np * stride, *tmp_a = d_arena + 2 * np * stride, *tmp_b = tmp_a + stride;
@@ -225,19 +260,27 @@ static int run_steps(struct conv_args *a, const struct filter_plan *plan, const 
 
     for (int i = 0; i < plan->nsteps; i++) {
         const struct plan_step *st = &plan->step[i];
+        int next_in = i + 1 < plan->nsteps && step_fold(plan, i + 1, want_planes) == FOLD_MAGNITUDE;
         if (st->to_gray && np == 3) {
             k_luma<<<grid, block, 0, a->stream>>>(cur, stride, a->w, a->h, a->pitch);
             if ((rc = conv_launched(a, "luma kernel")) < 0)
                 return rc;
             np = 1;
         }
+        if (step_fold(plan, i, want_planes) != FOLD_NONE)
+            continue;
         for (int p = 0; p < np; p++)
-            if ((rc = run_step_plane(a, plan, st, d_taps, cur + p * stride, nxt + p * stride, tmp_a, tmp_b, err)) < 0)
+            if ((rc = run_step_plane(a, plan, st, d_taps, cur + p * stride, nxt + p * stride, tmp_a, tmp_b,
+                                     next_in ? &plan->step[i + 1].value : NULL, err)) < 0)
                 return rc;
         t = cur, cur = nxt, nxt = t;
     }
-    if (cur != dst && (a->cuerr = cudaMemcpyAsync(dst, cur, sizeof(float) * stride * np, cudaMemcpyDeviceToDevice,
-                                                  a->stream)) != cudaSuccess) {
+    *out = cur;
+    if (!want_planes || cur == dst)
+        return 0;
+    *out = dst;
+    if ((a->cuerr = cudaMemcpyAsync(dst, cur, sizeof(float) * stride * np, cudaMemcpyDeviceToDevice, a->stream)) !=
+        cudaSuccess) {
         a->cuwhat = "cudaMemcpyAsync (pipeline result)";
         return GCONV_CUDA_FAILED;
     }
@@ -259,8 +302,9 @@ int gconv_packs(const struct filter_plan *plan, enum variant v, int w)
 int gplan_kernels(struct gconv_ctx *ctx, const struct gplan_dev *d, const struct filter_plan *plan,
                        enum variant v, int block, int slot, cudaError_t *cuerr, const char **cuwhat, char *err)
 {
-    int w = d->w, h = d->h, pitch = gctx_pitch(ctx, w), rc;
+    int w = d->w, h = d->h, pitch = gctx_pitch(ctx, w), rc, cut_on;
     struct gplan_planes jp = gplan_planes_of(d->d_arena, plan->planes, d->stride);
+    const float *result = jp.dst; /* the planes the pack reads */
     struct conv_args a;
     dim3 pb(PIPE_BX, PIPE_BY), pg(div_up(w, PIPE_BX), div_up(h, PIPE_BY));
 
@@ -286,7 +330,7 @@ int gplan_kernels(struct gconv_ctx *ctx, const struct gplan_dev *d, const struct
     a.taps_loaded = d->taps_loaded && !filter_plan_stepwise(plan); /* a pipeline reloads its slot per kernel */
     a.fft = d->fft;
     if (filter_plan_stepwise(plan)) {
-        if ((rc = run_steps(&a, plan, d->d_taps, d->d_arena, d->stride, err)) < 0) {
+        if ((rc = run_steps(&a, plan, d->d_taps, d->d_arena, d->stride, d->want_planes, &result, err)) < 0) {
             if (rc == GCONV_CUDA_FAILED)
                 *cuerr = a.cuerr, *cuwhat = a.cuwhat;
             return rc;
@@ -300,8 +344,10 @@ int gplan_kernels(struct gconv_ctx *ctx, const struct gplan_dev *d, const struct
                 *cuerr = a.cuerr, *cuwhat = a.cuwhat;
             return rc;
         }
-    k_pack<<<pg, pb, 0, d->stream>>>(jp.dst, d->stride, d->d_in8, d->d_out8, w, h, pitch, plan->in_ch,
-                                     plan->planes, plan->out_ch, plan->post, plan->threshold);
+    cut_on = step_fold(plan, plan->nsteps - 1, d->want_planes) == FOLD_PACK;
+    k_pack<<<pg, pb, 0, d->stream>>>(result, d->stride, d->d_in8, d->d_out8, w, h, pitch, plan->in_ch,
+                                     plan->planes, plan->out_ch, plan->post, plan->threshold, cut_on,
+                                     plan->step[plan->nsteps - 1].value);
     *cuwhat = "pack kernel";
     return (*cuerr = cudaGetLastError()) == cudaSuccess ? 0 : GCONV_CUDA_FAILED;
 }

@@ -464,6 +464,43 @@ static int plan_make(struct filter_plan *plan, const struct plan_case *pc, enum 
     return 0;
 }
 
+/* "gaussian->sobel->threshold": the filters of plan's steps, for messages. */
+static const char *pipe_label(const struct filter_plan *plan, char *buf, size_t cap)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (int i = 0; i < plan->nsteps && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? "->" : "", filter_name(plan->step[i].filter));
+    return buf;
+}
+
+/* A stepwise plan run again without its float planes must give the very bytes of the run with them
+ * (`with`): that run is the one whose planes hold every step's result, this one lets the pack apply a
+ * trailing threshold and read the planes where the last step left them. */
+static void pipe_same_without_planes(struct gconv_ctx *ctx, const struct img *in, const struct filter_plan *plan,
+                                     enum variant v, int B, const struct img *with)
+{
+    char err[EDGED_ERR_LEN] = "", label[128];
+    size_t row = (size_t)in->w * plan->out_ch, bad = 0, first = 0;
+    struct img out;
+    int rc;
+
+    if (!filter_plan_stepwise(plan))
+        return;
+    if (img_alloc(&out, in->w, in->h, plan->out_ch, NULL) < 0)
+        abort();
+    memset(out.px, 0xAB, out.stride * out.h);
+    rc = gconv_run(ctx, 1, in, plan, v, B, &out, NULL, NULL, err);
+    for (size_t i = 0; rc == 0 && i < row * in->h; i++)
+        if (out.px[(i / row) * out.stride + i % row] != with->px[(i / row) * with->stride + i % row] && !bad++)
+            first = i;
+    CHECK(rc == 0 && bad == 0, "pipeline %s %s B=%d %dx%dx%d without planes: rc %d %s; %zu bytes differ from the "
+          "run with them, first at byte %zu", pipe_label(plan, label, sizeof(label)), variant_name(v), B, in->w,
+          in->h, in->ch, rc, err, bad, first);
+    img_free(&out);
+}
+
 /* One (image, plan): the serial reference, then the variants (block in rotation). */
 static void plan_one(struct gconv_ctx *ctx, const struct img *in, const struct filter_plan *plan, int *rot)
 {
@@ -511,6 +548,7 @@ static void plan_one(struct gconv_ctx *ctx, const struct img *in, const struct f
         CHECK(bad == 0, "plan %s %s B=%d %s %dx%dx%d: %zu u8 pixels off, first (%zu,%zu)", what,
               variant_name(v), B, border_name(plan->border), in->w, in->h, in->ch, bad, first % in->w,
               first / in->w);
+        pipe_same_without_planes(ctx, in, plan, (enum variant)v, B, &out);
     }
     img_free(&out);
     if (eng && only < 0) { /* auto, routed and run by the backend as the service's worker runs it */
@@ -559,15 +597,18 @@ static int pipe_make(struct filter_plan *plan, const struct filter_spec *ops, in
     return 0;
 }
 
-/* gaussian 7 -> sobel -> threshold 40 on every GPU variant: the map equals (magnitude >= 40) of the
- * reference's two-step magnitude wherever that lies farther than its tolerance from 40. */
+/* A pipeline ending in a threshold step on every GPU variant: the map equals (v >= cut) of the
+ * reference's float result of the steps before (mag: the plan of those steps; its luma when the
+ * threshold step takes it) wherever that lies farther than its tolerance from the cut; the planes
+ * downloaded hold the map; the run without planes gives the same bytes. */
 static void pipe_threshold_one(struct gconv_ctx *ctx, const struct img *in, const struct filter_plan *plan,
                                const struct filter_plan *mag, int *rot)
 {
-    size_t n = (size_t)in->w * in->h;
-    float *ref = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
-    double tol = steps_tol(mag, 255.0);
-    char err[EDGED_ERR_LEN];
+    size_t n = (size_t)in->w * in->h, np = n * plan->planes;
+    float *ref = malloc(n * mag->planes * sizeof(float)), *got = malloc(np * sizeof(float));
+    float cut = plan->step[plan->nsteps - 1].value;
+    double tol = steps_tol(mag, 255.0) + (mag->planes > plan->planes ? 1e-4 * 255.0 : 0.0);
+    char err[EDGED_ERR_LEN], label[128];
     struct img out = {0};
 
     if (!ref || !got || img_alloc(&out, in->w, in->h, plan->out_ch, NULL) < 0 ||
@@ -575,10 +616,13 @@ static void pipe_threshold_one(struct gconv_ctx *ctx, const struct img *in, cons
         CHECK(0, "pipeline threshold: setup: %s", err);
         goto out;
     }
+    for (size_t i = 0; mag->planes > plan->planes && i < n; i++) /* the threshold step takes the luma */
+        ref[i] = pixel_luma(ref[i], ref[n + i], ref[2 * n + i]);
+    pipe_label(plan, label, sizeof(label));
     for (int v = VARIANT_FIRST_GPU; v < VARIANT_COUNT; v++) {
         int B = blocks[(*rot)++ % 4], lim = 0, rc;
         size_t bad = 0, near = 0;
-        if (only >= 0 && v != only)
+        if ((only >= 0 && v != only) || !variant_built(v))
             continue;
         for (int i = 0; i < plan->nconv; i++)
             lim |= expect_limit(v, &plan->conv[i], B);
@@ -588,18 +632,21 @@ static void pipe_threshold_one(struct gconv_ctx *ctx, const struct img *in, cons
                   rc, err);
             continue;
         }
-        CHECK(rc == 0, "pipeline %s B=%d %dx%dx%d: %s", variant_name(v), B, in->w, in->h, in->ch, err);
-        for (size_t i = 0; rc == 0 && i < n; i++) {
-            uint8_t o = out.px[(i / in->w) * out.stride + (i % in->w) * out.ch];
-            if (fabs(ref[i] - 40.0) <= tol) {
+        CHECK(rc == 0, "pipeline %s %s B=%d %dx%dx%d: %s", label, variant_name(v), B, in->w, in->h, in->ch, err);
+        for (size_t i = 0; rc == 0 && i < np; i++) {
+            size_t px = i % n;
+            uint8_t o = out.px[(px / in->w) * out.stride + (px % in->w) * out.ch + i / n];
+            if (fabs(ref[i] - cut) <= tol) {
                 near++;
                 bad += (o != 0 && o != 255) || got[i] != (float)o;
             } else {
-                bad += o != (ref[i] >= 40.0f ? 255 : 0) || got[i] != (float)o;
+                bad += o != (ref[i] >= cut ? 255 : 0) || got[i] != (float)o;
             }
         }
-        CHECK(bad == 0, "pipeline gaussian->sobel->threshold %s B=%d %s %dx%dx%d: %zu samples off (%zu near the cut, "
-              "tol %g)", variant_name(v), B, border_name(plan->step[0].border), in->w, in->h, in->ch, bad, near, tol);
+        CHECK(bad == 0, "pipeline %s %s B=%d %s %dx%dx%d: %zu samples off (%zu near the cut %g, tol %g)", label,
+              variant_name(v), B, border_name(plan->step[0].border), in->w, in->h, in->ch, bad, near, cut, tol);
+        if (rc == 0)
+            pipe_same_without_planes(ctx, in, plan, (enum variant)v, B, &out);
     }
 out:
     img_free(&out);
@@ -607,14 +654,30 @@ out:
     free(ref);
 }
 
+/* im with every sample 0 or 255: integer taps then give multiples of 255, far from any cut in
+ * (0, 255), so a threshold after them maps exactly as the reference does. */
+static void image_binary(struct img *im, int w, int h, int ch)
+{
+    image_random(im, w, h, ch);
+    for (size_t i = 0; i < (size_t)w * h * ch; i++)
+        im->px[i] = im->px[i] & 0x80 ? 255 : 0;
+}
+
+#define PIPE_CASES 8
+
 /* Device pipelines against cpu_serial on random images: continuous ones through plan_one (floats
  * within the propagated tolerance steps_tol, u8 a faithful rounding of them, auto through the
- * backend), the thresholded one as above. */
+ * backend), the ones ending in a threshold through pipe_threshold_one. Both also run every variant
+ * without the float planes and want the same bytes. The cases cover each place a threshold step
+ * runs (step_fold in gconv_plan.cu): into the magnitude before it (0, last; 6, not last, on a binary
+ * image so that the map is exact), into the pack (4, rgb; 5, after the luma of rgb planes; 7, alone,
+ * on the loaded planes), its own pass (3, first); and results left in either set of planes (odd and
+ * even counts of passes). */
 static void test_pipelines(struct gconv_ctx *ctx)
 {
     static const struct size2 sizes[] = {{17, 9}, {61, 37}, {1023, 777}};
-    struct filter_spec ops[4][3];
-    static const int nops[4] = {3, 3, 2, 2};
+    struct filter_spec ops[PIPE_CASES][3];
+    static const int nops[PIPE_CASES] = {3, 3, 2, 2, 3, 2, 3, 1};
     struct filter_plan *plan = malloc(sizeof(*plan)), *mag = malloc(sizeof(*mag));
     int rot = 0;
 
@@ -631,23 +694,35 @@ static void test_pipelines(struct gconv_ctx *ctx)
     filter_spec_init(&ops[3][0], FILTER_THRESHOLD); /* exact map of each channel, then a gradient */
     ops[3][0].color = COLOR_RGB; /* of the u8 samples themselves: a luma could round across the cut */
     filter_spec_init(&ops[3][1], FILTER_PREWITT);
+    filter_spec_init(&ops[4][0], FILTER_BOX), ops[4][0].size = 3; /* rgb, the map of each channel */
+    filter_spec_init(&ops[4][1], FILTER_SHARPEN);
+    filter_spec_init(&ops[4][2], FILTER_THRESHOLD), ops[4][2].value = 100.0f, ops[4][2].color = COLOR_RGB;
+    filter_spec_init(&ops[5][0], FILTER_GAUSSIAN), ops[5][0].size = 5; /* rgb blur, the map of its luma */
+    filter_spec_init(&ops[5][1], FILTER_THRESHOLD), ops[5][1].value = 90.0f;
+    filter_spec_init(&ops[6][0], FILTER_SOBEL), ops[6][0].color = COLOR_RGB; /* a map in the middle */
+    filter_spec_init(&ops[6][1], FILTER_THRESHOLD), ops[6][1].value = 40.0f, ops[6][1].color = COLOR_RGB;
+    filter_spec_init(&ops[6][2], FILTER_BOX), ops[6][2].size = 3;
+    filter_spec_init(&ops[7][0], FILTER_THRESHOLD), ops[7][0].color = COLOR_RGB; /* u8 samples: exact */
     for (int si = 0; si < (quick ? 2 : 3); si++) {
         double t0 = now_s();
         int checks0 = check_passed + check_failed;
         for (int ch = 1; ch <= 4; ch++) {
-            struct img in;
+            struct img in, bin;
             if (quick == 2 && (ch != 4 || si > 0)) /* the racecheck set: one small RGBA image */
                 continue;
             image_random(&in, sizes[si].w, sizes[si].h, ch);
-            for (int c = 0; c < 4; c++) {
+            image_binary(&bin, sizes[si].w, sizes[si].h, ch);
+            for (int c = 0; c < PIPE_CASES; c++) {
                 enum border b = (enum border)((c + ch + si) % BORDER_COUNT);
+                const struct img *im = c == 6 ? &bin : &in;
                 if (pipe_make(plan, ops[c], nops[c], b, ch) < 0)
                     continue;
-                if (c == 0 && pipe_make(mag, ops[c], 2, b, ch) == 0)
-                    pipe_threshold_one(ctx, &in, plan, mag, &rot);
-                else if (c > 0)
-                    plan_one(ctx, &in, plan, &rot);
+                if (ops[c][nops[c] - 1].filter != FILTER_THRESHOLD || nops[c] == 1)
+                    plan_one(ctx, im, plan, &rot);
+                else if (pipe_make(mag, ops[c], nops[c] - 1, b, ch) == 0)
+                    pipe_threshold_one(ctx, im, plan, mag, &rot);
             }
+            img_free(&bin);
             img_free(&in);
         }
         printf("pipelines %5dx%-5d: %d checks in %.1f s\n", sizes[si].w, sizes[si].h,
@@ -656,6 +731,84 @@ static void test_pipelines(struct gconv_ctx *ctx)
     }
     free(mag);
     free(plan);
+}
+
+/* The float planes of plan on fast (block 16) for in into got (plan->planes * w * h floats). */
+static int fast_planes(struct gconv_ctx *ctx, const struct img *in, const struct filter_plan *plan, float *got,
+                       const char *what)
+{
+    char err[EDGED_ERR_LEN] = "";
+    struct img out;
+    int rc;
+
+    if (img_alloc(&out, in->w, in->h, plan->out_ch, NULL) < 0)
+        abort();
+    rc = gconv_run(ctx, 1, in, plan, VARIANT_FAST, 16, &out, got, NULL, err);
+    CHECK(rc == 0, "fast magnitude: %s %dx%dx%d: %s", what, in->w, in->h, in->ch, err);
+    img_free(&out);
+    return rc;
+}
+
+/* fast runs a 3x3 magnitude step as one pass (fast_stream_magnitude) that must give the bits of its
+ * two correlations alone followed by the magnitude kernel: for sobel, scharr and prewitt every float
+ * equals sqrtf(x*x + y*y) (each product and the sum rounded apart, as k_magnitude rounds them) of
+ * the planes of the x and y filters run alone on fast, exactly; and [filter, threshold 40], the
+ * threshold folded into that pass, gives exactly the map of those floats. */
+static void test_fast_magnitude(struct gconv_ctx *ctx)
+{
+    static const enum filter_id ids[3][3] = {{FILTER_SOBEL, FILTER_SOBEL_X, FILTER_SOBEL_Y},
+                                             {FILTER_SCHARR, FILTER_SCHARR_X, FILTER_SCHARR_Y},
+                                             {FILTER_PREWITT, FILTER_PREWITT_X, FILTER_PREWITT_Y}};
+    static const struct size2 sizes[] = {{5, 3}, {130, 67}, {1023, 777}};
+    struct filter_plan *pl = malloc(sizeof(*pl) * 4);
+    double t0 = now_s();
+    int checks0 = check_passed + check_failed;
+
+    if (!pl)
+        abort();
+    for (int si = 0; si < (quick ? 2 : 3); si++)
+        for (int ch = 1; ch <= 4; ch += 2) {
+            size_t n = (size_t)sizes[si].w * sizes[si].h;
+            float *f[4];
+            struct img in;
+            image_random(&in, sizes[si].w, sizes[si].h, ch);
+            for (int j = 0; j < 4; j++)
+                if (!(f[j] = malloc(n * sizeof(float))))
+                    abort();
+            for (int fi = 0; fi < 3; fi++) {
+                enum border b = (enum border)((fi + ch + si) % BORDER_COUNT);
+                struct filter_spec ops[2];
+                size_t bad = 0, bad_map = 0, first = 0;
+                int ok = 1;
+                for (int j = 0; j < 3; j++)
+                    ok &= plan_make(&pl[j], &(struct plan_case){ids[fi][j], 0, COLOR_AUTO}, b, ch) == 0;
+                filter_spec_init(&ops[0], ids[fi][0]);
+                filter_spec_init(&ops[1], FILTER_THRESHOLD), ops[1].value = 40.0f;
+                ok = ok && pipe_make(&pl[3], ops, 2, b, ch) == 0;
+                ok = ok && pl[0].planes == 1 && pl[0].nconv == 2 &&
+                     memcmp(pl[0].conv[0].taps, pl[1].conv[0].taps, 9 * sizeof(float)) == 0 &&
+                     memcmp(pl[0].conv[1].taps, pl[2].conv[0].taps, 9 * sizeof(float)) == 0;
+                CHECK(ok, "fast magnitude %s: plans, or its taps are not those of its x and y filters",
+                      filter_name(ids[fi][0]));
+                for (int j = 0; ok && j < 4; j++)
+                    ok = fast_planes(ctx, &in, &pl[j], f[j], filter_name(ids[fi][j < 3 ? j : 0])) == 0;
+                for (size_t i = 0; ok && i < n; i++) {
+                    float xx = f[1][i] * f[1][i], yy = f[2][i] * f[2][i], sum = xx + yy, m = sqrtf(sum);
+                    if (f[0][i] != m && !bad++)
+                        first = i;
+                    bad_map += f[3][i] != (m >= 40.0f ? 255.0f : 0.0f);
+                }
+                CHECK(ok && bad == 0 && bad_map == 0, "fast magnitude %s %s %dx%dx%d: %zu floats differ from the "
+                      "magnitude of its x and y planes (first at %zu: %g, not %g), %zu map samples from their map",
+                      filter_name(ids[fi][0]), border_name(b), in.w, in.h, ch, bad, first, ok ? f[0][first] : 0.0,
+                      ok ? sqrtf(f[1][first] * f[1][first] + f[2][first] * f[2][first]) : 0.0, bad_map);
+            }
+            for (int j = 0; j < 4; j++)
+                free(f[j]);
+            img_free(&in);
+        }
+    printf("fast magnitude: %d checks in %.1f s\n", check_passed + check_failed - checks0, now_s() - t0);
+    free(pl);
 }
 
 static void test_plans(struct gconv_ctx *ctx)
@@ -1358,6 +1511,8 @@ int main(void)
         test_fast_sep_bands(ctx);
     test_plans(ctx);
     test_pipelines(ctx);
+    if (only < 0 || only == VARIANT_FAST)
+        test_fast_magnitude(ctx);
     test_other_devices();
     CHECK(!gconv_is_dead(ctx), "context alive at the end");
     backend_close(eng);

@@ -335,76 +335,11 @@ static __device__ __forceinline__ void stream_store(float *__restrict__ o, const
         o[2] = q.z;
 }
 
-/* Where the strip walk puts its results. at(g, x0, y0) gives a cursor on output row y0, columns
- * x0..x0+3; its put<FRAME>(r, g, x0, yo) stores the four values of row yo (FRAME: only the part
- * inside the image) and moves down one row. stream_out_f32: a float plane (rows g.pitch apart). */
-struct stream_out_f32 {
-    float *d_out;
-
-    struct row {
-        float *o;
-
-        template <bool FRAME>
-        __device__ __forceinline__ void put(const float (&a)[4], const conv_geom &g, int x0, int yo)
-        {
-            stream_store<FRAME>(o, a, g, x0, yo);
-            o += g.pitch;
-        }
-    };
-
-    __device__ __forceinline__ row at(const conv_geom &g, int x0, int y0) const
-    {
-        return row{d_out + (size_t)y0 * g.pitch + x0};
-    }
-};
-
-/* stream_out_u8: one plane of a job's u8 result (struct plan_out8), each value stored as
- * plan_post_u8 gives it, the pack kernel's byte. A lane's four pixels are out_ch bytes apart: byte
- * stores, or one 4-byte store where vec (one plane, rows of whole aligned words). */
-struct stream_out_u8 {
-    uint8_t *d_out8;
-    int out_ch, vec;
-    plan_post post;
-
-    struct row {
-        uint8_t *o;
-        const stream_out_u8 &s;
-
-        template <bool FRAME>
-        __device__ __forceinline__ void put(const float (&a)[4], const conv_geom &g, int x0, int yo)
-        {
-            uint8_t q[4];
-            int n = FRAME ? min(4, g.w - x0) : 4;
-
-#pragma unroll
-            for (int c = 0; c < 4; c++)
-                q[c] = plan_post_u8(a[c], s.post);
-            if (!FRAME || (yo < g.h && n > 0)) {
-                if (s.vec && n == 4) {
-                    *reinterpret_cast<uchar4 *>(o) = make_uchar4(q[0], q[1], q[2], q[3]);
-                } else {
-#pragma unroll
-                    for (int c = 0; c < 4; c++)
-                        if (c < n)
-                            o[c * s.out_ch] = q[c];
-                }
-            }
-            o += (size_t)g.w * s.out_ch;
-        }
-    };
-
-    __device__ __forceinline__ row at(const conv_geom &g, int x0, int y0) const
-    {
-        return row{d_out8 + ((size_t)y0 * g.w + x0) * out_ch, *this};
-    }
-};
-
 /* One warp's strip: output rows y0 .. y0 + SY - 1 from input rows y0 - RY .. y0 + SY - 1 + RY
- * (steps 0 .. SY + KR - 2), stored through out (stream_out_f32 or stream_out_u8). Steps 0 .. KR - 2
- * only start outputs; from step KR - 1 on, step s completes output s - KR + 1. Row s + D is fetched
- * at step s. */
-template <typename F, bool FRAME, int D, typename O>
-static __device__ __forceinline__ void stream_strip(const float *__restrict__ d_in, const O &out,
+ * (steps 0 .. SY + KR - 2). Steps 0 .. KR - 2 only start outputs; from step KR - 1 on, step s
+ * completes output s - KR + 1. Row s + D is fetched at step s. */
+template <typename F, bool FRAME, int D>
+static __device__ __forceinline__ void stream_strip(const float *__restrict__ d_in, float *__restrict__ d_out,
                                                     const conv_geom &g, const typename F::taps_t &taps, int xw,
                                                     int y0)
 {
@@ -415,7 +350,7 @@ static __device__ __forceinline__ void stream_strip(const float *__restrict__ d_
     using src_t = typename std::conditional<FRAME, stream_src_frame<HW>, stream_src_inner<HW>>::type;
     int lane = threadIdx.x & 31, x0 = xw + 4 * lane;
     src_t src(d_in, g, xw, lane, y0 - RY);
-    typename O::row o = out.at(g, x0, y0);
+    float *o = d_out + (size_t)y0 * g.pitch + x0;
     stream_row<HW> ring[U];
     typename F::acc_t acc;
     float w[4 + 2 * RX], r[4];
@@ -440,7 +375,8 @@ static __device__ __forceinline__ void stream_strip(const float *__restrict__ d_
             stream_window<RX>(ring[(S0 + u) % U], lane, w);
             F::push(acc, w, taps, KR - 1);
             F::result(acc, taps, r);
-            o.template put<FRAME>(r, g, x0, y0 + p * U + u);
+            stream_store<FRAME>(o, r, g, x0, y0 + p * U + u);
+            o += g.pitch;
         }
     };
 #pragma unroll 1
@@ -465,17 +401,17 @@ static __device__ __forceinline__ int stream_band(void)
 
 /* One warp's strip of filter F: interior warps (the strip, its HW halo columns and RY halo rows
  * inside the image) without checks, the others through border_index. */
-template <typename F, typename O>
-static __device__ __forceinline__ void stream_run(const float *__restrict__ d_in, const O &out, const conv_geom &g,
-                                                  const typename F::taps_t &taps)
+template <typename F>
+static __device__ __forceinline__ void stream_run(const float *__restrict__ d_in, float *__restrict__ d_out,
+                                                  const conv_geom &g, const typename F::taps_t &taps)
 {
     constexpr int HW = F::HW, RY = F::KR / 2, SY = STREAM_ROWS;
     int xw = blockIdx.x * 128, y0 = stream_band() * SY;
 
     if (xw >= HW && xw + 128 + HW <= g.w && y0 >= RY && y0 + SY + RY <= g.h)
-        stream_strip<F, false, stream_depth(F::KR, F::KC)>(d_in, out, g, taps, xw, y0);
+        stream_strip<F, false, stream_depth(F::KR, F::KC)>(d_in, d_out, g, taps, xw, y0);
     else
-        stream_strip<F, true, STREAM_FRAME_DEPTH>(d_in, out, g, taps, xw, y0);
+        stream_strip<F, true, STREAM_FRAME_DEPTH>(d_in, d_out, g, taps, xw, y0);
 }
 
 template <int KR, int KC>
@@ -484,21 +420,18 @@ __global__ void __launch_bounds__(32, stream_min_warps(KR, KC))
                   const __grid_constant__ stream_taps<KR * KC> taps)
 {
     static_assert(KR % 2 == 1 && KC % 2 == 1 && KR <= 9 && KC <= 9, "odd sides up to 9 (spread halo: radius <= 8)");
-    stream_run<stream_direct<KR, KC>>(d_in, stream_out_f32{d_out}, g, taps);
+    stream_run<stream_direct<KR, KC>>(d_in, d_out, g, taps);
 }
 
-/* The magnitude pass (stream_magnitude) of 3x3 pairs, into a float plane (O stream_out_f32) or, as
- * the last pass of a job, into its u8 result (stream_out_u8). Its two accumulator sets take more
- * registers than one correlation: it asks for 28 warps per SM (72 registers) where
- * k_fast_stream<3, 3> asks for 32; ptxas takes 72, no spill, for either output (CUDA 13.0, sm_90
- * and sm_80). Re-check after any change. */
+/* The magnitude pass (stream_magnitude) of 3x3 pairs. Its two accumulator sets take more registers
+ * than one correlation: it asks for 28 warps per SM (72 registers) where k_fast_stream<3, 3> asks
+ * for 32; ptxas takes 72, no spill (CUDA 13.0, sm_90 and sm_80). Re-check after any change. */
 #define STREAM_MAG_MIN_WARPS 28
-template <typename O>
 __global__ void __launch_bounds__(32, STREAM_MAG_MIN_WARPS)
-    k_fast_stream_mag3(const float *__restrict__ d_in, O out, conv_geom g,
+    k_fast_stream_mag3(const float *__restrict__ d_in, float *__restrict__ d_out, conv_geom g,
                        const __grid_constant__ stream_mag_taps3 taps)
 {
-    stream_run<stream_magnitude<3, 3>>(d_in, out, g, taps);
+    stream_run<stream_magnitude<3, 3>>(d_in, d_out, g, taps);
 }
 
 /* ---- launchers --------------------------------------------------------------------------- */
@@ -544,7 +477,7 @@ extern "C" int fast_stream_conv(struct conv_args *a, char *err)
 }
 
 extern "C" int fast_stream_magnitude(struct conv_args *a, const struct kernel2d *k0, const struct kernel2d *k1,
-                                     int cut_on, float cut, const struct plan_out8 *out8)
+                                     int cut_on, float cut)
 {
     stream_mag_taps3 t;
     conv_geom g = {a->w, a->h, a->pitch, 3, 3, (int)a->border};
@@ -553,12 +486,6 @@ extern "C" int fast_stream_magnitude(struct conv_args *a, const struct kernel2d 
     memcpy(t.a.t, k0->taps, sizeof(t.a.t));
     memcpy(t.b.t, k1->taps, sizeof(t.b.t));
     t.cut = cut, t.cut_on = cut_on;
-    if (out8) {
-        stream_out_u8 o = {out8->d_out8, out8->out_ch,
-                           out8->out_ch == 1 && a->w % 4 == 0 && (uintptr_t)out8->d_out8 % 4 == 0, out8->post};
-        k_fast_stream_mag3<<<grid, 32, 0, a->stream>>>(a->d_in, o, g, t);
-    } else {
-        k_fast_stream_mag3<<<grid, 32, 0, a->stream>>>(a->d_in, stream_out_f32{a->d_out}, g, t);
-    }
+    k_fast_stream_mag3<<<grid, 32, 0, a->stream>>>(a->d_in, a->d_out, g, t);
     return conv_launched(a, "fast magnitude kernel");
 }

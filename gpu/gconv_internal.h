@@ -162,31 +162,11 @@ int fast_stream_has(int kr, int kc);
 /* Whether fast runs a MAGNITUDE step of k0 and k1 as one pass (fast_stream_magnitude): both 3x3
  * (every magnitude filter of the bank) and each on the streaming kernel when alone (fast.cu). */
 int fast_magnitude_can(const struct kernel2d *k0, const struct kernel2d *k1);
-/* What the pack makes of a float of a job's result, its u8 sample: plan_threshold under cut first
- * when cut_on (a trailing threshold step folded into the pack), then pixel_post(post, threshold).
- * Applied by plan_post_u8 in the pack kernel and in a last pass that writes the u8 result itself. */
-struct plan_post {
-    int post;
-    float threshold;
-    int cut_on;
-    float cut;
-};
-
-/* One plane of a job's u8 result as the pass that writes it sees it: d_out8 points at the plane's
- * sample of pixel 0 (w x h pixels of out_ch bytes, rows dense, no padding); each value becomes
- * plan_post_u8(value, post) there. */
-struct plan_out8 {
-    uint8_t *d_out8;
-    int out_ch;
-    struct plan_post post;
-};
-
 /* Enqueues that pass: a->d_in through k0 and k1 (a->k is not read) into a->d_out as
  * plan_magnitude of the two sums, each sum bit for bit fast_stream_conv's; cut_on: plan_threshold
- * of it under cut instead (a threshold step folded in). out8 not NULL: the values go to that u8
- * plane instead (plan_post_u8), a->d_out is not written. Returns conv_launched's answer. */
+ * of it under cut instead (a threshold step folded in). Returns conv_launched's answer. */
 int fast_stream_magnitude(struct conv_args *a, const struct kernel2d *k0, const struct kernel2d *k1, int cut_on,
-                          float cut, const struct plan_out8 *out8);
+                          float cut);
 
 /* The fused u8 edge pipeline (fast_edge.cu). can: 1 when plan is the bank's edge filter (any
  * border) on one plane (gray or luma), the case the one-pass kernel serves. packs: 1 when it
@@ -279,8 +259,7 @@ cudaError_t canny_seams_launch(const struct canny_dev *d, int pdl, int ovec, con
  * dst[planes], then two scratch planes. A stepwise plan (filter_plan_stepwise) lays the arena out
  * for its loaded planes (gplan_loaded_planes, which may exceed plan->planes); its result is left where
  * gplan_planes_of(arena, plan->planes, stride).dst says when the float planes are wanted
- * (gplan_dev.want_planes), else in whichever set its last pass wrote (the pack reads it there), or in
- * none when that pass writes the u8 result itself (fast's one-pass magnitude, gconv_plan.cu). */
+ * (gplan_dev.want_planes), else in whichever set its last pass wrote (the pack reads it there). */
 struct gplan_planes {
     float *src, *dst, *tmp_a, *tmp_b;
     size_t stride;
@@ -311,8 +290,7 @@ struct gplan_dev {
     const float *d_taps;
     int w, h;
     int want_planes; /* the result's floats in the dst planes: the fused edge kernel writes its L there,
-                      * a pipeline's trailing threshold runs as its own pass (not folded into the pack),
-                      * and the last pass writes float planes, never the u8 result itself */
+                      * a pipeline's trailing threshold runs as its own pass (not folded into the pack) */
     int taps_loaded; /* the constant slot already holds these taps (bench repetitions) */
 };
 
@@ -454,14 +432,6 @@ static __device__ __forceinline__ float plan_magnitude(float a, float b)
 static __device__ __forceinline__ float plan_threshold(float v, float cut)
 {
     return v >= cut ? 255.0f : 0.0f;
-}
-
-/* The u8 sample of a job's result for the float v of its last pass (struct plan_post): what the
- * pack kernel stores, and a last pass that writes the u8 result itself (gconv_plan.cu's
- * step_packs), so that both give the same byte. */
-static __device__ __forceinline__ uint8_t plan_post_u8(float v, const struct plan_post &pp)
-{
-    return pixel_post(pp.cut_on ? plan_threshold(v, pp.cut) : v, pp.post, pp.threshold);
 }
 #endif
 

@@ -63,21 +63,22 @@ __global__ void k_luma(float *__restrict__ d_planes, size_t stride, int w, int h
                             __fmul_rn(0.114f, d_planes[2 * stride + i]));
 }
 
-/* Post-processing of every plane from plane `first` on (plan_post_u8: pixel_post, after a trailing
- * threshold step when one is folded in, step_fold) and the alpha copy, in one pass writing the u8
- * interleaved result. first: the planes below it were written by the last pass itself
- * (step_packs); first == planes leaves only the alpha copy. */
+/* Post-processing (pixel_post) of every plane and the alpha copy, in one pass writing the u8
+ * interleaved result. cut_on: a trailing threshold step is folded in (step_fold), each value
+ * becomes plan_threshold(v, cut) first, as that step's own pass would have stored it. */
 __global__ void k_pack(const float *__restrict__ d_planes, size_t stride, const uint8_t *__restrict__ d_in8,
-                       uint8_t *__restrict__ d_out8, int w, int h, int pitch, int in_ch, int first, int planes,
-                       int out_ch, struct plan_post pp)
+                       uint8_t *__restrict__ d_out8, int w, int h, int pitch, int in_ch, int planes,
+                       int out_ch, int post, float threshold, int cut_on, float cut)
 {
     int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= w || y >= h)
         return;
     size_t pix = (size_t)y * w + x;
     uint8_t *o = d_out8 + pix * out_ch;
-    for (int p = first; p < planes; p++)
-        o[p] = plan_post_u8(d_planes[p * stride + (size_t)y * pitch + x], pp);
+    for (int p = 0; p < planes; p++) {
+        float v = d_planes[p * stride + (size_t)y * pitch + x];
+        o[p] = pixel_post(cut_on ? plan_threshold(v, cut) : v, post, threshold);
+    }
     if (out_ch > planes)
         o[planes] = d_in8[pix * in_ch + in_ch - 1];
 }
@@ -196,52 +197,15 @@ static enum step_fold step_fold(const struct filter_plan *plan, int i, int want_
     return i == plan->nsteps - 1 && !want_planes ? FOLD_PACK : FOLD_NONE;
 }
 
-/* Whether variant v runs the MAGNITUDE step st as fast's one pass (fast_stream_magnitude). */
-static int step_one_pass(const struct filter_plan *plan, const struct plan_step *st, enum variant v)
-{
-    const struct kernel2d *k = plan->conv + st->conv0;
-
-    return st->combine == COMBINE_MAGNITUDE && v == VARIANT_FAST && fast_magnitude_can(&k[0], &k[1]);
-}
-
-/* Which step's pass writes the job's u8 result itself, or -1 when the pack kernel does. The pack
- * reads back every float plane the last pass wrote (4 bytes a sample) to write 1 byte; when that
- * pass is fast's one-pass magnitude (step_one_pass, with a threshold after it folded in or not) it
- * stores plan_post_u8 of each value into the u8 result instead, the pack's very byte, and writes no
- * float plane; the pack then only copies the alpha channel, if any. Not when the caller wants the
- * float planes (they must hold the result). The one decision for run_plane, run_steps and
- * gplan_kernels. */
-static int step_packs(const struct filter_plan *plan, enum variant v, int want_planes)
-{
-    int last = plan->nsteps - 1;
-
-    if (want_planes)
-        return -1;
-    if (step_fold(plan, last, want_planes) == FOLD_MAGNITUDE) /* its pass is the magnitude's */
-        last--;
-    return step_one_pass(plan, &plan->step[last], v) ? last : -1;
-}
-
-/* Plane p of a job's u8 result (out8 as step_packs' pass takes it), or NULL where out8 is NULL. */
-static const struct plan_out8 *out8_plane(const struct plan_out8 *out8, int p, struct plan_out8 *buf)
-{
-    if (!out8)
-        return NULL;
-    *buf = *out8;
-    buf->d_out8 += p;
-    return buf;
-}
-
 /* One plane through step st: SINGLE conv0 -> dst; MAGNITUDE conv0 -> dst, conv1 -> tmp_a, then
  * dst = |(dst, tmp_a)| (or its map under *cut, a threshold folded in; cut NULL: none), on fast
- * in one pass where step_one_pass, which then writes the u8 plane out8 instead of dst when out8 is
- * not NULL (step_packs); CHAIN
+ * in one pass where fast_magnitude_can; CHAIN
  * conv0 -> tmp_a -> conv1 -> dst (the intermediate stays on the device, in float); THRESHOLD
  * src -> dst. Separable variants use tmp_b between their passes. The step's kernels are
  * plan->conv[st->conv0..], their taps at d_taps + FILTER_MAX_TAPS * index. */
 static int run_step_plane(struct conv_args *a, const struct filter_plan *plan, const struct plan_step *st,
                           const float *d_taps, const float *src, float *dst, float *tmp_a, float *tmp_b,
-                          const float *cut, const struct plan_out8 *out8, char *err)
+                          const float *cut, char *err)
 {
     const struct kernel2d *k = plan->conv + st->conv0;
     const float *taps0 = d_taps + (size_t)FILTER_MAX_TAPS * st->conv0, *taps1 = taps0 + FILTER_MAX_TAPS;
@@ -259,9 +223,9 @@ static int run_step_plane(struct conv_args *a, const struct filter_plan *plan, c
             return rc;
         return conv_apply(a, &k[1], taps1, tmp_a, dst, err);
     case COMBINE_MAGNITUDE:
-        if (step_one_pass(plan, st, a->variant)) { /* one pass, the same bits */
+        if (a->variant == VARIANT_FAST && fast_magnitude_can(&k[0], &k[1])) { /* one pass, the same bits */
             a->d_in = src, a->d_out = dst;
-            return fast_stream_magnitude(a, &k[0], &k[1], cut != NULL, cut ? *cut : 0.0f, out8);
+            return fast_stream_magnitude(a, &k[0], &k[1], cut != NULL, cut ? *cut : 0.0f);
         }
         if ((rc = conv_apply(a, &k[0], taps0, src, dst, err)) < 0 ||
             (rc = conv_apply(a, &k[1], taps1, src, tmp_a, err)) < 0)
@@ -273,32 +237,26 @@ static int run_step_plane(struct conv_args *a, const struct filter_plan *plan, c
     }
 }
 
-/* Plane p through a plan of one step, from the arena's src planes to its dst planes, or to the u8
- * result out8 (step_packs; NULL: none). */
+/* Plane p through a plan of one step, from the arena's src planes to its dst planes. */
 static int run_plane(struct conv_args *a, const struct filter_plan *plan, const float *d_taps,
-                     struct gplan_planes *jp, int p, const struct plan_out8 *out8, char *err)
+                     struct gplan_planes *jp, int p, char *err)
 {
-    struct plan_out8 o;
-
     return run_step_plane(a, plan, &plan->step[0], d_taps, jp->src + p * jp->stride, jp->dst + p * jp->stride,
-                          jp->tmp_a, jp->tmp_b, NULL, out8_plane(out8, p, &o), err);
+                          jp->tmp_a, jp->tmp_b, NULL, err);
 }
 
 /* A stepwise plan on the device: its loaded planes (np of them at d_arena) go through every step in
  * float, ping-ponging between two sets of planes, with no copy to the host and no rounding between
  * the steps; a threshold step folded into a neighbour (step_fold) has no pass of its own. *out: the
  * set the result ends in, for the pack to read where it is; with want_planes it is copied to (and
- * *out is) the dst planes of gplan_planes_of(arena, plan->planes), where download_planes reads.
- * out8 not NULL: step_packs' step writes the u8 result there instead of planes (*out not read). */
+ * *out is) the dst planes of gplan_planes_of(arena, plan->planes), where download_planes reads. */
 static int run_steps(struct conv_args *a, const struct filter_plan *plan, const float *d_taps, float *d_arena,
-                     size_t stride, int want_planes, const struct plan_out8 *out8, const float **out, char *err)
+                     size_t stride, int want_planes, const float **out, char *err)
 {
     int np = gplan_loaded_planes(plan), rc;
     float *cur = d_arena, *nxt = d_arena + np * stride, *tmp_a = d_arena + 2 * np * stride, *tmp_b = tmp_a + stride;
     float *dst = gplan_planes_of(d_arena, plan->planes, stride).dst, *t;
     dim3 block(PIPE_BX, PIPE_BY), grid(div_up(a->w, PIPE_BX), div_up(a->h, PIPE_BY));
-    int packs = out8 ? step_packs(plan, a->variant, want_planes) : -1;
-    struct plan_out8 o;
 
     for (int i = 0; i < plan->nsteps; i++) {
         const struct plan_step *st = &plan->step[i];
@@ -313,8 +271,7 @@ static int run_steps(struct conv_args *a, const struct filter_plan *plan, const 
             continue;
         for (int p = 0; p < np; p++)
             if ((rc = run_step_plane(a, plan, st, d_taps, cur + p * stride, nxt + p * stride, tmp_a, tmp_b,
-                                     next_in ? &plan->step[i + 1].value : NULL,
-                                     out8_plane(i == packs ? out8 : NULL, p, &o), err)) < 0)
+                                     next_in ? &plan->step[i + 1].value : NULL, err)) < 0)
                 return rc;
         t = cur, cur = nxt, nxt = t;
     }
@@ -345,14 +302,9 @@ int gconv_packs(const struct filter_plan *plan, enum variant v, int w)
 int gplan_kernels(struct gconv_ctx *ctx, const struct gplan_dev *d, const struct filter_plan *plan,
                        enum variant v, int block, int slot, cudaError_t *cuerr, const char **cuwhat, char *err)
 {
-    int w = d->w, h = d->h, pitch = gctx_pitch(ctx, w), rc;
-    int packs = step_packs(plan, v, d->want_planes) >= 0;
+    int w = d->w, h = d->h, pitch = gctx_pitch(ctx, w), rc, cut_on;
     struct gplan_planes jp = gplan_planes_of(d->d_arena, plan->planes, d->stride);
     const float *result = jp.dst; /* the planes the pack reads */
-    struct plan_out8 out8 = {d->d_out8, plan->out_ch,
-                             {plan->post, plan->threshold,
-                              step_fold(plan, plan->nsteps - 1, d->want_planes) == FOLD_PACK,
-                              plan->step[plan->nsteps - 1].value}};
     struct conv_args a;
     dim3 pb(PIPE_BX, PIPE_BY), pg(div_up(w, PIPE_BX), div_up(h, PIPE_BY));
 
@@ -378,8 +330,7 @@ int gplan_kernels(struct gconv_ctx *ctx, const struct gplan_dev *d, const struct
     a.taps_loaded = d->taps_loaded && !filter_plan_stepwise(plan); /* a pipeline reloads its slot per kernel */
     a.fft = d->fft;
     if (filter_plan_stepwise(plan)) {
-        if ((rc = run_steps(&a, plan, d->d_taps, d->d_arena, d->stride, d->want_planes, packs ? &out8 : NULL,
-                            &result, err)) < 0) {
+        if ((rc = run_steps(&a, plan, d->d_taps, d->d_arena, d->stride, d->want_planes, &result, err)) < 0) {
             if (rc == GCONV_CUDA_FAILED)
                 *cuerr = a.cuerr, *cuwhat = a.cuwhat;
             return rc;
@@ -388,15 +339,15 @@ int gplan_kernels(struct gconv_ctx *ctx, const struct gplan_dev *d, const struct
         a.planes = plan->planes, a.plane_stride = d->stride;
     }
     for (int p = 0; !filter_plan_stepwise(plan) && p < (a.planes > 1 ? 1 : plan->planes); p++)
-        if ((rc = run_plane(&a, plan, d->d_taps, &jp, p, packs ? &out8 : NULL, err)) < 0) {
+        if ((rc = run_plane(&a, plan, d->d_taps, &jp, p, err)) < 0) {
             if (rc == GCONV_CUDA_FAILED)
                 *cuerr = a.cuerr, *cuwhat = a.cuwhat;
             return rc;
         }
-    if (packs && plan->out_ch == plan->planes) /* the last pass wrote the whole result */
-        return 0;
+    cut_on = step_fold(plan, plan->nsteps - 1, d->want_planes) == FOLD_PACK;
     k_pack<<<pg, pb, 0, d->stream>>>(result, d->stride, d->d_in8, d->d_out8, w, h, pitch, plan->in_ch,
-                                     packs ? plan->planes : 0, plan->planes, plan->out_ch, out8.post);
+                                     plan->planes, plan->out_ch, plan->post, plan->threshold, cut_on,
+                                     plan->step[plan->nsteps - 1].value);
     *cuwhat = "pack kernel";
     return (*cuerr = cudaGetLastError()) == cudaSuccess ? 0 : GCONV_CUDA_FAILED;
 }

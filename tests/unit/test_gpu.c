@@ -18,10 +18,7 @@
  * dispatch the service runs), and the fused u8 edge kernel of fast has its own test (every border,
  * sizes around its 240- and 120-column warp strips and below its 5x5 kernel, 1xN and Nx1, strips
  * of 32 rows and taller ones, every channel count, several thresholds, smooth images with |L| near
- * T); the default border (reflect) has its own, flat images included. A plan run without its float
- * planes gives the bytes of the run with them (stepwise plans on every variant, every plan on fast,
- * whose one-pass magnitude then writes the u8 result itself: test_fast_magnitude checks those bytes
- * against pixel_post of the floats for every post mode, colour and channel count).
+ * T); the default border (reflect) has its own, flat images included.
  * Canny (test_canny): gconv_canny_host equals canny_serial bit for bit (0 pixels differ) on random
  * and smooth images of many sizes (widths 1, 15, 17, 7000, 7001, 8191: rows off 16-byte alignment),
  * every aperture, both norms and several threshold pairs; the spiral of canny_spiral.h is found
@@ -478,20 +475,18 @@ static const char *pipe_label(const struct filter_plan *plan, char *buf, size_t 
     return buf;
 }
 
-/* A stepwise plan (every variant), or any plan on fast, run again without its float planes must
- * give the very bytes of the run with them (`with`): that run is the one whose planes hold every
- * step's result, this one lets the pack apply a trailing threshold and read the planes where the
- * last step left them, and lets fast's one-pass magnitude, as the last pass, write the u8 result
- * itself (step_packs in gconv_plan.cu). */
-static void same_without_planes(struct gconv_ctx *ctx, const struct img *in, const struct filter_plan *plan,
-                                enum variant v, int B, const struct img *with)
+/* A stepwise plan run again without its float planes must give the very bytes of the run with them
+ * (`with`): that run is the one whose planes hold every step's result, this one lets the pack apply a
+ * trailing threshold and read the planes where the last step left them. */
+static void pipe_same_without_planes(struct gconv_ctx *ctx, const struct img *in, const struct filter_plan *plan,
+                                     enum variant v, int B, const struct img *with)
 {
     char err[EDGED_ERR_LEN] = "", label[128];
     size_t row = (size_t)in->w * plan->out_ch, bad = 0, first = 0;
     struct img out;
     int rc;
 
-    if (!filter_plan_stepwise(plan) && v != VARIANT_FAST)
+    if (!filter_plan_stepwise(plan))
         return;
     if (img_alloc(&out, in->w, in->h, plan->out_ch, NULL) < 0)
         abort();
@@ -500,7 +495,7 @@ static void same_without_planes(struct gconv_ctx *ctx, const struct img *in, con
     for (size_t i = 0; rc == 0 && i < row * in->h; i++)
         if (out.px[(i / row) * out.stride + i % row] != with->px[(i / row) * with->stride + i % row] && !bad++)
             first = i;
-    CHECK(rc == 0 && bad == 0, "plan %s %s B=%d %dx%dx%d without planes: rc %d %s; %zu bytes differ from the "
+    CHECK(rc == 0 && bad == 0, "pipeline %s %s B=%d %dx%dx%d without planes: rc %d %s; %zu bytes differ from the "
           "run with them, first at byte %zu", pipe_label(plan, label, sizeof(label)), variant_name(v), B, in->w,
           in->h, in->ch, rc, err, bad, first);
     img_free(&out);
@@ -553,7 +548,7 @@ static void plan_one(struct gconv_ctx *ctx, const struct img *in, const struct f
         CHECK(bad == 0, "plan %s %s B=%d %s %dx%dx%d: %zu u8 pixels off, first (%zu,%zu)", what,
               variant_name(v), B, border_name(plan->border), in->w, in->h, in->ch, bad, first % in->w,
               first / in->w);
-        same_without_planes(ctx, in, plan, (enum variant)v, B, &out);
+        pipe_same_without_planes(ctx, in, plan, (enum variant)v, B, &out);
     }
     img_free(&out);
     if (eng && only < 0) { /* auto, routed and run by the backend as the service's worker runs it */
@@ -651,7 +646,7 @@ static void pipe_threshold_one(struct gconv_ctx *ctx, const struct img *in, cons
         CHECK(bad == 0, "pipeline %s %s B=%d %s %dx%dx%d: %zu samples off (%zu near the cut %g, tol %g)", label,
               variant_name(v), B, border_name(plan->step[0].border), in->w, in->h, in->ch, bad, near, cut, tol);
         if (rc == 0)
-            same_without_planes(ctx, in, plan, (enum variant)v, B, &out);
+            pipe_same_without_planes(ctx, in, plan, (enum variant)v, B, &out);
     }
 out:
     img_free(&out);
@@ -754,89 +749,17 @@ static int fast_planes(struct gconv_ctx *ctx, const struct img *in, const struct
     return rc;
 }
 
-/* plan on fast (block 16) without its float planes, where its last pass, the one-pass magnitude,
- * writes the u8 result itself (step_packs in gconv_plan.cu), against the run with them (the pack
- * kernel's bytes): every sample exactly pixel_post of the downloaded float, the alpha the input's,
- * and every byte that run's. */
-static void fast_packs_one(struct gconv_ctx *ctx, const struct img *in, const struct filter_plan *plan)
-{
-    size_t n = (size_t)in->w * in->h, bad = 0, first = 0;
-    float *f = malloc(n * plan->planes * sizeof(float));
-    char err[EDGED_ERR_LEN] = "", label[128];
-    struct img with, out;
-    int rc;
-
-    if (!f || img_alloc(&with, in->w, in->h, plan->out_ch, NULL) < 0 ||
-        img_alloc(&out, in->w, in->h, plan->out_ch, NULL) < 0)
-        abort();
-    memset(out.px, 0xAB, out.stride * out.h);
-    if ((rc = gconv_run(ctx, 1, in, plan, VARIANT_FAST, 16, &with, f, NULL, err)) == 0)
-        rc = gconv_run(ctx, 1, in, plan, VARIANT_FAST, 16, &out, NULL, NULL, err);
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        size_t x = i % in->w, y = i / in->w;
-        const uint8_t *o = out.px + y * out.stride + x * out.ch, *ow = with.px + y * with.stride + x * with.ch;
-        int ok = memcmp(o, ow, out.ch) == 0;
-        for (int c = 0; c < plan->planes; c++)
-            ok &= o[c] == pixel_post(f[c * n + i], plan->post, plan->threshold);
-        if (out.ch > plan->planes)
-            ok &= o[plan->planes] == in->px[y * in->stride + x * in->ch + in->ch - 1];
-        if (!ok && !bad++)
-            first = i;
-    }
-    CHECK(rc == 0 && bad == 0, "fast magnitude u8 %s, %d planes, post %s, %s, %dx%dx%d without planes: rc %d %s; "
-          "%zu pixels differ from pixel_post of the floats, the alpha or the run with planes, first (%zu,%zu)",
-          pipe_label(plan, label, sizeof(label)), plan->planes, post_name(plan->post), border_name(plan->border),
-          in->w, in->h, in->ch, rc, err, bad, first % in->w, first / in->w);
-    img_free(&out);
-    img_free(&with);
-    free(f);
-}
-
-/* fast_packs_one for filter id alone under each post mode it takes (clamp, abs, offset) and followed
- * by a threshold (folded into the magnitude pass; the post is then the threshold step's clamp), on
- * the luma (color auto) and, for rgb input, on each colour plane (color rgb). */
-static void fast_packs_cases(struct gconv_ctx *ctx, const struct img *in, enum filter_id id, enum border b,
-                             struct filter_plan *plan)
-{
-    static const struct {
-        enum post_mode post;
-        int threshold;
-    } cases[] = {{POST_CLAMP, 0}, {POST_ABS, 0}, {POST_OFFSET, 0}, {POST_AUTO, 1}};
-    char err[EDGED_ERR_LEN] = "";
-
-    for (int rgb = 0; rgb <= (in->ch >= 3); rgb++)
-        for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-            struct filter_spec ops[2];
-            filter_spec_init(&ops[0], id);
-            filter_spec_init(&ops[1], FILTER_THRESHOLD), ops[1].value = 40.0f;
-            ops[0].color = ops[1].color = rgb ? COLOR_RGB : COLOR_AUTO;
-            ops[0].border = b;
-            ops[0].post = cases[c].post;
-            if (cases[c].threshold) {
-                if (pipe_make(plan, ops, 2, b, in->ch) < 0) /* it reports */
-                    continue;
-            } else if (filter_plan_make(&ops[0], in->ch, plan, err) < 0) {
-                CHECK(0, "fast magnitude u8 %s post %s: %s", filter_name(id), post_name(cases[c].post), err);
-                continue;
-            }
-            fast_packs_one(ctx, in, plan);
-        }
-}
-
 /* fast runs a 3x3 magnitude step as one pass (fast_stream_magnitude) that must give the bits of its
  * two correlations alone followed by the magnitude kernel: for sobel, scharr and prewitt every float
  * equals sqrtf(x*x + y*y) (each product and the sum rounded apart, as k_magnitude rounds them) of
  * the planes of the x and y filters run alone on fast, exactly; and [filter, threshold 40], the
- * threshold folded into that pass, gives exactly the map of those floats. As the last pass of a job
- * whose float planes are not downloaded it writes the u8 result itself: fast_packs_cases, every
- * channel count (alpha included), widths off multiples of 32 (one a multiple of 4, where a gray
- * result takes 4-byte stores, with interior strips), every border. */
+ * threshold folded into that pass, gives exactly the map of those floats. */
 static void test_fast_magnitude(struct gconv_ctx *ctx)
 {
     static const enum filter_id ids[3][3] = {{FILTER_SOBEL, FILTER_SOBEL_X, FILTER_SOBEL_Y},
                                              {FILTER_SCHARR, FILTER_SCHARR_X, FILTER_SCHARR_Y},
                                              {FILTER_PREWITT, FILTER_PREWITT_X, FILTER_PREWITT_Y}};
-    static const struct size2 sizes[] = {{5, 3}, {516, 101}, {1023, 777}};
+    static const struct size2 sizes[] = {{5, 3}, {130, 67}, {1023, 777}};
     struct filter_plan *pl = malloc(sizeof(*pl) * 4);
     double t0 = now_s();
     int checks0 = check_passed + check_failed;
@@ -844,7 +767,7 @@ static void test_fast_magnitude(struct gconv_ctx *ctx)
     if (!pl)
         abort();
     for (int si = 0; si < (quick ? 2 : 3); si++)
-        for (int ch = 1; ch <= 4; ch++) {
+        for (int ch = 1; ch <= 4; ch += 2) {
             size_t n = (size_t)sizes[si].w * sizes[si].h;
             float *f[4];
             struct img in;
@@ -879,7 +802,6 @@ static void test_fast_magnitude(struct gconv_ctx *ctx)
                       "magnitude of its x and y planes (first at %zu: %g, not %g), %zu map samples from their map",
                       filter_name(ids[fi][0]), border_name(b), in.w, in.h, ch, bad, first, ok ? f[0][first] : 0.0,
                       ok ? sqrtf(f[1][first] * f[1][first] + f[2][first] * f[2][first]) : 0.0, bad_map);
-                fast_packs_cases(ctx, &in, ids[fi][0], b, &pl[0]);
             }
             for (int j = 0; j < 4; j++)
                 free(f[j]);

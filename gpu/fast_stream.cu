@@ -40,6 +40,8 @@
  * then hand every lane border-resolved neighbours, since each lane holds the resolved values of its
  * own columns whether or not they lie inside the image. Frame stores stay inside the image. */
 #define STREAM_ROWS 48       /* output rows per strip, a multiple of both periods (4 and 3) */
+#define STREAM_ROWS_SHORT 12 /* the same where STREAM_ROWS gives too few strips (stream_short) */
+#define STREAM_WARPS_PER_SM 16 /* strips per SM below which stream_short holds */
 #define STREAM_DEPTH 3       /* rows fetched ahead of the one in use, interior warps (stream_depth) */
 #define STREAM_FRAME_DEPTH 2 /* the same in frame warps: their fetches need more registers */
 #define STREAM_FULL 0xffffffffu
@@ -338,13 +340,13 @@ static __device__ __forceinline__ void stream_store(float *__restrict__ o, const
 /* One warp's strip: output rows y0 .. y0 + SY - 1 from input rows y0 - RY .. y0 + SY - 1 + RY
  * (steps 0 .. SY + KR - 2). Steps 0 .. KR - 2 only start outputs; from step KR - 1 on, step s
  * completes output s - KR + 1. Row s + D is fetched at step s. */
-template <typename F, bool FRAME, int D>
+template <typename F, bool FRAME, int D, int SY>
 static __device__ __forceinline__ void stream_strip(const float *__restrict__ d_in, float *__restrict__ d_out,
                                                     const conv_geom &g, const typename F::taps_t &taps, int xw,
                                                     int y0)
 {
     constexpr int KR = F::KR, RX = F::RX, HW = F::HW, RY = KR / 2;
-    constexpr int U = stream_period(D), SY = STREAM_ROWS, NP = SY / U;
+    constexpr int U = stream_period(D), NP = SY / U;
     constexpr int S0 = KR - 1; /* first step of the rolled loop */
     static_assert(SY % U == 0 && D < U, "a strip is whole periods, the ring holds D + 1 rows");
     using src_t = typename std::conditional<FRAME, stream_src_frame<HW>, stream_src_inner<HW>>::type;
@@ -399,51 +401,72 @@ static __device__ __forceinline__ int stream_band(void)
     return b == 0 ? 0 : b == 1 ? n - 1 : b - 1;
 }
 
-/* One warp's strip of filter F: interior warps (the strip, its HW halo columns and RY halo rows
- * inside the image) without checks, the others through border_index. */
-template <typename F>
+/* One warp's strip of SY rows of filter F: interior warps (the strip, its HW halo columns and RY
+ * halo rows inside the image) without checks, the others through border_index. */
+template <typename F, int SY>
 static __device__ __forceinline__ void stream_run(const float *__restrict__ d_in, float *__restrict__ d_out,
                                                   const conv_geom &g, const typename F::taps_t &taps)
 {
-    constexpr int HW = F::HW, RY = F::KR / 2, SY = STREAM_ROWS;
+    constexpr int HW = F::HW, RY = F::KR / 2;
     int xw = blockIdx.x * 128, y0 = stream_band() * SY;
 
     if (xw >= HW && xw + 128 + HW <= g.w && y0 >= RY && y0 + SY + RY <= g.h)
-        stream_strip<F, false, stream_depth(F::KR, F::KC)>(d_in, d_out, g, taps, xw, y0);
+        stream_strip<F, false, stream_depth(F::KR, F::KC), SY>(d_in, d_out, g, taps, xw, y0);
     else
-        stream_strip<F, true, STREAM_FRAME_DEPTH>(d_in, d_out, g, taps, xw, y0);
+        stream_strip<F, true, STREAM_FRAME_DEPTH, SY>(d_in, d_out, g, taps, xw, y0);
 }
 
-template <int KR, int KC>
+template <int KR, int KC, int SY>
 __global__ void __launch_bounds__(32, stream_min_warps(KR, KC))
     k_fast_stream(const float *__restrict__ d_in, float *__restrict__ d_out, conv_geom g,
                   const __grid_constant__ stream_taps<KR * KC> taps)
 {
     static_assert(KR % 2 == 1 && KC % 2 == 1 && KR <= 9 && KC <= 9, "odd sides up to 9 (spread halo: radius <= 8)");
-    stream_run<stream_direct<KR, KC>>(d_in, d_out, g, taps);
+    stream_run<stream_direct<KR, KC>, SY>(d_in, d_out, g, taps);
 }
 
 /* The magnitude pass (stream_magnitude) of 3x3 pairs. Its two accumulator sets take more registers
  * than one correlation: it asks for 28 warps per SM (72 registers) where k_fast_stream<3, 3> asks
  * for 32; ptxas takes 72, no spill (CUDA 13.0, sm_90 and sm_80). Re-check after any change. */
 #define STREAM_MAG_MIN_WARPS 28
+template <int SY>
 __global__ void __launch_bounds__(32, STREAM_MAG_MIN_WARPS)
     k_fast_stream_mag3(const float *__restrict__ d_in, float *__restrict__ d_out, conv_geom g,
                        const __grid_constant__ stream_mag_taps3 taps)
 {
-    stream_run<stream_magnitude<3, 3>>(d_in, d_out, g, taps);
+    stream_run<stream_magnitude<3, 3>, SY>(d_in, d_out, g, taps);
 }
 
 /* ---- launchers --------------------------------------------------------------------------- */
 
+/* Whether a plane takes strips of STREAM_ROWS_SHORT rows: where strips of STREAM_ROWS would give
+ * fewer than STREAM_WARPS_PER_SM warps an SM. A warp's rows are a chain of dependent steps, and a
+ * 2048 x 2048 plane has only 688 strips of 48 rows: too few warps for 132 SMs to hide the loads'
+ * latency. A short strip reads its halo rows (from L2) once more per 12 rows instead of 48, which
+ * costs where the strips already fill the device; the row count is a template argument, since a
+ * count known only at run time made the larger planes slower. */
+static bool stream_short(const struct conv_args *a)
+{
+    return (long)div_up(a->w, 128) * div_up(a->h, STREAM_ROWS) < (long)a->lim->sms * STREAM_WARPS_PER_SM;
+}
+
+template <int KR, int KC, int SY>
+static void stream_launch_rows(const struct conv_args *a)
+{
+    stream_taps<KR * KC> t;
+    dim3 grid(div_up(a->w, 128), div_up(a->h, SY));
+
+    memcpy(t.t, a->k->taps, sizeof(t.t));
+    k_fast_stream<KR, KC, SY><<<grid, 32, 0, a->stream>>>(a->d_in, a->d_out, conv_geom_of(a), t);
+}
+
 template <int KR, int KC>
 static void stream_launch(const struct conv_args *a)
 {
-    stream_taps<KR * KC> t;
-    dim3 grid(div_up(a->w, 128), div_up(a->h, STREAM_ROWS));
-
-    memcpy(t.t, a->k->taps, sizeof(t.t));
-    k_fast_stream<KR, KC><<<grid, 32, 0, a->stream>>>(a->d_in, a->d_out, conv_geom_of(a), t);
+    if (stream_short(a))
+        stream_launch_rows<KR, KC, STREAM_ROWS_SHORT>(a);
+    else
+        stream_launch_rows<KR, KC, STREAM_ROWS>(a);
 }
 
 extern "C" int fast_stream_has(int kr, int kc)
@@ -481,11 +504,15 @@ extern "C" int fast_stream_magnitude(struct conv_args *a, const struct kernel2d 
 {
     stream_mag_taps3 t;
     conv_geom g = {a->w, a->h, a->pitch, 3, 3, (int)a->border};
-    dim3 grid(div_up(a->w, 128), div_up(a->h, STREAM_ROWS));
+    bool short_rows = stream_short(a);
+    dim3 grid(div_up(a->w, 128), div_up(a->h, short_rows ? STREAM_ROWS_SHORT : STREAM_ROWS));
 
     memcpy(t.a.t, k0->taps, sizeof(t.a.t));
     memcpy(t.b.t, k1->taps, sizeof(t.b.t));
     t.cut = cut, t.cut_on = cut_on;
-    k_fast_stream_mag3<<<grid, 32, 0, a->stream>>>(a->d_in, a->d_out, g, t);
+    if (short_rows)
+        k_fast_stream_mag3<STREAM_ROWS_SHORT><<<grid, 32, 0, a->stream>>>(a->d_in, a->d_out, g, t);
+    else
+        k_fast_stream_mag3<STREAM_ROWS><<<grid, 32, 0, a->stream>>>(a->d_in, a->d_out, g, t);
     return conv_launched(a, "fast magnitude kernel");
 }

@@ -1,7 +1,8 @@
 /* canny_seams.cu — Canny's hysteresis across tiles and its launcher: the border pixels of the tiles
  * (the nodes canny_tile.cu writes) joined by union-find across the seams between tiles, then a last
  * pass per tile with nodes that grows its edges from the border pixels whose component holds an
- * edge and writes its map. */
+ * edge and writes its map; where the map's rows are off 16-byte alignment, one more pass writes
+ * the whole map from the tiles' edge masks in aligned 16-byte words. */
 #include "canny_common.cuh"
 
 /* ---- union-find over the global border graph --------------------------------------------------- */
@@ -130,14 +131,16 @@ static __device__ __forceinline__ int canny_root(const int *__restrict__ d_paren
 
 /* One warp per tile: the edge mask grown by the border pixels whose global component holds an
  * edge (their root is the root of CANNY_EDGES), written as the 0/255 map (16 bytes a lane, 8 rows
- * a step; `vec`: rows and base allow 16-byte stores). */
+ * a step) where `vec` (rows and base allow 16-byte stores), else back into the tile's edge mask
+ * (d_flag's mask slots) for k_canny_expand. */
 __global__ void __launch_bounds__(128) k_canny_final(uint8_t *__restrict__ d_out, int w, int h, int tiles_x,
                                                      int tiles, int vec, const int *__restrict__ d_parent,
-                                                     const int *__restrict__ d_flag)
+                                                     int *__restrict__ d_flag)
 {
     __shared__ canny_row s_rows[4][CANNY_T];
     const int wp = threadIdx.x / 32, l = threadIdx.x % 32, tile = blockIdx.x * 4 + wp;
-    const canny_row *cm, *em;
+    const canny_row *cm;
+    canny_row *em;
     canny_row c0, c1, r0, r1;
     unsigned wait, seed = 0;
     int edges;
@@ -148,7 +151,7 @@ __global__ void __launch_bounds__(128) k_canny_final(uint8_t *__restrict__ d_out
     if (!canny_has_nodes(d_flag, tile))
         return; /* the tile kernel wrote its map */
     cm = (const canny_row *)(d_parent + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
-    em = (const canny_row *)(d_flag + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
+    em = (canny_row *)(d_flag + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
     c0 = cm[2 * l], c1 = cm[2 * l + 1], r0 = em[2 * l], r1 = em[2 * l + 1];
     wait = canny_border8(c0, c1, l) & ~canny_border8(r0, r1, l);
     edges = wait ? canny_root(d_parent, CANNY_EDGES) : -1;
@@ -168,9 +171,64 @@ __global__ void __launch_bounds__(128) k_canny_final(uint8_t *__restrict__ d_out
         r1 |= (canny_row)((seed >> 5) & 1) | (canny_row)((seed >> 7) & 1) << 63;
         canny_flood(c0, c1, &r0, &r1);
     }
+    if (!vec) { /* the lane's own rows, read above */
+        em[2 * l] = r0, em[2 * l + 1] = r1;
+        return;
+    }
     s_rows[wp][2 * l] = r0, s_rows[wp][2 * l + 1] = r1;
     __syncwarp();
     canny_write_map(d_out, w, h, (tile % tiles_x) * CANNY_T, (tile / tiles_x) * CANNY_T, vec, s_rows[wp], l, 32);
+}
+
+/* Bits x .. x + n - 1 (n <= 16, x + n <= w) of the map's row y: of the one or two tiles they lie in,
+ * 0 for a tile without candidates (its state), else its edge mask, final once k_canny_final ran. */
+static __device__ __forceinline__ unsigned canny_map_bits(const int *__restrict__ d_flag, int tiles_x, int y,
+                                                          int x, int n)
+{
+    const int s = x % CANNY_T;
+    const size_t tile = (size_t)(y / CANNY_T) * tiles_x + x / CANNY_T;
+    canny_row v = 0;
+
+    for (int k = 0; k < (s + n > CANNY_T ? 2 : 1); k++) {
+        const int *slots = d_flag + (tile + k) * CANNY_SLOTS;
+        canny_row r = slots[CANNY_STATE] ? ((const canny_row *)(slots + CANNY_MASKS))[y % CANNY_T] : 0;
+        v |= k ? r << (CANNY_T - s) : r >> s;
+    }
+    return (unsigned)v & ((1u << n) - 1);
+}
+
+/* The whole map where its rows are off 16-byte alignment (k_canny_final's `vec` 0), one aligned
+ * 16-byte word of d_out a thread, instead of the tiles' rows cut at every word boundary they cross
+ * (three full words and two partial ones a row). Word q of row y: the words whose first byte of the
+ * map lies in row y, q counted from the one that holds the row's first byte; a word may run on into
+ * the next rows. wpr: words a row at most (w / 16 + 2). */
+__global__ void __launch_bounds__(256) k_canny_expand(uint8_t *__restrict__ d_out, int w, int h, int tiles_x,
+                                                      unsigned wpr, const int *__restrict__ d_flag)
+{
+    const unsigned t = blockIdx.x * 256 + threadIdx.x, y = t / wpr, n = (unsigned)w * (unsigned)h;
+    const unsigned head = (unsigned)((uintptr_t)d_out & 15); /* map byte i lies at aligned offset i + head */
+    unsigned first, start, lo, hi, bits = 0;
+
+    canny_wait_prior(); /* the final kernel's masks */
+    if (y >= (unsigned)h)
+        return;
+    /* the first word owned by row y: the one holding its first byte, unless that word's first byte
+     * lies in the row before (row 0 owns word 0 whatever) */
+    first = (y * w + head) / 16 + (y > 0 && (y * w + head) % 16 != 0);
+    start = (first + t % wpr) * 16; /* aligned offset of the word */
+    if (start >= (y + 1) * w + head)
+        return; /* not row y's: its first byte lies further down */
+    lo = start < head ? head - start : 0;
+    hi = n + head - start < 16 ? n + head - start : 16;
+    for (unsigned k = lo, i = start + lo - head; k < hi;) { /* i: map byte of word byte k */
+        unsigned ry = i / w, x = i - ry * w, c = min(hi - k, (unsigned)w - x);
+        bits |= canny_map_bits(d_flag, tiles_x, (int)ry, (int)x, (int)c) << k;
+        k += c, i += c;
+    }
+    if (lo == 0 && hi == 16)
+        *(uint4 *)(d_out - head + start) = canny_bytes16(bits);
+    else
+        canny_store_part(d_out - head + start, bits, (int)lo, (int)hi);
 }
 
 /* ---- launcher --------------------------------------------------------------------------------- */
@@ -218,6 +276,7 @@ static cudaError_t canny_launch_dependent(bool pdl, void (*kernel)(P...), unsign
 cudaError_t canny_seams_launch(const struct canny_dev *d, int pdl, int ovec, const char **what)
 {
     int tiles_x = div_up(d->w, CANNY_T), tiles = tiles_x * div_up(d->h, CANNY_T);
+    unsigned wpr = (unsigned)d->w / 16 + 2;
     cudaError_t e;
 
     *what = "canny seam kernel";
@@ -225,6 +284,11 @@ cudaError_t canny_seams_launch(const struct canny_dev *d, int pdl, int ovec, con
                                     tiles_x, tiles, d->d_parent, (const int *)d->d_flag)) != cudaSuccess)
         return e;
     *what = "canny final kernel";
-    return canny_launch_dependent(pdl, k_canny_final, div_up(tiles, 4), 128, d->stream, d->d_out, d->w, d->h, tiles_x,
-                                  tiles, ovec, (const int *)d->d_parent, (const int *)d->d_flag);
+    e = canny_launch_dependent(pdl, k_canny_final, div_up(tiles, 4), 128, d->stream, d->d_out, d->w, d->h,
+                               tiles_x, tiles, ovec, (const int *)d->d_parent, d->d_flag);
+    if (e != cudaSuccess || ovec)
+        return e;
+    *what = "canny map kernel";
+    return canny_launch_dependent(pdl, k_canny_expand, div_up((int)(wpr * d->h), 256), 256, d->stream,
+                                  d->d_out, d->w, d->h, tiles_x, wpr, (const int *)d->d_flag);
 }

@@ -304,7 +304,8 @@ static __device__ __forceinline__ void canny_load(const uint8_t *__restrict__ d_
  * candidates also its candidate and edge masks (the tail of its slots in d_parent and d_flag) and
  * per border pixel its node's parent (-1 when not a candidate; CANNY_EDGES of tile 0 when in E,
  * since all edges may form one component; else its component's smallest node) and flag (1: in E).
- * A tile without nodes gets its map here: 0, or E. */
+ * A tile without nodes gets its map here, 0 or E, where ovec (the map's rows take 16-byte stores);
+ * otherwise k_canny_expand writes every tile's map from the state and E. */
 template <int R, bool L2>
 __global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS)
     k_canny_tile(const uint8_t *__restrict__ d_gray, int w, int h, int low, int high, int *__restrict__ d_parent,
@@ -376,7 +377,8 @@ __global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS)
                                    * the tile's slots) and the map is 0 */
         if (tid == 0)
             d_flag[(size_t)tile * CANNY_SLOTS + CANNY_STATE] = 0;
-        canny_write_map(d_out, w, h, x0, y0, ovec, NULL, tid, CANNY_THREADS);
+        if (ovec) /* else k_canny_expand writes it */
+            canny_write_map(d_out, w, h, x0, y0, ovec, NULL, tid, CANNY_THREADS);
         return;
     }
     if (tid >= 32)
@@ -395,7 +397,8 @@ __global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS)
             d_flag[(size_t)tile * CANNY_SLOTS + CANNY_STATE] = CANNY_HAS_CAND;
         s_rows[2 * tid] = e0, s_rows[2 * tid + 1] = e1;
         __syncwarp();
-        canny_write_map(d_out, w, h, x0, y0, ovec, s_rows, tid, 32);
+        if (ovec) /* else k_canny_expand writes it from em */
+            canny_write_map(d_out, w, h, x0, y0, ovec, s_rows, tid, 32);
     }
     __syncwarp();
     for (int i = tid; i < CANNY_PERIM; i += 32) {

@@ -249,8 +249,9 @@ cudaError_t canny_tile_launch(const struct canny_dev *d, const struct canny_para
 /* Whether canny_seams_launch may enqueue its kernels as dependent launches (the device runs their
  * code for compute capability 9.0 or later); the driver is asked once a process. */
 int canny_seams_pdl(void);
-/* Enqueues the seam kernel and the final kernel behind the tile kernel on d->stream (as dependent
- * launches when pdl, from canny_seams_pdl); *what names the launch that failed. */
+/* Enqueues the seam kernel and the final kernel behind the tile kernel on d->stream, and unless
+ * ovec the kernel that writes the whole map (as dependent launches when pdl, from
+ * canny_seams_pdl); *what names the launch that failed. */
 cudaError_t canny_seams_launch(const struct canny_dev *d, int pdl, int ovec, const char **what);
 
 /* ---- gconv_plan.cu: a filter plan on the device ---- */

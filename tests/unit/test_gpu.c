@@ -663,21 +663,22 @@ static void image_binary(struct img *im, int w, int h, int ch)
         im->px[i] = im->px[i] & 0x80 ? 255 : 0;
 }
 
-#define PIPE_CASES 8
+#define PIPE_CASES 10
 
 /* Device pipelines against cpu_serial on random images: continuous ones through plan_one (floats
  * within the propagated tolerance steps_tol, u8 a faithful rounding of them, auto through the
  * backend), the ones ending in a threshold through pipe_threshold_one. Both also run every variant
  * without the float planes and want the same bytes. The cases cover each place a threshold step
- * runs (step_fold in gconv_plan.cu): into the magnitude before it (0, last; 6, not last, on a binary
- * image so that the map is exact), into the pack (4, rgb; 5, after the luma of rgb planes; 7, alone,
- * on the loaded planes), its own pass (3, first); and results left in either set of planes (odd and
- * even counts of passes). */
+ * runs (step_fold in gconv_plan.cu): into the magnitude before it (0, last; 9, last, on rgb planes;
+ * 6, not last; 6 and 9 on a binary image so that the map is exact), into the pack (4, rgb; 5, after
+ * the luma of rgb planes; 7, alone, on the loaded planes), its own pass (3, first); a magnitude as
+ * the last step (3, gray; 8, rgb); and results left in either set of planes (odd and even counts of
+ * passes). */
 static void test_pipelines(struct gconv_ctx *ctx)
 {
     static const struct size2 sizes[] = {{17, 9}, {61, 37}, {1023, 777}};
     struct filter_spec ops[PIPE_CASES][3];
-    static const int nops[PIPE_CASES] = {3, 3, 2, 2, 3, 2, 3, 1};
+    static const int nops[PIPE_CASES] = {3, 3, 2, 2, 3, 2, 3, 1, 2, 2};
     struct filter_plan *plan = malloc(sizeof(*plan)), *mag = malloc(sizeof(*mag));
     int rot = 0;
 
@@ -703,6 +704,11 @@ static void test_pipelines(struct gconv_ctx *ctx)
     filter_spec_init(&ops[6][1], FILTER_THRESHOLD), ops[6][1].value = 40.0f, ops[6][1].color = COLOR_RGB;
     filter_spec_init(&ops[6][2], FILTER_BOX), ops[6][2].size = 3;
     filter_spec_init(&ops[7][0], FILTER_THRESHOLD), ops[7][0].color = COLOR_RGB; /* u8 samples: exact */
+    filter_spec_init(&ops[8][0], FILTER_BOX), ops[8][0].size = 3; /* rgb, a magnitude last */
+    ops[8][0].color = COLOR_RGB;
+    filter_spec_init(&ops[8][1], FILTER_SCHARR), ops[8][1].color = COLOR_RGB;
+    filter_spec_init(&ops[9][0], FILTER_SOBEL), ops[9][0].color = COLOR_RGB; /* its map, the last step */
+    filter_spec_init(&ops[9][1], FILTER_THRESHOLD), ops[9][1].value = 40.0f, ops[9][1].color = COLOR_RGB;
     for (int si = 0; si < (quick ? 2 : 3); si++) {
         double t0 = now_s();
         int checks0 = check_passed + check_failed;
@@ -714,7 +720,7 @@ static void test_pipelines(struct gconv_ctx *ctx)
             image_binary(&bin, sizes[si].w, sizes[si].h, ch);
             for (int c = 0; c < PIPE_CASES; c++) {
                 enum border b = (enum border)((c + ch + si) % BORDER_COUNT);
-                const struct img *im = c == 6 ? &bin : &in;
+                const struct img *im = c == 6 || c == 9 ? &bin : &in;
                 if (pipe_make(plan, ops[c], nops[c], b, ch) < 0)
                     continue;
                 if (ops[c][nops[c] - 1].filter != FILTER_THRESHOLD || nops[c] == 1)
@@ -1255,11 +1261,14 @@ static void image_photo(struct img *im, int w, int h)
 
 static void test_canny_maps(struct gconv_ctx *ctx)
 {
-    /* widths and heights off the 16-byte rows of the map writer too: 15, 17, 7000, 7001, 8191 */
+    /* widths and heights off the 16-byte rows of the map writer too: 15, 17, 7000, 7001, 8191 (the
+     * map pass of k_canny_expand: words that span two tiles or several rows); 1001 x 333 with many
+     * inner tiles */
     static const int sizes[][2] = {{1, 1},    {1, 77},    {93, 1},    {2, 2},     {64, 64},   {65, 63},
                                    {127, 129}, {200, 131}, {333, 257}, {1000, 3},  {3, 700},   {15, 15},
                                    {17, 17},   {15, 70},   {17, 130},  {7000, 70}, {7001, 67}, {8191, 65},
-                                   {70, 7000}, {67, 7001}, {1, 8191},  {8191, 1},  {7001, 15}, {15, 7001}};
+                                   {70, 7000}, {67, 7001}, {1, 8191},  {8191, 1},  {7001, 15}, {15, 7001},
+                                   {1001, 333}};
     static const float thr[][2] = {{50, 150}, {0, 0}, {100, 100}, {10, 400}, {0, 60}, {400, 2000}};
     struct img g;
 

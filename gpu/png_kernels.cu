@@ -55,15 +55,15 @@ static __device__ __forceinline__ uint32_t unf_get(uint4 v, int k)
     return (w >> (8 * (k % 4))) & 0xffu;
 }
 
-/* Word i (0..8) of the 32 bytes a ++ b (8: none). */
+/* Word i (0..7) of the 32 bytes a ++ b, by selects: an array indexed at run time would live in
+ * local memory. */
 static __device__ __forceinline__ uint32_t unf_word(uint4 a, uint4 b, int i)
 {
-    uint32_t lo = (i & 3) == 0 ? a.x : (i & 3) == 1 ? a.y : (i & 3) == 2 ? a.z : a.w;
-    uint32_t hi = (i & 3) == 0 ? b.x : (i & 3) == 1 ? b.y : (i & 3) == 2 ? b.z : b.w;
-    return i < 4 ? lo : i < 8 ? hi : 0u;
+    uint4 v = i < 4 ? a : b;
+    return (i & 3) == 0 ? v.x : (i & 3) == 1 ? v.y : (i & 3) == 2 ? v.z : v.w;
 }
 
-/* The 16 bytes from byte o (0..16) of the 32 bytes a ++ b. */
+/* The 16 bytes from byte o (0..15) of the 32 bytes a ++ b: words q .. q + 4 with q = o / 4 <= 3. */
 static __device__ __forceinline__ uint4 unf_window(uint4 a, uint4 b, int o)
 {
     const int q = o / 4;

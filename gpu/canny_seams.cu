@@ -149,7 +149,7 @@ __global__ void __launch_bounds__(128) k_canny_final(uint8_t *__restrict__ d_out
     if (tile >= tiles)
         return;
     if (!canny_has_nodes(d_flag, tile))
-        return; /* the tile kernel wrote its map */
+        return; /* the tile kernel wrote its map (vec), or left E for k_canny_expand */
     cm = (const canny_row *)(d_parent + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
     em = (canny_row *)(d_flag + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
     c0 = cm[2 * l], c1 = cm[2 * l + 1], r0 = em[2 * l], r1 = em[2 * l + 1];

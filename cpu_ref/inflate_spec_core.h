@@ -398,6 +398,41 @@ INFL_HD static inline int infl_copy(uint32_t *out, uint64_t base, uint64_t p, ui
     return 0;
 }
 
+/* One step of a Huffman-coded body (the buffer refilled, so that it holds the 48 bits a step can
+ * take): a literal (returns 0..255), the end-of-block code (256), or a match (257, with *len and
+ * *dist); -1 on an invalid code. A step needs no state but the bit position: the segment decode
+ * (inflate_seg_core.h) rests on that. */
+#define INFL_STEP_MATCH 257
+INFL_HD static inline int infl_step(struct infl_br *b, const struct infl_tabs *t, uint32_t *len, uint32_t *dist)
+{
+    int sym = infl_decode_sym(b, t->lit, INFL_LIT_TBITS), ds;
+    uint32_t e;
+
+    if (sym <= 256)
+        return sym;
+    if (sym > 285)
+        return -1;
+    sym -= 257;
+    if (sym < 8) {
+        *len = 3 + (uint32_t)sym;
+    } else if (sym == 28) {
+        *len = 258;
+    } else {
+        e = (uint32_t)(sym - 4) >> 2;
+        *len = ((4u + (sym & 3)) << e) + 3 + infl_br_take(b, e);
+    }
+    ds = infl_decode_sym(b, t->dist, INFL_DIST_TBITS);
+    if (ds < 0 || ds > 29)
+        return -1;
+    if (ds < 4) {
+        *dist = 1 + (uint32_t)ds;
+    } else {
+        e = ((uint32_t)ds >> 1) - 1;
+        *dist = ((2u + (ds & 1)) << e) + 1 + infl_br_take(b, e);
+    }
+    return INFL_STEP_MATCH;
+}
+
 /* The Huffman-coded body of a block up to its end-of-block code. */
 INFL_HD static inline int infl_huff(struct infl_br *b, const struct infl_tabs *t, uint32_t *out, uint64_t base,
                                     uint64_t cap, uint64_t max_syms, struct infl_res *r)
@@ -405,14 +440,16 @@ INFL_HD static inline int infl_huff(struct infl_br *b, const struct infl_tabs *t
     uint64_t p = 0, syms = 0;
 
     for (;;) {
-        int sym, ds;
-        uint32_t len, dist, e;
+        int sym;
+        uint32_t len = 0, dist = 0;
         if (++syms > max_syms || b->at > b->nbytes + 8)
             return -1;
         infl_br_refill(b);
-        sym = infl_decode_sym(b, t->lit, INFL_LIT_TBITS);
+        sym = infl_step(b, t, &len, &dist);
+        if (sym < 0)
+            return -1;
         if (sym < 256) {
-            if (sym < 0 || p >= cap)
+            if (p >= cap)
                 return -1;
             if (out)
                 out[p] = (uint32_t)sym;
@@ -421,26 +458,6 @@ INFL_HD static inline int infl_huff(struct infl_br *b, const struct infl_tabs *t
         }
         if (sym == 256)
             break;
-        if (sym > 285)
-            return -1;
-        sym -= 257;
-        if (sym < 8) {
-            len = 3 + (uint32_t)sym;
-        } else if (sym == 28) {
-            len = 258;
-        } else {
-            e = (uint32_t)(sym - 4) >> 2;
-            len = ((4u + (sym & 3)) << e) + 3 + infl_br_take(b, e);
-        }
-        ds = infl_decode_sym(b, t->dist, INFL_DIST_TBITS);
-        if (ds < 0 || ds > 29)
-            return -1;
-        if (ds < 4) {
-            dist = 1 + (uint32_t)ds;
-        } else {
-            e = ((uint32_t)ds >> 1) - 1;
-            dist = ((2u + (ds & 1)) << e) + 1 + infl_br_take(b, e);
-        }
         if (len > cap - p || dist > p + INFL_WIN)
             return -1;
         if (out && infl_copy(out, base, p, len, dist))
@@ -452,6 +469,27 @@ INFL_HD static inline int infl_huff(struct infl_br *b, const struct infl_tabs *t
     return r->end_bit <= b->nbytes * 8 ? 0 : -1;
 }
 
+/* Reads the header of the block at the reader's position: BFINAL into r->final, BTYPE, and for a
+ * Huffman block its tables into t. The reader stops at the first data bit (stored: just past the
+ * 3 header bits). Returns BTYPE (0 stored, 1 fixed, 2 dynamic), or -1 for BTYPE 11 or a dynamic
+ * header that breaks a rule. */
+INFL_HD static inline int infl_block_head(struct infl_br *b, struct infl_tabs *t, struct infl_res *r)
+{
+    uint8_t lens[320];
+    int nlit, ndist, type;
+
+    r->final = (uint16_t)infl_br_take(b, 1);
+    type = (int)infl_br_take(b, 2);
+    r->stored = type == 0;
+    if (type == 1)
+        infl_fixed_tabs(t);
+    else if (type == 2 && (infl_dyn_lens(b, lens, &nlit, &ndist) ||
+                           infl_build(t->lit, INFL_LIT_ENOUGH, INFL_LIT_TBITS, lens, nlit) ||
+                           infl_build(t->dist, INFL_DIST_ENOUGH, INFL_DIST_TBITS, lens + nlit, ndist)))
+        return -1;
+    return type == 3 ? -1 : type;
+}
+
 /* Decodes the block whose header starts at start_bit of in[0..nbytes) into out (NULL: only
  * measure; else the block's place in the output, which starts base symbols after the output's
  * start) with markers for the bytes before it, at most cap symbols and max_syms codes, using t as
@@ -461,24 +499,15 @@ INFL_HD static inline int infl_block(const uint8_t *in, uint64_t nbytes, uint64_
                                      struct infl_res *r)
 {
     struct infl_br b;
-    uint8_t lens[320];
-    int nlit, ndist, type, rc = -1;
+    int type, rc = -1;
 
     r->ok = 0;
     infl_br_init(&b, in, nbytes, start_bit);
-    r->final = (uint16_t)infl_br_take(&b, 1);
-    type = (int)infl_br_take(&b, 2);
-    r->stored = type == 0;
-    if (type == 0) {
+    type = infl_block_head(&b, t, r);
+    if (type == 0)
         rc = infl_stored(&b, out, cap, r);
-    } else if (type == 1) {
-        infl_fixed_tabs(t);
+    else if (type > 0)
         rc = infl_huff(&b, t, out, base, cap, max_syms, r);
-    } else if (type == 2 && infl_dyn_lens(&b, lens, &nlit, &ndist) == 0 &&
-               infl_build(t->lit, INFL_LIT_ENOUGH, INFL_LIT_TBITS, lens, nlit) == 0 &&
-               infl_build(t->dist, INFL_DIST_ENOUGH, INFL_DIST_TBITS, lens + nlit, ndist) == 0) {
-        rc = infl_huff(&b, t, out, base, cap, max_syms, r);
-    }
     r->ok = rc == 0;
     return rc;
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zlib.h>
 
 #include "pngbuf.h"
@@ -28,6 +29,24 @@ struct icorpus {
     int n, cap;
     uint64_t seed;
 };
+
+/* The run's seed: EDGED_TEST_SEED, else the time; printed so that a failure can be replayed. */
+static inline uint64_t icorpus_seed(void)
+{
+    const char *env = getenv("EDGED_TEST_SEED");
+    uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
+
+    printf("seed %llu (EDGED_TEST_SEED)\n", (unsigned long long)seed);
+    return seed;
+}
+
+/* Damaged streams per case of the damage tests: EDGED_INFLATE_DAMAGE, default 150. */
+static inline int icorpus_damage_rounds(void)
+{
+    const char *env = getenv("EDGED_INFLATE_DAMAGE");
+
+    return env ? atoi(env) : 150;
+}
 
 static inline uint32_t icorpus_rand(uint64_t *s)
 {
@@ -220,6 +239,24 @@ static inline void icorpus_generated(struct icorpus *k, size_t big)
     }
 }
 
+/* The streams the damage tests break: photograph-like data at level 6 and with fixed codes, text at
+ * level 9, and the stored+fixed+dynamic mix. */
+static inline void icorpus_damage_set(struct icorpus *k, uint64_t *seed)
+{
+    uint8_t *d = icorpus_data(1, 40000, seed), *t = icorpus_data(3, 40000, seed), *z;
+    size_t zl;
+
+    k->seed = *seed;
+    icorpus_add_zlib(k, "photo", d, 40000, 6, 8, Z_DEFAULT_STRATEGY);
+    icorpus_add_zlib(k, "text", t, 40000, 9, 8, Z_DEFAULT_STRATEGY);
+    icorpus_add_zlib(k, "photo fixed", d, 20000, 6, 8, Z_FIXED);
+    z = icorpus_mixed(t, 40000, &zl);
+    icorpus_add(k, "mixed", z, zl, 40000);
+    free(z);
+    free(d);
+    free(t);
+}
+
 static inline uint32_t icorpus_be32(const uint8_t *p)
 {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
@@ -229,6 +266,32 @@ static inline uint32_t icorpus_be32(const uint8_t *p)
 static inline const char *icorpus_pngsuite_dir(void)
 {
     return getenv("EDGED_PNGSUITE") ? getenv("EDGED_PNGSUITE") : "../shared/pngsuite";
+}
+
+/* Appends the joined IDAT payloads of the PNG file at path to idat. Returns 0, -1 when it cannot
+ * be read. */
+static inline int icorpus_read_idat(const char *path, struct buf *idat)
+{
+    struct buf file = {0};
+    uint8_t tmp[65536];
+    size_t n, pos = 8;
+    FILE *f = fopen(path, "rb");
+
+    if (!f)
+        return -1;
+    while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
+        buf_add(&file, tmp, n);
+    fclose(f);
+    while (file.len >= 8 && pos + 12 <= file.len) {
+        uint32_t len = icorpus_be32(file.p + pos);
+        if (len > file.len - pos - 12)
+            break;
+        if (!memcmp(file.p + pos + 4, "IDAT", 4))
+            buf_add(idat, file.p + pos + 8, len);
+        pos += 12 + (size_t)len;
+    }
+    free(file.p);
+    return 0;
 }
 
 /* The IDAT stream of every PngSuite file (icorpus_pngsuite_dir; out_len: what libdeflate gives
@@ -244,36 +307,23 @@ static inline int icorpus_pngsuite(struct icorpus *k)
         return -1;
     while ((e = readdir(dd))) {
         char path[512];
-        struct buf file = {0}, idat = {0};
-        uint8_t tmp[65536], *raw;
-        size_t n, pos = 8, got = 0, cap = 1 << 24;
-        FILE *f;
+        struct buf idat = {0};
+        uint8_t empty[1] = {0}, *raw;
+        size_t got = 0, cap = 1 << 24;
         struct libdeflate_decompressor *d;
         if (!strstr(e->d_name, ".png"))
             continue;
         snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        if (!(f = fopen(path, "rb")))
+        if (icorpus_read_idat(path, &idat))
             continue;
-        while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
-            buf_add(&file, tmp, n);
-        fclose(f);
-        while (file.len >= 8 && pos + 12 <= file.len) {
-            uint32_t len = icorpus_be32(file.p + pos);
-            if (len > file.len - pos - 12)
-                break;
-            if (!memcmp(file.p + pos + 4, "IDAT", 4))
-                buf_add(&idat, file.p + pos + 8, len);
-            pos += 12 + (size_t)len;
-        }
         if (!(raw = malloc(cap)) || !(d = libdeflate_alloc_decompressor()))
             abort();
-        if (libdeflate_zlib_decompress_ex(d, idat.p ? idat.p : tmp, idat.len, raw, cap, NULL, &got) !=
+        if (libdeflate_zlib_decompress_ex(d, idat.p ? idat.p : empty, idat.len, raw, cap, NULL, &got) !=
             LIBDEFLATE_SUCCESS)
             got = 1;
         libdeflate_free_decompressor(d);
-        icorpus_add(k, e->d_name, idat.p ? idat.p : tmp, idat.len, got);
+        icorpus_add(k, e->d_name, idat.p ? idat.p : empty, idat.len, got);
         free(raw);
-        free(file.p);
         free(idat.p);
         files++;
     }

@@ -89,17 +89,9 @@ static void test_large_stats(uint64_t *seed)
 static void test_damage(uint64_t *seed, int rounds)
 {
     struct icorpus k = {0};
-    uint8_t *d = icorpus_data(1, 40000, seed), *t = icorpus_data(3, 40000, seed), *z;
     int i, j, accepted = 0, bad = 0;
-    size_t zl;
 
-    k.seed = *seed;
-    icorpus_add_zlib(&k, "photo", d, 40000, 6, 8, Z_DEFAULT_STRATEGY);
-    icorpus_add_zlib(&k, "text", t, 40000, 9, 8, Z_DEFAULT_STRATEGY);
-    icorpus_add_zlib(&k, "photo fixed", d, 20000, 6, 8, Z_FIXED);
-    z = icorpus_mixed(t, 40000, &zl);
-    icorpus_add(&k, "mixed", z, zl, 40000);
-    free(z);
+    icorpus_damage_set(&k, seed);
     for (i = 0; i < k.n; i++)
         for (j = 0; j < rounds; j++) {
             const struct icase *c = &k.c[i];
@@ -133,21 +125,14 @@ static void test_damage(uint64_t *seed, int rounds)
     CHECK(bad == 0, "damage: %d answers differ from libdeflate", bad);
     printf("damage: %d damaged streams, %d decoded (libdeflate agrees), the rest declined\n", k.n * rounds, accepted);
     icorpus_free(&k);
-    free(d);
-    free(t);
 }
 
 int main(void)
 {
     struct icorpus k = {0};
-    uint64_t seed = (uint64_t)time(NULL);
-    const char *env = getenv("EDGED_TEST_SEED"), *rounds = getenv("EDGED_INFLATE_DAMAGE");
     int files;
 
-    if (env)
-        seed = strtoull(env, NULL, 10);
-    printf("seed %llu (EDGED_TEST_SEED)\n", (unsigned long long)seed);
-    k.seed = seed;
+    k.seed = icorpus_seed();
     icorpus_generated(&k, 100000);
     files = icorpus_pngsuite(&k);
     if (files < 0)
@@ -155,7 +140,7 @@ int main(void)
     test_corpus(&k);
     test_sizes_and_trailer(&k);
     test_large_stats(&k.seed);
-    test_damage(&k.seed, rounds ? atoi(rounds) : 150);
+    test_damage(&k.seed, icorpus_damage_rounds());
     icorpus_free(&k);
     return check_summary();
 }

@@ -1,0 +1,39 @@
+/* inflate_seg.h — one deflate block decoded in segments of its bit range (the device's plan of a
+ * thread per segment), run one segment after another on the host through inflate_seg_core.h. */
+#ifndef EDGED_INFLATE_SEG_H
+#define EDGED_INFLATE_SEG_H
+
+#include <stdint.h>
+
+#include "errors.h"
+#include "inflate_seg_core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* inflseg_block's answer for a block it does not decode (stored, a header or data that does not
+ * decode as the chain said): the serial decode's verdict stands. */
+#define INFLSEG_DECLINED 1
+
+/* What one block's segment decode did, for tests and the docs. */
+struct inflseg_stats {
+    uint32_t segments;    /* segments the data bits were cut into */
+    uint32_t rounds;      /* sync rounds that decoded something (1..segments) */
+    uint64_t first_steps; /* steps the segments decoded in round 0 */
+    uint64_t later_steps; /* steps they decoded in the rounds after it */
+    uint64_t block_steps; /* steps of the block itself (what the write decodes) */
+};
+
+/* Decodes the Huffman block whose header starts at start_bit of in[0..nbytes) and whose
+ * end-of-block code ends at end_bit (as the chain found them), len bytes at output position
+ * out_off, in nseg segments of its data bits: writes sym[out_off .. out_off + len) as u32 symbols,
+ * bytes and INFL_MARK + position for bytes before their segment. st may be NULL. Returns 0,
+ * INFLSEG_DECLINED (sym's range undefined), or EDGED_E_PARAM / EDGED_E_NOMEM with err. */
+int inflseg_block(const uint8_t *in, uint64_t nbytes, uint64_t start_bit, uint64_t end_bit, uint64_t out_off,
+                  uint64_t len, uint32_t nseg, uint32_t *sym, struct inflseg_stats *st, char err[EDGED_ERR_LEN]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,321 @@
+/* test_inflate_seg.c — the segment decode of one block (cpu_ref/inflate_seg.c) against libdeflate:
+ * every Huffman block of the inflate corpus in 1 to 256 segments and in segments of a few bytes,
+ * its markers resolved against the bytes before it; damaged blocks, which must give the serial
+ * decode's bytes or decline; the sync rounds on a photograph-like stream (or EDGED_SEG_PNG). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "inflate_corpus.h"
+#include "inflate_seg.h"
+
+#define MAX_BLOCKS 4096
+
+/* One block of a stream as the serial decode walks it. */
+struct tblk {
+    uint64_t start, end, off, len;
+    int type; /* BTYPE */
+};
+
+/* Segment counts every block is decoded with; 0 and -1 stand for segments of 3 and 8 bytes. */
+static const int seg_counts[] = {1, 2, 3, 7, 32, 256, 0, -1};
+#define NCOUNTS (int)(sizeof(seg_counts) / sizeof(seg_counts[0]))
+
+static uint32_t nseg_of(int which, const struct tblk *b)
+{
+    uint64_t bits = b->end - b->start, size = which == 0 ? 24 : 64;
+
+    return which > 0 ? (uint32_t)which : (uint32_t)((bits + size - 1) / size);
+}
+
+/* The blocks of z[0..zlen) (out_len bytes) by the serial decode; returns how many, 0 when it fails. */
+static int walk(const uint8_t *z, size_t zlen, size_t out_len, struct tblk *bk)
+{
+    struct infl_tabs *t = malloc(sizeof(*t));
+    uint64_t bit = 16, total = 0;
+    int n = 0;
+
+    if (!t)
+        abort();
+    while (zlen >= 6 && n < MAX_BLOCKS) {
+        struct infl_res r;
+        if (infl_block(z, zlen - 4, bit, t, NULL, 0, out_len - total, out_len + 1, &r))
+            break;
+        bk[n] = (struct tblk){bit, r.end_bit, total, r.len, r.stored ? 0 : (z[bit >> 3] >> (bit & 7)) & 6};
+        bk[n].type = r.stored ? 0 : bk[n].type == 2 ? 1 : 2; /* the two BTYPE bits after BFINAL */
+        total += r.len;
+        bit = r.end_bit;
+        n++;
+        if (r.final) {
+            free(t);
+            return total == out_len ? n : 0;
+        }
+    }
+    free(t);
+    return 0;
+}
+
+/* Pointer jumping over sym[off..off+len), whose markers name positions before them (those before
+ * off hold bytes). Returns the rounds, or -1 when markers are left. */
+static int resolve(uint32_t *sym, uint64_t off, uint64_t len)
+{
+    int rounds, left = 1;
+    uint64_t p;
+
+    for (rounds = 0; left && rounds < INFL_JUMP_ROUNDS; rounds++)
+        for (p = off + len, left = 0; p-- > off;)
+            left |= infl_jump(sym, p);
+    return left ? -1 : rounds;
+}
+
+/* Block b of z (the chain's start, end and length) in nseg segments into sym, resolved: 0, the
+ * answer of inflseg_block, or -100 when markers are left. */
+static int seg_run(const uint8_t *z, size_t zlen, const struct tblk *b, uint32_t nseg, uint32_t *sym,
+                   struct inflseg_stats *st)
+{
+    char err[EDGED_ERR_LEN] = "";
+    int rc = inflseg_block(z, zlen - 4, b->start, b->end, b->off, b->len, nseg, sym, st, err);
+
+    return rc == 0 && resolve(sym, b->off, b->len) < 0 ? -100 : rc;
+}
+
+/* Puts want's bytes back into sym[off..off+len) (the bytes the next block reads). */
+static void restore(uint32_t *sym, const uint8_t *want, uint64_t off, uint64_t len)
+{
+    uint64_t i;
+
+    for (i = 0; i < len; i++)
+        sym[off + i] = want[off + i];
+}
+
+/* seg_run, then 0 only when the bytes are want's; sym holds want's bytes before b->off. */
+static int seg_block(const uint8_t *z, size_t zlen, const struct tblk *b, uint32_t nseg, const uint8_t *want,
+                     uint32_t *sym, struct inflseg_stats *st)
+{
+    uint64_t i;
+    int rc = seg_run(z, zlen, b, nseg, sym, st);
+
+    for (i = 0; rc == 0 && i < b->len; i++)
+        if (sym[b->off + i] != want[b->off + i])
+            rc = -100;
+    restore(sym, want, b->off, b->len);
+    return rc;
+}
+
+static uint32_t *sym_of(const uint8_t *want, size_t n)
+{
+    uint32_t *sym = malloc((n ? n : 1) * sizeof(*sym));
+    size_t i;
+
+    if (!sym)
+        abort();
+    for (i = 0; i < n; i++)
+        sym[i] = want[i];
+    return sym;
+}
+
+/* Every Huffman block of every stream libdeflate accepts, in every segment count. */
+static void test_corpus(const struct icorpus *k, struct tblk *bk)
+{
+    int i, j, c, blocks[3] = {0, 0, 0}, walked = 0;
+
+    for (i = 0; i < k->n; i++) {
+        const struct icase *ic = &k->c[i];
+        int n = ic->ok ? walk(ic->z, ic->zlen, ic->out_len, bk) : 0, bad = 0, first = -1, rc = 0;
+        uint32_t *sym;
+        if (!n)
+            continue; /* refused, or a stream the serial decode declines */
+        walked++;
+        sym = sym_of(ic->want, ic->out_len);
+        for (j = 0; j < n; j++) {
+            blocks[bk[j].type]++;
+            for (c = 0; bk[j].type && c < NCOUNTS; c++) {
+                int r = seg_block(ic->z, ic->zlen, &bk[j], nseg_of(seg_counts[c], &bk[j]), ic->want, sym, NULL);
+                if (r && !bad++) {
+                    first = j;
+                    rc = r;
+                }
+            }
+        }
+        CHECK(bad == 0, "%s: %d segment decodes differ, first in block %d (rc %d)", ic->name, bad, first, rc);
+        free(sym);
+    }
+    CHECK(blocks[1] > 0 && blocks[2] > 0, "fixed %d and dynamic %d blocks", blocks[1], blocks[2]);
+    printf("corpus: %d streams, %d stored, %d fixed and %d dynamic blocks, each in %d segmentations\n", walked,
+           blocks[0], blocks[1], blocks[2], NCOUNTS);
+}
+
+/* The segment decode of a damaged block with end and length e: 0 when right (declined, or the
+ * bytes of ser (0: the serial decode gave ref with the same end and length), 1 when wrong, 2 when
+ * it declined a block the serial decode gave. */
+static int damaged_try(const uint8_t *m, size_t zl, const struct tblk *e, const struct tblk *own, int ser,
+                       uint32_t nseg, uint32_t *sym, const uint32_t *ref)
+{
+    int same = ser == 0 && e->end == own->end && e->len == own->len;
+    int seg = seg_run(m, zl, e, nseg, sym, NULL);
+    uint64_t i;
+
+    if (seg == INFLSEG_DECLINED)
+        return same ? 2 : 0;
+    if (seg != 0 || !same)
+        return 1;
+    for (i = 0; i < e->len; i++)
+        if (sym[e->off + i] != ref[e->off + i])
+            return 1;
+    return 0;
+}
+
+/* One damaged Huffman block b of m: the segment decode with the chain's end and length, and with
+ * those the serial decode finds, against the serial decode's bytes. Adds to res[] the answers of
+ * damaged_try. */
+static void damaged_block(const uint8_t *m, size_t zl, const struct icase *c, const struct tblk *b, uint32_t nseg,
+                          struct infl_tabs *t, uint32_t *sym, uint32_t *ref, int res[3])
+{
+    struct tblk own = *b;
+    struct infl_res r;
+    int ser = -1;
+
+    if (infl_block(m, zl - 4, b->start, t, NULL, 0, c->out_len - b->off, c->out_len + 1, &r) == 0 && !r.stored) {
+        own.end = r.end_bit;
+        own.len = r.len;
+        ser = infl_block(m, zl - 4, own.start, t, ref + own.off, own.off, own.len, own.len + 1, &r) ||
+                      resolve(ref, own.off, own.len) < 0
+                  ? -1
+                  : 0;
+    }
+    res[damaged_try(m, zl, b, &own, ser, nseg, sym, ref)]++;
+    if (ser == 0 && (own.end != b->end || own.len != b->len))
+        res[damaged_try(m, zl, &own, &own, ser, nseg, sym, ref)]++;
+    restore(sym, c->want, b->off, own.len > b->len ? own.len : b->len);
+    restore(ref, c->want, b->off, own.len > b->len ? own.len : b->len);
+}
+
+/* Random bit flips (1 to 3) inside one Huffman block of a few streams, `rounds` times each
+ * (EDGED_INFLATE_DAMAGE, default 150), each decoded in 7 and in 64 segments. */
+static void test_damage(uint64_t *seed, int rounds, struct tblk *bk)
+{
+    struct icorpus k = {0};
+    struct infl_tabs *t = malloc(sizeof(*t));
+    int i, j, res[3] = {0, 0, 0};
+
+    if (!t)
+        abort();
+    icorpus_damage_set(&k, seed);
+    for (i = 0; i < k.n; i++) {
+        const struct icase *c = &k.c[i];
+        int n = walk(c->z, c->zlen, c->out_len, bk), huff = 0;
+        uint32_t *sym = sym_of(c->want, c->out_len), *ref = sym_of(c->want, c->out_len);
+        uint8_t *m = malloc(c->zlen);
+        for (j = 0; j < n; j++)
+            huff += bk[j].type != 0;
+        for (j = 0; huff && j < rounds; j++) {
+            const struct tblk *b;
+            uint32_t f, nf = 1 + icorpus_rand(seed) % 3, pick = icorpus_rand(seed) % (uint32_t)n;
+            while (!bk[pick].type)
+                pick = (pick + 1) % (uint32_t)n;
+            b = &bk[pick];
+            memcpy(m, c->z, c->zlen);
+            for (f = 0; f < nf; f++) {
+                uint64_t at = b->start + icorpus_rand(seed) % (b->end - b->start);
+                m[at >> 3] ^= (uint8_t)(1u << (at & 7));
+            }
+            damaged_block(m, c->zlen, c, b, j & 1 ? 64 : 7, t, sym, ref, res);
+        }
+        free(m);
+        free(sym);
+        free(ref);
+    }
+    CHECK(res[1] == 0, "damage: %d segment decodes gave other bytes than the serial decode", res[1]);
+    CHECK(res[2] == 0, "damage: %d blocks declined that the serial decode gives", res[2]);
+    printf("damage: %d damaged blocks, %d answers agree with the serial decode (bytes or refusal)\n", k.n * rounds,
+           res[0]);
+    icorpus_free(&k);
+    free(t);
+}
+
+/* The sync rounds of every Huffman block of one stream in nseg segments (<= 0: of 3 or 8 bytes):
+ * max and mean rounds, and the steps the sync decodes per step of the block. */
+static void rounds_of(const char *what, const uint8_t *z, size_t zl, const uint8_t *want, size_t n, int which,
+                      struct tblk *bk)
+{
+    int nb = walk(z, zl, n, bk), j, blocks = 0, maxr = 0, bad = 0;
+    uint64_t first = 0, later = 0, steps = 0, sumr = 0;
+    uint32_t *sym = sym_of(want, n);
+
+    for (j = 0; j < nb; j++) {
+        struct inflseg_stats st;
+        if (!bk[j].type)
+            continue;
+        bad += seg_block(z, zl, &bk[j], nseg_of(which, &bk[j]), want, sym, &st) != 0;
+        blocks++;
+        sumr += st.rounds;
+        maxr = st.rounds > (uint32_t)maxr ? (int)st.rounds : maxr;
+        first += st.first_steps;
+        later += st.later_steps;
+        steps += st.block_steps;
+    }
+    CHECK(nb > 0 && bad == 0, "%s: %d of %d blocks differ", what, bad, blocks);
+    if (which > 0)
+        printf("rounds %s, %d segments: %d blocks, rounds max %d mean %.2f; steps per block step: round 0 %.2f, "
+               "later rounds %.3f\n",
+               what, which, blocks, maxr, blocks ? (double)sumr / blocks : 0.0, (double)first / (steps ? steps : 1),
+               (double)later / (steps ? steps : 1));
+    else
+        printf("rounds %s, segments of %d bytes: %d blocks, rounds max %d mean %.2f; steps per block step: round 0 "
+               "%.2f, later rounds %.3f\n",
+               what, which == 0 ? 3 : 8, blocks, maxr, blocks ? (double)sumr / blocks : 0.0,
+               (double)first / (steps ? steps : 1), (double)later / (steps ? steps : 1));
+    free(sym);
+}
+
+/* The rounds on a large level-6 photograph-like stream, and on EDGED_SEG_PNG's IDAT when set. */
+static void test_rounds(uint64_t *seed, struct tblk *bk)
+{
+    static const int counts[] = {32, 256, 1024, -1, 0};
+    size_t n = 3 * 1024 * 1024, zl, i;
+    uint8_t *d = icorpus_data(1, n, seed), *z = icorpus_zlib(d, n, 6, 8, Z_DEFAULT_STRATEGY, &zl);
+    const char *png = getenv("EDGED_SEG_PNG");
+
+    for (i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+        rounds_of("photo-like l6", z, zl, d, n, counts[i], bk);
+    if (png) {
+        struct buf idat = {0};
+        struct libdeflate_decompressor *dd = libdeflate_alloc_decompressor();
+        size_t cap = (size_t)1 << 28, got = 0;
+        uint8_t *raw = malloc(cap);
+        if (!dd || !raw)
+            abort();
+        CHECK(icorpus_read_idat(png, &idat) == 0 && idat.len > 0 &&
+                  libdeflate_zlib_decompress_ex(dd, idat.p, idat.len, raw, cap, NULL, &got) == LIBDEFLATE_SUCCESS,
+              "%s: no IDAT stream libdeflate decodes", png);
+        for (i = 0; got && i < sizeof(counts) / sizeof(counts[0]); i++)
+            rounds_of("EDGED_SEG_PNG", idat.p, idat.len, raw, got, counts[i], bk);
+        libdeflate_free_decompressor(dd);
+        free(raw);
+        free(idat.p);
+    } else {
+        printf("rounds: EDGED_SEG_PNG not set (a photograph's PNG, tests/bench/photos.py): generated stream only\n");
+    }
+    free(z);
+    free(d);
+}
+
+int main(void)
+{
+    struct icorpus k = {0};
+    struct tblk *bk = malloc(MAX_BLOCKS * sizeof(*bk));
+
+    if (!bk)
+        abort();
+    k.seed = icorpus_seed();
+    icorpus_generated(&k, 100000);
+    if (icorpus_pngsuite(&k) < 0)
+        SKIP("%s not found (EDGED_PNGSUITE): PngSuite streams not tested", icorpus_pngsuite_dir());
+    test_corpus(&k, bk);
+    test_damage(&k.seed, icorpus_damage_rounds(), bk);
+    test_rounds(&k.seed, bk);
+    icorpus_free(&k);
+    free(bk);
+    return check_summary();
+}

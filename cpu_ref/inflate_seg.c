@@ -4,11 +4,13 @@
 
 #include <stdlib.h>
 
+#include "inflate_spec.h"
+
 /* The sync rounds: round 0, then rounds until one decodes nothing (at most nseg decode). Every
  * segment's wanted start is read before any decodes again, as the device's barrier orders it. */
-static uint32_t inflseg_sync(const uint8_t *in, uint64_t nbytes, const struct infl_tabs *t, uint64_t data_start,
-                             uint64_t seg_bits, uint32_t nseg, uint64_t end_bit, struct infl_seg *segs,
-                             uint64_t *want, struct inflseg_stats *st)
+static uint32_t inflseg_sync(const uint8_t *in, uint64_t nbytes, const struct infl_tabs *t,
+                             uint64_t data_start, uint64_t seg_bits, uint32_t nseg, uint64_t end_bit,
+                             struct infl_seg *segs, uint64_t *want, struct inflseg_stats *st)
 {
     uint32_t k, rounds = 1, decoded = 1;
 
@@ -30,8 +32,9 @@ static uint32_t inflseg_sync(const uint8_t *in, uint64_t nbytes, const struct in
 }
 
 /* Every segment's steps at its offset, the exclusive prefix sum of the counts before it. */
-static int inflseg_write(const uint8_t *in, uint64_t nbytes, const struct infl_tabs *t, const struct infl_seg *segs,
-                         uint32_t nseg, uint32_t *sym, uint64_t out_off, struct inflseg_stats *st)
+static int inflseg_write(const uint8_t *in, uint64_t nbytes, const struct infl_tabs *t,
+                         const struct infl_seg *segs, uint32_t nseg, uint32_t *sym, uint64_t out_off,
+                         struct inflseg_stats *st)
 {
     uint64_t at = out_off, steps;
     uint32_t k;
@@ -46,7 +49,8 @@ static int inflseg_write(const uint8_t *in, uint64_t nbytes, const struct infl_t
 }
 
 int inflseg_block(const uint8_t *in, uint64_t nbytes, uint64_t start_bit, uint64_t end_bit, uint64_t out_off,
-                  uint64_t len, uint32_t nseg, uint32_t *sym, struct inflseg_stats *st, char err[EDGED_ERR_LEN])
+                  uint64_t len, uint32_t nseg, uint32_t *sym, struct inflseg_stats *st,
+                  char err[EDGED_ERR_LEN])
 {
     struct inflseg_stats local = {0};
     struct infl_tabs *t = NULL;
@@ -87,5 +91,109 @@ out:
     free(want);
     free(segs);
     free(t);
+    return rc;
+}
+
+int inflseg_chain(const uint8_t *in, uint64_t nbytes, uint64_t out_len, struct infl_blk *bk, uint32_t max,
+                  uint32_t *n, uint64_t *end_bit, char err[EDGED_ERR_LEN])
+{
+    struct infl_tabs *t = malloc(sizeof(*t));
+    uint64_t bit = 16, total = 0;
+    int rc = INFLSEG_DECLINED;
+
+    if (!t)
+        return edged_fail(err, EDGED_E_NOMEM, "inflseg_chain: tables");
+    for (*n = 0; *n < max;) {
+        struct infl_res r;
+        if (infl_block(in, nbytes, bit, t, NULL, 0, out_len - total, out_len + 1, &r))
+            break;
+        bk[*n] = (struct infl_blk){bit, total, r.len};
+        (*n)++;
+        total += r.len;
+        bit = r.end_bit;
+        if (r.final) {
+            *end_bit = bit;
+            rc = total == out_len ? 0 : INFLSEG_DECLINED;
+            break;
+        }
+    }
+    free(t);
+    return rc;
+}
+
+/* BTYPE of the block whose header starts at bit. */
+static int inflseg_btype(const uint8_t *in, uint64_t nbytes, uint64_t bit)
+{
+    struct infl_br b;
+
+    infl_br_init(&b, in, nbytes, bit);
+    return (int)(b.buf >> 1 & 3);
+}
+
+static void inflseg_add(struct inflseg_stats *st, const struct inflseg_stats *bs)
+{
+    st->segments += bs->segments;
+    st->rounds = bs->rounds > st->rounds ? bs->rounds : st->rounds;
+    st->first_steps += bs->first_steps;
+    st->later_steps += bs->later_steps;
+    st->block_steps += bs->block_steps;
+}
+
+/* Every block's symbols at its offset: stored ones copied, Huffman ones in segments. */
+static int inflseg_place(const uint8_t *in, uint64_t nbytes, const struct infl_blk *bk, uint32_t n,
+                         uint64_t end_bit, uint32_t nseg, uint32_t *sym, struct inflseg_stats *st, char *err)
+{
+    struct infl_tabs t;
+    uint32_t i;
+
+    for (i = 0; i < n; i++) {
+        struct inflseg_stats bs;
+        struct infl_res r;
+        uint64_t end = i + 1 < n ? bk[i + 1].start_bit : end_bit;
+        int rc;
+        if (inflseg_btype(in, nbytes, bk[i].start_bit) == 0) {
+            if (infl_block(in, nbytes, bk[i].start_bit, &t, sym + bk[i].out_off, bk[i].out_off, bk[i].len,
+                           bk[i].len + 1, &r))
+                return INFLSEG_DECLINED;
+            continue;
+        }
+        rc = inflseg_block(in, nbytes, bk[i].start_bit, end, bk[i].out_off, bk[i].len, nseg, sym, &bs, err);
+        if (rc)
+            return rc;
+        inflseg_add(st, &bs);
+    }
+    return 0;
+}
+
+int inflseg_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_len, uint32_t nseg,
+                   struct inflseg_stats *st, char err[EDGED_ERR_LEN])
+{
+    struct inflseg_stats local;
+    struct infl_blk *bk = NULL;
+    uint32_t *sym = NULL, n = 0, max;
+    uint64_t end_bit = 0, markers;
+    int rc = INFLSEG_DECLINED, rounds;
+
+    if (!st)
+        st = &local;
+    *st = (struct inflseg_stats){0};
+    if (infl_zlib_header(zlib, len) || len > INFL_MAX_IN || out_len > INFL_MAX_OUT)
+        return INFLSEG_DECLINED;
+    max = (uint32_t)(len * 8 / 10 + 2); /* the shortest block, an empty fixed one, takes 10 bits */
+    bk = malloc(max * sizeof(*bk));
+    sym = malloc((out_len ? out_len : 1) * sizeof(*sym));
+    if (!bk || !sym) {
+        rc = edged_fail(err, EDGED_E_NOMEM, "inflseg_decode: %zu bytes", out_len);
+        goto out;
+    }
+    rc = inflseg_chain(zlib, len - 4, out_len, bk, max, &n, &end_bit, err);
+    if (rc == 0)
+        rc = inflseg_place(zlib, len - 4, bk, n, end_bit, nseg, sym, st, err);
+    if (rc == 0 && (inflspec_resolve(sym, out, out_len, &markers, &rounds) ||
+                    inflspec_adler(out, out_len) != infl_be32(zlib + ((end_bit + 7) >> 3))))
+        rc = INFLSEG_DECLINED;
+out:
+    free(sym);
+    free(bk);
     return rc;
 }

@@ -31,7 +31,21 @@ struct inflseg_stats {
  * bytes and INFL_MARK + position for bytes before their segment. st may be NULL. Returns 0,
  * INFLSEG_DECLINED (sym's range undefined), or EDGED_E_PARAM / EDGED_E_NOMEM with err. */
 int inflseg_block(const uint8_t *in, uint64_t nbytes, uint64_t start_bit, uint64_t end_bit, uint64_t out_off,
-                  uint64_t len, uint32_t nseg, uint32_t *sym, struct inflseg_stats *st, char err[EDGED_ERR_LEN]);
+                  uint64_t len, uint32_t nseg, uint32_t *sym, struct inflseg_stats *st,
+                  char err[EDGED_ERR_LEN]);
+
+/* Walks the blocks of the deflate data in[0..nbytes) from bit 16 with the serial decode: fills
+ * bk[0..*n) (at most max) and *end_bit, where the final block ends. Returns 0 when the final block
+ * ends with exactly out_len bytes in all, INFLSEG_DECLINED otherwise, or EDGED_E_NOMEM with err. */
+int inflseg_chain(const uint8_t *in, uint64_t nbytes, uint64_t out_len, struct infl_blk *bk, uint32_t max,
+                  uint32_t *n, uint64_t *end_bit, char err[EDGED_ERR_LEN]);
+
+/* Inflates the zlib stream zlib[0..len) into exactly out_len bytes at out as inflspec_decode does,
+ * but with every Huffman block decoded by inflseg_block in nseg segments (the chain by the serial
+ * decode, stored blocks copied). st (may be NULL) adds up the blocks' stats, rounds the most any
+ * block took. Returns 0, INFLSEG_DECLINED (out undefined), or EDGED_E_* with err. */
+int inflseg_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_len, uint32_t nseg,
+                   struct inflseg_stats *st, char err[EDGED_ERR_LEN]);
 
 #ifdef __cplusplus
 }

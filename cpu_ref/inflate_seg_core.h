@@ -37,12 +37,12 @@
 
 #include "inflate_spec_core.h"
 
-#define INFL_SEG_MARKS 16   /* boundaries a decode remembers for the next one to meet */
-#define INFL_SEG_FAIL 1u    /* the decode met an invalid code or ran past end_bit */
-#define INFL_SEG_EOB 2u     /* the decode ended with the end-of-block code */
+#define INFL_SEG_MARKS 16               /* boundaries a decode remembers for the next one to meet */
+#define INFL_SEG_FAIL 1u                /* the decode met an invalid code or ran past end_bit */
+#define INFL_SEG_EOB 2u                 /* the decode ended with the end-of-block code */
 #define INFL_SEG_MAX_BITS 0xffffffffull /* longer blocks are declined (marks are u32 offsets) */
 
-/* One segment's state between rounds (96 bytes). */
+/* One segment's state between rounds (168 bytes). */
 struct infl_seg {
     uint64_t start; /* the bit its last decode started at */
     uint64_t bound; /* where it stopped: the first boundary at or after its limit, past the
@@ -50,7 +50,7 @@ struct infl_seg {
     uint64_t count; /* output bytes of its steps from start to bound */
     uint32_t flags; /* INFL_SEG_FAIL, INFL_SEG_EOB */
     uint32_t nmarks;
-    uint32_t steps; /* steps the last decode took itself (for the tests) */
+    uint32_t steps;                    /* steps the last decode took itself (for the tests) */
     uint32_t mark_bit[INFL_SEG_MARKS]; /* boundaries of the decode (infl_seg_marked), bits after start */
     uint32_t mark_out[INFL_SEG_MARKS]; /* output bytes from start up to each */
 };
@@ -67,8 +67,8 @@ INFL_HD static inline int infl_seg_marked(uint64_t n)
 }
 
 /* Where segment k's nominal range ends: the next nominal start, or end_bit for the last. */
-INFL_HD static inline uint64_t infl_seg_limit(uint64_t data_start, uint64_t seg_bits, uint32_t k, uint32_t nseg,
-                                              uint64_t end_bit)
+INFL_HD static inline uint64_t infl_seg_limit(uint64_t data_start, uint64_t seg_bits, uint32_t k,
+                                              uint32_t nseg, uint64_t end_bit)
 {
     return k + 1 < nseg ? data_start + (uint64_t)(k + 1) * seg_bits : end_bit;
 }
@@ -89,13 +89,14 @@ INFL_HD static inline void infl_seg_keep(struct infl_seg *s, uint64_t from, uint
 
 /* The decode from `from` met the previous decode's mark j after c output bytes: the previous
  * decode's rest (bound, flags, the bytes after the mark, the marks after it) becomes this one's. */
-INFL_HD static inline void infl_seg_meet(struct infl_seg *s, uint64_t from, uint64_t c, uint32_t j, uint32_t n,
-                                         uint32_t *nb, uint32_t *no)
+INFL_HD static inline void infl_seg_meet(struct infl_seg *s, uint64_t from, uint64_t c, uint32_t j,
+                                         uint32_t n, uint32_t *nb, uint32_t *no)
 {
     uint32_t i, at_mark = s->mark_out[j];
 
     s->count = c + (s->count - at_mark);
-    for (i = j + 1; i < s->nmarks && n < INFL_SEG_MARKS; i++, n++) {
+    for (i = j + 1; i < s->nmarks && n < INFL_SEG_MARKS && c + s->mark_out[i] - at_mark <= UINT32_MAX;
+         i++, n++) {
         nb[n] = (uint32_t)(s->start + s->mark_bit[i] - from);
         no[n] = (uint32_t)(c + s->mark_out[i] - at_mark);
     }
@@ -103,8 +104,8 @@ INFL_HD static inline void infl_seg_meet(struct infl_seg *s, uint64_t from, uint
 }
 
 /* Ends a decode that did not meet the previous one. */
-INFL_HD static inline void infl_seg_end(struct infl_seg *s, uint64_t from, uint64_t q, uint64_t c, uint32_t flags,
-                                        uint32_t n, const uint32_t *nb, const uint32_t *no)
+INFL_HD static inline void infl_seg_end(struct infl_seg *s, uint64_t from, uint64_t q, uint64_t c,
+                                        uint32_t flags, uint32_t n, const uint32_t *nb, const uint32_t *no)
 {
     infl_seg_keep(s, from, n, nb, no);
     s->bound = q;
@@ -165,7 +166,8 @@ INFL_HD static inline void infl_seg_first(const uint8_t *in, uint64_t nbytes, co
 {
     s->nmarks = 0;
     s->start = data_start + (uint64_t)k * seg_bits;
-    infl_seg_decode(in, nbytes, t, s->start, infl_seg_limit(data_start, seg_bits, k, nseg, end_bit), end_bit, s);
+    infl_seg_decode(in, nbytes, t, s->start, infl_seg_limit(data_start, seg_bits, k, nseg, end_bit), end_bit,
+                    s);
 }
 
 /* The start segment k should have in the next round, from the states after this one (the device
@@ -217,7 +219,8 @@ INFL_HD static inline int infl_seg_verdict(const struct infl_seg *segs, uint32_t
  * position base: exactly s->count symbols, in *nsteps steps. Returns 0, or -1 when the decode
  * differs from the sync's or a copy reaches before the output. */
 INFL_HD static inline int infl_seg_write(const uint8_t *in, uint64_t nbytes, const struct infl_tabs *t,
-                                         const struct infl_seg *s, uint32_t *out, uint64_t base, uint64_t *nsteps)
+                                         const struct infl_seg *s, uint32_t *out, uint64_t base,
+                                         uint64_t *nsteps)
 {
     uint64_t p = 0, q = s->start, steps;
     uint32_t len = 0, dist = 0, eob = 0;

@@ -59,20 +59,21 @@ static int inflspec_place(const uint8_t *z, uint64_t nbytes, const struct infl_b
     return 0;
 }
 
-/* Phase 5: rounds of pointer jumping until no marker is left, then the bytes into out. Each round
- * runs from the last position down, so that every source is read before its own update: the
- * rounds a chain needs are the device's worst case (positions in position order would need one). */
-static int inflspec_resolve(uint32_t *sym, uint8_t *out, uint64_t out_len, struct inflspec_stats *st)
+/* Phase 5. Rounds run from the last position down, so that every source is read before its own update:
+ * the rounds a chain needs are the device's worst case (positions in position order would need
+ * one). */
+int inflspec_resolve(uint32_t *sym, uint8_t *out, uint64_t out_len, uint64_t *markers, int *rounds)
 {
     uint64_t p, m = 0;
-    int left = 1;
+    int left = 1, r;
 
     for (p = 0; p < out_len; p++)
         m += sym[p] >= INFL_MARK;
-    st->markers = m;
-    for (st->rounds = 0; left && st->rounds < INFL_JUMP_ROUNDS; st->rounds++)
+    *markers = m;
+    for (r = 0; left && r < INFL_JUMP_ROUNDS; r++)
         for (p = out_len, left = 0; p-- > 0;)
             left |= infl_jump(sym, p);
+    *rounds = r;
     if (left)
         return -1;
     for (p = 0; p < out_len; p++)
@@ -80,7 +81,8 @@ static int inflspec_resolve(uint32_t *sym, uint8_t *out, uint64_t out_len, struc
     return 0;
 }
 
-static uint32_t inflspec_adler(const uint8_t *out, uint64_t n)
+/* Phase 6. */
+uint32_t inflspec_adler(const uint8_t *out, uint64_t n)
 {
     uint64_t sa = 0, sb = 0, off;
 
@@ -137,7 +139,7 @@ int inflspec_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_le
     st->spec_blocks = cs.spec_blocks;
     st->seq_blocks = cs.seq_blocks;
     if (inflspec_place(zlib, nbytes, bk, nb, t, sym) ||
-        inflspec_resolve(sym, out, out_len, st) ||
+        inflspec_resolve(sym, out, out_len, &st->markers, &st->rounds) ||
         inflspec_adler(out, out_len) != infl_be32(zlib + trailer))
         goto out;
     rc = 0;

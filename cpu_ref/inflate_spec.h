@@ -37,6 +37,14 @@ uint64_t inflspec_map_size(uint64_t in_len);
  * Returns 0 (out holds the data), INFLSPEC_DECLINED (out undefined) or EDGED_E_NOMEM. */
 int inflspec_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_len, struct inflspec_stats *st);
 
+/* The last two phases, for the drivers that place symbols their own way: resolves every marker of
+ * sym[0..out_len) by pointer jumping (*markers: how many there were, *rounds: the rounds, the last
+ * finding none) and writes the bytes to out; -1 when markers are left after INFL_JUMP_ROUNDS. */
+int inflspec_resolve(uint32_t *sym, uint8_t *out, uint64_t out_len, uint64_t *markers, int *rounds);
+
+/* Adler-32 of out[0..n), added up in the device's chunks. */
+uint32_t inflspec_adler(const uint8_t *out, uint64_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,8 @@
 /* test_inflate_seg.c — the segment decode of one block (cpu_ref/inflate_seg.c) against libdeflate:
  * every Huffman block of the inflate corpus in 1 to 256 segments and in segments of a few bytes,
- * its markers resolved against the bytes before it; damaged blocks, which must give the serial
- * decode's bytes or decline; the sync rounds on a photograph-like stream (or EDGED_SEG_PNG). */
+ * its markers resolved against the bytes before it; whole streams (inflseg_decode) against
+ * libdeflate's answer; damaged blocks, which must give the serial decode's bytes or decline; the
+ * sync rounds on a photograph-like stream and on EDGED_SEG_PNG's IDAT (tests/bench/photos.py). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,28 +33,19 @@ static uint32_t nseg_of(int which, const struct tblk *b)
 /* The blocks of z[0..zlen) (out_len bytes) by the serial decode; returns how many, 0 when it fails. */
 static int walk(const uint8_t *z, size_t zlen, size_t out_len, struct tblk *bk)
 {
-    struct infl_tabs *t = malloc(sizeof(*t));
-    uint64_t bit = 16, total = 0;
-    int n = 0;
+    static struct infl_blk chain[MAX_BLOCKS];
+    uint64_t end_bit = 0;
+    uint32_t n = 0, i;
 
-    if (!t)
-        abort();
-    while (zlen >= 6 && n < MAX_BLOCKS) {
-        struct infl_res r;
-        if (infl_block(z, zlen - 4, bit, t, NULL, 0, out_len - total, out_len + 1, &r))
-            break;
-        bk[n] = (struct tblk){bit, r.end_bit, total, r.len, r.stored ? 0 : (z[bit >> 3] >> (bit & 7)) & 6};
-        bk[n].type = r.stored ? 0 : bk[n].type == 2 ? 1 : 2; /* the two BTYPE bits after BFINAL */
-        total += r.len;
-        bit = r.end_bit;
-        n++;
-        if (r.final) {
-            free(t);
-            return total == out_len ? n : 0;
-        }
+    if (zlen < 6 || inflseg_chain(z, zlen - 4, out_len, chain, MAX_BLOCKS, &n, &end_bit, NULL))
+        return 0;
+    for (i = 0; i < n; i++) {
+        struct infl_br b;
+        infl_br_init(&b, z, zlen - 4, chain[i].start_bit);
+        bk[i] = (struct tblk){chain[i].start_bit, i + 1 < n ? chain[i + 1].start_bit : end_bit,
+                              chain[i].out_off, chain[i].len, (int)(b.buf >> 1 & 3)};
     }
-    free(t);
-    return 0;
+    return (int)n;
 }
 
 /* Pointer jumping over sym[off..off+len), whose markers name positions before them (those before
@@ -131,7 +123,8 @@ static void test_corpus(const struct icorpus *k, struct tblk *bk)
         for (j = 0; j < n; j++) {
             blocks[bk[j].type]++;
             for (c = 0; bk[j].type && c < NCOUNTS; c++) {
-                int r = seg_block(ic->z, ic->zlen, &bk[j], nseg_of(seg_counts[c], &bk[j]), ic->want, sym, NULL);
+                int r =
+                    seg_block(ic->z, ic->zlen, &bk[j], nseg_of(seg_counts[c], &bk[j]), ic->want, sym, NULL);
                 if (r && !bad++) {
                     first = j;
                     rc = r;
@@ -142,8 +135,36 @@ static void test_corpus(const struct icorpus *k, struct tblk *bk)
         free(sym);
     }
     CHECK(blocks[1] > 0 && blocks[2] > 0, "fixed %d and dynamic %d blocks", blocks[1], blocks[2]);
-    printf("corpus: %d streams, %d stored, %d fixed and %d dynamic blocks, each in %d segmentations\n", walked,
-           blocks[0], blocks[1], blocks[2], NCOUNTS);
+    printf("corpus: %d streams, %d stored, %d fixed and %d dynamic blocks, each in %d segmentations\n",
+           walked, blocks[0], blocks[1], blocks[2], NCOUNTS);
+}
+
+/* Whole streams through inflseg_decode: libdeflate's bytes, or a refusal where it refuses. */
+static void test_streams(const struct icorpus *k)
+{
+    static const uint32_t counts[] = {1, 7, 256};
+    int i, c, bad = 0;
+    uint32_t rounds = 0;
+
+    for (i = 0; i < k->n; i++) {
+        const struct icase *ic = &k->c[i];
+        uint8_t *out = malloc(ic->out_len ? ic->out_len : 1);
+        if (!out)
+            abort();
+        for (c = 0; c < 3; c++) {
+            struct inflseg_stats st;
+            char err[EDGED_ERR_LEN] = "";
+            int rc = inflseg_decode(ic->z, ic->zlen, out, ic->out_len, counts[c], &st, err);
+            int right = ic->ok ? rc == 0 && !memcmp(out, ic->want, ic->out_len) : rc == INFLSEG_DECLINED;
+            if (!right && !bad++)
+                fprintf(stderr, "%s in %u segments: rc %d %s\n", ic->name, counts[c], rc, err);
+            rounds = st.rounds > rounds ? st.rounds : rounds;
+        }
+        free(out);
+    }
+    CHECK(bad == 0, "streams: %d answers differ from libdeflate's", bad);
+    printf("streams: %d streams in 1, 7 and 256 segments a block, libdeflate's answer (rounds at most %u)\n",
+           k->n, rounds);
 }
 
 /* The segment decode of a damaged block with end and length e: 0 when right (declined, or the
@@ -169,14 +190,15 @@ static int damaged_try(const uint8_t *m, size_t zl, const struct tblk *e, const 
 /* One damaged Huffman block b of m: the segment decode with the chain's end and length, and with
  * those the serial decode finds, against the serial decode's bytes. Adds to res[] the answers of
  * damaged_try. */
-static void damaged_block(const uint8_t *m, size_t zl, const struct icase *c, const struct tblk *b, uint32_t nseg,
-                          struct infl_tabs *t, uint32_t *sym, uint32_t *ref, int res[3])
+static void damaged_block(const uint8_t *m, size_t zl, const struct icase *c, const struct tblk *b,
+                          uint32_t nseg, struct infl_tabs *t, uint32_t *sym, uint32_t *ref, int res[3])
 {
     struct tblk own = *b;
     struct infl_res r;
     int ser = -1;
 
-    if (infl_block(m, zl - 4, b->start, t, NULL, 0, c->out_len - b->off, c->out_len + 1, &r) == 0 && !r.stored) {
+    if (infl_block(m, zl - 4, b->start, t, NULL, 0, c->out_len - b->off, c->out_len + 1, &r) == 0 &&
+        !r.stored) {
         own.end = r.end_bit;
         own.len = r.len;
         ser = infl_block(m, zl - 4, own.start, t, ref + own.off, own.off, own.len, own.len + 1, &r) ||
@@ -228,8 +250,8 @@ static void test_damage(uint64_t *seed, int rounds, struct tblk *bk)
     }
     CHECK(res[1] == 0, "damage: %d segment decodes gave other bytes than the serial decode", res[1]);
     CHECK(res[2] == 0, "damage: %d blocks declined that the serial decode gives", res[2]);
-    printf("damage: %d damaged blocks, %d answers agree with the serial decode (bytes or refusal)\n", k.n * rounds,
-           res[0]);
+    printf("damage: %d damaged blocks, %d answers agree with the serial decode (bytes or refusal)\n",
+           k.n * rounds, res[0]);
     icorpus_free(&k);
     free(t);
 }
@@ -257,12 +279,14 @@ static void rounds_of(const char *what, const uint8_t *z, size_t zl, const uint8
     }
     CHECK(nb > 0 && bad == 0, "%s: %d of %d blocks differ", what, bad, blocks);
     if (which > 0)
-        printf("rounds %s, %d segments: %d blocks, rounds max %d mean %.2f; steps per block step: round 0 %.2f, "
-               "later rounds %.3f\n",
-               what, which, blocks, maxr, blocks ? (double)sumr / blocks : 0.0, (double)first / (steps ? steps : 1),
-               (double)later / (steps ? steps : 1));
+        printf(
+            "rounds %s, %d segments: %d blocks, rounds max %d mean %.2f; steps per block step: round 0 %.2f, "
+            "later rounds %.3f\n",
+            what, which, blocks, maxr, blocks ? (double)sumr / blocks : 0.0,
+            (double)first / (steps ? steps : 1), (double)later / (steps ? steps : 1));
     else
-        printf("rounds %s, segments of %d bytes: %d blocks, rounds max %d mean %.2f; steps per block step: round 0 "
+        printf("rounds %s, segments of %d bytes: %d blocks, rounds max %d mean %.2f; steps per block step: "
+               "round 0 "
                "%.2f, later rounds %.3f\n",
                what, which == 0 ? 3 : 8, blocks, maxr, blocks ? (double)sumr / blocks : 0.0,
                (double)first / (steps ? steps : 1), (double)later / (steps ? steps : 1));
@@ -287,7 +311,8 @@ static void test_rounds(uint64_t *seed, struct tblk *bk)
         if (!dd || !raw)
             abort();
         CHECK(icorpus_read_idat(png, &idat) == 0 && idat.len > 0 &&
-                  libdeflate_zlib_decompress_ex(dd, idat.p, idat.len, raw, cap, NULL, &got) == LIBDEFLATE_SUCCESS,
+                  libdeflate_zlib_decompress_ex(dd, idat.p, idat.len, raw, cap, NULL, &got) ==
+                      LIBDEFLATE_SUCCESS,
               "%s: no IDAT stream libdeflate decodes", png);
         for (i = 0; got && i < sizeof(counts) / sizeof(counts[0]); i++)
             rounds_of("EDGED_SEG_PNG", idat.p, idat.len, raw, got, counts[i], bk);
@@ -295,7 +320,8 @@ static void test_rounds(uint64_t *seed, struct tblk *bk)
         free(raw);
         free(idat.p);
     } else {
-        printf("rounds: EDGED_SEG_PNG not set (a photograph's PNG, tests/bench/photos.py): generated stream only\n");
+        printf("rounds: EDGED_SEG_PNG not set (a photograph's PNG, tests/bench/photos.py): generated stream "
+               "only\n");
     }
     free(z);
     free(d);
@@ -313,6 +339,7 @@ int main(void)
     if (icorpus_pngsuite(&k) < 0)
         SKIP("%s not found (EDGED_PNGSUITE): PngSuite streams not tested", icorpus_pngsuite_dir());
     test_corpus(&k, bk);
+    test_streams(&k);
     test_damage(&k.seed, icorpus_damage_rounds(), bk);
     test_rounds(&k.seed, bk);
     icorpus_free(&k);

@@ -139,6 +139,58 @@ static void test_corpus(const struct icorpus *k, struct tblk *bk)
            walked, blocks[0], blocks[1], blocks[2], NCOUNTS);
 }
 
+/* Whether two segment states describe the same decode (a failed one: only where it failed). */
+static int same_state(const struct infl_seg *a, const struct infl_seg *b)
+{
+    return a->start == b->start && a->bound == b->bound && a->flags == b->flags &&
+           (a->count == b->count || (a->flags & INFL_SEG_FAIL));
+}
+
+/* The marks: a decode that meets the previous one's marks ends as a fresh decode from the same
+ * start does, for any two starts and any limit in a block; a third decode after it as well. */
+static void test_meet(uint64_t *seed, struct tblk *bk)
+{
+    size_t n = 200000, zl;
+    uint8_t *d = icorpus_data(1, n, seed), *z = icorpus_zlib(d, n, 6, 8, Z_DEFAULT_STRATEGY, &zl);
+    struct infl_tabs *t = malloc(sizeof(*t));
+    int nb = walk(z, zl, n, bk), j, i, bad = 0, trials = 0, met = 0;
+
+    if (!t)
+        abort();
+    for (j = 0; j < nb; j++) {
+        struct infl_res r;
+        struct infl_br b;
+        uint64_t ds;
+        infl_br_init(&b, z, zl - 4, bk[j].start);
+        if (infl_block_head(&b, t, &r) <= 0)
+            continue;
+        ds = infl_br_pos(&b);
+        for (i = 0; i < 300; i++, trials++) {
+            struct infl_seg a = {0}, f = {0};
+            uint64_t span = bk[j].end - ds, lim = ds + 1 + icorpus_rand(seed) % span;
+            uint64_t w = ds + icorpus_rand(seed) % (lim - ds), s2 = ds + icorpus_rand(seed) % (lim - ds);
+            uint64_t s3 = ds + icorpus_rand(seed) % (lim - ds);
+            if (i % 2) /* near the wrong start, where the decodes meet */
+                s2 = w + 1 + icorpus_rand(seed) % 64 < lim ? w + 1 + icorpus_rand(seed) % 64 : w;
+            infl_seg_decode(z, zl - 4, t, w, lim, bk[j].end, &a);
+            infl_seg_decode(z, zl - 4, t, s2, lim, bk[j].end, &a);
+            infl_seg_decode(z, zl - 4, t, s2, lim, bk[j].end, &f);
+            met += a.steps < f.steps;
+            bad += !same_state(&a, &f);
+            infl_seg_decode(z, zl - 4, t, s3, lim, bk[j].end, &a);
+            f.nmarks = 0;
+            infl_seg_decode(z, zl - 4, t, s3, lim, bk[j].end, &f);
+            bad += !same_state(&a, &f);
+        }
+    }
+    CHECK(nb > 0 && bad == 0, "meet: %d of %d decodes end otherwise than a fresh one", bad, 2 * trials);
+    printf("meet: %d decodes after another, %d of them ended early at a mark, all as a fresh decode\n",
+           trials, met);
+    free(t);
+    free(z);
+    free(d);
+}
+
 /* Whole streams through inflseg_decode: libdeflate's bytes, or a refusal where it refuses. */
 static void test_streams(const struct icorpus *k)
 {
@@ -167,9 +219,9 @@ static void test_streams(const struct icorpus *k)
            k->n, rounds);
 }
 
-/* The segment decode of a damaged block with end and length e: 0 when right (declined, or the
- * bytes of ser (0: the serial decode gave ref with the same end and length), 1 when wrong, 2 when
- * it declined a block the serial decode gave. */
+/* The segment decode of a damaged block with end and length e, against the serial decode (ser 0:
+ * it gave ref with the end and length own): 0 declined where right, 1 wrong, 2 declined a block
+ * the serial decode gives, 3 decoded to the serial decode's bytes. */
 static int damaged_try(const uint8_t *m, size_t zl, const struct tblk *e, const struct tblk *own, int ser,
                        uint32_t nseg, uint32_t *sym, const uint32_t *ref)
 {
@@ -184,14 +236,14 @@ static int damaged_try(const uint8_t *m, size_t zl, const struct tblk *e, const 
     for (i = 0; i < e->len; i++)
         if (sym[e->off + i] != ref[e->off + i])
             return 1;
-    return 0;
+    return 3;
 }
 
 /* One damaged Huffman block b of m: the segment decode with the chain's end and length, and with
- * those the serial decode finds, against the serial decode's bytes. Adds to res[] the answers of
- * damaged_try. */
+ * those the serial decode finds, against the serial decode's bytes. Counts the answers of
+ * damaged_try in res[]. */
 static void damaged_block(const uint8_t *m, size_t zl, const struct icase *c, const struct tblk *b,
-                          uint32_t nseg, struct infl_tabs *t, uint32_t *sym, uint32_t *ref, int res[3])
+                          uint32_t nseg, struct infl_tabs *t, uint32_t *sym, uint32_t *ref, int res[4])
 {
     struct tblk own = *b;
     struct infl_res r;
@@ -219,7 +271,7 @@ static void test_damage(uint64_t *seed, int rounds, struct tblk *bk)
 {
     struct icorpus k = {0};
     struct infl_tabs *t = malloc(sizeof(*t));
-    int i, j, res[3] = {0, 0, 0};
+    int i, j, res[4] = {0, 0, 0, 0};
 
     if (!t)
         abort();
@@ -250,8 +302,8 @@ static void test_damage(uint64_t *seed, int rounds, struct tblk *bk)
     }
     CHECK(res[1] == 0, "damage: %d segment decodes gave other bytes than the serial decode", res[1]);
     CHECK(res[2] == 0, "damage: %d blocks declined that the serial decode gives", res[2]);
-    printf("damage: %d damaged blocks, %d answers agree with the serial decode (bytes or refusal)\n",
-           k.n * rounds, res[0]);
+    printf("damage: %d damaged blocks, %d answers the serial decode's bytes, %d its refusal\n", k.n * rounds,
+           res[3], res[0]);
     icorpus_free(&k);
     free(t);
 }
@@ -340,6 +392,7 @@ int main(void)
         SKIP("%s not found (EDGED_PNGSUITE): PngSuite streams not tested", icorpus_pngsuite_dir());
     test_corpus(&k, bk);
     test_streams(&k);
+    test_meet(&k.seed, bk);
     test_damage(&k.seed, icorpus_damage_rounds(), bk);
     test_rounds(&k.seed, bk);
     icorpus_free(&k);

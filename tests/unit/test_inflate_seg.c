@@ -1,8 +1,9 @@
 /* test_inflate_seg.c — the segment decode of one block (cpu_ref/inflate_seg.c) against libdeflate:
  * every Huffman block of the inflate corpus in 1 to 256 segments and in segments of a few bytes,
  * its markers resolved against the bytes before it; whole streams (inflseg_decode) against
- * libdeflate's answer; damaged blocks, which must give the serial decode's bytes or decline; the
- * sync rounds on a photograph-like stream and on EDGED_SEG_PNG's IDAT (tests/bench/photos.py). */
+ * libdeflate's answer; decodes that meet a previous decode's marks against fresh ones; damaged
+ * blocks, which must give the serial decode's bytes or decline; the sync rounds on a
+ * photograph-like stream and on EDGED_SEG_PNG's IDAT (tests/bench/photos.py). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -68,6 +68,7 @@ struct infl_chain_stats {
     uint32_t spec_blocks;  /* blocks taken from speculative decodes */
     uint32_t seq_blocks;   /* blocks the chain decoded itself (fixed, stored, not a candidate) */
     uint64_t seq_huff_out; /* bytes of those decoded with Huffman codes (stored ones are free) */
+    uint64_t end_bit;      /* just past the final block (the segment placement's last block end) */
 };
 
 /* Per-thread decoding tables. */
@@ -556,7 +557,7 @@ INFL_HD static inline int infl_chain(const uint8_t *in, uint64_t nbytes, uint64_
     uint32_t n = 0;
 
     st->spec_blocks = st->seq_blocks = 0;
-    st->seq_huff_out = 0;
+    st->seq_huff_out = st->end_bit = 0;
     for (;;) {
         struct infl_res r;
         int64_t s = infl_lookup(keys, hmask, bit);
@@ -587,6 +588,7 @@ INFL_HD static inline int infl_chain(const uint8_t *in, uint64_t nbytes, uint64_
         if (r.final)
             break;
     }
+    st->end_bit = bit;
     *trailer = (bit + 7) >> 3;
     return total == out_len ? 0 : -1;
 }

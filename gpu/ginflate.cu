@@ -7,6 +7,7 @@
 
 #include "errors.h"
 #include "gconv_internal.h"
+#include "inflate_seg_core.h"
 #include "inflate_spec.h"
 
 #define GI_THREADS 256
@@ -20,6 +21,7 @@ struct gi_state {
     int declined;         /* set to 1 by any phase that gives up */
     unsigned int pad;
     unsigned long long trailer; /* byte offset of the Adler-32 */
+    unsigned long long end_bit; /* just past the final block */
     unsigned long long sum_a, sum_b;
     int left[INFL_JUMP_ROUNDS]; /* round r of pointer jumping left a marker */
 };
@@ -48,6 +50,7 @@ struct gi_batch {
 struct ginflate {
     void *d_scratch;
     size_t cap;
+    int seg; /* phase 4 by gi_place_seg (1) or gi_place (0): EDGED_GPU_INFLATE_SEG at creation */
 };
 
 static size_t gi_up(size_t v)
@@ -91,7 +94,7 @@ __global__ void gi_init(const __grid_constant__ struct gi_batch b)
     GI_STREAM(b);
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         s->st->ncand = s->st->nblocks = 0;
-        s->st->trailer = s->st->sum_a = s->st->sum_b = 0;
+        s->st->trailer = s->st->end_bit = s->st->sum_a = s->st->sum_b = 0;
         s->st->declined = !gi_sane(s->in_len, s->out_len) || infl_zlib_header(s->in, s->in_len) != 0;
         for (int r = 0; r < INFL_JUMP_ROUNDS; r++)
             s->st->left[r] = 0;
@@ -175,6 +178,7 @@ __global__ void gi_chain(const __grid_constant__ struct gi_batch b)
     }
     s->st->nblocks = nb;
     s->st->trailer = trailer;
+    s->st->end_bit = cs.end_bit;
 }
 
 /* Phase 4: one thread per block of the chain writes its symbols at its output offset. Blocks of
@@ -195,6 +199,149 @@ __global__ void gi_place(const __grid_constant__ struct gi_batch b)
         if (infl_block(s->in, s->in_len - 4, bk->start_bit, &t, s->sym + bk->out_off, bk->out_off, bk->len,
                        bk->len + 1, &r) ||
             r.len != bk->len)
+            atomicExch(&s->st->declined, 1);
+    }
+}
+
+/* Phase 4 with segments (the switch's other side; docs/gpu.md, "One block in segments"): one
+ * thread block per block of the chain, one thread per segment of its data bits, through
+ * cpu_ref/inflate_seg_core.h as the host driver inflseg_block runs it. Thread 0 reads the header
+ * and builds the tables in shared memory (a stored block it copies itself, as gi_place does); the
+ * segments sync in rounds, each round a barrier to read the predecessors' bounds and one to learn
+ * whether anyone decoded (at most nseg + 1 rounds with round 0, the core's bound); thread 0 gives
+ * the verdict, a block-wide exclusive prefix sum of the counts (which must add up to the block's
+ * length) places the segments, and each writes its symbols. Any failure declines the stream.
+ *
+ * Segments are about GI_SEG_BITS long, at most GI_SEG_THREADS of them (longer ones for longer
+ * blocks). Their state (168 bytes each) lives in dynamic shared memory, 42 KiB for 256: shared
+ * because every round reads the predecessor's bound and each decode walks its own marks, and 256
+ * because 1024 would take 168 KiB, one block per SM, where 256 leave room for several. A zlib
+ * level-6 block of a photograph is about 100 to 300 kbit, so most get 160 to 256 segments. */
+#define GI_SEG_THREADS 256
+#define GI_SEG_BITS 640
+#define GI_SEG_SHARED ((size_t)GI_SEG_THREADS * sizeof(struct infl_seg))
+#define GI_SEG_GRID 1024 /* blocks per stream; each takes blocks of the chain i, i + 1024, ... */
+
+/* What thread 0 tells the others about the current block of the chain (nseg 0: nothing to do). */
+struct gi_seg_plan {
+    uint64_t data_start, end_bit, seg_bits;
+    uint32_t nseg;
+};
+
+/* Thread 0: block i's header into *t and the plan; a stored block copied here. Returns 0 or -1. */
+static __device__ int gi_seg_head(const struct gi_stream *s, uint64_t i, struct infl_tabs *t,
+                                  struct gi_seg_plan *p)
+{
+    const struct infl_blk *bk = &s->blocks[i];
+    uint64_t nbytes = s->in_len - 4, end = i + 1 < s->st->nblocks ? s->blocks[i + 1].start_bit : s->st->end_bit;
+    uint64_t bits, nseg;
+    struct infl_res r;
+    struct infl_br br;
+    int type;
+
+    p->nseg = 0;
+    infl_br_init(&br, s->in, nbytes, bk->start_bit);
+    type = infl_block_head(&br, t, &r);
+    if (type == 0)
+        return infl_block(s->in, nbytes, bk->start_bit, t, s->sym + bk->out_off, bk->out_off, bk->len, bk->len + 1,
+                          &r) || r.len != bk->len
+                   ? -1
+                   : 0;
+    p->data_start = infl_br_pos(&br);
+    if (type < 0 || p->data_start >= end || end > nbytes * 8 || end - p->data_start > INFL_SEG_MAX_BITS)
+        return -1;
+    bits = end - p->data_start;
+    nseg = (bits + GI_SEG_BITS - 1) / GI_SEG_BITS;
+    nseg = nseg < GI_SEG_THREADS ? nseg : GI_SEG_THREADS;
+    p->seg_bits = (bits + nseg - 1) / nseg;
+    p->nseg = (uint32_t)((bits + p->seg_bits - 1) / p->seg_bits); /* none empty */
+    p->end_bit = end;
+    return 0;
+}
+
+/* The sync rounds of segment k (every thread of the block calls it; k >= nseg idles). */
+static __device__ void gi_seg_sync(const struct gi_stream *s, const struct infl_tabs *t, const struct gi_seg_plan *p,
+                                   struct infl_seg *segs, uint32_t k)
+{
+    uint64_t nbytes = s->in_len - 4;
+    int on = k < p->nseg;
+
+    if (on)
+        infl_seg_first(s->in, nbytes, t, p->data_start, p->seg_bits, k, p->nseg, p->end_bit, &segs[k]);
+    for (uint32_t r = 1; r <= p->nseg; r++) {
+        __syncthreads();
+        uint64_t want = on ? infl_seg_want(segs, k) : 0;
+        __syncthreads();
+        int decoded = on && infl_seg_round(s->in, nbytes, t, p->data_start, p->seg_bits, k, p->nseg, p->end_bit,
+                                           want, &segs[k]);
+        if (!__syncthreads_or(decoded))
+            break;
+    }
+}
+
+/* Block-wide exclusive prefix sum of v (every thread calls it; blockDim.x a multiple of 32, at
+ * most 32 warps); *total receives the sum over the block. */
+static __device__ uint64_t gi_scan(uint64_t v, uint64_t *s_warp, uint64_t *total)
+{
+    unsigned lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    uint64_t x = v, before = 0, all = 0;
+
+    for (unsigned d = 1; d < 32; d <<= 1) {
+        uint64_t y = __shfl_up_sync(0xffffffffu, x, d);
+        if (lane >= d)
+            x += y;
+    }
+    if (lane == 31)
+        s_warp[w] = x;
+    __syncthreads();
+    for (unsigned j = 0; j < nw; j++) {
+        before += j < w ? s_warp[j] : 0;
+        all += s_warp[j];
+    }
+    __syncthreads();
+    *total = all;
+    return before + x - v;
+}
+
+/* Block bk of the chain in the plan's segments (every thread calls it): 0, or -1 to decline. */
+static __device__ int gi_seg_block(const struct gi_stream *s, const struct infl_blk *bk, const struct infl_tabs *t,
+                                   const struct gi_seg_plan *p, struct infl_seg *segs, uint64_t *s_warp)
+{
+    uint32_t k = threadIdx.x;
+    uint64_t off, total, steps;
+    int bad;
+
+    gi_seg_sync(s, t, p, segs, k);
+    bad = __syncthreads_or(k == 0 && infl_seg_verdict(segs, p->nseg, p->data_start, p->end_bit, bk->len));
+    off = gi_scan(k < p->nseg ? segs[k].count : 0, s_warp, &total);
+    if (bad || total != bk->len)
+        return -1;
+    if (k < p->nseg && (off + segs[k].count > bk->len ||
+                        infl_seg_write(s->in, s->in_len - 4, t, &segs[k], s->sym + bk->out_off + off,
+                                       bk->out_off + off, &steps)))
+        return -1;
+    return 0;
+}
+
+__global__ void __launch_bounds__(GI_SEG_THREADS) gi_place_seg(const __grid_constant__ struct gi_batch b)
+{
+    GI_STREAM(b);
+    extern __shared__ struct infl_seg s_segs[];
+    __shared__ struct infl_tabs s_t;
+    __shared__ struct gi_seg_plan s_p;
+    __shared__ uint64_t s_warp[GI_SEG_THREADS / 32];
+
+    /* one thread reads the flag, so that the block leaves or stays as one */
+    if (__syncthreads_or(threadIdx.x == 0 && s->st->declined))
+        return;
+    for (uint64_t i = blockIdx.x; i < s->st->nblocks; i += gridDim.x) {
+        __syncthreads(); /* the block before is written: its tables and plan may go */
+        if (threadIdx.x == 0 && gi_seg_head(s, i, &s_t, &s_p)) {
+            s_p.nseg = 0;
+            atomicExch(&s->st->declined, 1);
+        }
+        __syncthreads();
+        if (s_p.nseg && gi_seg_block(s, &s->blocks[i], &s_t, &s_p, s_segs, s_warp))
             atomicExch(&s->st->declined, 1);
     }
 }
@@ -261,12 +408,46 @@ __global__ void gi_final(const __grid_constant__ struct gi_batch b)
                      : GINFLATE_DECLINED;
 }
 
+/* The switch of phase 4: EDGED_GPU_INFLATE_SEG unset or empty gives GINFLATE_SEG_DEFAULT, "0" and
+ * "1" choose; anything else is an error, not a guess. */
+static int gi_seg_switch(int *seg, char *err)
+{
+    const char *v = getenv("EDGED_GPU_INFLATE_SEG");
+
+    if (!v || !*v)
+        *seg = GINFLATE_SEG_DEFAULT;
+    else if (!strcmp(v, "0") || !strcmp(v, "1"))
+        *seg = *v == '1';
+    else
+        return edged_fail(err, EDGED_E_PARAM, "EDGED_GPU_INFLATE_SEG=%s: 0 or 1", v);
+    return 0;
+}
+
 int ginflate_create(struct ginflate **out, char *err)
 {
-    struct ginflate *g = (struct ginflate *)calloc(1, sizeof(*g));
+    struct ginflate *g = NULL;
+    cudaError_t e;
+    int seg = 0, rc;
 
+    *out = NULL;
+    if ((rc = gi_seg_switch(&seg, err)))
+        return rc;
+    /* the segments' state is dynamic shared memory past the 48 KiB a launch gets unasked */
+    if (seg && (e = cudaFuncSetAttribute(gi_place_seg, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)GI_SEG_SHARED)) != cudaSuccess) {
+        cudaGetLastError();
+        return edged_fail(err, EDGED_E_GPU_FATAL, "inflate segment kernel: %s", cudaGetErrorString(e));
+    }
+    if (!(g = (struct ginflate *)calloc(1, sizeof(*g))))
+        return edged_fail(err, EDGED_E_GPU_OOM, "cannot allocate the inflate state");
+    g->seg = seg;
     *out = g;
-    return g ? 0 : edged_fail(err, EDGED_E_GPU_OOM, "cannot allocate the inflate state");
+    return 0;
+}
+
+int ginflate_seg(const struct ginflate *g)
+{
+    return g ? g->seg : 0;
 }
 
 void ginflate_destroy(struct ginflate *g)
@@ -339,12 +520,13 @@ static size_t gi_layout(struct gi_batch *bt, char *base, int n, const uint8_t *c
     return at;
 }
 
-#define GI_LAUNCH(name, grid, threads, ...)                                                                    \
+#define GI_LAUNCH_SHARED(name, grid, threads, shared, ...)                                                     \
     do {                                                                                                       \
-        name<<<(grid), (threads), 0, stream>>>(__VA_ARGS__);                                                   \
+        name<<<(grid), (threads), (shared), stream>>>(__VA_ARGS__);                                            \
         if ((e = cudaGetLastError()) != cudaSuccess)                                                           \
             return edged_fail(err, EDGED_E_GPU_FATAL, "inflate kernel %s: %s", #name, cudaGetErrorString(e)); \
     } while (0)
+#define GI_LAUNCH(name, grid, threads, ...) GI_LAUNCH_SHARED(name, grid, threads, 0, __VA_ARGS__)
 
 int ginflate_enqueue(struct ginflate *g, cudaStream_t stream, int n, const uint8_t *const *d_in,
                      const size_t *in_len, uint8_t *const *d_out, const size_t *out_len, int *d_status,
@@ -377,8 +559,12 @@ int ginflate_enqueue(struct ginflate *g, cudaStream_t stream, int n, const uint8
     uint64_t warps = (max_h + GI_WARP_SLOTS - 1) / GI_WARP_SLOTS;
     GI_LAUNCH(gi_pass1, dim3((unsigned)(warps < GI_MAX_GRID ? warps : GI_MAX_GRID), (unsigned)n), GI_WARP_SLOTS, bt);
     GI_LAUNCH(gi_chain, dim3(1, (unsigned)n), 1, bt);
-    GI_LAUNCH(gi_place, dim3((unsigned)(max_cap < GI_MAX_GRID ? max_cap : GI_MAX_GRID), (unsigned)n),
-              GI_PLACE_THREADS, bt);
+    if (g->seg)
+        GI_LAUNCH_SHARED(gi_place_seg, dim3((unsigned)(max_cap < GI_SEG_GRID ? max_cap : GI_SEG_GRID), (unsigned)n),
+                         GI_SEG_THREADS, GI_SEG_SHARED, bt);
+    else
+        GI_LAUNCH(gi_place, dim3((unsigned)(max_cap < GI_MAX_GRID ? max_cap : GI_MAX_GRID), (unsigned)n),
+                  GI_PLACE_THREADS, bt);
     /* a chain of markers runs through at most max_cap blocks: 2^rounds >= max_cap resolves it */
     for (int r = 0; r < INFL_JUMP_ROUNDS && (r < 2 || (1ull << (r - 1)) < max_cap); r++)
         GI_LAUNCH(gi_jump, gi_grid(max_out, n), GI_THREADS, bt, r);

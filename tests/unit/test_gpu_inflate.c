@@ -1,9 +1,10 @@
 /* test_gpu_inflate.c — the device inflate (gpu/ginflate.cu through gconv_inflate_host) against
  * libdeflate and the host driver of the same algorithm: the streams of test_inflate_spec in batches
- * of 32 (same verdict as inflspec_decode, libdeflate's bytes when it decodes), then the device time
- * of one photograph-sized stream (2048x2048 RGB rows at zlib level 6) and of a batch of 32 of them.
- * Skips without a usable GPU; EDGED_REQUIRE_GPU=1 fails instead. EDGED_GPU_QUICK=1 (the sanitizer
- * runs) times a 256-row stream alone instead. */
+ * of 32 (same verdict as inflspec_decode, libdeflate's bytes when it decodes), each batch run with
+ * both placements (EDGED_GPU_INFLATE_SEG=0 and 1, which must give the same verdicts and bytes),
+ * then the device time of one photograph-sized stream (2048x2048 RGB rows at zlib level 6) and of a
+ * batch of 32 of them, both ways. Skips without a usable GPU; EDGED_REQUIRE_GPU=1 fails instead.
+ * EDGED_GPU_QUICK=1 (the sanitizer runs) times a 256-row stream alone instead. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,13 +18,25 @@
 
 #define BATCH 32
 
-/* Runs cases [first, first + n) as one batch; checks each verdict and the bytes. */
+static const char *const placement[2] = {"one thread a block", "in segments"};
+
+/* gconv_inflate_host with the placement seg (0 or 1): the switch is read when the call creates
+ * its inflate state. */
+static int dev_inflate(struct gconv_ctx *ctx, int seg, int n, const uint8_t *const *z, const size_t *len,
+                       uint8_t *const *out, const size_t *olen, int *status, double *ms, char *err)
+{
+    setenv("EDGED_GPU_INFLATE_SEG", seg ? "1" : "0", 1);
+    return gconv_inflate_host(ctx, n, z, len, out, olen, status, ms, err);
+}
+
+/* Runs cases [first, first + n) as one batch both ways; checks each verdict and the bytes, and
+ * that the two placements agree. */
 static void run_batch(struct gconv_ctx *ctx, const struct icase *c, int n)
 {
     const uint8_t *z[BATCH];
-    uint8_t *out[BATCH], *host = NULL;
+    uint8_t *out[2][BATCH], *host = NULL;
     size_t len[BATCH], olen[BATCH];
-    int status[BATCH], i, rc;
+    int status[2][BATCH], i, rc[2], seg;
     double ms = 0;
     char err[EDGED_ERR_LEN] = "";
 
@@ -31,27 +44,36 @@ static void run_batch(struct gconv_ctx *ctx, const struct icase *c, int n)
         z[i] = c[i].z;
         len[i] = c[i].zlen;
         olen[i] = c[i].out_len;
-        if (!(out[i] = malloc(olen[i] ? olen[i] : 1)))
-            abort();
+        for (seg = 0; seg < 2; seg++)
+            if (!(out[seg][i] = malloc(olen[i] ? olen[i] : 1)))
+                abort();
     }
-    rc = gconv_inflate_host(ctx, n, z, len, out, olen, status, &ms, err);
-    CHECK(rc == 0, "batch from %s: %s", c[0].name, err);
-    for (i = 0; rc == 0 && i < n; i++) {
+    for (seg = 0; seg < 2; seg++) {
+        rc[seg] = dev_inflate(ctx, seg, n, z, len, out[seg], olen, status[seg], &ms, err);
+        CHECK(rc[seg] == 0, "batch from %s, placed %s: %s", c[0].name, placement[seg], err);
+    }
+    for (i = 0; rc[0] == 0 && rc[1] == 0 && i < n; i++) {
         int hrc;
         if (!(host = malloc(olen[i] ? olen[i] : 1)))
             abort();
         hrc = inflspec_decode(z[i], len[i], host, olen[i], NULL);
-        CHECK(status[i] == (hrc == 0 ? 0 : 1), "%s: device status %d, host rc %d", c[i].name, status[i], hrc);
-        if (status[i] == 0)
-            CHECK(c[i].ok && !memcmp(out[i], c[i].want, olen[i]), "%s: device bytes differ from libdeflate",
-                  c[i].name);
+        for (seg = 0; seg < 2; seg++) {
+            CHECK(status[seg][i] == (hrc == 0 ? 0 : 1), "%s, placed %s: device status %d, host rc %d",
+                  c[i].name, placement[seg], status[seg][i], hrc);
+            if (status[seg][i] == 0)
+                CHECK(c[i].ok && !memcmp(out[seg][i], c[i].want, olen[i]),
+                      "%s, placed %s: device bytes differ from libdeflate", c[i].name, placement[seg]);
+        }
+        CHECK(status[0][i] == status[1][i] && (status[0][i] || !memcmp(out[0][i], out[1][i], olen[i])),
+              "%s: the placements differ (status %d and %d)", c[i].name, status[0][i], status[1][i]);
         free(host);
     }
     for (i = 0; i < n; i++)
-        free(out[i]);
+        for (seg = 0; seg < 2; seg++)
+            free(out[seg][i]);
 }
 
-/* The device time of one photograph-sized stream and of BATCH of them. */
+/* The device time of one photograph-sized stream and of BATCH of them, placed both ways. */
 static void time_photo(struct gconv_ctx *ctx, uint64_t *seed, int quick)
 {
     size_t n = (size_t)(quick ? 256 : 2048) * (2048 * 3 + 1), zl;
@@ -59,27 +81,30 @@ static void time_photo(struct gconv_ctx *ctx, uint64_t *seed, int quick)
     const uint8_t *zs[BATCH];
     uint8_t *out[BATCH];
     size_t len[BATCH], olen[BATCH];
-    int status[BATCH], i, k, rc, good;
+    int status[BATCH], i, k, rc, good, seg;
     double ms = 0;
     char err[EDGED_ERR_LEN] = "";
 
-    for (k = 1; k <= (quick ? 1 : BATCH); k += BATCH - 1) {
-        for (i = 0; i < k; i++) {
-            zs[i] = z;
-            len[i] = zl;
-            olen[i] = n;
-            if (!(out[i] = malloc(n)))
-                abort();
+    for (k = 1; k <= (quick ? 1 : BATCH); k += BATCH - 1)
+        for (seg = 0; seg < 2; seg++) {
+            for (i = 0; i < k; i++) {
+                zs[i] = z;
+                len[i] = zl;
+                olen[i] = n;
+                if (!(out[i] = malloc(n)))
+                    abort();
+            }
+            rc = dev_inflate(ctx, seg, k, zs, len, out, olen, status, &ms, err);
+            CHECK(rc == 0, "photo batch of %d, placed %s: %s", k, placement[seg], err);
+            for (i = 0, good = 0; rc == 0 && i < k; i++)
+                good += status[i] == 0 && !memcmp(out[i], d, n);
+            CHECK(rc == 0 && good == k, "photo batch of %d, placed %s: %d of %d decoded right", k,
+                  placement[seg], good, k);
+            printf("device inflate: %d x (%zu -> %zu bytes, zlib level 6), placed %s: %.3f ms\n", k, zl, n,
+                   placement[seg], ms);
+            for (i = 0; i < k; i++)
+                free(out[i]);
         }
-        rc = gconv_inflate_host(ctx, k, zs, len, out, olen, status, &ms, err);
-        CHECK(rc == 0, "photo batch of %d: %s", k, err);
-        for (i = 0, good = 0; rc == 0 && i < k; i++)
-            good += status[i] == 0 && !memcmp(out[i], d, n);
-        CHECK(rc == 0 && good == k, "photo batch of %d: %d of %d decoded right", k, good, k);
-        printf("device inflate: %d x (%zu -> %zu bytes, zlib level 6): %.3f ms\n", k, zl, n, ms);
-        for (i = 0; i < k; i++)
-            free(out[i]);
-    }
     free(z);
     free(d);
 }

@@ -9,6 +9,7 @@
 #include "gconv_internal.h"
 #include "inflate_seg_core.h"
 #include "inflate_spec.h"
+#include "tuning.h"
 
 #define GI_THREADS 256
 #define GI_MAX_GRID (1u << 20) /* grid-stride loops past this many blocks */
@@ -50,7 +51,7 @@ struct gi_batch {
 struct ginflate {
     void *d_scratch;
     size_t cap;
-    int seg; /* phase 4 by gi_place_seg (1) or gi_place (0): EDGED_GPU_INFLATE_SEG at creation */
+    int seg; /* phase 4 by gi_place_seg (1) or gi_place (0): the knob inflate_seg at creation */
 };
 
 static size_t gi_up(size_t v)
@@ -408,30 +409,13 @@ __global__ void gi_final(const __grid_constant__ struct gi_batch b)
                      : GINFLATE_DECLINED;
 }
 
-/* The switch of phase 4: EDGED_GPU_INFLATE_SEG unset or empty gives GINFLATE_SEG_DEFAULT, "0" and
- * "1" choose; anything else is an error, not a guess. */
-static int gi_seg_switch(int *seg, char *err)
-{
-    const char *v = getenv("EDGED_GPU_INFLATE_SEG");
-
-    if (!v || !*v)
-        *seg = GINFLATE_SEG_DEFAULT;
-    else if (!strcmp(v, "0") || !strcmp(v, "1"))
-        *seg = *v == '1';
-    else
-        return edged_fail(err, EDGED_E_PARAM, "EDGED_GPU_INFLATE_SEG=%s: 0 or 1", v);
-    return 0;
-}
-
 int ginflate_create(struct ginflate **out, char *err)
 {
     struct ginflate *g = NULL;
     cudaError_t e;
-    int seg = 0, rc;
+    int seg = tuning()->inflate_seg;
 
     *out = NULL;
-    if ((rc = gi_seg_switch(&seg, err)))
-        return rc;
     /* the segments' state is dynamic shared memory past the 48 KiB a launch gets unasked */
     if (seg && (e = cudaFuncSetAttribute(gi_place_seg, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)GI_SEG_SHARED)) != cudaSuccess) {

@@ -24,13 +24,11 @@ extern "C" {
  * enqueues anything) to fit the batch, then reused. */
 struct ginflate;
 
-/* Phase 4 (placement) by default: 0 one thread per block of the chain (gi_place), 1 one thread
- * block per block of the chain, one thread per segment of its bits (gi_place_seg). */
-#define GINFLATE_SEG_DEFAULT 0
-
-/* Creates the state on the current device. Reads EDGED_GPU_INFLATE_SEG once: "0" or "1" choose the
- * placement for this state's whole life, unset or empty gives GINFLATE_SEG_DEFAULT. Returns 0, or
- * EDGED_E_PARAM (another value), EDGED_E_GPU_OOM / EDGED_E_GPU_FATAL with a message in err. */
+/* Creates the state on the current device. The tuning knob inflate_seg (EDGED_GPU_INFLATE_SEG,
+ * api/tuning.h), read here once, chooses the placement phase for the state's whole life: 0 one
+ * thread per block of the chain, 1 a thread block per block, a thread per segment of its bits.
+ * Both give the same verdicts and bytes. Returns 0, or EDGED_E_GPU_OOM / EDGED_E_GPU_FATAL with a
+ * message in err. */
 int ginflate_create(struct ginflate **out, char *err);
 /* 1 when g places blocks in segments, 0 when one thread each (or g is NULL). */
 int ginflate_seg(const struct ginflate *g);

@@ -1,7 +1,7 @@
 /* test_gpu_inflate.c — the device inflate (gpu/ginflate.cu through gconv_inflate_host) against
  * libdeflate and the host driver of the same algorithm: the streams of test_inflate_spec in batches
  * of 32 (same verdict as inflspec_decode, libdeflate's bytes when it decodes), each batch run with
- * both placements (EDGED_GPU_INFLATE_SEG=0 and 1, which must give the same verdicts and bytes),
+ * both placements (the knob EDGED_GPU_INFLATE_SEG 0 and 1: the same verdicts and bytes),
  * then the device time of one photograph-sized stream (2048x2048 RGB rows at zlib level 6) and of a
  * batch of 32 of them, both ways. Skips without a usable GPU; EDGED_REQUIRE_GPU=1 fails instead.
  * EDGED_GPU_QUICK=1 (the sanitizer runs) times a 256-row stream alone instead. */
@@ -20,12 +20,12 @@
 
 static const char *const placement[2] = {"one thread a block", "in segments"};
 
-/* gconv_inflate_host with the placement seg (0 or 1): the switch is read when the call creates
- * its inflate state. */
+/* gconv_inflate_host with the placement seg (0 or 1): the knob is read when the call creates its
+ * inflate state. */
 static int dev_inflate(struct gconv_ctx *ctx, int seg, int n, const uint8_t *const *z, const size_t *len,
                        uint8_t *const *out, const size_t *olen, int *status, double *ms, char *err)
 {
-    setenv("EDGED_GPU_INFLATE_SEG", seg ? "1" : "0", 1);
+    check_knob("EDGED_GPU_INFLATE_SEG", seg ? "1" : "0");
     return gconv_inflate_host(ctx, n, z, len, out, olen, status, ms, err);
 }
 
@@ -133,6 +133,7 @@ int main(void)
     for (i = 0; i < k.n; i += BATCH)
         run_batch(ctx, k.c + i, k.n - i < BATCH ? k.n - i : BATCH);
     time_photo(ctx, &k.seed, q && atoi(q) > 0);
+    check_knobs_reset();
     icorpus_free(&k);
     gconv_close(ctx);
     return check_summary();

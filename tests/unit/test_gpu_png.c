@@ -6,7 +6,8 @@
  * gconv_submit_png against the CPU-decoded pixels through gconv_submit; a damaged stream ends its
  * job with GCONV_E_PNG_DECLINED. The random samples' seed is printed. Skips without a GPU;
  * EDGED_REQUIRE_GPU=1 fails instead. EDGED_GPU_QUICK=1 (compute-sanitizer): every fifth width, no
- * large images. */
+ * large images. The device inflate places blocks as the knob's default says; EDGED_GPU_INFLATE_SEG
+ * (0 or 1) chooses, as it does for edged. */
 #include <dirent.h>
 #include <png.h>
 #include <stdio.h>
@@ -313,10 +314,14 @@ int main(void)
 {
     struct gconv_ctx *ctx = NULL;
     char err[EDGED_ERR_LEN] = "";
-    const char *req = getenv("EDGED_REQUIRE_GPU");
+    const char *req = getenv("EDGED_REQUIRE_GPU"), *seg = getenv("EDGED_GPU_INFLATE_SEG");
     int rc;
 
     check_rng_seed(check_seed());
+    if (seg && *seg)
+        check_knob("EDGED_GPU_INFLATE_SEG", seg);
+    printf("device inflate: blocks placed %s (EDGED_GPU_INFLATE_SEG=%d)\n",
+           tuning()->inflate_seg ? "in segments" : "one thread a block", tuning()->inflate_seg);
     quick = getenv("EDGED_GPU_QUICK") && atoi(getenv("EDGED_GPU_QUICK")) > 0;
     if ((rc = gconv_open(&ctx, 0, NSTREAMS, err)) < 0) {
         if (req && strcmp(req, "1") == 0)

@@ -63,8 +63,8 @@ int inflseg_block(const uint8_t *in, uint64_t nbytes, uint64_t start_bit, uint64
     if (!st)
         st = &local;
     *st = (struct inflseg_stats){0};
-    if (nseg == 0 || !in || !sym)
-        return edged_fail(err, EDGED_E_PARAM, "inflseg_block: %u segments", nseg);
+    if (!in || !sym)
+        return edged_fail(err, EDGED_E_PARAM, "inflseg_block: no input or output");
     if (start_bit >= end_bit || end_bit > nbytes * 8)
         return INFLSEG_DECLINED;
     if (!(t = malloc(sizeof(*t))))
@@ -73,6 +73,8 @@ int inflseg_block(const uint8_t *in, uint64_t nbytes, uint64_t start_bit, uint64
     if (infl_block_head(&b, t, &r) <= 0 || (data_start = infl_br_pos(&b)) >= end_bit ||
         end_bit - data_start > INFL_SEG_MAX_BITS)
         goto out;
+    if (nseg == 0)
+        nseg = infl_seg_count(end_bit - data_start, INFL_SEG_DEV_MAX);
     seg_bits = (end_bit - data_start + nseg - 1) / nseg;
     nseg = (uint32_t)((end_bit - data_start + seg_bits - 1) / seg_bits); /* none empty */
     segs = malloc(nseg * sizeof(*segs));

@@ -27,7 +27,8 @@ struct inflseg_stats {
 
 /* Decodes the Huffman block whose header starts at start_bit of in[0..nbytes) and whose
  * end-of-block code ends at end_bit (as the chain found them), len bytes at output position
- * out_off, in nseg segments of its data bits: writes sym[out_off .. out_off + len) as u32 symbols,
+ * out_off, in nseg segments of its data bits (0: as the device cuts it, infl_seg_count with
+ * INFL_SEG_DEV_MAX): writes sym[out_off .. out_off + len) as u32 symbols,
  * bytes and INFL_MARK + position for bytes before their segment. st may be NULL. Returns 0,
  * INFLSEG_DECLINED (sym's range undefined), or EDGED_E_PARAM / EDGED_E_NOMEM with err. */
 int inflseg_block(const uint8_t *in, uint64_t nbytes, uint64_t start_bit, uint64_t end_bit, uint64_t out_off,
@@ -42,7 +43,7 @@ int inflseg_chain(const uint8_t *in, uint64_t nbytes, uint64_t out_len, struct i
 
 /* Inflates the zlib stream zlib[0..len) into exactly out_len bytes at out as inflspec_decode does,
  * but with every Huffman block decoded by inflseg_block in nseg segments (the chain by the serial
- * decode, stored blocks copied). st (may be NULL) adds up the blocks' stats, rounds the most any
+ * decode, stored blocks copied; nseg 0 as the device cuts each block). st (may be NULL) adds up the blocks' stats, rounds the most any
  * block took. Returns 0, INFLSEG_DECLINED (out undefined), or EDGED_E_* with err. */
 int inflseg_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_len, uint32_t nseg,
                    struct inflseg_stats *st, char err[EDGED_ERR_LEN]);

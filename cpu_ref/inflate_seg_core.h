@@ -41,6 +41,9 @@
 #define INFL_SEG_FAIL 1u                /* the decode met an invalid code or ran past end_bit */
 #define INFL_SEG_EOB 2u                 /* the decode ended with the end-of-block code */
 #define INFL_SEG_MAX_BITS 0xffffffffull /* longer blocks are declined (marks are u32 offsets) */
+#define INFL_SEG_BITS 640               /* the device's segment: about 80 bytes of data bits */
+#define INFL_SEG_DEV_MAX 256            /* segments the device gives a block at most (their states
+                                           fill its thread block's shared memory) */
 
 /* One segment's state between rounds (168 bytes). */
 struct infl_seg {
@@ -64,6 +67,15 @@ INFL_HD static inline int infl_seg_marked(uint64_t n)
     uint64_t m = n % 3 == 0 ? n / 3 : n;
 
     return n && (m & (m - 1)) == 0;
+}
+
+/* The segments the device cuts a block of `bits` data bits into: one per INFL_SEG_BITS, at most
+ * max (then longer ones), at least 1. */
+INFL_HD static inline uint32_t infl_seg_count(uint64_t bits, uint32_t max)
+{
+    uint64_t n = (bits + INFL_SEG_BITS - 1) / INFL_SEG_BITS;
+
+    return (uint32_t)(n < 1 ? 1 : n < max ? n : max);
 }
 
 /* Where segment k's nominal range ends: the next nominal start, or end_bit for the last. */

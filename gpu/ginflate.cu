@@ -213,13 +213,12 @@ __global__ void gi_place(const __grid_constant__ struct gi_batch b)
  * the verdict, a block-wide exclusive prefix sum of the counts (which must add up to the block's
  * length) places the segments, and each writes its symbols. Any failure declines the stream.
  *
- * Segments are about GI_SEG_BITS long, at most GI_SEG_THREADS of them (longer ones for longer
- * blocks). Their state (168 bytes each) lives in dynamic shared memory, 42 KiB for 256: shared
+ * Segments are about INFL_SEG_BITS long, at most GI_SEG_THREADS of them (longer ones for longer
+ * blocks: infl_seg_count, which the host driver's tests run as inflseg_block's nseg 0). Their state (168 bytes each) lives in dynamic shared memory, 42 KiB for 256: shared
  * because every round reads the predecessor's bound and each decode walks its own marks, and 256
  * because 1024 would take 168 KiB, one block per SM, where 256 leave room for several. A zlib
  * level-6 block of a photograph is about 100 to 300 kbit, so most get 160 to 256 segments. */
-#define GI_SEG_THREADS 256
-#define GI_SEG_BITS 640
+#define GI_SEG_THREADS INFL_SEG_DEV_MAX
 #define GI_SEG_SHARED ((size_t)GI_SEG_THREADS * sizeof(struct infl_seg))
 #define GI_SEG_GRID 1024 /* blocks per stream; each takes blocks of the chain i, i + 1024, ... */
 
@@ -252,8 +251,7 @@ static __device__ int gi_seg_head(const struct gi_stream *s, uint64_t i, struct 
     if (type < 0 || p->data_start >= end || end > nbytes * 8 || end - p->data_start > INFL_SEG_MAX_BITS)
         return -1;
     bits = end - p->data_start;
-    nseg = (bits + GI_SEG_BITS - 1) / GI_SEG_BITS;
-    nseg = nseg < GI_SEG_THREADS ? nseg : GI_SEG_THREADS;
+    nseg = infl_seg_count(bits, GI_SEG_THREADS);
     p->seg_bits = (bits + nseg - 1) / nseg;
     p->nseg = (uint32_t)((bits + p->seg_bits - 1) / p->seg_bits); /* none empty */
     p->end_bit = end;

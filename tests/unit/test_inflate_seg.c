@@ -1,9 +1,9 @@
 /* test_inflate_seg.c — the segment decode of one block (cpu_ref/inflate_seg.c) against libdeflate:
- * every Huffman block of the inflate corpus in 1 to 256 segments and in segments of a few bytes,
- * its markers resolved against the bytes before it; whole streams (inflseg_decode) against
- * libdeflate's answer; decodes that meet a previous decode's marks against fresh ones; damaged
- * blocks, which must give the serial decode's bytes or decline; the sync rounds on a
- * photograph-like stream and on EDGED_SEG_PNG's IDAT (tests/bench/photos.py). */
+ * every Huffman block of the inflate corpus in 1 to 256 segments, in segments of a few bytes and
+ * as the device cuts them, its markers resolved against the bytes before it; whole streams
+ * (inflseg_decode) against libdeflate's answer; decodes that meet a previous decode's marks against
+ * fresh ones; damaged blocks, which must give the serial decode's bytes or decline; the sync rounds
+ * on a photograph-like stream and on EDGED_SEG_PNG's IDAT (tests/bench/photos.py). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,14 +20,18 @@ struct tblk {
     int type; /* BTYPE */
 };
 
-/* Segment counts every block is decoded with; 0 and -1 stand for segments of 3 and 8 bytes. */
-static const int seg_counts[] = {1, 2, 3, 7, 32, 256, 0, -1};
+/* Segment counts every block is decoded with; 0 and -1 stand for segments of 3 and 8 bytes, -2 for
+ * the device's cut (inflseg_block's nseg 0: about 80 bytes, at most INFL_SEG_DEV_MAX). */
+#define AS_DEVICE (-2)
+static const int seg_counts[] = {1, 2, 3, 7, 32, 256, 0, -1, AS_DEVICE};
 #define NCOUNTS (int)(sizeof(seg_counts) / sizeof(seg_counts[0]))
 
 static uint32_t nseg_of(int which, const struct tblk *b)
 {
     uint64_t bits = b->end - b->start, size = which == 0 ? 24 : 64;
 
+    if (which == AS_DEVICE)
+        return 0;
     return which > 0 ? (uint32_t)which : (uint32_t)((bits + size - 1) / size);
 }
 
@@ -195,7 +199,7 @@ static void test_meet(uint64_t *seed, struct tblk *bk)
 /* Whole streams through inflseg_decode: libdeflate's bytes, or a refusal where it refuses. */
 static void test_streams(const struct icorpus *k)
 {
-    static const uint32_t counts[] = {1, 7, 256};
+    static const uint32_t counts[] = {1, 7, 256, 0};
     int i, c, bad = 0;
     uint32_t rounds = 0;
 
@@ -204,7 +208,7 @@ static void test_streams(const struct icorpus *k)
         uint8_t *out = malloc(ic->out_len ? ic->out_len : 1);
         if (!out)
             abort();
-        for (c = 0; c < 3; c++) {
+        for (c = 0; c < 4; c++) {
             struct inflseg_stats st;
             char err[EDGED_ERR_LEN] = "";
             int rc = inflseg_decode(ic->z, ic->zlen, out, ic->out_len, counts[c], &st, err);
@@ -216,7 +220,8 @@ static void test_streams(const struct icorpus *k)
         free(out);
     }
     CHECK(bad == 0, "streams: %d answers differ from libdeflate's", bad);
-    printf("streams: %d streams in 1, 7 and 256 segments a block, libdeflate's answer (rounds at most %u)\n",
+    printf("streams: %d streams in 1, 7 and 256 segments a block and as the device cuts them, libdeflate's "
+           "answer (rounds at most %u)\n",
            k->n, rounds);
 }
 
@@ -331,7 +336,12 @@ static void rounds_of(const char *what, const uint8_t *z, size_t zl, const uint8
         steps += st.block_steps;
     }
     CHECK(nb > 0 && bad == 0, "%s: %d of %d blocks differ", what, bad, blocks);
-    if (which > 0)
+    if (which == AS_DEVICE)
+        printf("rounds %s, segments as the device cuts them: %d blocks, rounds max %d mean %.2f; steps per block "
+               "step: round 0 %.2f, later rounds %.3f\n",
+               what, blocks, maxr, blocks ? (double)sumr / blocks : 0.0, (double)first / (steps ? steps : 1),
+               (double)later / (steps ? steps : 1));
+    else if (which > 0)
         printf(
             "rounds %s, %d segments: %d blocks, rounds max %d mean %.2f; steps per block step: round 0 %.2f, "
             "later rounds %.3f\n",
@@ -349,7 +359,7 @@ static void rounds_of(const char *what, const uint8_t *z, size_t zl, const uint8
 /* The rounds on a large level-6 photograph-like stream, and on EDGED_SEG_PNG's IDAT when set. */
 static void test_rounds(uint64_t *seed, struct tblk *bk)
 {
-    static const int counts[] = {32, 256, 1024, -1, 0};
+    static const int counts[] = {32, 256, 1024, -1, 0, AS_DEVICE};
     size_t n = 3 * 1024 * 1024, zl, i;
     uint8_t *d = icorpus_data(1, n, seed), *z = icorpus_zlib(d, n, 6, 8, Z_DEFAULT_STRATEGY, &zl);
     const char *png = getenv("EDGED_SEG_PNG");

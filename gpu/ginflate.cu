@@ -213,11 +213,12 @@ __global__ void gi_place(const __grid_constant__ struct gi_batch b)
  * the verdict, a block-wide exclusive prefix sum of the counts (which must add up to the block's
  * length) places the segments, and each writes its symbols. Any failure declines the stream.
  *
- * Segments are about INFL_SEG_BITS long, at most GI_SEG_THREADS of them (longer ones for longer
- * blocks: infl_seg_count, which the host driver's tests run as inflseg_block's nseg 0). Their state (168 bytes each) lives in dynamic shared memory, 42 KiB for 256: shared
- * because every round reads the predecessor's bound and each decode walks its own marks, and 256
- * because 1024 would take 168 KiB, one block per SM, where 256 leave room for several. A zlib
- * level-6 block of a photograph is about 100 to 300 kbit, so most get 160 to 256 segments. */
+ * Segments are about INFL_SEG_BITS long, at most GI_SEG_THREADS of them, longer ones for longer
+ * blocks (infl_seg_count, the cut the host tests run as inflseg_block's nseg 0). Their states (168
+ * bytes each) live in dynamic shared memory, 42 KiB for 256: shared because every round reads the
+ * predecessor's bound and each decode walks its own marks; 256 because 1024 would take 168 KiB,
+ * one thread block per SM, where 256 leave room for several. The blocks of the tests'
+ * photograph-like stream at zlib level 6 are about 200 kbit: they get the full 256. */
 #define GI_SEG_THREADS INFL_SEG_DEV_MAX
 #define GI_SEG_SHARED ((size_t)GI_SEG_THREADS * sizeof(struct infl_seg))
 #define GI_SEG_GRID 1024 /* blocks per stream; each takes blocks of the chain i, i + 1024, ... */

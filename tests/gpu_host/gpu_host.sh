@@ -4,7 +4,7 @@
 # usage (repo root, with .debs carried): sh tests/gpu_host/gpu_host.sh [all|test|bench|fast|fft|headline]
 # fft: test_gpu_fft (fft against the exact correlation, its errors beside the bound), memcheck of it,
 # and fft beside fast on custom full-rank taps 13..63 at 8192^2, gray and 3 planes (fft_bench.csv).
-# test: test_gpu, test_gpu_fft, test_gpu_jpeg, test_gpu_png, test_gpu_png_encode and test_gpu_inflate, then memcheck, synccheck and one racecheck per GPU variant side
+# test: test_gpu, test_gpu_fft, test_gpu_jpeg, test_gpu_png (twice: also with EDGED_GPU_INFLATE_SEG=1), test_gpu_png_encode and test_gpu_inflate, then memcheck, synccheck and one racecheck per GPU variant side
 # by side (each with its own time limit; a run killed at its limit says FAILED: TIMED OUT).
 # fast: the fast-kernel pass: full GPU tests, memcheck (quick set, every variant), racecheck of fast
 # alone, and the fast-vs-seed-vs-NPP bench at 8192^2 (fp32 gaussian and full-rank custom taps,

@@ -428,11 +428,6 @@ int ginflate_create(struct ginflate **out, char *err)
     return 0;
 }
 
-int ginflate_seg(const struct ginflate *g)
-{
-    return g ? g->seg : 0;
-}
-
 void ginflate_destroy(struct ginflate *g)
 {
     if (!g)

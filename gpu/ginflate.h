@@ -30,8 +30,6 @@ struct ginflate;
  * Both give the same verdicts and bytes. Returns 0, or EDGED_E_GPU_OOM / EDGED_E_GPU_FATAL with a
  * message in err. */
 int ginflate_create(struct ginflate **out, char *err);
-/* 1 when g places blocks in segments, 0 when one thread each (or g is NULL). */
-int ginflate_seg(const struct ginflate *g);
 /* Frees the scratch; accepts NULL. Call when no work of it is in flight. */
 void ginflate_destroy(struct ginflate *g);
 /* Device bytes of scratch held, for metrics. */

@@ -240,12 +240,12 @@ static int gpu_reap(struct gpu_dev *d, struct gconv_ctx *ctx, struct gpu_slot *s
         done_jobs[done] = job, rcs[done++] = rc;
         slots[s].job = NULL;
     }
+    atomic_fetch_add(&d->jobs, done); /* before the answers: a client never sees its job uncounted */
     if (done) {
         t1 = clock_ms();
         queue_complete_many(d->w->q, done_jobs, rcs, done);
         d->prof.ms[GS_COMPLETE] += clock_ms() - t1;
     }
-    atomic_fetch_add(&d->jobs, done);
     if (done && !fatal)
         atomic_store(&d->mem, gconv_mem_used(ctx));
     return fatal ? -1 : busy;

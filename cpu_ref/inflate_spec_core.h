@@ -323,15 +323,38 @@ INFL_HD static inline int infl_dyn_lens(struct infl_br *b, uint8_t *lens, int *n
     return 0;
 }
 
+/* The cheap necessary test of a dynamic-Huffman block header, from h (the bits at the header's
+ * offset, 17 of them used) and c (the 57 bits 17 further: the code-length code's lengths), both read
+ * as infl_br reads (zeros past the data): BTYPE 10, HLIT and HDIST in range, and the code-length
+ * code complete (Kraft sum 1 in units of 2^-7). No arrays, no loads: the device's scan tests every
+ * bit offset with it and hands the few it passes to infl_is_candidate. */
+INFL_HD static inline int infl_head_plausible(uint64_t h, uint64_t c)
+{
+    uint32_t hclen, kraft = 0, i;
+
+    if ((h & 6) != 4 || (h >> 3 & 31) > 29 || (h >> 8 & 31) > 29) /* BTYPE after BFINAL; HLIT, HDIST */
+        return 0;
+    hclen = (uint32_t)(h >> 13 & 15) + 4;
+    INFL_UNROLL
+    for (i = 0; i < 19; i++) {
+        uint32_t l = (uint32_t)(c >> (3 * i)) & 7;
+        kraft += i < hclen && l ? 128u >> l : 0;
+    }
+    return kraft == 128;
+}
+
 /* Whether a dynamic-Huffman block header could start at bit `bit` of in[0..nbytes). */
 INFL_HD static inline int infl_is_candidate(const uint8_t *in, uint64_t nbytes, uint64_t bit)
 {
-    struct infl_br b;
+    struct infl_br b, c;
     uint8_t lens[320];
     int nlit, ndist;
 
     infl_br_init(&b, in, nbytes, bit);
-    if ((b.buf & 6) != 4) /* BTYPE 10, the two bits after BFINAL */
+    if ((b.buf & 6) != 4) /* BTYPE 10, the two bits after BFINAL: most offsets end here */
+        return 0;
+    infl_br_init(&c, in, nbytes, bit + 17);
+    if (!infl_head_plausible(b.buf, c.buf))
         return 0;
     infl_br_take(&b, 3);
     return infl_dyn_lens(&b, lens, &nlit, &ndist) == 0;

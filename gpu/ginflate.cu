@@ -105,29 +105,60 @@ __global__ void gi_init(const __grid_constant__ struct gi_batch b)
     s->keys[i] = INFL_EMPTY;
 }
 
-/* Phase 1: one thread per bit offset of the deflate data; the offsets where a dynamic block header
- * could start go into the map (more than cap: declined). */
+/* Phase 1: every bit offset of the deflate data where a dynamic block header could start goes into
+ * the map (more than cap: declined). A thread block stages GI_SCAN_BYTES of the data (and the 24
+ * bytes after) in shared memory; each thread tests 32 consecutive offsets with infl_head_plausible
+ * on 64-bit windows cut from three words in registers, and only the offsets that pass go through
+ * infl_is_candidate's full reading from memory (a thread per offset reading its bytes and arrays
+ * through infl_br took the whole scan's time). */
+#define GI_SCAN_BYTES (GI_THREADS * 4) /* data bytes of a step: 32 offsets a thread */
+#define GI_SCAN_WORDS (GI_SCAN_BYTES / 8 + 3)
+
+/* The 64 bits from bit p (0..127) of the 192 bits w0 ++ w1 ++ w2, first bit lowest. */
+static __device__ __forceinline__ uint64_t gi_bits(uint64_t w0, uint64_t w1, uint64_t w2, unsigned p)
+{
+    uint64_t lo = p < 64 ? w0 : w1, hi = p < 64 ? w1 : w2;
+    unsigned sh = p & 63;
+
+    return sh ? lo >> sh | hi << (64 - sh) : lo;
+}
+
 __global__ void gi_scan(const __grid_constant__ struct gi_batch b)
 {
     GI_STREAM(b);
-    uint64_t nbytes = s->in_len - 4, hmask = s->hsize - 1;
+    __shared__ uint64_t w[GI_SCAN_WORDS];
+    const uint64_t nbytes = s->in_len - 4, hmask = s->hsize - 1;
+    int over = 0;
 
     if (s->st->declined)
         return;
-    GI_FOR(i, nbytes * 8 - 16)
-    {
-        uint64_t bit = 16 + i;
-        if (!infl_is_candidate(s->in, nbytes, bit))
-            continue;
-        if (atomicAdd(&s->st->ncand, 1u) >= s->cap) {
-            atomicExch(&s->st->declined, 1);
+    for (uint64_t base = blockIdx.x * (uint64_t)GI_SCAN_BYTES; base < nbytes;
+         base += (uint64_t)gridDim.x * GI_SCAN_BYTES) {
+        if (__syncthreads_or(over)) /* also: the step before has read w */
             return;
-        }
-        uint32_t h = infl_hash(bit, (uint32_t)hmask);
-        for (uint64_t k = 0; k <= hmask; k++, h = (h + 1) & (uint32_t)hmask)
-            if (atomicCAS((unsigned long long *)&s->keys[h], (unsigned long long)INFL_EMPTY,
-                          (unsigned long long)bit) == (unsigned long long)INFL_EMPTY)
+        uint8_t *wb = (uint8_t *)w;
+        for (unsigned k = threadIdx.x; k < GI_SCAN_WORDS * 8; k += blockDim.x)
+            wb[k] = base + k < nbytes ? s->in[base + k] : 0;
+        __syncthreads();
+        const unsigned q = threadIdx.x / 2, p0 = 32 * (threadIdx.x & 1);
+        const uint64_t w0 = w[q], w1 = w[q + 1], w2 = w[q + 2], bit0 = (base + 4 * threadIdx.x) * 8;
+        for (unsigned k = 0; k < 32 && !over; k++) {
+            uint64_t bit = bit0 + k;
+            if (bit < 16 || bit >= nbytes * 8 ||
+                !infl_head_plausible(gi_bits(w0, w1, w2, p0 + k), gi_bits(w0, w1, w2, p0 + k + 17)) ||
+                !infl_is_candidate(s->in, nbytes, bit))
+                continue;
+            if (atomicAdd(&s->st->ncand, 1u) >= s->cap) {
+                atomicExch(&s->st->declined, 1);
+                over = 1;
                 break;
+            }
+            uint32_t h = infl_hash(bit, (uint32_t)hmask);
+            for (uint64_t j = 0; j <= hmask; j++, h = (h + 1) & (uint32_t)hmask)
+                if (atomicCAS((unsigned long long *)&s->keys[h], (unsigned long long)INFL_EMPTY,
+                              (unsigned long long)bit) == (unsigned long long)INFL_EMPTY)
+                    break;
+        }
     }
 }
 
@@ -378,20 +409,36 @@ __global__ void gi_write(const __grid_constant__ struct gi_batch b)
     }
 }
 
-/* Phase 7: one thread per INFL_ADLER_CHUNK bytes adds its part of Adler-32's sums. */
+/* Phase 7: one warp per INFL_ADLER_CHUNK bytes adds its part of Adler-32's sums: infl_adler_chunk's
+ * sums with the lanes reading consecutive bytes (a thread per chunk reads 4 KiB one byte at a
+ * time, each load its own request), added up across the warp. */
 __global__ void gi_adler(const __grid_constant__ struct gi_batch b)
 {
     GI_STREAM(b);
+    const unsigned lane = threadIdx.x & 31;
+    const uint64_t warps = (uint64_t)gridDim.x * blockDim.x / 32;
 
     if (s->st->declined)
         return;
-    GI_FOR(c, (s->out_len + INFL_ADLER_CHUNK - 1) / INFL_ADLER_CHUNK)
-    {
-        uint32_t a, sb;
-        uint64_t off = c * INFL_ADLER_CHUNK, m = s->out_len - off;
-        infl_adler_chunk(s->out, off, m < INFL_ADLER_CHUNK ? m : INFL_ADLER_CHUNK, s->out_len, &a, &sb);
-        atomicAdd(&s->st->sum_a, (unsigned long long)a);
-        atomicAdd(&s->st->sum_b, (unsigned long long)sb);
+    for (uint64_t c = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32;
+         c < (s->out_len + INFL_ADLER_CHUNK - 1) / INFL_ADLER_CHUNK; c += warps) {
+        uint64_t off = c * INFL_ADLER_CHUNK, m = s->out_len - off, sa = 0, sb = 0;
+        m = m < INFL_ADLER_CHUNK ? m : INFL_ADLER_CHUNK;
+        for (uint64_t k = lane; k < m; k += 32) {
+            uint64_t v = s->out[off + k];
+            sa += v;
+            sb += (m - k) * v;
+        }
+        for (int d = 16; d > 0; d >>= 1) {
+            sa += __shfl_down_sync(0xffffffffu, sa, d);
+            sb += __shfl_down_sync(0xffffffffu, sb, d);
+        }
+        if (lane == 0) {
+            sa %= INFL_ADLER_MOD;
+            sb = (sb + ((s->out_len - off - m) % INFL_ADLER_MOD) * sa) % INFL_ADLER_MOD;
+            atomicAdd(&s->st->sum_a, (unsigned long long)sa);
+            atomicAdd(&s->st->sum_b, (unsigned long long)sb);
+        }
     }
 }
 
@@ -533,7 +580,7 @@ int ginflate_enqueue(struct ginflate *g, cudaStream_t stream, int n, const uint8
         max_out = bt.s[i].out_len > max_out ? bt.s[i].out_len : max_out;
     }
     GI_LAUNCH(gi_init, gi_grid(max_h, n), GI_THREADS, bt);
-    GI_LAUNCH(gi_scan, gi_grid(max_bits, n), GI_THREADS, bt);
+    GI_LAUNCH(gi_scan, gi_grid(max_bits / 32, n), GI_THREADS, bt);
     uint64_t warps = (max_h + GI_WARP_SLOTS - 1) / GI_WARP_SLOTS;
     GI_LAUNCH(gi_pass1, dim3((unsigned)(warps < GI_MAX_GRID ? warps : GI_MAX_GRID), (unsigned)n), GI_WARP_SLOTS, bt);
     GI_LAUNCH(gi_chain, dim3(1, (unsigned)n), 1, bt);
@@ -547,7 +594,7 @@ int ginflate_enqueue(struct ginflate *g, cudaStream_t stream, int n, const uint8
     for (int r = 0; r < INFL_JUMP_ROUNDS && (r < 2 || (1ull << (r - 1)) < max_cap); r++)
         GI_LAUNCH(gi_jump, gi_grid(max_out, n), GI_THREADS, bt, r);
     GI_LAUNCH(gi_write, gi_grid(max_out, n), GI_THREADS, bt);
-    GI_LAUNCH(gi_adler, gi_grid((max_out + INFL_ADLER_CHUNK - 1) / INFL_ADLER_CHUNK, n), GI_THREADS, bt);
+    GI_LAUNCH(gi_adler, gi_grid((max_out + INFL_ADLER_CHUNK - 1) / INFL_ADLER_CHUNK * 32, n), GI_THREADS, bt);
     GI_LAUNCH(gi_final, dim3(1, (unsigned)n), 1, bt);
     return 0;
 }

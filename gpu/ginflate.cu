@@ -388,7 +388,8 @@ __global__ void gi_jump(const __grid_constant__ struct gi_batch b, int round)
         return;
     GI_FOR(p, s->out_len)
     left |= infl_jump(s->sym, p);
-    if (left)
+    /* one store a thread block: millions of threads storing to one word queue at its L2 slice */
+    if (__syncthreads_or(left) && threadIdx.x == 0)
         s->st->left[round] = 1;
 }
 

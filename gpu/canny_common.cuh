@@ -150,7 +150,8 @@ static __device__ __forceinline__ unsigned canny_bits16(const canny_row *s_rows,
 
 /* Bytes [lo, hi) (0 <= lo < hi <= 16) of the 16-byte aligned word at o, byte i being 0 or 255 as bit
  * i of bits: in naturally aligned stores of 8, 4, 2 and 1 bytes, at most 4 on each side of the word's
- * middle, never a byte outside [lo, hi) (those belong to another tile or row). */
+ * middle, never a byte outside [lo, hi) (those lie outside the map: k_canny_expand's first and last
+ * words). */
 static __device__ __forceinline__ void canny_store_part(uint8_t *o, unsigned bits, int lo, int hi)
 {
     for (int i = lo; i < hi;) {
@@ -170,49 +171,19 @@ static __device__ __forceinline__ void canny_store_part(uint8_t *o, unsigned bit
     }
 }
 
-/* Word k (0..4) of one map row: the 16-byte aligned words from the one holding the row's first byte
- * s (an offset into d_out) cover the row's n <= 64 bytes [s, s + n) in at most 5 words. Inner words
- * take one 16-byte store, the first and last (shared with the next tile's row or another row) only
- * their own bytes. bits: bit j is byte s + j. */
-static __device__ __forceinline__ void canny_write_word(uint8_t *__restrict__ d_out, size_t s, int n,
-                                                        canny_row bits, int k)
-{
-    uintptr_t a = (uintptr_t)(d_out + s), ws = (a & ~(uintptr_t)15) + 16 * (uintptr_t)k;
-    long k0 = (long)(ws - a); /* row byte of the word's first byte: -15 .. 63 */
-    int lo = k0 < 0 ? (int)-k0 : 0, hi = n - k0 < 16 ? (int)(n - k0) : 16;
-    if (lo >= hi)
-        return;
-    unsigned b16 = (unsigned)((k0 >= 0 ? bits >> k0 : bits << -k0) & 0xffffu);
-    if (lo == 0 && hi == 16)
-        *(uint4 *)ws = canny_bytes16(b16);
-    else
-        canny_store_part((uint8_t *)ws, b16, lo, hi);
-}
-
-/* Thread t of n writes its share of a tile's 0/255 map from the row masks s_rows (NULL: no edge).
- * Rows of any width take 16-byte stores: `vec` (rows and base 16-byte aligned) with a whole tile
- * goes straight; otherwise each row is cut at the 16-byte boundaries of memory (canny_write_word):
- * a row of 64 bytes at any alignment is at most 3 full words and two partial ones, instead of 64
- * single bytes. */
+/* Thread t of n writes its share of a tile's 0/255 map from the row masks s_rows (NULL: no edge),
+ * one 16-byte store per 16 columns. Only where the map's rows take 16-byte stores (w a multiple of
+ * 16, d_out 16-byte aligned: canny_core's ovec): a tile's row inside the image is then whole
+ * aligned words. Elsewhere k_canny_expand writes the map. */
 static __device__ __forceinline__ void canny_write_map(uint8_t *__restrict__ d_out, int w, int h, int x0, int y0,
-                                                       int vec, const canny_row *s_rows, int t, int n)
+                                                       const canny_row *s_rows, int t, int n)
 {
-    if (vec && x0 + CANNY_T <= w && y0 + CANNY_T <= h) { /* a whole tile: no bounds */
-        uint8_t *o = d_out + (size_t)y0 * w + x0;
-        for (int q = t; q < CANNY_T * 4; q += n)
-            *(uint4 *)(o + (size_t)(q / 4) * w + (q % 4) * 16) = canny_bytes16(canny_bits16(s_rows, q));
-        return;
-    }
-    int cols = w - x0 < CANNY_T ? w - x0 : CANNY_T;
+    const int cols = w - x0 < CANNY_T ? w - x0 : CANNY_T; /* a multiple of 16 */
+
     for (int q = t; q < CANNY_T * 4; q += n) {
-        int y = y0 + q / 4;
-        if (y >= h)
-            continue;
-        size_t s = (size_t)y * w + x0;
-        canny_row bits = s_rows ? s_rows[q / 4] : 0;
-        canny_write_word(d_out, s, cols, bits, q % 4);
-        if (q % 4 == 0)
-            canny_write_word(d_out, s, cols, bits, 4);
+        int y = y0 + q / 4, x = (q % 4) * 16;
+        if (y < h && x < cols)
+            *(uint4 *)(d_out + (size_t)y * w + x0 + x) = canny_bytes16(canny_bits16(s_rows, q));
     }
 }
 

@@ -177,7 +177,7 @@ __global__ void __launch_bounds__(128) k_canny_final(uint8_t *__restrict__ d_out
     }
     s_rows[wp][2 * l] = r0, s_rows[wp][2 * l + 1] = r1;
     __syncwarp();
-    canny_write_map(d_out, w, h, (tile % tiles_x) * CANNY_T, (tile / tiles_x) * CANNY_T, vec, s_rows[wp], l, 32);
+    canny_write_map(d_out, w, h, (tile % tiles_x) * CANNY_T, (tile / tiles_x) * CANNY_T, s_rows[wp], l, 32);
 }
 
 /* Bits x .. x + n - 1 (n <= 16, x + n <= w) of the map's row y: of the one or two tiles they lie in,
@@ -198,10 +198,10 @@ static __device__ __forceinline__ unsigned canny_map_bits(const int *__restrict_
 }
 
 /* The whole map where its rows are off 16-byte alignment (k_canny_final's `vec` 0), one aligned
- * 16-byte word of d_out a thread, instead of the tiles' rows cut at every word boundary they cross
- * (three full words and two partial ones a row). Word q of row y: the words whose first byte of the
- * map lies in row y, q counted from the one that holds the row's first byte; a word may run on into
- * the next rows. wpr: words a row at most (w / 16 + 2). */
+ * 16-byte word of d_out a thread, rather than each tile's rows cut at every word boundary they
+ * cross (three full words and two partial ones a row: slower, docs/gpu.md). Word q of row y: the
+ * words whose first byte of the map lies in row y, q counted from the one that holds the row's
+ * first byte; a word may run on into the next rows. wpr: words a row at most (w / 16 + 2). */
 __global__ void __launch_bounds__(256) k_canny_expand(uint8_t *__restrict__ d_out, int w, int h, int tiles_x,
                                                       unsigned wpr, const int *__restrict__ d_flag)
 {

@@ -378,7 +378,7 @@ __global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS)
         if (tid == 0)
             d_flag[(size_t)tile * CANNY_SLOTS + CANNY_STATE] = 0;
         if (ovec) /* else k_canny_expand writes it */
-            canny_write_map(d_out, w, h, x0, y0, ovec, NULL, tid, CANNY_THREADS);
+            canny_write_map(d_out, w, h, x0, y0, NULL, tid, CANNY_THREADS);
         return;
     }
     if (tid >= 32)
@@ -398,7 +398,7 @@ __global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS)
         s_rows[2 * tid] = e0, s_rows[2 * tid + 1] = e1;
         __syncwarp();
         if (ovec) /* else k_canny_expand writes it from em */
-            canny_write_map(d_out, w, h, x0, y0, ovec, s_rows, tid, 32);
+            canny_write_map(d_out, w, h, x0, y0, s_rows, tid, 32);
     }
     __syncwarp();
     for (int i = tid; i < CANNY_PERIM; i += 32) {

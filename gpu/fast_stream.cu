@@ -450,23 +450,35 @@ static bool stream_short(const struct conv_args *a)
     return (long)div_up(a->w, 128) * div_up(a->h, STREAM_ROWS) < (long)a->lim->sms * STREAM_WARPS_PER_SM;
 }
 
-template <int KR, int KC, int SY>
-static void stream_launch_rows(const struct conv_args *a)
+/* Calls f(std::integral_constant<int, SY>()) with the plane's strip rows SY: STREAM_ROWS_SHORT
+ * where stream_short holds, STREAM_ROWS elsewhere. The one place that picks them, for every
+ * streaming kernel, so that each kernel's SY stays a template argument. */
+template <typename Fn>
+static void stream_with_rows(const struct conv_args *a, Fn &&f)
 {
-    stream_taps<KR * KC> t;
-    dim3 grid(div_up(a->w, 128), div_up(a->h, SY));
+    if (stream_short(a))
+        f(std::integral_constant<int, STREAM_ROWS_SHORT>());
+    else
+        f(std::integral_constant<int, STREAM_ROWS>());
+}
 
-    memcpy(t.t, a->k->taps, sizeof(t.t));
-    k_fast_stream<KR, KC, SY><<<grid, 32, 0, a->stream>>>(a->d_in, a->d_out, conv_geom_of(a), t);
+/* The grid for strips of sy rows: one one-warp block per 128 columns and sy rows. */
+static dim3 stream_grid(const struct conv_args *a, int sy)
+{
+    return dim3(div_up(a->w, 128), div_up(a->h, sy));
 }
 
 template <int KR, int KC>
 static void stream_launch(const struct conv_args *a)
 {
-    if (stream_short(a))
-        stream_launch_rows<KR, KC, STREAM_ROWS_SHORT>(a);
-    else
-        stream_launch_rows<KR, KC, STREAM_ROWS>(a);
+    stream_taps<KR * KC> t;
+    conv_geom g = conv_geom_of(a);
+
+    memcpy(t.t, a->k->taps, sizeof(t.t));
+    stream_with_rows(a, [&](auto sy) {
+        constexpr int SY = decltype(sy)::value;
+        k_fast_stream<KR, KC, SY><<<stream_grid(a, SY), 32, 0, a->stream>>>(a->d_in, a->d_out, g, t);
+    });
 }
 
 extern "C" int fast_stream_has(int kr, int kc)
@@ -504,15 +516,13 @@ extern "C" int fast_stream_magnitude(struct conv_args *a, const struct kernel2d 
 {
     stream_mag_taps3 t;
     conv_geom g = {a->w, a->h, a->pitch, 3, 3, (int)a->border};
-    bool short_rows = stream_short(a);
-    dim3 grid(div_up(a->w, 128), div_up(a->h, short_rows ? STREAM_ROWS_SHORT : STREAM_ROWS));
 
     memcpy(t.a.t, k0->taps, sizeof(t.a.t));
     memcpy(t.b.t, k1->taps, sizeof(t.b.t));
     t.cut = cut, t.cut_on = cut_on;
-    if (short_rows)
-        k_fast_stream_mag3<STREAM_ROWS_SHORT><<<grid, 32, 0, a->stream>>>(a->d_in, a->d_out, g, t);
-    else
-        k_fast_stream_mag3<STREAM_ROWS><<<grid, 32, 0, a->stream>>>(a->d_in, a->d_out, g, t);
+    stream_with_rows(a, [&](auto sy) {
+        constexpr int SY = decltype(sy)::value;
+        k_fast_stream_mag3<SY><<<stream_grid(a, SY), 32, 0, a->stream>>>(a->d_in, a->d_out, g, t);
+    });
     return conv_launched(a, "fast magnitude kernel");
 }

@@ -18,7 +18,8 @@
  * dispatch the service runs), and the fused u8 edge kernel of fast has its own test (every border,
  * sizes around its 240- and 120-column warp strips and below its 5x5 kernel, 1xN and Nx1, strips
  * of 32 rows and taller ones, every channel count, several thresholds, smooth images with |L| near
- * T); the default border (reflect) has its own, flat images included.
+ * T); the default border (reflect) has its own, flat images included; fast's streaming kernels
+ * also run one plane large enough for their 48-row strips (test_fast_stream_tall).
  * Canny (test_canny): gconv_canny_host equals canny_serial bit for bit (0 pixels differ) on random
  * and smooth images of many sizes (widths 1, 15, 17, 7000, 7001, 8191: rows off 16-byte alignment),
  * every aperture, both norms and several threshold pairs; the spiral of canny_spiral.h is found
@@ -154,9 +155,10 @@ struct conv_case {
     int borders; /* bit mask of borders to run */
 };
 
-/* One (image, kernel, border): reference once, then every variant at the given blocks. */
+/* One (image, kernel, border): reference once, then every variant (or only variant `one`, when not
+ * -1) at the given blocks. */
 static void conv_one(struct gconv_ctx *ctx, const float *in, float *out, float *ref, int w, int h,
-                     float max_in, const struct conv_case *c, enum border b, int block_mask)
+                     float max_in, const struct conv_case *c, enum border b, int block_mask, int one)
 {
     size_t n = (size_t)w * h;
     double tol = taps_f(&c->k) * taps_abs_sum(&c->k) * max_in + 1e-6;
@@ -170,7 +172,8 @@ static void conv_one(struct gconv_ctx *ctx, const float *in, float *out, float *
     plan.in_ch = plan.planes = plan.out_ch = 1, plan.post = POST_CLAMP;
     for (int v = VARIANT_FIRST_GPU; v < VARIANT_COUNT; v++)
         for (int bi = 0; bi < 4; bi++) {
-            if (!(block_mask & (1 << bi)) || (only >= 0 && v != only) || !variant_built(v)) /* fft: FFT=0 */
+            if (!(block_mask & (1 << bi)) || (only >= 0 && v != only) || (one >= 0 && v != one) ||
+                !variant_built(v)) /* fft: FFT=0 */
                 continue;
             int B = blocks[bi], lim = expect_limit(v, &c->k, B), rc, rc_check;
             poison_floats(out, n);
@@ -283,7 +286,7 @@ static void test_conv(struct gconv_ctx *ctx)
                     continue; /* quick: one border per kernel, in rotation */
                 /* every block on small images; on large ones 16 and one other in rotation */
                 int mask = n <= 100000 ? 15 : (2 | (1 << (rot++ % 4)));
-                conv_one(ctx, in, out, ref, w, h, max_in, &cs[c], b, mask);
+                conv_one(ctx, in, out, ref, w, h, max_in, &cs[c], b, mask, -1);
             }
         printf("conv %5dx%-5d %2d kernels: %d checks in %.1f s\n", w, h, nc,
                check_passed + check_failed - checks0, now_s() - t0);
@@ -815,6 +818,74 @@ static void test_fast_magnitude(struct gconv_ctx *ctx)
         }
     printf("fast magnitude: %d checks in %.1f s\n", check_passed + check_failed - checks0, now_s() - t0);
     free(pl);
+}
+
+/* fast's streaming kernels take strips of 48 rows only where a plane has at least 16 strips of
+ * 128 x 48 per SM (stream_short in fast_stream.cu, whose constants these are); the other tests'
+ * planes are smaller and run the 12-row instantiations. Here one plane of 8191 x 2047 (64 x 43 =
+ * 2752 strips: 48-row strips up to 172 SMs; the last column of strips and the last band, of 31
+ * rows, are frame warps) runs on fast, at one border each: a full-rank 3x3 and 5x5 against
+ * cpu_serial_conv, and sobel (the magnitude pass, k_fast_stream_mag3) against cpu_serial_compute,
+ * with the tolerances stated at the top. The quick set keeps the 5x5 (memcheck); the racecheck set
+ * none: these kernels use no shared memory and no barrier. */
+#define TALL_STRIP_ROWS 48
+#define TALL_STRIPS_PER_SM 16
+static void test_fast_stream_tall(struct gconv_ctx *ctx)
+{
+    const int w = 8191, h = 2047, sms = gconv_get_info(ctx)->sms;
+    const long strips = (long)((w + 127) / 128) * ((h + TALL_STRIP_ROWS - 1) / TALL_STRIP_ROWS);
+    size_t n = (size_t)w * h;
+    struct conv_case *c = malloc(sizeof(*c));
+    struct filter_plan *plan = malloc(sizeof(*plan));
+    float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float)), *ref = malloc(n * sizeof(float));
+    float max_in = 0.0f;
+    double t0 = now_s();
+    int checks0 = check_passed + check_failed;
+    struct img im = {0};
+
+    if (!c || !plan || !in || !out || !ref)
+        abort();
+    if (quick == 2) {
+        SKIP("fast 48-row strips are not run at EDGED_GPU_QUICK=2 (racecheck set: no shared memory)");
+        goto out;
+    }
+    if (strips < (long)sms * TALL_STRIPS_PER_SM) {
+        SKIP("fast 48-row strips: %dx%d has %ld strips, below %d per SM on %d SMs", w, h, strips,
+             TALL_STRIPS_PER_SM, sms);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        in[i] = check_rng_float(-128.0f, 128.0f);
+        max_in = fmaxf(max_in, fabsf(in[i]));
+    }
+    for (int side = quick ? 5 : 3; side <= 5; side += 2) {
+        c->label = side == 3 ? "full 3x3" : "full 5x5";
+        kernel_random(&c->k, side, side, 0);
+        c->borders = 0;
+        conv_one(ctx, in, out, ref, w, h, max_in, c, side == 3 ? BORDER_ZERO : BORDER_REFLECT, 2,
+                 VARIANT_FAST);
+    }
+    if (!quick) {
+        char err[EDGED_ERR_LEN];
+        image_random(&im, w, h, 1);
+        if (plan_make(plan, &(struct plan_case){FILTER_SOBEL, 0, COLOR_AUTO}, BORDER_REPLICATE, 1) < 0)
+            goto out;
+        if (cpu_serial_compute(&im, plan, ref, err) < 0) {
+            CHECK(0, "cpu_serial_compute: %s", err);
+        } else if (fast_planes(ctx, &im, plan, out, "sobel") == 0) {
+            double tol = plan_tol(plan, 255.0);
+            struct diff d = compare_floats(out, ref, n, tol);
+            CHECK(d.bad == 0,
+                  "fast sobel replicate %dx%d: %zu floats off, first at (%zu,%zu) gpu %g ref %g (max err %g, "
+                  "tol %g)",
+                  w, h, d.bad, d.first % w, d.first / w, out[d.first], ref[d.first], d.max_err, tol);
+        }
+    }
+    printf("fast 48-row strips %dx%d (%ld strips, %d SMs): %d checks in %.1f s\n", w, h, strips, sms,
+           check_passed + check_failed - checks0, now_s() - t0);
+out:
+    img_free(&im);
+    free(c), free(plan), free(in), free(out), free(ref);
 }
 
 static void test_plans(struct gconv_ctx *ctx)
@@ -1522,6 +1593,8 @@ int main(void)
     test_pipelines(ctx);
     if (only < 0 || only == VARIANT_FAST)
         test_fast_magnitude(ctx);
+    if (only < 0 || only == VARIANT_FAST)
+        test_fast_stream_tall(ctx);
     test_other_devices();
     CHECK(!gconv_is_dead(ctx), "context alive at the end");
     backend_close(eng);

@@ -110,7 +110,8 @@ __global__ void gi_init(const __grid_constant__ struct gi_batch b)
  * bytes after) in shared memory; each thread tests 32 consecutive offsets with infl_head_plausible
  * on 64-bit windows cut from three words in registers, and only the offsets that pass go through
  * infl_is_candidate's full reading from memory (a thread per offset reading its bytes and arrays
- * through infl_br took the whole scan's time). */
+ * through infl_br took the whole scan's time). That reading is out of line, and the bound of six
+ * thread blocks an SM keeps the loop in 40 registers without spills (72 unbounded). */
 #define GI_SCAN_BYTES (GI_THREADS * 4) /* data bytes of a step: 32 offsets a thread */
 #define GI_SCAN_WORDS (GI_SCAN_BYTES / 8 + 3)
 
@@ -123,7 +124,14 @@ static __device__ __forceinline__ uint64_t gi_bits(uint64_t w0, uint64_t w1, uin
     return sh ? lo >> sh | hi << (64 - sh) : lo;
 }
 
-__global__ void gi_scan(const __grid_constant__ struct gi_batch b)
+/* infl_is_candidate out of line: its arrays and registers would otherwise weigh on every thread of
+ * the scan for the one offset in a thousand that gets this far. */
+static __device__ __noinline__ int gi_is_candidate(const uint8_t *in, uint64_t nbytes, uint64_t bit)
+{
+    return infl_is_candidate(in, nbytes, bit);
+}
+
+__global__ void __launch_bounds__(GI_THREADS, 6) gi_scan(const __grid_constant__ struct gi_batch b)
 {
     GI_STREAM(b);
     __shared__ uint64_t w[GI_SCAN_WORDS];
@@ -146,7 +154,7 @@ __global__ void gi_scan(const __grid_constant__ struct gi_batch b)
             uint64_t bit = bit0 + k;
             if (bit < 16 || bit >= nbytes * 8 ||
                 !infl_head_plausible(gi_bits(w0, w1, w2, p0 + k), gi_bits(w0, w1, w2, p0 + k + 17)) ||
-                !infl_is_candidate(s->in, nbytes, bit))
+                !gi_is_candidate(s->in, nbytes, bit))
                 continue;
             if (atomicAdd(&s->st->ncand, 1u) >= s->cap) {
                 atomicExch(&s->st->declined, 1);

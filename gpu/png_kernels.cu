@@ -154,13 +154,14 @@ static __device__ __forceinline__ void unf_store(uint8_t *cur, uint32_t *d_w, in
 static __device__ __forceinline__ uint64_t unf_mail_load(const uint64_t *p)
 {
     uint64_t v;
-    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p));
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(__cvta_generic_to_global(p)));
     return v;
 }
 
 static __device__ __forceinline__ void unf_mail_post(uint64_t *p, int j, uint32_t r)
 {
-    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"((uint64_t)(j + 1) << 32 | r));
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(__cvta_generic_to_global(p)),
+                 "l"((uint64_t)(j + 1) << 32 | r));
 }
 
 static __device__ __forceinline__ uint64_t unf_clock(void)

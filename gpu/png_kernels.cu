@@ -127,25 +127,20 @@ static __device__ __forceinline__ uint32_t unf_chunk(uint32_t x, uint32_t u, int
     return out;
 }
 
-/* Whether the aligned word w of a row (its bytes 4w - o .. 4w + 3 - o) lies inside the row. */
-static __device__ __forceinline__ bool unf_inside(int w, int o, size_t rowbytes)
+/* Writes chunk j (r; prev, chunk j - 1) of the row at cur, rowbytes long, whose aligned words d_w
+ * (from cur - o) wlo .. whi lie inside it: the word j when it is one of those, and the chunk's bytes
+ * in words that are not one by one. */
+static __device__ __forceinline__ void unf_store(uint8_t *cur, uint32_t *d_w, int j, int o, int wlo, int whi,
+                                                 int rowbytes, uint32_t prev, uint32_t r)
 {
-    return (w > 0 || o == 0) && (size_t)(4 * w + 4 - o) <= rowbytes;
-}
-
-/* Writes chunk j (r; prev, chunk j - 1) of the row at cur (its aligned words d_w, cur - o): the
- * word j when it lies inside the row, and the chunk's bytes in words that do not one by one. */
-static __device__ __forceinline__ void unf_store(uint8_t *cur, uint32_t *d_w, int j, int o, size_t rowbytes,
-                                                 uint32_t prev, uint32_t r)
-{
-    const bool in0 = unf_inside(j, o, rowbytes), in1 = o == 0 || unf_inside(j + 1, o, rowbytes);
+    const bool in0 = j >= wlo && j <= whi, in1 = o == 0 || j + 1 <= whi;
 
     if (in0)
         d_w[j] = __funnelshift_rc(prev, r, 32 - 8 * o);
     if (!in0 || !in1) {
 #pragma unroll
         for (int k = 0; k < UNF_CHUNK; k++)
-            if ((size_t)(4 * j + k) < rowbytes && !(k + o < 4 ? in0 : in1))
+            if (4 * j + k < rowbytes && !(k + o < 4 ? in0 : in1))
                 cur[4 * j + k] = (uint8_t)(r >> 8 * k);
     }
 }
@@ -208,7 +203,10 @@ static __device__ __forceinline__ void unf_band(const struct png_unf_image &im, 
     const int steps = chunks + (int)rows - 1;
     const bool valid = t < (int)rows;
     uint8_t *cur = im.d_raw + (size_t)(r0 + (valid ? t : 0)) * (im.rowbytes + 1) + 1;
-    const int o = (int)((uintptr_t)cur & 3), last = (int)((im.rowbytes - 1 + o) / 4);
+    /* d_w's word w holds the row's bytes 4w - o .. 4w + 3 - o: word last its last byte, words
+     * wlo .. whi lie wholly inside it */
+    const int rowbytes = (int)im.rowbytes, o = (int)((uintptr_t)cur & 3), last = (rowbytes - 1 + o) >> 2;
+    const int wlo = o != 0, whi = (rowbytes + o - 4) >> 2;
     uint32_t *d_w = (uint32_t *)(cur - o);
     const uint64_t *d_above = work + 2 + (size_t)(band > 0 ? band - 1 : 0) * chunks;
     uint64_t *d_post = work + 2 + (size_t)band * chunks;
@@ -253,7 +251,7 @@ static __device__ __forceinline__ void unf_band(const struct png_unf_image &im, 
             }
             if (valid && j >= 0 && j < chunks) {
                 r = unf_chunk(x, u, ft, sh, mask, &hist, &uhist);
-                unf_store(cur, d_w, j, o, im.rowbytes, prev, r);
+                unf_store(cur, d_w, j, o, wlo, whi, rowbytes, prev, r);
                 if (post)
                     unf_mail_post(d_post + j, j, r);
                 prev = r;

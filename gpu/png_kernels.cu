@@ -107,24 +107,22 @@ static __device__ __forceinline__ int unf_byte(int ft, int x, int a, int b, int 
     return x + pred;
 }
 
-/* Reconstructs the chunk x (filter type ft) from the row above's chunk u and the last bpp bytes
- * before it of both rows (hist, uhist: byte j is [i - 1 - j]; sh = 8 (bpp - 1), mask their bpp
- * bytes), which it moves on. The dependences of each byte stay in registers. */
-static __device__ __forceinline__ uint32_t unf_chunk(uint32_t x, uint32_t u, int ft, int sh, uint32_t mask,
-                                                     uint32_t *hist, uint32_t *uhist)
+/* Reconstructs the chunk x (filter type ft, pixels of BPP bytes) from the row above's chunk u and
+ * the chunks before both, pr and pu (0 before a row's first), whose last BPP bytes are the left
+ * and upper-left neighbours of the chunk's first. The dependences of each byte stay in registers. */
+template <int BPP>
+static __device__ __forceinline__ uint32_t unf_chunk(uint32_t x, uint32_t u, int ft, uint32_t pr, uint32_t pu)
 {
-    uint32_t out = 0, h = *hist, uh = *uhist;
+    uint32_t r[UNF_CHUNK];
 
 #pragma unroll
     for (int k = 0; k < UNF_CHUNK; k++) {
-        int a = (int)(h >> sh & 0xffu), b = (int)(u >> 8 * k & 0xffu), c = (int)(uh >> sh & 0xffu);
-        uint32_t r = (uint32_t)unf_byte(ft, (int)(x >> 8 * k & 0xffu), a, b, c) & 0xffu;
-        out |= r << 8 * k;
-        h = (h << 8 | r) & mask;
-        uh = (uh << 8 | (uint32_t)b) & mask;
+        const int back = k >= BPP ? k - BPP : 0, prior = 8 * (UNF_CHUNK - BPP + k); /* one is used */
+        const int a = (int)(k >= BPP ? r[back] : pr >> prior & 0xffu);
+        const int c = (int)((k >= BPP ? u >> 8 * back : pu >> prior) & 0xffu);
+        r[k] = (uint32_t)unf_byte(ft, (int)(x >> 8 * k & 0xffu), a, (int)(u >> 8 * k & 0xffu), c) & 0xffu;
     }
-    *hist = h, *uhist = uh;
-    return out;
+    return r[0] | r[1] << 8 | r[2] << 16 | r[3] << 24;
 }
 
 /* Writes chunk j (r; prev, chunk j - 1) of the row at cur, rowbytes long, whose aligned words d_w
@@ -194,7 +192,8 @@ static __device__ __forceinline__ int unf_clamp(int i, int last)
     return min(max(i, 0), last);
 }
 
-/* Band `band` of im: the lane's row, in steps (the head comment). */
+/* Band `band` of im: the lane's row, in steps (the head comment); BPP is im.bpp. */
+template <int BPP>
 static __device__ __forceinline__ void unf_band(const struct png_unf_image &im, uint64_t *work, uint32_t band,
                                                 uint32_t bands)
 {
@@ -210,10 +209,8 @@ static __device__ __forceinline__ void unf_band(const struct png_unf_image &im, 
     uint32_t *d_w = (uint32_t *)(cur - o);
     const uint64_t *d_above = work + 2 + (size_t)(band > 0 ? band - 1 : 0) * chunks;
     uint64_t *d_post = work + 2 + (size_t)band * chunks;
-    const int sh = 8 * (im.bpp - 1);
-    const uint32_t mask = im.bpp >= 4 ? 0xffffffffu : (1u << 8 * im.bpp) - 1;
     int ft = valid ? cur[-1] : 0;
-    uint32_t q[UNF_RING], r = 0, prev = 0, hist = 0, uhist = 0;
+    uint32_t q[UNF_RING], r = 0, prev = 0, uprev = 0;
     uint64_t m[UNF_RING];
     bool late = false;
 
@@ -250,11 +247,11 @@ static __device__ __forceinline__ void unf_band(const struct png_unf_image &im, 
                 }
             }
             if (valid && j >= 0 && j < chunks) {
-                r = unf_chunk(x, u, ft, sh, mask, &hist, &uhist);
+                r = unf_chunk<BPP>(x, u, ft, prev, uprev);
                 unf_store(cur, d_w, j, o, wlo, whi, rowbytes, prev, r);
                 if (post)
                     unf_mail_post(d_post + j, j, r);
-                prev = r;
+                prev = r, uprev = u;
             }
         }
     }
@@ -274,7 +271,19 @@ __global__ void __launch_bounds__(UNF_ROWS) unfilter_kernel(const struct png_unf
     if (threadIdx.x == 0)
         band = atomicAdd((unsigned int *)work, 1u);
     band = __shfl_sync(UNF_LANES, band, 0);
-    unf_band(im, work, band, bands);
+    switch (im.bpp) { /* the launcher checked 1..UNF_CHUNK */
+    case 1:
+        unf_band<1>(im, work, band, bands);
+        break;
+    case 2:
+        unf_band<2>(im, work, band, bands);
+        break;
+    case 3:
+        unf_band<3>(im, work, band, bands);
+        break;
+    default:
+        unf_band<4>(im, work, band, bands);
+    }
 }
 
 /* Blocks (x, i): image i's status pair, and its scratch cleared when its rows are to be undone. */

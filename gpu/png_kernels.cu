@@ -50,8 +50,8 @@
 #define UNF_RING (UNF_AHEAD + 2) /* filtered words a lane holds (a step reads two); steps unrolled */
 #define UNF_SPINS 32             /* polls before a lane waiting for a post naps between them */
 #define UNF_NAP_NS 256
-/* A wait this long means something unforeseen: the image is declined. A real wait is at most the
- * time the bands above take, milliseconds for the largest image; the margin covers runs under
+/* A wait this long means something unforeseen: the image is declined. A real wait lasts as long as
+ * the bands above take to reach the chunk; the bound is far beyond that, also for runs under
  * compute-sanitizer, many times slower and sharing the device with other processes. */
 #define UNF_WAIT_NS 10000000000ull
 #define UNF_MAX_ROWBYTES ((size_t)1 << 28) /* chunk and word indices stay in an int */

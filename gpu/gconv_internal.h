@@ -194,9 +194,13 @@ int gjob_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const struc
 
 /* ---- png_kernels.cu: the PNG rows on the device ---- */
 
-/* One image of an unfilter launch: h rows of a filter byte and rowbytes bytes at d_raw, undone in
+/* One image of an unfilter launch: h rows of a filter byte and rowbytes bytes at d_raw (16-byte
+ * aligned, png_unfilter_bytes(rowbytes, h) bytes: the rows, then the kernel's scratch), undone in
  * place; d_inflated is its ginflate status word, d_status receives {inflate, filter} verdicts
- * (0 OK; filter 1 for a type over 4). */
+ * (0 OK; filter PNG_UNF_BAD_FILTER for a type over 4, PNG_UNF_LATE when a band gave up waiting for
+ * the band above: never expected, the CPU decodes it). */
+#define PNG_UNF_BAD_FILTER 1
+#define PNG_UNF_LATE 2
 struct png_unf_image {
     uint8_t *d_raw;
     size_t rowbytes;
@@ -209,7 +213,11 @@ struct png_unf_batch {
     int n;
     struct png_unf_image im[GCONV_PNG_MAX_BATCH];
 };
-/* Enqueues the unfiltering of b's images on s (one thread block each); the launch's error. */
+/* Bytes of an image's unfilter buffer: its h rows of rowbytes + 1 bytes, padding and the scratch
+ * behind them; 0 when that overflows or rowbytes is beyond the kernel's reach. */
+size_t png_unfilter_bytes(size_t rowbytes, uint32_t h);
+/* Enqueues the unfiltering of b's images on s (two launches: the scratch cleared, then the rows);
+ * cudaErrorInvalidValue for an image the kernel cannot take, else the launches' error. */
 cudaError_t png_unfilter_launch(const struct png_unf_batch *b, cudaStream_t s);
 /* Enqueues on s the expansion of lay's unfiltered rows at d_raw (rows rowbytes + 1 apart, filter
  * byte first) into d_dst, w x h x out_ch u8 rows dense; d_rgba: lay->rgba on the device. */

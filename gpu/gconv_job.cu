@@ -173,13 +173,19 @@ int gconv_submit(struct gconv_ctx *ctx, int s, const struct img *in, const struc
 }
 
 /* GCONV_E_PNG_DECLINED with a message in err when the PNG job that ended on st was declined by the
- * device (its inflate's verdict, or a filter type over 4, in st->png_status: gconv_png.cu), else 0. */
+ * device (its inflate's verdict, or the unfilter's: a filter type over 4, or a wait it gave up, in
+ * st->png_status: gconv_png.cu), else 0. */
 static int job_png_declined(const struct gstream *st, char *err)
 {
+    const char *what = "gave up unfiltering";
+
     if (!st->png_status || (st->png_status[0] == GINFLATE_OK && st->png_status[1] == 0))
         return 0;
-    return edged_fail(err, GCONV_E_PNG_DECLINED, "the device %s the PNG",
-                      st->png_status[0] != GINFLATE_OK ? "declined to inflate" : "found a bad filter type in");
+    if (st->png_status[0] != GINFLATE_OK)
+        what = "declined to inflate";
+    else if (st->png_status[1] == PNG_UNF_BAD_FILTER)
+        what = "found a bad filter type in";
+    return edged_fail(err, GCONV_E_PNG_DECLINED, "the device %s the PNG", what);
 }
 
 int gconv_poll(struct gconv_ctx *ctx, int s)

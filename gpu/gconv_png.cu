@@ -4,10 +4,10 @@
  *
  * A batch maps onto streams as the JPEG path's does: each job uploads its stream on its own CUDA
  * stream, the context's decode stream waits for those uploads, inflates the whole batch in one
- * ginflate_enqueue call and unfilters it in one launch (a block per image), and each job's stream
- * waits for that, expands its rows into its input buffer and runs its plan. Nothing waits on the
- * host: the device's verdicts travel with the job (a pinned status pair copied before ev_down) and
- * gconv_poll / gconv_finish turn a declined one into GCONV_E_PNG_DECLINED. */
+ * ginflate_enqueue call and unfilters it in one launch (a warp per band of rows of every image),
+ * and each job's stream waits for that, expands its rows into its input buffer and runs its plan.
+ * Nothing waits on the host: the device's verdicts travel with the job (a pinned status pair copied
+ * before ev_down) and gconv_poll / gconv_finish turn a declined one into GCONV_E_PNG_DECLINED. */
 #include <string.h>
 
 #include "clock.h"
@@ -153,11 +153,11 @@ static size_t raw_bytes(const struct png_layout *lay)
     return size_mul(lay->rowbytes + 1, lay->h, &n) ? 0 : n;
 }
 
-/* Bytes to allocate for them: the unfilter kernel reads the aligned 16-byte words around each
- * chunk of a row, so the last row's may reach up to 15 bytes past the stream. */
-static size_t raw_alloc_bytes(size_t raw)
+/* Bytes to allocate for them: the stream, then the unfilter kernel's padding and scratch (0 when
+ * that overflows). */
+static size_t raw_alloc_bytes(const struct png_layout *lay)
 {
-    return raw + 16;
+    return png_unfilter_bytes(lay->rowbytes, lay->h);
 }
 
 /* Stages and uploads each image's stream and palette on its stream, and makes the decode stream
@@ -181,7 +181,7 @@ out:
 }
 
 /* The inflate and unfilter of the uploaded images (rc 0) as one batch on the decode stream:
- * ginflate writes its verdicts into one array, the unfilter kernel moves each into its image's
+ * ginflate writes its verdicts into one array, the unfilter launch copies each into its image's
  * slot. Scratch that cannot grow refuses them all (the CPU decodes them); returns 0 or the error
  * of a call that fails them all. */
 static int pdec_inflate(struct gconv_ctx *ctx, struct gpng *g, struct pdec *pd, int n, char *err)
@@ -259,7 +259,8 @@ static int job_prepare(struct gconv_ctx *ctx, struct gpng *g, struct gconv_png_j
         return pd->rc = edged_fail(jb->err, EDGED_E_PARAM, "stream %d invalid or busy", jb->s);
     if (!lay || !jb->z || !jb->plan || filter_plan_check(jb->plan, jb->err) < 0)
         return pd->rc = edged_fail(jb->err, EDGED_E_PARAM, "PNG job without data or with a bad plan");
-    if (!layout_ok(lay) || !(raw = raw_bytes(lay)) || lay->w > INT32_MAX || lay->h > INT32_MAX)
+    if (!layout_ok(lay) || !raw_bytes(lay) || !(raw = raw_alloc_bytes(lay)) || lay->w > INT32_MAX ||
+        lay->h > INT32_MAX)
         return pd->rc = edged_fail(jb->err, GCONV_E_PNG_REFUSED, "the device does not decode this PNG kind");
     if (lay->out_ch != jb->plan->in_ch || (jb->w && (jb->w != (int)lay->w || jb->h != (int)lay->h)))
         return pd->rc = edged_fail(jb->err, GCONV_E_PNG_REFUSED,
@@ -272,8 +273,7 @@ static int job_prepare(struct gconv_ctx *ctx, struct gpng *g, struct gconv_png_j
     if ((e = gjob_buffers(ctx, st, jb->w, jb->h, jb->plan, &what)) != cudaSuccess ||
         (e = gctx_grow_pinned(ctx, (void **)&st->h_in, &st->h_in_cap, jb->z_len)) != cudaSuccess ||
         (e = gctx_grow_device(ctx, st, (void **)&g->d_z[jb->s], &g->z_cap[jb->s], jb->z_len)) != cudaSuccess ||
-        (e = gctx_grow_device(ctx, st, (void **)&g->d_raw[jb->s], &g->raw_cap[jb->s], raw_alloc_bytes(raw))) !=
-            cudaSuccess)
+        (e = gctx_grow_device(ctx, st, (void **)&g->d_raw[jb->s], &g->raw_cap[jb->s], raw)) != cudaSuccess)
         return pd->rc = gctx_fail(ctx, e, *what ? what : "PNG buffers", jb->err);
     pd->s = st->s, pd->h_z = st->h_in, pd->d_z = g->d_z[jb->s], pd->d_raw = g->d_raw[jb->s];
     pd->d_dst = st->d_in8;
@@ -344,7 +344,7 @@ static int host_buffers(struct gconv_ctx *ctx, struct gpng *g, struct pdec *pd, 
         size_t raw;
         if (pd[i].rc < 0)
             continue;
-        if (!layout_ok(lay) || !(raw = raw_bytes(lay))) {
+        if (!layout_ok(lay) || !raw_bytes(lay) || !(raw = raw_alloc_bytes(lay))) {
             pd[i].rc = edged_fail(pd[i].err, GCONV_E_PNG_REFUSED, "the device does not decode this PNG kind");
             continue;
         }
@@ -353,7 +353,7 @@ static int host_buffers(struct gconv_ctx *ctx, struct gpng *g, struct pdec *pd, 
         pd[i].d_slot = g->d_slots + (size_t)i * PNG_SLOT_BYTES;
         GCTX_CU(cudaHostAlloc((void **)&pd[i].h_z, pd[i].z_len ? pd[i].z_len : 1, cudaHostAllocDefault));
         GCTX_CU(cudaMalloc((void **)&pd[i].d_z, pd[i].z_len ? pd[i].z_len : 1));
-        GCTX_CU(cudaMalloc((void **)&pd[i].d_raw, raw_alloc_bytes(raw)));
+        GCTX_CU(cudaMalloc((void **)&pd[i].d_raw, raw));
         GCTX_CU(cudaMalloc((void **)&pd[i].d_dst, (size_t)lay->w * lay->h * lay->out_ch));
     }
 out:

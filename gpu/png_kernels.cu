@@ -1,5 +1,6 @@
 /* png_kernels.cu — a PNG's inflated rows on the device: the row filters undone by a wavefront of
- * threads, then the expansion to the decoded channels (palette, tRNS key) as pngio_decode does.
+ * warps, each a band of rows chained to the band above through memory, then the expansion to the
+ * decoded channels (palette, tRNS key) as pngio_decode does.
  *
  * Exactness: every byte is reconstructed by the formulas of the PNG specification (None, Sub, Up,
  * Average, Paeth on bytes, the left neighbour bpp bytes back, the row above already reconstructed)
@@ -12,22 +13,82 @@
 #include "ginflate.h"
 #include "png_layout.h"
 
-/* Unfiltering: one block per image. Its threads own consecutive rows (thread t row r0 + t of each
- * group of UNF_THREADS rows) and walk them in chunks of UNF_CHUNK bytes, thread t one step behind
- * thread t - 1: at step k thread t does chunk k - t, whose upper row (chunk k - t and the bpp
- * bytes before it) thread t - 1 finished at step k - 1, and whose left bytes it did itself. A
- * __syncthreads() per step orders the two. A group of g rows and c chunks takes c + g - 1 steps.
+/* Unfiltering: a warp per band of UNF_ROWS consecutive rows, each band its own block, so that one
+ * image spreads over the whole device. Lane t owns row r0 + t and walks it in chunks of UNF_CHUNK
+ * bytes, one step behind lane t - 1: at step k it does chunk k - t, whose upper bytes lane t - 1
+ * made at step k - 1 and hands over with __shfl_up_sync, and whose left bytes it made itself. The
+ * warp steps in lockstep: no shared memory, no barrier. A band of g rows and c chunks takes
+ * c + g - 1 steps, and a step is the arithmetic of one chunk, so chunks are one 32-bit word.
  *
- * What a step costs is memory requests, not arithmetic: the threads of a warp read and write 32
- * different rows, so every byte access of a warp is 32 requests. So the row above comes from the
- * thread above through shared memory (its chunk of the step before; from memory only for a group's
- * first row, which the group before finished), the left and upper-left bytes stay in registers,
- * and a whole chunk is read as the aligned 16-byte words around it and written as one aligned
- * 16-byte word a step: the word that holds the chunk's first byte, whose earlier bytes are the end
- * of the thread's own previous chunk (so the end of each chunk goes out with the next one, and a
- * row's first and last bytes one by one, never touching a byte of another row). */
-#define UNF_THREADS 1024
-#define UNF_CHUNK 16 /* at least 4 (bpp): a chunk's upper-left bytes lie in the chunk before */
+ * Band to band: the band's last lane also posts each chunk of its row to the band's mailbox (in
+ * scratch behind the rows) as one 64-bit word, the chunk and its index + 1. A 64-bit store is
+ * single-copy atomic, so a word seen with the expected tag holds its chunk: no fence on either
+ * side. Lane 0 of the band below loads each mailbox word UNF_AHEAD steps before it needs it and
+ * polls again only when it had not been posted yet. A band whose first row is None or Sub does
+ * not read the row above: it never waits, and runs beside the band above.
+ *
+ * No deadlock: a band waits only for the band above, and bands are numbered by a ticket that the
+ * block takes from its image's counter when it starts (not by blockIdx, whose blocks need not be
+ * running), so the band waited for has started and stays resident until it ends; by induction from
+ * band 0, which waits for nothing, every band posts every chunk in finite time whatever the bytes
+ * are (a bad filter type is undone as None and reported). So no image can stall it. Each wait is
+ * still bounded by UNF_WAIT_NS of the device's clock, a guard against the unforeseen (a kernel
+ * halted in a debugger): a lane that waited that long marks the image declined (the CPU decodes
+ * it), stops waiting and runs on, so the bands below it do not wait long either.
+ *
+ * Memory: each lane loads its filtered bytes as the aligned 32-bit words of its row, UNF_AHEAD
+ * steps before their use (they do not depend on the arithmetic), funnel-shifted into place (rows
+ * are rowbytes + 1 apart, so mostly not aligned), and writes one aligned word a step: the one
+ * holding the chunk's first bytes, whose earlier bytes end its own chunk before. The bytes of a
+ * word that reaches into another row (a row's first and last few) go out one by one: no store
+ * touches another row, and no lane reads another row's reconstructed bytes from the rows. The
+ * launch before, unfilter_reset_kernel, clears the counters and mailboxes and sets the status pair. */
+#define UNF_ROWS 32              /* rows of a band: one warp */
+#define UNF_LANES 0xffffffffu    /* the warp's lanes, all of them stepping together */
+#define UNF_CHUNK 4              /* bytes of a step, at least bpp: upper-left bytes lie in the chunk before */
+#define UNF_AHEAD 4              /* steps between the load of a word (filtered bytes, mailbox) and its use */
+#define UNF_RING (UNF_AHEAD + 2) /* filtered words a lane holds (a step reads two); steps unrolled */
+#define UNF_SPINS 32             /* polls before a lane waiting for a post naps between them */
+#define UNF_NAP_NS 256
+/* A wait this long means something unforeseen: the image is declined. A real wait lasts as long as
+ * the bands above take to reach the chunk; the bound is far beyond that, also for runs under
+ * compute-sanitizer, many times slower and sharing the device with other processes. */
+#define UNF_WAIT_NS 10000000000ull
+#define UNF_MAX_ROWBYTES ((size_t)1 << 28) /* chunk and word indices stay in an int */
+#define UNF_RESET_THREADS 256
+#define UNF_RESET_BLOCKS 128 /* per image at most; they stride over its scratch */
+
+/* An image's scratch, 8-byte words behind its rows (16-byte aligned, as the buffer is): the band
+ * counter and a spare word, then the mailboxes of bands 0 .. bands - 2, chunks words each. */
+static __host__ __device__ size_t unf_work_offset(size_t rowbytes, uint32_t h)
+{
+    return ((rowbytes + 1) * h + 15) & ~(size_t)15;
+}
+
+static __host__ __device__ uint32_t unf_bands(uint32_t h)
+{
+    return h / UNF_ROWS + (h % UNF_ROWS != 0);
+}
+
+static __host__ __device__ uint32_t unf_chunks(size_t rowbytes)
+{
+    return (uint32_t)((rowbytes + UNF_CHUNK - 1) / UNF_CHUNK);
+}
+
+static __host__ __device__ size_t unf_work_words(size_t rowbytes, uint32_t h)
+{
+    return 2 + (size_t)(unf_bands(h) - 1) * unf_chunks(rowbytes);
+}
+
+size_t png_unfilter_bytes(size_t rowbytes, uint32_t h)
+{
+    size_t raw, mail;
+
+    if (h < 1 || rowbytes < 1 || rowbytes > UNF_MAX_ROWBYTES || size_mul(rowbytes + 1, h, &raw) < 0 ||
+        size_mul(unf_work_words(rowbytes, h), 8, &mail) < 0 || raw > SIZE_MAX - 16 - mail)
+        return 0;
+    return unf_work_offset(rowbytes, h) + mail;
+}
 
 static __device__ __forceinline__ uint8_t unf_paeth(int a, int b, int c)
 {
@@ -48,138 +109,223 @@ static __device__ __forceinline__ int unf_byte(int ft, int x, int a, int b, int 
     return x + pred;
 }
 
-/* Byte k of a 16-byte chunk held as a uint4. */
-static __device__ __forceinline__ uint32_t unf_get(uint4 v, int k)
+/* Reconstructs the chunk x (filter type ft, pixels of BPP bytes) from the row above's chunk u and
+ * the chunks before both, pr and pu (0 before a row's first), whose last BPP bytes are the left
+ * and upper-left neighbours of the chunk's first. The dependences of each byte stay in registers. */
+template <int BPP>
+static __device__ __forceinline__ uint32_t unf_chunk(uint32_t x, uint32_t u, int ft, uint32_t pr, uint32_t pu)
 {
-    uint32_t w = k < 4 ? v.x : k < 8 ? v.y : k < 12 ? v.z : v.w;
-    return (w >> (8 * (k % 4))) & 0xffu;
-}
-
-/* Word i (0..7) of the 32 bytes a ++ b, by selects: an array indexed at run time would live in
- * local memory. */
-static __device__ __forceinline__ uint32_t unf_word(uint4 a, uint4 b, int i)
-{
-    uint4 v = i < 4 ? a : b;
-    return (i & 3) == 0 ? v.x : (i & 3) == 1 ? v.y : (i & 3) == 2 ? v.z : v.w;
-}
-
-/* The 16 bytes from byte o (0..15) of the 32 bytes a ++ b: words q .. q + 4 with q = o / 4 <= 3. */
-static __device__ __forceinline__ uint4 unf_window(uint4 a, uint4 b, int o)
-{
-    const int q = o / 4;
-    const unsigned s = 8 * (o % 4);
-    uint32_t w0 = unf_word(a, b, q), w1 = unf_word(a, b, q + 1), w2 = unf_word(a, b, q + 2);
-    uint32_t w3 = unf_word(a, b, q + 3), w4 = unf_word(a, b, q + 4);
-
-    return make_uint4(__funnelshift_r(w0, w1, s), __funnelshift_r(w1, w2, s), __funnelshift_r(w2, w3, s),
-                      __funnelshift_r(w3, w4, s));
-}
-
-/* Row bytes [i0, i0 + n) (n <= 16) of p into a chunk, byte by byte. */
-static __device__ __forceinline__ uint4 unf_load_bytes(const uint8_t *p, size_t i0, int n)
-{
-    uint32_t w[4] = {0, 0, 0, 0};
-
-#pragma unroll
-    for (int k = 0; k < UNF_CHUNK; k++)
-        if (k < n)
-            w[k / 4] |= (uint32_t)p[i0 + k] << (8 * (k % 4));
-    return make_uint4(w[0], w[1], w[2], w[3]);
-}
-
-/* Bytes [lo, hi) of chunk v to p + i0 + lo .. , byte by byte. */
-static __device__ __forceinline__ void unf_store_bytes(uint8_t *p, size_t i0, uint4 v, int lo, int hi)
-{
-#pragma unroll
-    for (int k = 0; k < UNF_CHUNK; k++)
-        if (k >= lo && k < hi)
-            p[i0 + k] = (uint8_t)unf_get(v, k);
-}
-
-/* Reconstructs the chunk x (filter type ft) from the row above's chunk u and the last bpp bytes
- * before it of both rows (hist, uhist: byte j is [i - 1 - j]), which it moves on. The dependences
- * of each byte stay in registers. */
-static __device__ __forceinline__ uint4 unf_chunk(uint4 x, uint4 u, int ft, int bpp, uint32_t *hist, uint32_t *uhist)
-{
-    const int sh = 8 * (bpp - 1);
-    const uint32_t mask = bpp >= 4 ? 0xffffffffu : (1u << (8 * bpp)) - 1;
-    uint32_t w[4] = {0, 0, 0, 0}, h = *hist, uh = *uhist;
+    uint32_t r[UNF_CHUNK];
 
 #pragma unroll
     for (int k = 0; k < UNF_CHUNK; k++) {
-        int a = (int)(h >> sh & 0xffu), b = (int)unf_get(u, k), c = (int)(uh >> sh & 0xffu);
-        uint32_t r = (uint32_t)unf_byte(ft, (int)unf_get(x, k), a, b, c) & 0xffu;
-        w[k / 4] |= r << (8 * (k % 4));
-        h = (h << 8 | r) & mask;
-        uh = (uh << 8 | (uint32_t)b) & mask;
+        const int back = k >= BPP ? k - BPP : 0, prior = 8 * (UNF_CHUNK - BPP + k); /* one is used */
+        const int a = (int)(k >= BPP ? r[back] : pr >> prior & 0xffu);
+        const int c = (int)((k >= BPP ? u >> 8 * back : pu >> prior) & 0xffu);
+        r[k] = (uint32_t)unf_byte(ft, (int)(x >> 8 * k & 0xffu), a, (int)(u >> 8 * k & 0xffu), c) & 0xffu;
     }
-    *hist = h, *uhist = uh;
-    return make_uint4(w[0], w[1], w[2], w[3]);
+    return r[0] | r[1] << 8 | r[2] << 16 | r[3] << 24;
 }
 
-__global__ void __launch_bounds__(UNF_THREADS) unfilter_kernel(const struct png_unf_batch b)
+/* Writes chunk j (r; prev, chunk j - 1) of the row at cur, rowbytes long, whose aligned words d_w
+ * (from cur - o) wlo .. whi lie inside it: the word j when it is one of those, and the chunk's bytes
+ * in words that are not one by one. */
+static __device__ __forceinline__ void unf_store(uint8_t *cur, uint32_t *d_w, int j, int o, int wlo, int whi,
+                                                 int rowbytes, uint32_t prev, uint32_t r)
 {
-    __shared__ uint4 s_out[2][UNF_THREADS]; /* each thread's chunk of the step, by step parity */
-    const struct png_unf_image im = b.im[blockIdx.x];
-    const size_t stride = im.rowbytes + 1, chunks = (im.rowbytes + UNF_CHUNK - 1) / UNF_CHUNK;
-    const bool vec = ((uintptr_t)im.d_raw & 15) == 0; /* aligned words stay inside the buffer */
-    const int t = threadIdx.x;
+    const bool in0 = j >= wlo && j <= whi, in1 = o == 0 || j + 1 <= whi;
 
-    if (t == 0)
-        im.d_status[0] = *im.d_inflated, im.d_status[1] = 0;
-    __syncthreads(); /* before any thread reports a bad filter type */
-    if (*im.d_inflated != GINFLATE_OK) /* the rows are undefined: the job declines */
-        return;
-    for (uint32_t r0 = 0; r0 < im.h; r0 += UNF_THREADS) {
-        uint32_t rows = im.h - r0 < UNF_THREADS ? im.h - r0 : UNF_THREADS, y = r0 + t;
-        uint8_t *row = im.d_raw + (size_t)y * stride, *cur = row + 1;
-        const int o = (int)((uintptr_t)cur & 15);
-        int ft = t < (int)rows ? row[0] : 0;
-        uint32_t hist = 0, uhist = 0;
-        uint4 prev = make_uint4(0, 0, 0, 0);
+    if (in0)
+        d_w[j] = __funnelshift_rc(prev, r, 32 - 8 * o);
+    if (!in0 || !in1) {
+#pragma unroll
+        for (int k = 0; k < UNF_CHUNK; k++)
+            if (4 * j + k < rowbytes && !(k + o < 4 ? in0 : in1))
+                cur[4 * j + k] = (uint8_t)(r >> 8 * k);
+    }
+}
 
-        if (ft > 4) {
-            im.d_status[1] = 1;
-            ft = 0; /* keep going without it: the result is dropped */
-        }
-        for (size_t k = 0; k < chunks + rows - 1; k++) {
-            size_t j = k - (size_t)t;
-            if (t < (int)rows && k >= (size_t)t && j < chunks) {
-                const size_t i0 = j * UNF_CHUNK;
-                const int n = im.rowbytes - i0 < UNF_CHUNK ? (int)(im.rowbytes - i0) : UNF_CHUNK;
-                const bool whole = vec && n == UNF_CHUNK;
-                uint4 u = make_uint4(0, 0, 0, 0), x;
-                if (y > 0)
-                    u = t > 0 ? s_out[(k + 1) & 1][t - 1] : unf_load_bytes(cur - stride, i0, n);
-                if (whole) {
-                    const uint4 *a = (const uint4 *)(cur + i0 - o);
-                    x = o ? unf_window(a[0], a[1], o) : a[0];
-                } else {
-                    x = unf_load_bytes(cur, i0, n);
-                }
-                const uint4 r = unf_chunk(x, u, ft, im.bpp, &hist, &uhist);
-                s_out[k & 1][t] = r;
-                if (whole && (o == 0 || j > 0)) /* the aligned word of the chunk's first byte */
-                    *(uint4 *)(cur + i0 - o) = o ? unf_window(prev, r, UNF_CHUNK - o) : r;
-                else /* a row's first chunk, or a short one: its bytes alone, after the end of
-                      * the chunk before where that waits */
-                    unf_store_bytes(cur, i0, r, 0, whole ? UNF_CHUNK - o : n);
-                if (!whole && j > 0 && vec && o)
-                    unf_store_bytes(cur, i0 - UNF_CHUNK, prev, UNF_CHUNK - o, UNF_CHUNK);
-                if (whole && o && j == chunks - 1) /* the row's end: the bytes that wait */
-                    unf_store_bytes(cur, i0, r, UNF_CHUNK - o, UNF_CHUNK);
-                prev = r;
-            }
-            __syncthreads();
+/* A mailbox word: loaded and stored whole, at the device's scope, never cached out of date. */
+static __device__ __forceinline__ uint64_t unf_mail_load(const uint64_t *p)
+{
+    uint64_t v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(__cvta_generic_to_global(p)));
+    return v;
+}
+
+static __device__ __forceinline__ void unf_mail_post(uint64_t *p, int j, uint32_t r)
+{
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(__cvta_generic_to_global(p)),
+                 "l"((uint64_t)(j + 1) << 32 | r));
+}
+
+static __device__ __forceinline__ uint64_t unf_clock(void)
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/* Chunk j of the row above from its mailbox word p, loaded before as v: polled until posted, for
+ * at most UNF_WAIT_NS; past that the image is declined (*late, d_status[1]) and the lane waits no
+ * more. */
+static __device__ __forceinline__ uint32_t unf_take(const uint64_t *p, int j, uint64_t v, bool *late,
+                                                    int *d_status)
+{
+    if ((uint32_t)(v >> 32) == (uint32_t)j + 1 || *late)
+        return (uint32_t)v;
+    const uint64_t t0 = unf_clock();
+    for (int n = 0;; n++) {
+        if (n >= UNF_SPINS)
+            __nanosleep(UNF_NAP_NS);
+        v = unf_mail_load(p);
+        if ((uint32_t)(v >> 32) == (uint32_t)j + 1)
+            return (uint32_t)v;
+        if (unf_clock() - t0 > UNF_WAIT_NS) {
+            *late = true;
+            d_status[1] = PNG_UNF_LATE;
+            return (uint32_t)v;
         }
     }
+}
+
+static __device__ __forceinline__ int unf_clamp(int i, int last)
+{
+    return min(max(i, 0), last);
+}
+
+/* Band `band` of im: the lane's row, in steps (the head comment); BPP is im.bpp. */
+template <int BPP>
+static __device__ __forceinline__ void unf_band(const struct png_unf_image &im, uint64_t *work, uint32_t band,
+                                                uint32_t bands)
+{
+    const int t = (int)threadIdx.x, chunks = (int)unf_chunks(im.rowbytes);
+    const uint32_t r0 = band * UNF_ROWS, rows = min((uint32_t)UNF_ROWS, im.h - r0);
+    const int steps = chunks + (int)rows - 1;
+    const bool valid = t < (int)rows;
+    uint8_t *cur = im.d_raw + (size_t)(r0 + (valid ? t : 0)) * (im.rowbytes + 1) + 1;
+    /* d_w's word w holds the row's bytes 4w - o .. 4w + 3 - o: word last its last byte, words
+     * wlo .. whi lie wholly inside it */
+    const int rowbytes = (int)im.rowbytes, o = (int)((uintptr_t)cur & 3), last = (rowbytes - 1 + o) >> 2;
+    const int wlo = o != 0, whi = (rowbytes + o - 4) >> 2;
+    uint32_t *d_w = (uint32_t *)(cur - o);
+    const uint64_t *d_above = work + 2 + (size_t)(band > 0 ? band - 1 : 0) * chunks;
+    uint64_t *d_post = work + 2 + (size_t)band * chunks;
+    int ft = valid ? cur[-1] : 0;
+    uint32_t q[UNF_RING], r = 0, prev = 0, uprev = 0;
+    uint64_t m[UNF_RING];
+    bool late = false;
+
+    if (ft > 4) {
+        im.d_status[1] = PNG_UNF_BAD_FILTER;
+        ft = 0; /* keep going without it: the result is dropped */
+    }
+    const bool wait = t == 0 && band > 0 && ft >= 2; /* Up, Average, Paeth read the band above */
+    const bool post = t == UNF_ROWS - 1 && band + 1 < bands;
+    /* Step k loads word j + UNF_RING - 1 (j = k - t) into q[k % UNF_RING] and reads words j, j + 1
+     * from the two slots after it; lane 0 reads chunk k's post in m[k % UNF_RING]. */
+#pragma unroll
+    for (int s = 0; s < UNF_RING; s++) {
+        q[s] = s > 0 && valid ? d_w[unf_clamp(s - 1 - t, last)] : 0;
+        m[s] = s < UNF_AHEAD && s < chunks && wait ? unf_mail_load(d_above + s) : 0;
+    }
+    for (int k0 = 0; k0 < steps; k0 += UNF_RING) {
+#pragma unroll
+        for (int s = 0; s < UNF_RING; s++) {
+            const int k = k0 + s, j = k - t;
+            if (k >= steps)
+                break;
+            const uint32_t x = __funnelshift_r(q[(s + 1) % UNF_RING], q[(s + 2) % UNF_RING], 8 * o);
+            uint32_t u = __shfl_up_sync(UNF_LANES, r, 1);
+            if (valid)
+                q[s] = d_w[unf_clamp(j + UNF_RING - 1, last)];
+            if (t == 0) {
+                u = 0;
+                if (wait && k < chunks) {
+                    const uint64_t v = m[s];
+                    if (k + UNF_AHEAD < chunks)
+                        m[(s + UNF_AHEAD) % UNF_RING] = unf_mail_load(d_above + k + UNF_AHEAD);
+                    u = unf_take(d_above + k, k, v, &late, im.d_status);
+                }
+            }
+            if (valid && j >= 0 && j < chunks) {
+                r = unf_chunk<BPP>(x, u, ft, prev, uprev);
+                unf_store(cur, d_w, j, o, wlo, whi, rowbytes, prev, r);
+                if (post)
+                    unf_mail_post(d_post + j, j, r);
+                prev = r, uprev = u;
+            }
+        }
+    }
+}
+
+/* Block (x, i): one band of image i, the band numbered by its ticket; blocks past the image's
+ * bands, and every block of an image whose inflate declined (its rows are undefined), end at once. */
+__global__ void __launch_bounds__(UNF_ROWS) unfilter_kernel(const struct png_unf_batch b)
+{
+    const struct png_unf_image im = b.im[blockIdx.y];
+    const uint32_t bands = unf_bands(im.h);
+    uint32_t band = 0;
+
+    if (blockIdx.x >= bands || *im.d_inflated != GINFLATE_OK)
+        return;
+    uint64_t *work = (uint64_t *)(im.d_raw + unf_work_offset(im.rowbytes, im.h));
+    if (threadIdx.x == 0)
+        band = atomicAdd((unsigned int *)work, 1u);
+    band = __shfl_sync(UNF_LANES, band, 0);
+    switch (im.bpp) { /* the launcher checked 1..UNF_CHUNK */
+    case 1:
+        unf_band<1>(im, work, band, bands);
+        break;
+    case 2:
+        unf_band<2>(im, work, band, bands);
+        break;
+    case 3:
+        unf_band<3>(im, work, band, bands);
+        break;
+    default:
+        unf_band<4>(im, work, band, bands);
+    }
+}
+
+/* Blocks (x, i): image i's status pair, and its scratch cleared when its rows are to be undone. */
+__global__ void unfilter_reset_kernel(const struct png_unf_batch b)
+{
+    const struct png_unf_image im = b.im[blockIdx.y];
+    const size_t n = unf_work_words(im.rowbytes, im.h);
+    uint64_t *work = (uint64_t *)(im.d_raw + unf_work_offset(im.rowbytes, im.h));
+
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        im.d_status[0] = *im.d_inflated, im.d_status[1] = 0;
+    if (*im.d_inflated != GINFLATE_OK)
+        return;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        work[i] = 0;
 }
 
 cudaError_t png_unfilter_launch(const struct png_unf_batch *b, cudaStream_t s)
 {
+    uint32_t bands = 0;
+    size_t words = 0;
+    cudaError_t e;
+
     if (b->n < 1)
         return cudaSuccess;
-    unfilter_kernel<<<b->n, UNF_THREADS, 0, s>>>(*b);
+    if (b->n > GCONV_PNG_MAX_BATCH)
+        return cudaErrorInvalidValue;
+    for (int i = 0; i < b->n; i++) {
+        const struct png_unf_image *im = &b->im[i];
+        if (!png_unfilter_bytes(im->rowbytes, im->h) || im->bpp < 1 || im->bpp > UNF_CHUNK ||
+            ((uintptr_t)im->d_raw & 15) != 0)
+            return cudaErrorInvalidValue;
+        bands = max(bands, unf_bands(im->h));
+        words = max(words, unf_work_words(im->rowbytes, im->h));
+    }
+    dim3 reset((unsigned)min(words / UNF_RESET_THREADS + 1, (size_t)UNF_RESET_BLOCKS), (unsigned)b->n);
+    unfilter_reset_kernel<<<reset, UNF_RESET_THREADS, 0, s>>>(*b);
+    if ((e = cudaGetLastError()) != cudaSuccess)
+        return e;
+    unfilter_kernel<<<dim3(bands, (unsigned)b->n), UNF_ROWS, 0, s>>>(*b);
     return cudaGetLastError();
 }
 

@@ -2,17 +2,21 @@
  * against pngio_decode, bit for bit: every PngSuite file whose layout the device takes (the others,
  * and every x*.png, refused or declined, then judged by the CPU decoder as before); generated images
  * of every kind the device takes, widths 1..67, each of the five filter types forced and the
- * adaptive choice, batched 32 at a time and one at a time; large images; PNG jobs through
- * gconv_submit_png against the CPU-decoded pixels through gconv_submit; a damaged stream ends its
- * job with GCONV_E_PNG_DECLINED. The random samples' seed is printed. Skips without a GPU;
- * EDGED_REQUIRE_GPU=1 fails instead. EDGED_GPU_QUICK=1 (compute-sanitizer): every fifth width, no
- * large images. The device inflate places blocks as the knob's default says; EDGED_GPU_INFLATE_SEG
- * (0 or 1) chooses, as it does for edged. */
+ * adaptive choice, batched 32 at a time and one at a time; inflated streams made here for the
+ * unfilter kernel (random rows, bpp 1..4, widths from 1, heights from 1 row to many bands, each
+ * filter type alone, mixed, chained, and a type over 4 that must be declined) against
+ * png_unfilter.c; large images; PNG jobs through gconv_submit_png against the CPU-decoded pixels
+ * through gconv_submit; a damaged stream ends its job with GCONV_E_PNG_DECLINED. The random
+ * samples' seed is printed. Skips without a GPU; EDGED_REQUIRE_GPU=1 fails instead.
+ * EDGED_GPU_QUICK=1 (compute-sanitizer): every fifth width of the generated files, every third of
+ * the made streams, no large images. The device inflate places blocks as the knob's default says;
+ * EDGED_GPU_INFLATE_SEG (0 or 1) chooses, as it does for edged. */
 #include <dirent.h>
 #include <png.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "check.h"
 #include "clock.h"
@@ -20,11 +24,13 @@
 #include "gconv.h"
 #include "image.h"
 #include "imgdiff.h"
+#include "inflate_spec.h"
 #include "png_layout.h"
 #include "pngbuf.h"
 #include "pngwrite.h"
 #include "codec/png_decode.h"
 #include "codec/png_io.h"
+#include "codec/png_unfilter.h"
 
 #define NSTREAMS 4
 #define BATCH GCONV_PNG_MAX_BATCH
@@ -61,23 +67,38 @@ static void pfile_free(struct pfile *f)
     memset(f, 0, sizeof(*f));
 }
 
-/* Device decode of fs[0..n) (layouts taken) in one call, each compared with pngio_decode. Counts
- * the images equal and those the device declined into *equal and *declined. */
-static void decode_compare(struct gconv_ctx *ctx, struct pfile *fs, int n, int batched, int *equal, int *declined)
+/* Device decode of the n (1..BATCH) files fp[i] (layouts taken) in one call, batched or one at a
+ * time, into out and rcs as gconv_png_decode_host gives them; 0, or -1 after a failed check. */
+static int decode_files(struct gconv_ctx *ctx, struct pfile *const *fp, int n, int batched, struct img *out,
+                        int *rcs)
 {
     const struct png_layout *lay[BATCH] = {0};
     const uint8_t *z[BATCH] = {0};
     size_t zl[BATCH] = {0};
+    char err[EDGED_ERR_LEN];
+
+    for (int i = 0; i < n; i++)
+        lay[i] = &fp[i]->lay, z[i] = fp[i]->z, zl[i] = fp[i]->z_len;
+    if (gconv_png_decode_host(ctx, n, lay, z, zl, batched, out, rcs, NULL, err) < 0) {
+        CHECK(0, "gconv_png_decode_host (%s...): %s", fp[0]->name, err);
+        return -1;
+    }
+    return 0;
+}
+
+/* Device decode of fs[0..n) (layouts taken) in one call, each compared with pngio_decode. Counts
+ * the images equal and those the device declined into *equal and *declined. */
+static void decode_compare(struct gconv_ctx *ctx, struct pfile *fs, int n, int batched, int *equal, int *declined)
+{
+    struct pfile *fp[BATCH] = {0};
     struct img out[BATCH];
     int rcs[BATCH];
     char err[EDGED_ERR_LEN];
 
     for (int i = 0; i < n; i++)
-        lay[i] = &fs[i].lay, z[i] = fs[i].z, zl[i] = fs[i].z_len;
-    if (gconv_png_decode_host(ctx, n, lay, z, zl, batched, out, rcs, NULL, err) < 0) {
-        CHECK(0, "gconv_png_decode_host (%s...): %s", fs[0].name, err);
+        fp[i] = &fs[i];
+    if (decode_files(ctx, fp, n, batched, out, rcs) < 0)
         return;
-    }
     for (int i = 0; i < n; i++) {
         struct img ref = {0};
         int rc = pngio_decode(fs[i].b.p, fs[i].b.len, NULL, &ref, err);
@@ -235,6 +256,138 @@ static void test_large(struct gconv_ctx *ctx)
     printf("large: %d equal to pngio_decode, %d declined by the device inflate\n", equal, declined);
 }
 
+/* ---- the unfilter kernel on streams made here ---- */
+
+/* Filter types of a stream's rows: random among the five; only those that read the row above (so
+ * that every band waits for the one above); one type forced; random with one type over 4. */
+enum { PAT_MIXED, PAT_CHAINED, PAT_NONE, PAT_SUB, PAT_UP, PAT_AVG, PAT_PAETH, PAT_BAD, NPATS };
+static const char *const pat_names[NPATS] = {"mixed", "chained", "none", "sub", "up", "avg", "paeth", "bad type"};
+
+/* An 8-bit gray, gray+alpha, RGB or RGBA image (bpp 1..4) whose inflated stream is made here: rows
+ * of random bytes under the filter types of a pattern, compressed by zlib; want holds the rows
+ * png_unfilter.c makes of them, which are the decoded pixels. */
+struct ustream {
+    struct pfile f; /* name, lay, z and z_len */
+    uint8_t *z, *want;
+    int bad;        /* a filter type over 4: the device must decline it */
+    int inflate_ok; /* the device inflate's verdict, known from its host twin inflspec_decode */
+};
+
+static int ustream_make(struct ustream *u, int bpp, int w, uint32_t h, int pat)
+{
+    static const int colors[5] = {0, PNG_COLOR_GRAY, PNG_COLOR_GRAY_ALPHA, PNG_COLOR_RGB, PNG_COLOR_RGBA};
+    const size_t rb = (size_t)w * bpp, raw = (rb + 1) * h;
+    uint8_t *buf = malloc(PNGUNF_LEAD(rb) + raw + PNGUNF_SLACK), *s = buf + PNGUNF_LEAD(rb), *inflated;
+    uLongf zl = compressBound(raw);
+    uint32_t bad_row = check_rng() % h;
+    char err[EDGED_ERR_LEN];
+    int rc;
+
+    memset(u, 0, sizeof(*u));
+    u->f.lay = (struct png_layout){.w = (uint32_t)w, .h = h, .depth = 8, .color = colors[bpp], .bpp = bpp,
+                                   .out_ch = bpp, .rowbytes = rb};
+    snprintf(u->f.name, sizeof(u->f.name), "bpp %d %dx%u %s", bpp, w, h, pat_names[pat]);
+    u->want = buf; /* rb * h bytes of pixels at its start once unfiltered */
+    u->z = malloc(zl);
+    if (!buf || !u->z)
+        return -1;
+    for (uint32_t y = 0; y < h; y++) {
+        uint8_t *row = s + y * (rb + 1);
+        row[0] = (uint8_t)(pat >= PAT_NONE && pat <= PAT_PAETH ? (unsigned)(pat - PAT_NONE) : check_rng() % 5);
+        if (pat == PAT_CHAINED)
+            row[0] = (uint8_t)(2 + check_rng() % 3);
+        if (pat == PAT_BAD && y == bad_row)
+            row[0] = (uint8_t)(5 + check_rng() % 251);
+        for (size_t i = 1; i <= rb; i++)
+            row[i] = (uint8_t)check_rng();
+    }
+    CHECK(compress2(u->z, &zl, s, raw, 1) == Z_OK, "%s: compress2", u->f.name);
+    u->f.z = u->z, u->f.z_len = zl;
+    if ((inflated = malloc(raw))) /* the same verdict as the device's, by its algorithm */
+        u->inflate_ok = inflspec_decode(u->z, zl, inflated, raw, NULL) == 0;
+    free(inflated);
+    rc = pngunf_rows(buf, rb, h, bpp, err);
+    CHECK(rc == (pat == PAT_BAD ? PNGUNF_BAD_FILTER : 0), "%s: pngunf_rows %d (%s)", u->f.name, rc, err);
+    u->bad = pat == PAT_BAD;
+    return 0;
+}
+
+static void ustream_free(struct ustream *u)
+{
+    free(u->z);
+    free(u->want);
+    memset(u, 0, sizeof(*u));
+}
+
+/* Device decode of us[0..n) in one call: each image equal to its want, or declined when it has a
+ * bad filter type or its inflate declines (counted). */
+static void ustream_compare(struct gconv_ctx *ctx, struct ustream *us, int n, int batched, int *equal,
+                            int *declined, int *bad)
+{
+    struct pfile *fp[BATCH] = {0};
+    struct img out[BATCH];
+    int rcs[BATCH];
+
+    for (int i = 0; i < n; i++)
+        fp[i] = &us[i].f;
+    if (decode_files(ctx, fp, n, batched, out, rcs) < 0)
+        return;
+    for (int i = 0; i < n; i++) {
+        const struct png_layout *lay = &us[i].f.lay;
+        if (us[i].bad || !us[i].inflate_ok) {
+            CHECK(rcs[i] == GCONV_E_PNG_DECLINED, "%s: device rc %d, not declined", us[i].f.name, rcs[i]);
+            *(us[i].inflate_ok ? bad : declined) += rcs[i] == GCONV_E_PNG_DECLINED;
+        } else {
+            int same = rcs[i] == 0 && memcmp(out[i].px, us[i].want, lay->rowbytes * lay->h) == 0;
+            CHECK(same, "%s: device rc %d, rows differ from png_unfilter.c", us[i].f.name, rcs[i]);
+            *equal += same;
+        }
+        img_free(&out[i]);
+    }
+}
+
+/* The unfilter kernel's cases on streams made here: bpp 1..4, widths from 1 (rows of every
+ * alignment), heights from 1 row to many bands of rows and partial bands, every filter type alone,
+ * mixed, chained from the first row to the last, and a bad type; batches of BATCH mixed sizes, the
+ * first also one at a time. Each image the device inflates is equal to png_unfilter.c's rows (none
+ * declined by the unfilter's wait bound), or declined for its bad type. */
+static void test_unfilter(struct gconv_ctx *ctx)
+{
+    static const int widths[] = {1, 2, 3, 4, 5, 7, 8, 13, 16, 17, 31, 33, 64, 67, 130};
+    static const uint32_t heights[] = {1, 2, 31, 32, 33, 63, 64, 65, 97, 2049};
+    static struct ustream us[BATCH];
+    int n = 0, cases = 0, equal = 0, declined = 0, bad = 0, bads = 0, first = 1;
+
+    for (int bpp = 1; bpp <= 4; bpp++)
+        for (int hi = 0; hi < (int)(sizeof(heights) / sizeof(heights[0])); hi++)
+            for (int wi = quick ? (bpp + hi) % 3 : 0; wi < (int)(sizeof(widths) / sizeof(widths[0]));
+                 wi += quick ? 3 : 1) {
+                int pat = (bpp * 7 + hi * 3 + wi) % NPATS;
+                if (ustream_make(&us[n], bpp, widths[wi], heights[hi], pat) < 0) {
+                    CHECK(0, "out of memory");
+                    ustream_free(&us[n]);
+                    continue;
+                }
+                cases++, bads += pat == PAT_BAD;
+                if (++n == BATCH) {
+                    ustream_compare(ctx, us, n, 1, &equal, &declined, &bad);
+                    if (first) /* one at a time gives the same */
+                        ustream_compare(ctx, us, n, 0, &equal, &declined, &bad), first = 0;
+                    for (int k = 0; k < n; k++)
+                        ustream_free(&us[k]);
+                    n = 0;
+                }
+            }
+    if (n)
+        ustream_compare(ctx, us, n, 1, &equal, &declined, &bad);
+    for (int k = 0; k < n; k++)
+        ustream_free(&us[k]);
+    printf("unfilter: %d images (%d with a bad filter type, declined %d times), %d decodes equal to "
+           "png_unfilter.c, %d declined by the device inflate as by inflspec_decode\n",
+           cases, bads, bad, equal, declined);
+    CHECK(equal > 0 && bad > 0, "unfilter: %d equal, %d bad declined", equal, bad);
+}
+
 static int finish(struct gconv_ctx *ctx, int s, struct img *out, char *err)
 {
     int p;
@@ -333,6 +486,7 @@ int main(void)
     CHECK(gconv_png_available(ctx), "a CUDA build: the device PNG path must be available");
     test_pngsuite(ctx);
     test_generated(ctx);
+    test_unfilter(ctx);
     if (!quick)
         test_large(ctx);
     test_jobs(ctx, VARIANT_FAST);

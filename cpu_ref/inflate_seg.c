@@ -230,6 +230,37 @@ out:
     return rc;
 }
 
+/* inflspec_hooks' phase 2: inflseg_pass1. */
+static int inflseg_hook_pass1(const uint8_t *z, uint64_t nbytes, uint64_t out_len, const uint64_t *keys,
+                              uint32_t hsize, const uint32_t *cbits, struct infl_res *res, struct inflspec_stats *st)
+{
+    struct inflseg_pass1_stats ps;
+    char err[EDGED_ERR_LEN];
+    int rc = inflseg_pass1(z, nbytes, out_len, keys, hsize, cbits, res, &ps, err);
+
+    st->spec_ok = ps.ok;
+    st->seg_cands = ps.seg;
+    st->seg_serial = ps.serial;
+    return rc;
+}
+
+/* inflspec_hooks' phase 4: inflseg_place as the device cuts the blocks. */
+static int inflseg_hook_place(const uint8_t *z, uint64_t nbytes, const struct infl_blk *bk, uint32_t n,
+                              uint64_t end_bit, uint32_t *sym)
+{
+    char err[EDGED_ERR_LEN];
+
+    return inflseg_place(z, nbytes, bk, n, end_bit, 0, sym, NULL, err);
+}
+
+int inflseg_spec_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_len, int seg,
+                        struct inflspec_stats *st)
+{
+    static const struct inflspec_hooks hooks = {inflseg_hook_pass1, inflseg_hook_place};
+
+    return inflspec_decode_with(zlib, len, out, out_len, seg ? &hooks : NULL, st);
+}
+
 int inflseg_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_len, uint32_t nseg,
                    struct inflseg_stats *st, char err[EDGED_ERR_LEN])
 {

@@ -7,6 +7,7 @@
 
 #include "errors.h"
 #include "inflate_seg_core.h"
+#include "inflate_spec.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -62,6 +63,12 @@ struct inflseg_pass1_stats {
 int inflseg_pass1(const uint8_t *in, uint64_t nbytes, uint64_t out_len, const uint64_t *keys, uint32_t hsize,
                   const uint32_t *cbits, struct infl_res *res, struct inflseg_pass1_stats *st,
                   char err[EDGED_ERR_LEN]);
+
+/* The speculative inflate (inflspec_decode) with phases 2 and 4 as the device's knob
+ * EDGED_GPU_INFLATE_SEG picks them: seg 0 serially, 1 in segments (inflseg_pass1, inflseg_place
+ * with the device's cut). The same answers; st as inflspec_decode's, with seg_cands and seg_serial. */
+int inflseg_spec_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_len, int seg,
+                        struct inflspec_stats *st);
 
 /* Inflates the zlib stream zlib[0..len) into exactly out_len bytes at out as inflspec_decode does,
  * but with every Huffman block decoded by inflseg_block in nseg segments (the chain by the serial

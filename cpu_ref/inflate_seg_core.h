@@ -292,12 +292,6 @@ INFL_HD static inline int infl_seg_write(const uint8_t *in, uint64_t nbytes, con
  * candidates are bits of a bitmap (one bit per bit offset, u32 words) that the scan sets. */
 #define INFL_SEG_GUESS_BITS (1ull << 24) /* furthest a block's end is looked for (2 MiB of input) */
 
-/* Sets bit `bit` of the candidate bitmap (host; the device sets it with atomicOr). */
-INFL_HD static inline void infl_cand_set(uint32_t *cbits, uint64_t bit)
-{
-    cbits[bit >> 5] |= 1u << (bit & 31);
-}
-
 /* The range [*from, *lim) in which the next candidate after a block with data start data_start in
  * nbits bits of deflate data is looked for; 0, or -1 when the block has no data bit. */
 INFL_HD static inline int infl_seg_guess_range(uint64_t data_start, uint64_t nbits, uint64_t *from, uint64_t *lim)

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "errors.h"
-#include "inflate_seg.h"
 
 /* A deflate block of a real encoder is kilobytes long: one candidate per 32 input bytes leaves
  * room for every true block and the few false headers that pass the code checks. */
@@ -116,46 +115,38 @@ static uint64_t inflspec_pass1(const uint8_t *z, uint64_t nbytes, uint64_t out_l
     return ok;
 }
 
-/* Phases 2 and 4 serially or in segments (seg), as the device's knob picks them. */
-static int inflspec_phases(const uint8_t *z, uint64_t nbytes, uint64_t out_len, int seg, const uint64_t *keys,
-                           uint64_t hsize, const uint32_t *cbits, struct infl_res *res, struct infl_blk *bk,
-                           uint64_t cap, struct infl_tabs *t, uint32_t *sym, uint64_t *trailer,
+/* Phases 2 and 4, serially or by h. */
+static int inflspec_phases(const uint8_t *z, uint64_t nbytes, uint64_t out_len, const struct inflspec_hooks *h,
+                           const uint64_t *keys, uint64_t hsize, const uint32_t *cbits, struct infl_res *res,
+                           struct infl_blk *bk, uint64_t cap, struct infl_tabs *t, uint32_t *sym, uint64_t *trailer,
                            struct inflspec_stats *st)
 {
     struct infl_chain_stats cs;
-    struct inflseg_pass1_stats ps;
     uint32_t nb = 0;
-    char err[EDGED_ERR_LEN];
     int rc;
 
-    if (!seg) {
+    if (!h)
         st->spec_ok = inflspec_pass1(z, nbytes, out_len, keys, hsize, t, res);
-    } else {
-        if ((rc = inflseg_pass1(z, nbytes, out_len, keys, (uint32_t)hsize, cbits, res, &ps, err)))
-            return rc < 0 ? EDGED_E_NOMEM : INFLSPEC_DECLINED;
-        st->spec_ok = ps.ok;
-        st->seg_cands = ps.seg;
-        st->seg_serial = ps.serial;
-    }
+    else if ((rc = h->pass1(z, nbytes, out_len, keys, (uint32_t)hsize, cbits, res, st)))
+        return rc;
     if (infl_chain(z, nbytes, out_len, keys, res, (uint32_t)(hsize - 1), t, bk, (uint32_t)cap, &nb, trailer, &cs))
         return INFLSPEC_DECLINED;
     st->blocks = nb;
     st->spec_blocks = cs.spec_blocks;
     st->seq_blocks = cs.seq_blocks;
-    if (!seg)
-        return inflspec_place(z, nbytes, bk, nb, t, sym) ? INFLSPEC_DECLINED : 0;
-    rc = inflseg_place(z, nbytes, bk, nb, cs.end_bit, 0, sym, NULL, err);
-    return rc < 0 ? EDGED_E_NOMEM : rc ? INFLSPEC_DECLINED : 0;
+    if (h)
+        return h->place(z, nbytes, bk, nb, cs.end_bit, sym);
+    return inflspec_place(z, nbytes, bk, nb, t, sym) ? INFLSPEC_DECLINED : 0;
 }
 
 int inflspec_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_len, struct inflspec_stats *st)
 {
-    return inflspec_decode_mode(zlib, len, out, out_len, 0, st);
+    return inflspec_decode_with(zlib, len, out, out_len, NULL, st);
 }
 
 /* The phases in the device's order; any failure declines. */
-int inflspec_decode_mode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_len, int seg,
-                         struct inflspec_stats *st)
+int inflspec_decode_with(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_len,
+                         const struct inflspec_hooks *h, struct inflspec_stats *st)
 {
     struct inflspec_stats local;
     uint64_t *keys = NULL, cap, hsize, nbytes, trailer = 0, i;
@@ -187,7 +178,7 @@ int inflspec_decode_mode(const uint8_t *zlib, size_t len, uint8_t *out, size_t o
         keys[i] = INFL_EMPTY;
     if (inflspec_scan(zlib, nbytes, keys, (uint32_t)(hsize - 1), cap, cbits, &st->candidates))
         goto out;
-    rc = inflspec_phases(zlib, nbytes, out_len, seg, keys, hsize, cbits, res, bk, cap, t, sym, &trailer, st);
+    rc = inflspec_phases(zlib, nbytes, out_len, h, keys, hsize, cbits, res, bk, cap, t, sym, &trailer, st);
     if (rc == 0 && (inflspec_resolve(sym, out, out_len, &st->markers, &st->rounds) ||
                     inflspec_adler(out, out_len) != infl_be32(zlib + trailer)))
         rc = INFLSPEC_DECLINED;

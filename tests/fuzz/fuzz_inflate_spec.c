@@ -6,7 +6,7 @@
  * or less than libdeflate gives, bits 4-7 pick the segments a block is cut into (1 to 256). Aborts
  * when inflspec_decode or inflseg_decode answers 0 and libdeflate, asked for the same size, does
  * not give the same bytes, when either answers anything but 0 or its declined code, when
- * inflseg_decode declines a stream inflspec_decode decodes, or when inflspec_decode_mode with
+ * inflseg_decode declines a stream inflspec_decode decodes, or when inflseg_spec_decode with
  * phases 2 and 4 in segments (the device's knob at 1) answers otherwise than inflspec_decode. */
 #include <libdeflate.h>
 #include <stdint.h>
@@ -86,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_answer(d, z, len, out_len, seg, INFLSEG_DECLINED);
     if (rc == 0 && seg != 0) /* the segments decline only what the serial decode declines */
         abort();
-    seg = inflspec_decode_mode(z, len, fz_out, out_len, 1, NULL); /* phases 2 and 4 in segments */
+    seg = inflseg_spec_decode(z, len, fz_out, out_len, 1, NULL); /* phases 2 and 4 in segments */
     check_answer(d, z, len, out_len, seg, INFLSPEC_DECLINED);
     if (seg != rc)
         abort();

@@ -8,10 +8,11 @@
 
 #include "check.h"
 #include "inflate_corpus.h"
+#include "inflate_seg.h"
 #include "inflate_spec.h"
 
 /* The generated and PngSuite streams: libdeflate's bytes, or a refusal where it refuses; phases 2
- * and 4 in segments (inflspec_decode_mode 1) give the same answer. */
+ * and 4 in segments (inflseg_spec_decode 1) give the same answer. */
 static void test_corpus(const struct icorpus *k)
 {
     uint64_t cand = 0, spec = 0, seq = 0, seg = 0, serial = 0;
@@ -22,7 +23,7 @@ static void test_corpus(const struct icorpus *k)
         uint8_t *out = malloc(c->out_len ? c->out_len : 1);
         for (mode = 0; mode < 2; mode++) {
             struct inflspec_stats st;
-            int rc = inflspec_decode_mode(c->z, c->zlen, out, c->out_len, mode, &st);
+            int rc = inflseg_spec_decode(c->z, c->zlen, out, c->out_len, mode, &st);
             if (c->ok)
                 CHECK(rc == 0 && !memcmp(out, c->want, c->out_len), "%s, mode %d: rc %d (%zu -> %zu bytes)",
                       c->name, mode, rc, c->zlen, c->out_len);
@@ -90,7 +91,7 @@ static void test_large_stats(uint64_t *seed)
            "%llu markers resolved in %d rounds, %.0f ms serial\n",
            zl, n, (unsigned long long)st.candidates, (unsigned long long)st.spec_ok, st.blocks, st.spec_blocks,
            st.seq_blocks, (unsigned long long)st.markers, st.rounds, ms);
-    rc = inflspec_decode_mode(z, zl, out, n, 1, &sg);
+    rc = inflseg_spec_decode(z, zl, out, n, 1, &sg);
     CHECK(rc == 0 && !memcmp(out, d, n) && sg.spec_ok == st.spec_ok && sg.spec_blocks == st.spec_blocks,
           "large stream in segments: rc %d, %llu candidates decoded, %u blocks speculative", rc,
           (unsigned long long)sg.spec_ok, sg.spec_blocks);
@@ -131,7 +132,7 @@ static void test_damage(uint64_t *seed, int rounds)
                     m[at] ^= (uint8_t)(1u << (r >> 8) % 8);
             }
             rc = inflspec_decode(m, ml, out, c->out_len, NULL);
-            if (inflspec_decode_mode(m, ml, out, c->out_len, 1, NULL) != rc)
+            if (inflseg_spec_decode(m, ml, out, c->out_len, 1, NULL) != rc)
                 bad++; /* the segments answer as the serial phases do */
             icorpus_add(&one, "damaged", m, ml, c->out_len);
             if (rc == 0) {

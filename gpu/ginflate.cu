@@ -57,6 +57,7 @@ struct ginflate {
     void *d_scratch;
     size_t cap;
     int seg; /* phases 2 and 4 in segments (1) or one thread a block (0): the knob inflate_seg at creation */
+    unsigned jump_grid; /* gi_jump's blocks per stream: as many as the device holds at once (0: unknown) */
 };
 
 static size_t gi_up(size_t v)
@@ -495,8 +496,10 @@ __global__ void gi_pass1_fall(const __grid_constant__ struct gi_batch b)
         gi_pass1_one(s, s->flist[i], &t);
 }
 
-/* Phase 5, round `round`: one thread per output position takes one pointer-jumping step
- * (infl_jump); a round after one that left no marker returns at once. */
+/* Phase 5, round `round`: every output position takes one pointer-jumping step (infl_jump), in a
+ * grid-stride loop over a grid the device holds at once; a round after one that left no marker
+ * returns at once, so that the rounds launched past the last useful one cost a resident grid's
+ * start each, not one block per 256 positions. */
 __global__ void gi_jump(const __grid_constant__ struct gi_batch b, int round)
 {
     GI_STREAM(b);
@@ -573,6 +576,7 @@ int ginflate_create(struct ginflate **out, char *err)
     if (!(g = (struct ginflate *)calloc(1, sizeof(*g))))
         return edged_fail(err, EDGED_E_GPU_OOM, "cannot allocate the inflate state");
     g->seg = seg;
+    g->jump_grid = (unsigned)gctx_resident((const void *)gi_jump, GI_THREADS, 0);
     *out = g;
     return 0;
 }
@@ -710,8 +714,11 @@ int ginflate_enqueue(struct ginflate *g, cudaStream_t stream, int n, const uint8
         GI_LAUNCH(gi_place, dim3((unsigned)(max_cap < GI_MAX_GRID ? max_cap : GI_MAX_GRID), (unsigned)n),
                   GI_PLACE_THREADS, bt);
     /* a chain of markers runs through at most max_cap blocks: 2^rounds >= max_cap resolves it */
+    dim3 jump = gi_grid(max_out, n);
+    if (g->jump_grid && jump.x > g->jump_grid)
+        jump.x = g->jump_grid;
     for (int r = 0; r < INFL_JUMP_ROUNDS && (r < 2 || (1ull << (r - 1)) < max_cap); r++)
-        GI_LAUNCH(gi_jump, gi_grid(max_out, n), GI_THREADS, bt, r);
+        GI_LAUNCH(gi_jump, jump, GI_THREADS, bt, r);
     GI_LAUNCH(gi_write, gi_grid(max_out, n), GI_THREADS, bt);
     GI_LAUNCH(gi_adler, gi_grid((max_out + INFL_ADLER_CHUNK - 1) / INFL_ADLER_CHUNK, n), GI_THREADS, bt);
     GI_LAUNCH(gi_final, dim3(1, (unsigned)n), 1, bt);

@@ -2,7 +2,8 @@
  * every Huffman block of the inflate corpus in 1 to 256 segments, in segments of a few bytes and
  * as the device cuts them, its markers resolved against the bytes before it; whole streams
  * (inflseg_decode) against libdeflate's answer; decodes that meet a previous decode's marks against
- * fresh ones; damaged blocks, which must give the serial decode's bytes or decline; the sync rounds
+ * fresh ones; damaged blocks, which must give the serial decode's bytes or decline; phase 2 in
+ * segments (inflseg_pass1) against the serial decode of every candidate; the sync rounds
  * on a photograph-like stream and on EDGED_SEG_PNG's IDAT (tests/bench/photos.py). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -524,6 +525,29 @@ static void test_false_candidate(uint64_t *seed)
     free(d);
 }
 
+/* infl_seg_guess against a bit-by-bit search, on sparse random bitmaps and random ranges (the
+ * word edges included: ranges start and end anywhere in a word). */
+static void test_guess(uint64_t *seed)
+{
+    uint32_t cbits[128];
+    int trial, bad = 0;
+
+    for (trial = 0; trial < 3000; trial++) {
+        uint64_t from = icorpus_rand(seed) % 4096, lim = from + 1 + icorpus_rand(seed) % (4096 - from), want, b;
+        int i, nset = (int)(icorpus_rand(seed) % 6);
+        memset(cbits, 0, sizeof(cbits));
+        for (i = 0; i < nset; i++)
+            infl_cand_set(cbits, icorpus_rand(seed) % 4096);
+        for (want = lim, b = from; b < lim; b++)
+            if (cbits[b >> 5] >> (b & 31) & 1) {
+                want = b;
+                break;
+            }
+        bad += infl_seg_guess(cbits, from, lim) != want;
+    }
+    CHECK(bad == 0, "guess: %d of 3000 searches differ from a bit-by-bit search", bad);
+}
+
 /* One dynamic final block, 96 lengths: the segments decide it whatever its padding (0 to 7 bits
  * after its end-of-block code before the Adler-32), every padding met. */
 static void test_final_padding(uint64_t *seed)
@@ -570,6 +594,7 @@ int main(void)
     test_pass1(&k, &k.seed);
     test_false_candidate(&k.seed);
     test_final_padding(&k.seed);
+    test_guess(&k.seed);
     test_damage(&k.seed, icorpus_damage_rounds(), bk);
     test_rounds(&k.seed, bk);
     icorpus_free(&k);

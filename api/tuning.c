@@ -29,7 +29,7 @@ const struct tuning_knob tuning_knobs[] = {
     KNOB("EDGED_FFT_TILE", fft_tile, 0, 0, 2048, NULL, "fft: tile side, a power of two 32..2048 (0: the cost model picks)"),
     KNOB("EDGED_FFT_CHUNK_MB", fft_chunk_mb, 256, 1, 1024, NULL, "fft: MiB of tile spectra per cuFFT call"),
     KNOB("EDGED_CPU_SIMD", cpu_simd, TUNING_SIMD_BEST, 0, 2, simd_names, "CPU backend: widest inner loop, best, avx2 or sse"),
-    KNOB("EDGED_GPU_INFLATE_SEG", inflate_seg, 0, 0, 1, NULL, "device inflate: each block placed in segments by a thread block (1) or by one thread (0)"),
+    KNOB("EDGED_GPU_INFLATE_SEG", inflate_seg, 0, 0, 1, NULL, "device inflate: each candidate and block decoded in segments by a thread block (1) or by one thread (0)"),
 };
 const int tuning_knob_count = (int)(sizeof tuning_knobs / sizeof tuning_knobs[0]);
 

@@ -27,7 +27,7 @@ struct edged_tuning {
     int fft_tile;        /* fft: tile side (0: the cost model picks) */
     int fft_chunk_mb;    /* fft: MiB of tile spectra per cuFFT call */
     int cpu_simd;        /* CPU backend: enum tuning_simd */
-    int inflate_seg;     /* device inflate: 1 = chain blocks placed in segments, 0 = one thread each */
+    int inflate_seg;     /* device inflate: 1 = candidates and chain blocks decoded in segments, 0 = one thread each */
 };
 
 /* One knob: its environment name, field, default, accepted range and meaning. An enumerated knob

@@ -75,8 +75,7 @@ int inflseg_block(const uint8_t *in, uint64_t nbytes, uint64_t start_bit, uint64
         goto out;
     if (nseg == 0)
         nseg = infl_seg_count(end_bit - data_start, INFL_SEG_DEV_MAX);
-    seg_bits = (end_bit - data_start + nseg - 1) / nseg;
-    nseg = (uint32_t)((end_bit - data_start + seg_bits - 1) / seg_bits); /* none empty */
+    nseg = infl_seg_cut(end_bit - data_start, nseg, &seg_bits);
     segs = malloc(nseg * sizeof(*segs));
     want = malloc(nseg * sizeof(*want));
     if (!segs || !want) {
@@ -141,13 +140,15 @@ static void inflseg_add(struct inflseg_stats *st, const struct inflseg_stats *bs
     st->block_steps += bs->block_steps;
 }
 
-/* Every block's symbols at its offset: stored ones copied, Huffman ones in segments. */
-static int inflseg_place(const uint8_t *in, uint64_t nbytes, const struct infl_blk *bk, uint32_t n,
-                         uint64_t end_bit, uint32_t nseg, uint32_t *sym, struct inflseg_stats *st, char *err)
+int inflseg_place(const uint8_t *in, uint64_t nbytes, const struct infl_blk *bk, uint32_t n, uint64_t end_bit,
+                  uint32_t nseg, uint32_t *sym, struct inflseg_stats *st, char err[EDGED_ERR_LEN])
 {
+    struct inflseg_stats local = {0};
     struct infl_tabs t;
     uint32_t i;
 
+    if (!st)
+        st = &local;
     for (i = 0; i < n; i++) {
         struct inflseg_stats bs;
         struct infl_res r;
@@ -165,6 +166,99 @@ static int inflseg_place(const uint8_t *in, uint64_t nbytes, const struct infl_b
         inflseg_add(st, &bs);
     }
     return 0;
+}
+
+/* One candidate at start_bit in segments over its guessed range (the device's cut, t, segs and
+ * want as scratch): 0 with *r the serial decode's result, or -1 to leave it to the serial decode. */
+static int inflseg_cand(const uint8_t *in, uint64_t nbytes, uint64_t out_len, uint64_t start_bit,
+                        const uint32_t *cbits, struct infl_tabs *t, struct infl_seg *segs, uint64_t *want,
+                        struct infl_res *r)
+{
+    struct inflseg_stats st = {0};
+    uint64_t ds, from, lim, end, seg_bits, len = 0;
+    struct infl_res h;
+    struct infl_br b;
+    uint32_t nseg;
+
+    infl_br_init(&b, in, nbytes, start_bit);
+    if (infl_block_head(&b, t, &h) != 2)
+        return -1;
+    ds = infl_br_pos(&b);
+    if (infl_seg_guess_range(ds, nbytes * 8, &from, &lim))
+        return -1;
+    end = infl_seg_guess(cbits, from, lim);
+    nseg = infl_seg_cut(end - ds, infl_seg_count(end - ds, INFL_SEG_DEV_MAX), &seg_bits);
+    inflseg_sync(in, nbytes, t, ds, seg_bits, nseg, end, segs, want, &st);
+    if (infl_seg_eob(segs, nseg, ds, &end, &len))
+        return -1;
+    return infl_seg_res(end, len, h.final, out_len, r);
+}
+
+int inflseg_pass1(const uint8_t *in, uint64_t nbytes, uint64_t out_len, const uint64_t *keys, uint32_t hsize,
+                  const uint32_t *cbits, struct infl_res *res, struct inflseg_pass1_stats *st,
+                  char err[EDGED_ERR_LEN])
+{
+    struct inflseg_pass1_stats local;
+    struct infl_tabs *t = malloc(sizeof(*t));
+    struct infl_seg *segs = malloc(INFL_SEG_DEV_MAX * sizeof(*segs));
+    uint64_t *want = malloc(INFL_SEG_DEV_MAX * sizeof(*want));
+    uint32_t i;
+    int rc = 0;
+
+    if (!st)
+        st = &local;
+    *st = (struct inflseg_pass1_stats){0};
+    if (!t || !segs || !want) {
+        rc = edged_fail(err, EDGED_E_NOMEM, "inflseg_pass1: scratch");
+        goto out;
+    }
+    for (i = 0; i < hsize; i++) {
+        if (keys[i] == INFL_EMPTY)
+            continue;
+        if (inflseg_cand(in, nbytes, out_len, keys[i], cbits, t, segs, want, &res[i]) == 0) {
+            st->seg++;
+        } else {
+            st->serial++;
+            infl_block(in, nbytes, keys[i], t, NULL, 0, out_len, INFL_MAX_SYMS, &res[i]);
+        }
+        st->ok += res[i].ok;
+    }
+out:
+    free(want);
+    free(segs);
+    free(t);
+    return rc;
+}
+
+/* inflspec_hooks' phase 2: inflseg_pass1. */
+static int inflseg_hook_pass1(const uint8_t *z, uint64_t nbytes, uint64_t out_len, const uint64_t *keys,
+                              uint32_t hsize, const uint32_t *cbits, struct infl_res *res, struct inflspec_stats *st)
+{
+    struct inflseg_pass1_stats ps;
+    char err[EDGED_ERR_LEN];
+    int rc = inflseg_pass1(z, nbytes, out_len, keys, hsize, cbits, res, &ps, err);
+
+    st->spec_ok = ps.ok;
+    st->seg_cands = ps.seg;
+    st->seg_serial = ps.serial;
+    return rc;
+}
+
+/* inflspec_hooks' phase 4: inflseg_place as the device cuts the blocks. */
+static int inflseg_hook_place(const uint8_t *z, uint64_t nbytes, const struct infl_blk *bk, uint32_t n,
+                              uint64_t end_bit, uint32_t *sym)
+{
+    char err[EDGED_ERR_LEN];
+
+    return inflseg_place(z, nbytes, bk, n, end_bit, 0, sym, NULL, err);
+}
+
+int inflseg_spec_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_len, int seg,
+                        struct inflspec_stats *st)
+{
+    static const struct inflspec_hooks hooks = {inflseg_hook_pass1, inflseg_hook_place};
+
+    return inflspec_decode_with(zlib, len, out, out_len, seg ? &hooks : NULL, st);
 }
 
 int inflseg_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_len, uint32_t nseg,

@@ -7,6 +7,7 @@
 
 #include "errors.h"
 #include "inflate_seg_core.h"
+#include "inflate_spec.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -40,6 +41,34 @@ int inflseg_block(const uint8_t *in, uint64_t nbytes, uint64_t start_bit, uint64
  * ends with exactly out_len bytes in all, INFLSEG_DECLINED otherwise, or EDGED_E_NOMEM with err. */
 int inflseg_chain(const uint8_t *in, uint64_t nbytes, uint64_t out_len, struct infl_blk *bk, uint32_t max,
                   uint32_t *n, uint64_t *end_bit, char err[EDGED_ERR_LEN]);
+
+/* Phase 4 with segments: every block bk[0..n) of the chain (end_bit: where the final one ends) at
+ * its offset in sym, stored ones copied, Huffman ones by inflseg_block in nseg segments. st (may be
+ * NULL) adds up the blocks' stats. Returns 0, INFLSEG_DECLINED, or EDGED_E_* with err. */
+int inflseg_place(const uint8_t *in, uint64_t nbytes, const struct infl_blk *bk, uint32_t n, uint64_t end_bit,
+                  uint32_t nseg, uint32_t *sym, struct inflseg_stats *st, char err[EDGED_ERR_LEN]);
+
+/* What phase 2 in segments did. */
+struct inflseg_pass1_stats {
+    uint64_t seg;    /* candidates the segments decided */
+    uint64_t serial; /* candidates left to the serial decode */
+    uint64_t ok;     /* candidates that decoded, either way */
+};
+
+/* Phase 2 of the speculative inflate in segments (inflate_seg_core.h, "Phase 2 in segments"): for
+ * every candidate of the map keys[0..hsize) over the deflate data in[0..nbytes) (a stream of
+ * out_len bytes), res[slot] as the serial decode (infl_block without output) gives it: from the
+ * segment decode over the guess the bitmap cbits gives, else from the serial decode itself. st may
+ * be NULL. Returns 0 or EDGED_E_NOMEM with err. */
+int inflseg_pass1(const uint8_t *in, uint64_t nbytes, uint64_t out_len, const uint64_t *keys, uint32_t hsize,
+                  const uint32_t *cbits, struct infl_res *res, struct inflseg_pass1_stats *st,
+                  char err[EDGED_ERR_LEN]);
+
+/* The speculative inflate (inflspec_decode) with phases 2 and 4 as the device's knob
+ * EDGED_GPU_INFLATE_SEG picks them: seg 0 serially, 1 in segments (inflseg_pass1, inflseg_place
+ * with the device's cut). The same answers; st as inflspec_decode's, with seg_cands and seg_serial. */
+int inflseg_spec_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_len, int seg,
+                        struct inflspec_stats *st);
 
 /* Inflates the zlib stream zlib[0..len) into exactly out_len bytes at out as inflspec_decode does,
  * but with every Huffman block decoded by inflseg_block in nseg segments (the chain by the serial

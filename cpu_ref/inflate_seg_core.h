@@ -78,6 +78,14 @@ INFL_HD static inline uint32_t infl_seg_count(uint64_t bits, uint32_t max)
     return (uint32_t)(n < 1 ? 1 : n < max ? n : max);
 }
 
+/* Cuts `bits` data bits into about nseg (>= 1) segments of *seg_bits bits each, the last shorter:
+ * returns how many, none of them empty. */
+INFL_HD static inline uint32_t infl_seg_cut(uint64_t bits, uint32_t nseg, uint64_t *seg_bits)
+{
+    *seg_bits = (bits + nseg - 1) / nseg;
+    return (uint32_t)((bits + *seg_bits - 1) / *seg_bits);
+}
+
 /* Where segment k's nominal range ends: the next nominal start, or end_bit for the last. */
 INFL_HD static inline uint64_t infl_seg_limit(uint64_t data_start, uint64_t seg_bits, uint32_t k,
                                               uint32_t nseg, uint64_t end_bit)
@@ -204,27 +212,38 @@ INFL_HD static inline int infl_seg_round(const uint8_t *in, uint64_t nbytes, con
     return 1;
 }
 
-/* After the sync: 0 when the segments chain from data_start to end_bit without a failure, the
- * end-of-block code ends exactly at end_bit and the counts add up to len, else -1. */
-INFL_HD static inline int infl_seg_verdict(const struct infl_seg *segs, uint32_t nseg, uint64_t data_start,
-                                           uint64_t end_bit, uint64_t len)
+/* After the sync: 0 when the segments chain from data_start without a failure up to the first
+ * end-of-block code, with *end just past it and *len the bytes up to it; the segments after that
+ * one are not looked at. -1 when a segment on the way failed or none met the code. */
+INFL_HD static inline int infl_seg_eob(const struct infl_seg *segs, uint32_t nseg, uint64_t data_start,
+                                       uint64_t *end, uint64_t *len)
 {
     uint64_t total = 0, at = data_start;
-    uint32_t k, eob = 0;
+    uint32_t k;
 
     for (k = 0; k < nseg; k++) {
         const struct infl_seg *s = &segs[k];
-        if (s->start != at || (s->flags & INFL_SEG_FAIL) || s->count > len - total)
+        if (s->start != at || (s->flags & INFL_SEG_FAIL))
             return -1;
-        if (s->flags & INFL_SEG_EOB) {
-            if (s->bound != end_bit)
-                return -1;
-            eob = 1;
-        }
         total += s->count;
         at = s->bound;
+        if (s->flags & INFL_SEG_EOB) {
+            *end = at;
+            *len = total;
+            return 0;
+        }
     }
-    return eob && at == end_bit && total == len ? 0 : -1;
+    return -1;
+}
+
+/* After the sync of a block whose end and length the chain gave: 0 when the segments chain from
+ * data_start to the end-of-block code, which ends exactly at end_bit, with len bytes, else -1. */
+INFL_HD static inline int infl_seg_verdict(const struct infl_seg *segs, uint32_t nseg, uint64_t data_start,
+                                           uint64_t end_bit, uint64_t len)
+{
+    uint64_t end = 0, got = 0;
+
+    return infl_seg_eob(segs, nseg, data_start, &end, &got) == 0 && end == end_bit && got == len ? 0 : -1;
 }
 
 /* Writes segment s's steps, from its (verified) start to its bound, at out, which is output
@@ -259,6 +278,75 @@ INFL_HD static inline int infl_seg_write(const uint8_t *in, uint64_t nbytes, con
     }
     *nsteps = steps;
     return q == s->bound && p == s->count && eob == !!(s->flags & INFL_SEG_EOB) ? 0 : -1;
+}
+
+/* Phase 2 in segments. A candidate's block is decoded by the segments over a guessed range: from
+ * its first data bit to the next candidate in bit order (candidates are almost never false, so a
+ * true block almost always ends where the next one starts), or to the end of the deflate data or
+ * INFL_SEG_GUESS_BITS, whichever comes first, when there is none. The sync runs as above with that
+ * guess as end_bit; infl_seg_eob finds where the block really ends (at the guess, or before it: a
+ * fixed or stored block next, the final block's padding) and its length. The decode from the data
+ * start is the serial decode's, so that answer is the serial one's whenever the serial decode
+ * would not have stopped on a limit first (infl_seg_res). Anything else (a failed segment, no
+ * end-of-block code before the guess, a limit) leaves the candidate to the serial decode. The
+ * candidates are bits of a bitmap (one bit per bit offset, u32 words) that the scan sets. */
+#define INFL_SEG_GUESS_BITS (1ull << 24) /* furthest a block's end is looked for (2 MiB of input) */
+
+/* The range [*from, *lim) in which the next candidate after a block with data start data_start in
+ * nbits bits of deflate data is looked for; 0, or -1 when the block has no data bit. */
+INFL_HD static inline int infl_seg_guess_range(uint64_t data_start, uint64_t nbits, uint64_t *from, uint64_t *lim)
+{
+    if (data_start >= nbits)
+        return -1;
+    *from = data_start + 1; /* a block's data holds at least its end-of-block code */
+    *lim = nbits - data_start < INFL_SEG_GUESS_BITS ? nbits : data_start + INFL_SEG_GUESS_BITS;
+    return 0;
+}
+
+/* The first set bit of word w of the bitmap inside [from, lim), or UINT64_MAX. */
+INFL_HD static inline uint64_t infl_cand_first(const uint32_t *cbits, uint64_t w, uint64_t from, uint64_t lim)
+{
+    uint32_t v = cbits[w];
+    uint64_t at = w << 5;
+
+    if (from > at)
+        v &= from - at >= 32 ? 0u : ~0u << (from - at);
+    if (lim < at + 32)
+        v &= lim <= at ? 0u : (1u << (lim - at)) - 1;
+    if (!v)
+        return UINT64_MAX;
+    for (at = w << 5; !(v & 1); v >>= 1)
+        at++;
+    return at;
+}
+
+/* The guessed end: the first candidate in [from, lim), or lim (serially; the device searches the
+ * same words a thread block at a time). */
+INFL_HD static inline uint64_t infl_seg_guess(const uint32_t *cbits, uint64_t from, uint64_t lim)
+{
+    uint64_t w, f;
+
+    for (w = from >> 5; w <= (lim - 1) >> 5; w++)
+        if ((f = infl_cand_first(cbits, w, from, lim)) != UINT64_MAX)
+            return f;
+    return lim;
+}
+
+/* The speculative result of a block the segments decoded to end with len bytes (BFINAL final) in
+ * a stream of out_len bytes, as the serial decode (infl_block with cap out_len and INFL_MAX_SYMS)
+ * gives it: 0 with *r filled; -1 where the serial decode might have stopped on a limit first. A
+ * step makes at least one byte, so len + 1 steps at most. */
+INFL_HD static inline int infl_seg_res(uint64_t end, uint64_t len, uint32_t final, uint64_t out_len,
+                                       struct infl_res *r)
+{
+    if (len > out_len || len + 1 > INFL_MAX_SYMS)
+        return -1;
+    r->end_bit = end;
+    r->len = len;
+    r->ok = 1;
+    r->final = (uint16_t)final;
+    r->stored = 0;
+    return 0;
 }
 
 #endif

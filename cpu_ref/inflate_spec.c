@@ -14,6 +14,11 @@ uint64_t inflspec_max_candidates(uint64_t in_len)
     return in_len / 32 + 256;
 }
 
+uint64_t inflspec_cand_words(uint64_t nbytes)
+{
+    return (nbytes * 8 + 31) / 32;
+}
+
 uint64_t inflspec_map_size(uint64_t in_len)
 {
     uint64_t n = 1;
@@ -23,9 +28,10 @@ uint64_t inflspec_map_size(uint64_t in_len)
     return n;
 }
 
-/* Phase 1: every bit offset of the deflate data that passes infl_is_candidate goes into the map. */
-static int inflspec_scan(const uint8_t *z, uint64_t nbytes, uint64_t *keys, uint32_t hmask, uint64_t cap,
-                         uint64_t *found)
+/* Phase 1: every bit offset of the deflate data that passes infl_is_candidate goes into the map and
+ * the bitmap. */
+int inflspec_scan(const uint8_t *z, uint64_t nbytes, uint64_t *keys, uint32_t hmask, uint64_t cap, uint32_t *cbits,
+                  uint64_t *found)
 {
     uint64_t bit, n = 0;
 
@@ -38,6 +44,7 @@ static int inflspec_scan(const uint8_t *z, uint64_t nbytes, uint64_t *keys, uint
         for (s = infl_hash(bit, hmask); keys[s] != INFL_EMPTY; s = (s + 1) & hmask)
             ;
         keys[s] = bit;
+        infl_cand_set(cbits, bit);
     }
     *found = n;
     return 0;
@@ -96,17 +103,57 @@ uint32_t inflspec_adler(const uint8_t *out, uint64_t n)
     return infl_adler_final(sa, sb, n);
 }
 
-/* The phases in the device's order; any failure declines. */
+/* Phase 2, one serial decode per candidate of the map. */
+static uint64_t inflspec_pass1(const uint8_t *z, uint64_t nbytes, uint64_t out_len, const uint64_t *keys,
+                               uint64_t hsize, struct infl_tabs *t, struct infl_res *res)
+{
+    uint64_t i, ok = 0;
+
+    for (i = 0; i < hsize; i++)
+        if (keys[i] != INFL_EMPTY && infl_block(z, nbytes, keys[i], t, NULL, 0, out_len, INFL_MAX_SYMS, &res[i]) == 0)
+            ok++;
+    return ok;
+}
+
+/* Phases 2 and 4, serially or by h. */
+static int inflspec_phases(const uint8_t *z, uint64_t nbytes, uint64_t out_len, const struct inflspec_hooks *h,
+                           const uint64_t *keys, uint64_t hsize, const uint32_t *cbits, struct infl_res *res,
+                           struct infl_blk *bk, uint64_t cap, struct infl_tabs *t, uint32_t *sym, uint64_t *trailer,
+                           struct inflspec_stats *st)
+{
+    struct infl_chain_stats cs;
+    uint32_t nb = 0;
+    int rc;
+
+    if (!h)
+        st->spec_ok = inflspec_pass1(z, nbytes, out_len, keys, hsize, t, res);
+    else if ((rc = h->pass1(z, nbytes, out_len, keys, (uint32_t)hsize, cbits, res, st)))
+        return rc;
+    if (infl_chain(z, nbytes, out_len, keys, res, (uint32_t)(hsize - 1), t, bk, (uint32_t)cap, &nb, trailer, &cs))
+        return INFLSPEC_DECLINED;
+    st->blocks = nb;
+    st->spec_blocks = cs.spec_blocks;
+    st->seq_blocks = cs.seq_blocks;
+    if (h)
+        return h->place(z, nbytes, bk, nb, cs.end_bit, sym);
+    return inflspec_place(z, nbytes, bk, nb, t, sym) ? INFLSPEC_DECLINED : 0;
+}
+
 int inflspec_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_len, struct inflspec_stats *st)
 {
+    return inflspec_decode_with(zlib, len, out, out_len, NULL, st);
+}
+
+/* The phases in the device's order; any failure declines. */
+int inflspec_decode_with(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_len,
+                         const struct inflspec_hooks *h, struct inflspec_stats *st)
+{
     struct inflspec_stats local;
-    struct infl_chain_stats cs;
     uint64_t *keys = NULL, cap, hsize, nbytes, trailer = 0, i;
     struct infl_res *res = NULL;
     struct infl_blk *bk = NULL;
     struct infl_tabs *t = NULL;
-    uint32_t *sym = NULL;
-    uint32_t nb = 0;
+    uint32_t *sym = NULL, *cbits = NULL;
     int rc = INFLSPEC_DECLINED;
 
     if (!st)
@@ -122,28 +169,21 @@ int inflspec_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_le
     bk = malloc(cap * sizeof(*bk));
     t = malloc(sizeof(*t));
     sym = malloc((out_len ? out_len : 1) * sizeof(*sym));
-    if (!keys || !res || !bk || !t || !sym) {
+    cbits = calloc(inflspec_cand_words(nbytes), sizeof(*cbits));
+    if (!keys || !res || !bk || !t || !sym || !cbits) {
         rc = EDGED_E_NOMEM;
         goto out;
     }
     for (i = 0; i < hsize; i++)
         keys[i] = INFL_EMPTY;
-    if (inflspec_scan(zlib, nbytes, keys, (uint32_t)(hsize - 1), cap, &st->candidates))
+    if (inflspec_scan(zlib, nbytes, keys, (uint32_t)(hsize - 1), cap, cbits, &st->candidates))
         goto out;
-    for (i = 0; i < hsize; i++)
-        if (keys[i] != INFL_EMPTY && infl_block(zlib, nbytes, keys[i], t, NULL, 0, out_len, INFL_MAX_SYMS, &res[i]) == 0)
-            st->spec_ok++;
-    if (infl_chain(zlib, nbytes, out_len, keys, res, (uint32_t)(hsize - 1), t, bk, (uint32_t)cap, &nb, &trailer, &cs))
-        goto out;
-    st->blocks = nb;
-    st->spec_blocks = cs.spec_blocks;
-    st->seq_blocks = cs.seq_blocks;
-    if (inflspec_place(zlib, nbytes, bk, nb, t, sym) ||
-        inflspec_resolve(sym, out, out_len, &st->markers, &st->rounds) ||
-        inflspec_adler(out, out_len) != infl_be32(zlib + trailer))
-        goto out;
-    rc = 0;
+    rc = inflspec_phases(zlib, nbytes, out_len, h, keys, hsize, cbits, res, bk, cap, t, sym, &trailer, st);
+    if (rc == 0 && (inflspec_resolve(sym, out, out_len, &st->markers, &st->rounds) ||
+                    inflspec_adler(out, out_len) != infl_be32(zlib + trailer)))
+        rc = INFLSPEC_DECLINED;
 out:
+    free(cbits);
     free(sym);
     free(t);
     free(bk);

@@ -553,6 +553,13 @@ INFL_HD static inline uint32_t infl_hash(uint64_t bit, uint32_t hmask)
     return (uint32_t)((bit * 0x9E3779B97F4A7C15ull) >> 32) & hmask;
 }
 
+/* Sets bit `bit` of the candidate bitmap, one bit per bit offset in u32 words, which phase 2 in
+ * segments searches (inflate_seg_core.h; the device sets it with atomicOr). */
+INFL_HD static inline void infl_cand_set(uint32_t *cbits, uint64_t bit)
+{
+    cbits[bit >> 5] |= 1u << (bit & 31);
+}
+
 /* The slot of start bit `bit`, or -1. */
 INFL_HD static inline int64_t infl_lookup(const uint64_t *keys, uint32_t hmask, uint64_t bit)
 {

@@ -20,7 +20,7 @@ struct gi_state {
     unsigned int ncand;   /* candidates found (may pass cap: then declined) */
     unsigned int nblocks; /* blocks of the chain */
     int declined;         /* set to 1 by any phase that gives up */
-    unsigned int pad;
+    unsigned int nfall;   /* candidates phase 2 in segments left to the serial decode */
     unsigned long long trailer; /* byte offset of the Adler-32 */
     unsigned long long end_bit; /* just past the final block */
     unsigned long long sum_a, sum_b;
@@ -38,6 +38,10 @@ struct gi_stream {
     struct infl_blk *blocks;
     uint32_t *sym; /* out_len u32 symbols */
     struct gi_state *st;
+    uint32_t *cbits; /* candidate bitmap: one bit per bit offset of the deflate data (segments) */
+    uint32_t *clist; /* the candidates' map slots in the order found (cap) */
+    uint32_t *flist; /* the slots phase 2 in segments left to the serial decode (cap) */
+    uint64_t nwords; /* u32 words of cbits */
     uint32_t hsize, cap; /* map size (a power of two), candidates and blocks at most */
 };
 
@@ -45,13 +49,15 @@ struct gi_stream {
  * a thread index it in the parameter space instead of copying it to local memory. */
 struct gi_batch {
     int n;
+    int seg; /* phases 2 and 4 in segments: the scan fills the bitmap */
     struct gi_stream s[GINFLATE_MAX_BATCH];
 };
 
 struct ginflate {
     void *d_scratch;
     size_t cap;
-    int seg; /* phase 4 by gi_place_seg (1) or gi_place (0): the knob inflate_seg at creation */
+    int seg; /* phases 2 and 4 in segments (1) or one thread a block (0): the knob inflate_seg at creation */
+    unsigned jump_grid; /* gi_jump's blocks per stream: as many as the device holds at once (0: unknown) */
 };
 
 static size_t gi_up(size_t v)
@@ -74,7 +80,8 @@ static size_t gi_bytes(uint64_t in_len, uint64_t out_len, uint32_t *hsize, uint3
     *hsize = (uint32_t)inflspec_map_size(in_len);
     return gi_up(sizeof(struct gi_state)) + gi_up((size_t)*hsize * sizeof(uint64_t)) +
            gi_up((size_t)*hsize * sizeof(struct infl_res)) + gi_up((size_t)*cap * sizeof(struct infl_blk)) +
-           gi_up((size_t)(out_len ? out_len : 1) * sizeof(uint32_t));
+           gi_up((size_t)(out_len ? out_len : 1) * sizeof(uint32_t)) + 2 * gi_up((size_t)*cap * sizeof(uint32_t)) +
+           gi_up((size_t)inflspec_cand_words(in_len ? in_len - 4 : 0) * sizeof(uint32_t));
 }
 
 static dim3 gi_grid(uint64_t work, int n)
@@ -94,7 +101,7 @@ __global__ void gi_init(const __grid_constant__ struct gi_batch b)
 {
     GI_STREAM(b);
     if (blockIdx.x == 0 && threadIdx.x == 0) {
-        s->st->ncand = s->st->nblocks = 0;
+        s->st->ncand = s->st->nblocks = s->st->nfall = 0;
         s->st->trailer = s->st->end_bit = s->st->sum_a = s->st->sum_b = 0;
         s->st->declined = !gi_sane(s->in_len, s->out_len) || infl_zlib_header(s->in, s->in_len) != 0;
         for (int r = 0; r < INFL_JUMP_ROUNDS; r++)
@@ -103,10 +110,14 @@ __global__ void gi_init(const __grid_constant__ struct gi_batch b)
     }
     GI_FOR(i, s->hsize)
     s->keys[i] = INFL_EMPTY;
+    if (b.seg)
+        GI_FOR(i, s->nwords)
+        s->cbits[i] = 0;
 }
 
 /* Phase 1: every bit offset of the deflate data where a dynamic block header could start goes into
- * the map (more than cap: declined). A thread block stages GI_SCAN_BYTES of the data (and the 24
+ * the map (more than cap: declined), its slot into the list in the order found, and for the segments
+ * its bit into the bitmap. A thread block stages GI_SCAN_BYTES of the data (and the 24
  * bytes after) in shared memory; each thread tests 32 consecutive offsets with infl_head_plausible
  * on 64-bit windows cut from three words in registers, and only the offsets that pass go through
  * infl_is_candidate's full reading from memory (a thread per offset reading its bytes and arrays
@@ -156,7 +167,8 @@ __global__ void __launch_bounds__(GI_THREADS, 6) gi_scan(const __grid_constant__
                 !infl_head_plausible(gi_bits(w0, w1, w2, p0 + k), gi_bits(w0, w1, w2, p0 + k + 17)) ||
                 !gi_is_candidate(s->in, nbytes, bit))
                 continue;
-            if (atomicAdd(&s->st->ncand, 1u) >= s->cap) {
+            unsigned idx = atomicAdd(&s->st->ncand, 1u), slot = UINT32_MAX;
+            if (idx >= s->cap) {
                 atomicExch(&s->st->declined, 1);
                 over = 1;
                 break;
@@ -164,8 +176,13 @@ __global__ void __launch_bounds__(GI_THREADS, 6) gi_scan(const __grid_constant__
             uint32_t h = infl_hash(bit, (uint32_t)hmask);
             for (uint64_t j = 0; j <= hmask; j++, h = (h + 1) & (uint32_t)hmask)
                 if (atomicCAS((unsigned long long *)&s->keys[h], (unsigned long long)INFL_EMPTY,
-                              (unsigned long long)bit) == (unsigned long long)INFL_EMPTY)
+                              (unsigned long long)bit) == (unsigned long long)INFL_EMPTY) {
+                    slot = h;
                     break;
+                }
+            s->clist[idx] = slot;
+            if (b.seg)
+                atomicOr(&s->cbits[bit >> 5], 1u << (bit & 31));
         }
     }
 }
@@ -176,6 +193,16 @@ __global__ void __launch_bounds__(GI_THREADS, 6) gi_scan(const __grid_constant__
  * lookups miss L1 once thousands of threads hold 6 KiB each: the decode is a chain of such lookups).
  * Candidates are sparse in the map, so a warp rarely has two. */
 #define GI_WARP_SLOTS 32
+
+/* The serial decode of the candidate in map slot `slot` into res[slot]. */
+static __device__ void gi_pass1_one(const struct gi_stream *s, uint32_t slot, struct infl_tabs *t)
+{
+    struct infl_res r;
+
+    infl_block(s->in, s->in_len - 4, s->keys[slot], t, NULL, 0, s->out_len, INFL_MAX_SYMS, &r);
+    s->res[slot] = r;
+}
+
 __global__ void gi_pass1(const __grid_constant__ struct gi_batch b)
 {
     GI_STREAM(b);
@@ -190,11 +217,8 @@ __global__ void gi_pass1(const __grid_constant__ struct gi_batch b)
         while (todo) {
             unsigned lane = (unsigned)__ffs((int)todo) - 1;
             todo &= todo - 1;
-            if (threadIdx.x == lane) {
-                struct infl_res r;
-                infl_block(s->in, s->in_len - 4, bit, &t, NULL, 0, s->out_len, INFL_MAX_SYMS, &r);
-                s->res[i] = r;
-            }
+            if (threadIdx.x == lane)
+                gi_pass1_one(s, (uint32_t)i, &t);
             __syncwarp();
         }
     }
@@ -243,14 +267,20 @@ __global__ void gi_place(const __grid_constant__ struct gi_batch b)
     }
 }
 
-/* Phase 4 with segments (the switch's other side; docs/gpu.md, "One block in segments"): one
- * thread block per block of the chain, one thread per segment of its data bits, through
- * cpu_ref/inflate_seg_core.h as the host driver inflseg_block runs it. Thread 0 reads the header
- * and builds the tables in shared memory (a stored block it copies itself, as gi_place does); the
- * segments sync in rounds, each round a barrier to read the predecessors' bounds and one to learn
- * whether anyone decoded (at most nseg + 1 rounds with round 0, the core's bound); thread 0 gives
- * the verdict, a block-wide exclusive prefix sum of the counts (which must add up to the block's
- * length) places the segments, and each writes its symbols. Any failure declines the stream.
+/* Phases 2 and 4 with segments (the knob's other side; docs/gpu.md, "One block in segments"): one
+ * driver, gi_seg, one thread block per item, one thread per segment of its data bits, through
+ * cpu_ref/inflate_seg_core.h as the host drivers (inflseg_pass1, inflseg_block) run it. Phase 4's
+ * items are the blocks of the chain, whose ends the chain gives; phase 2's are the candidates (the
+ * scan's list), whose ends are guessed: the next candidate in bit order, which the thread block
+ * finds in the bitmap. Thread 0 reads the header and builds the tables in shared memory (phase 4:
+ * a stored block it copies itself, as gi_place does); the segments sync in rounds, each round a
+ * barrier to read the predecessors' bounds and one to learn whether anyone decoded (at most
+ * nseg + 1 rounds with round 0, the core's bound). Phase 4: thread 0 gives the verdict, a
+ * block-wide exclusive prefix sum of the counts (which must add up to the block's length) places
+ * the segments, each writes its symbols, and any failure declines the stream. Phase 2 writes
+ * nothing: thread 0 finds the first end-of-block code of the right-started segments and fills the
+ * candidate's result as the serial decode would (infl_seg_res), or leaves the candidate to
+ * gi_pass1_fall, the serial decode of only those.
  *
  * Segments are about INFL_SEG_BITS long, at most GI_SEG_THREADS of them, longer ones for longer
  * blocks (infl_seg_count, the cut the host tests run as inflseg_block's nseg 0). Their states (168
@@ -260,26 +290,42 @@ __global__ void gi_place(const __grid_constant__ struct gi_batch b)
  * photograph-like stream at zlib level 6 are about 200 kbit: they get the full 256. */
 #define GI_SEG_THREADS INFL_SEG_DEV_MAX
 #define GI_SEG_SHARED ((size_t)GI_SEG_THREADS * sizeof(struct infl_seg))
-#define GI_SEG_GRID 1024 /* blocks per stream; each takes blocks of the chain i, i + 1024, ... */
+#define GI_SEG_GRID 1024  /* blocks per stream; each takes items i, i + 1024, ... */
+#define GI_NEXT_WORDS 4   /* bitmap words a thread reads per step of the search: 32 kbit a step */
+#define GI_FALL_GRID 4096 /* blocks of gi_pass1_fall per stream (about all an H200 holds at once) */
 
-/* What thread 0 tells the others about the current block of the chain (nseg 0: nothing to do). */
+/* What thread 0 tells the others about the current item (nseg 0: nothing more to do). */
 struct gi_seg_plan {
     uint64_t data_start, end_bit, seg_bits;
+    uint64_t from, lim; /* phase 2: where the next candidate is looked for */
     uint32_t nseg;
+    uint32_t guess; /* phase 2: 1 when the end is to be guessed (from, lim set) */
+    uint32_t slot;  /* phase 2: the candidate's map slot */
+    uint32_t final; /* phase 2: its BFINAL */
+    unsigned int next; /* phase 2: the search's first set bit after from (atomicMin) */
 };
 
-/* Thread 0: block i's header into *t and the plan; a stored block copied here. Returns 0 or -1. */
+/* Cuts [p->data_start, end) into the plan's segments. */
+static __device__ void gi_seg_cut(struct gi_seg_plan *p, uint64_t end)
+{
+    uint64_t bits = end - p->data_start;
+
+    p->nseg = infl_seg_cut(bits, infl_seg_count(bits, GI_SEG_THREADS), &p->seg_bits);
+    p->end_bit = end;
+}
+
+/* Thread 0, phase 4: block i's header into *t and the plan; a stored block copied here. Returns 0
+ * or -1. */
 static __device__ int gi_seg_head(const struct gi_stream *s, uint64_t i, struct infl_tabs *t,
                                   struct gi_seg_plan *p)
 {
     const struct infl_blk *bk = &s->blocks[i];
     uint64_t nbytes = s->in_len - 4, end = i + 1 < s->st->nblocks ? s->blocks[i + 1].start_bit : s->st->end_bit;
-    uint64_t bits, nseg;
     struct infl_res r;
     struct infl_br br;
     int type;
 
-    p->nseg = 0;
+    p->nseg = p->guess = 0;
     infl_br_init(&br, s->in, nbytes, bk->start_bit);
     type = infl_block_head(&br, t, &r);
     if (type == 0)
@@ -290,12 +336,66 @@ static __device__ int gi_seg_head(const struct gi_stream *s, uint64_t i, struct 
     p->data_start = infl_br_pos(&br);
     if (type < 0 || p->data_start >= end || end > nbytes * 8 || end - p->data_start > INFL_SEG_MAX_BITS)
         return -1;
-    bits = end - p->data_start;
-    nseg = infl_seg_count(bits, GI_SEG_THREADS);
-    p->seg_bits = (bits + nseg - 1) / nseg;
-    p->nseg = (uint32_t)((bits + p->seg_bits - 1) / p->seg_bits); /* none empty */
-    p->end_bit = end;
+    gi_seg_cut(p, end);
     return 0;
+}
+
+/* Leaves the candidate in map slot `slot` to gi_pass1_fall. */
+static __device__ void gi_fall(const struct gi_stream *s, uint32_t slot)
+{
+    unsigned k = atomicAdd(&s->st->nfall, 1u);
+
+    if (k < s->cap)
+        s->flist[k] = slot;
+    else
+        atomicExch(&s->st->declined, 1);
+}
+
+/* Thread 0, phase 2: candidate i of the list, its header into *t and the plan (guess set when the
+ * search is to run); a candidate the segments cannot take is left to the serial decode. */
+static __device__ void gi_seg_cand(const struct gi_stream *s, uint64_t i, struct infl_tabs *t, struct gi_seg_plan *p)
+{
+    uint64_t nbytes = s->in_len - 4;
+    struct infl_res r;
+    struct infl_br br;
+
+    p->nseg = p->guess = 0;
+    p->next = UINT32_MAX;
+    p->slot = s->clist[i];
+    if (p->slot == UINT32_MAX) /* not in the map (it never fills): no result is read */
+        return;
+    infl_br_init(&br, s->in, nbytes, s->keys[p->slot]);
+    if (infl_block_head(&br, t, &r) != 2 ||
+        infl_seg_guess_range(p->data_start = infl_br_pos(&br), nbytes * 8, &p->from, &p->lim)) {
+        gi_fall(s, p->slot);
+        return;
+    }
+    p->final = r.final;
+    p->guess = 1;
+}
+
+/* Every thread: the first set bit of the bitmap in [p->from, p->lim), or p->lim (infl_seg_guess,
+ * GI_SEG_THREADS * GI_NEXT_WORDS words a step; at most INFL_SEG_GUESS_BITS / 32768 + 1 steps). */
+static __device__ uint64_t gi_seg_next(const struct gi_stream *s, struct gi_seg_plan *p)
+{
+    uint64_t last = (p->lim - 1) >> 5;
+
+    for (uint64_t w = p->from >> 5; w <= last; w += GI_SEG_THREADS * GI_NEXT_WORDS) {
+        uint64_t f[GI_NEXT_WORDS], first = UINT64_MAX;
+#pragma unroll
+        for (unsigned j = 0; j < GI_NEXT_WORDS; j++) {
+            uint64_t wi = w + threadIdx.x * GI_NEXT_WORDS + j;
+            f[j] = wi <= last ? infl_cand_first(s->cbits, wi, p->from, p->lim) : UINT64_MAX;
+        }
+#pragma unroll
+        for (unsigned j = 0; j < GI_NEXT_WORDS; j++)
+            first = f[j] < first ? f[j] : first;
+        if (first != UINT64_MAX)
+            atomicMin(&p->next, (unsigned int)(first - p->from));
+        if (__syncthreads_or(first != UINT64_MAX))
+            break;
+    }
+    return p->next == UINT32_MAX ? p->lim : p->from + p->next;
 }
 
 /* The sync rounds of segment k (every thread of the block calls it; k >= nseg idles). */
@@ -316,6 +416,7 @@ static __device__ void gi_seg_sync(const struct gi_stream *s, const struct infl_
         if (!__syncthreads_or(decoded))
             break;
     }
+    /* every state is now visible: nseg 1 leaves segment 0 to thread 0 alone, more end on a barrier */
 }
 
 /* Block-wide exclusive prefix sum of v (every thread calls it; blockDim.x a multiple of 32, at
@@ -342,15 +443,15 @@ static __device__ uint64_t gi_scan(uint64_t v, uint64_t *s_warp, uint64_t *total
     return before + x - v;
 }
 
-/* Block bk of the chain in the plan's segments (every thread calls it): 0, or -1 to decline. */
-static __device__ int gi_seg_block(const struct gi_stream *s, const struct infl_blk *bk, const struct infl_tabs *t,
-                                   const struct gi_seg_plan *p, struct infl_seg *segs, uint64_t *s_warp)
+/* Phase 4, after the sync: block bk's segments verified and written (every thread calls it): 0,
+ * or -1 to decline. */
+static __device__ int gi_seg_write(const struct gi_stream *s, const struct infl_blk *bk, const struct infl_tabs *t,
+                                   const struct gi_seg_plan *p, const struct infl_seg *segs, uint64_t *s_warp)
 {
     uint32_t k = threadIdx.x;
     uint64_t off, total, steps;
     int bad;
 
-    gi_seg_sync(s, t, p, segs, k);
     bad = __syncthreads_or(k == 0 && infl_seg_verdict(segs, p->nseg, p->data_start, p->end_bit, bk->len));
     off = gi_scan(k < p->nseg ? segs[k].count : 0, s_warp, &total);
     if (bad || total != bk->len)
@@ -362,7 +463,25 @@ static __device__ int gi_seg_block(const struct gi_stream *s, const struct infl_
     return 0;
 }
 
-__global__ void __launch_bounds__(GI_SEG_THREADS) gi_place_seg(const __grid_constant__ struct gi_batch b)
+/* Phase 2, after the sync, thread 0: the candidate's result, or the candidate left to the serial
+ * decode. */
+static __device__ void gi_seg_count(const struct gi_stream *s, const struct gi_seg_plan *p,
+                                    const struct infl_seg *segs)
+{
+    uint64_t end = 0, len = 0;
+    struct infl_res r;
+
+    if (infl_seg_eob(segs, p->nseg, p->data_start, &end, &len) == 0 &&
+        infl_seg_res(end, len, p->final, s->out_len, &r) == 0)
+        s->res[p->slot] = r;
+    else
+        gi_fall(s, p->slot);
+}
+
+/* The segment driver: phase 2 (count 1: the candidates' results) or phase 4 (count 0: the chain's
+ * symbols). Every branch around a barrier reads shared values written before one, so the block
+ * takes it as one. */
+__global__ void __launch_bounds__(GI_SEG_THREADS) gi_seg(const __grid_constant__ struct gi_batch b, int count)
 {
     GI_STREAM(b);
     extern __shared__ struct infl_seg s_segs[];
@@ -373,20 +492,53 @@ __global__ void __launch_bounds__(GI_SEG_THREADS) gi_place_seg(const __grid_cons
     /* one thread reads the flag, so that the block leaves or stays as one */
     if (__syncthreads_or(threadIdx.x == 0 && s->st->declined))
         return;
-    for (uint64_t i = blockIdx.x; i < s->st->nblocks; i += gridDim.x) {
-        __syncthreads(); /* the block before is written: its tables and plan may go */
-        if (threadIdx.x == 0 && gi_seg_head(s, i, &s_t, &s_p)) {
-            s_p.nseg = 0;
-            atomicExch(&s->st->declined, 1);
+    uint64_t items = count ? (s->st->ncand < s->cap ? s->st->ncand : s->cap) : s->st->nblocks;
+    for (uint64_t i = blockIdx.x; i < items; i += gridDim.x) {
+        __syncthreads(); /* the item before is done: its tables and plan may go */
+        if (threadIdx.x == 0) {
+            if (count)
+                gi_seg_cand(s, i, &s_t, &s_p);
+            else if (gi_seg_head(s, i, &s_t, &s_p)) {
+                s_p.nseg = 0;
+                atomicExch(&s->st->declined, 1);
+            }
         }
         __syncthreads();
-        if (s_p.nseg && gi_seg_block(s, &s->blocks[i], &s_t, &s_p, s_segs, s_warp))
+        if (s_p.guess) {
+            uint64_t end = gi_seg_next(s, &s_p);
+            if (threadIdx.x == 0)
+                gi_seg_cut(&s_p, end);
+            __syncthreads();
+        }
+        if (!s_p.nseg)
+            continue;
+        gi_seg_sync(s, &s_t, &s_p, s_segs, threadIdx.x);
+        if (count) {
+            if (threadIdx.x == 0)
+                gi_seg_count(s, &s_p, s_segs);
+        } else if (gi_seg_write(s, &s->blocks[i], &s_t, &s_p, s_segs, s_warp)) {
             atomicExch(&s->st->declined, 1);
+        }
     }
 }
 
-/* Phase 5, round `round`: one thread per output position takes one pointer-jumping step
- * (infl_jump); a round after one that left no marker returns at once. */
+/* Phase 2 in segments, the rest: the candidates gi_seg left, each decoded serially by thread 0 of
+ * a 32-thread block (gi_place's shape, its tables in shared memory). */
+__global__ void gi_pass1_fall(const __grid_constant__ struct gi_batch b)
+{
+    GI_STREAM(b);
+    __shared__ struct infl_tabs t;
+
+    if (threadIdx.x || s->st->declined)
+        return;
+    for (uint64_t i = blockIdx.x; i < s->st->nfall; i += gridDim.x)
+        gi_pass1_one(s, s->flist[i], &t);
+}
+
+/* Phase 5, round `round`: every output position takes one pointer-jumping step (infl_jump), in a
+ * grid-stride loop over a grid the device holds at once; a round after one that left no marker
+ * returns at once, so that the rounds launched past the last useful one cost a resident grid's
+ * start each, not one block per 256 positions. */
 __global__ void gi_jump(const __grid_constant__ struct gi_batch b, int round)
 {
     GI_STREAM(b);
@@ -472,7 +624,7 @@ int ginflate_create(struct ginflate **out, char *err)
 
     *out = NULL;
     /* the segments' state is dynamic shared memory past the 48 KiB a launch gets unasked */
-    if (seg && (e = cudaFuncSetAttribute(gi_place_seg, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    if (seg && (e = cudaFuncSetAttribute(gi_seg, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)GI_SEG_SHARED)) != cudaSuccess) {
         cudaGetLastError();
         return edged_fail(err, EDGED_E_GPU_FATAL, "inflate segment kernel: %s", cudaGetErrorString(e));
@@ -480,6 +632,7 @@ int ginflate_create(struct ginflate **out, char *err)
     if (!(g = (struct ginflate *)calloc(1, sizeof(*g))))
         return edged_fail(err, EDGED_E_GPU_OOM, "cannot allocate the inflate state");
     g->seg = seg;
+    g->jump_grid = (unsigned)gctx_resident((const void *)gi_jump, GI_THREADS, 0);
     *out = g;
     return 0;
 }
@@ -550,6 +703,13 @@ static size_t gi_layout(struct gi_batch *bt, char *base, int n, const uint8_t *c
         at += gi_up((size_t)cap * sizeof(struct infl_blk));
         s->sym = (uint32_t *)(base + at);
         at += gi_up((size_t)(s->out_len ? s->out_len : 1) * sizeof(uint32_t));
+        s->clist = (uint32_t *)(base + at);
+        at += gi_up((size_t)cap * sizeof(uint32_t));
+        s->flist = (uint32_t *)(base + at);
+        at += gi_up((size_t)cap * sizeof(uint32_t));
+        s->nwords = inflspec_cand_words(gi_sane(in_len[i], out_len[i]) ? in_len[i] - 4 : 0);
+        s->cbits = (uint32_t *)(base + at);
+        at += gi_up((size_t)s->nwords * sizeof(uint32_t));
     }
     return at;
 }
@@ -567,7 +727,7 @@ int ginflate_enqueue(struct ginflate *g, cudaStream_t stream, int n, const uint8
                      char *err)
 {
     struct gi_batch bt;
-    uint64_t max_h = 1, max_bits = 1, max_out = 1, max_cap = 1;
+    uint64_t max_h = 1, max_init = 1, max_bits = 1, max_out = 1, max_cap = 1;
     cudaError_t e;
     int rc;
 
@@ -581,27 +741,40 @@ int ginflate_enqueue(struct ginflate *g, cudaStream_t stream, int n, const uint8
     if ((rc = gi_grow(g, stream, need, err)))
         return rc;
     gi_layout(&bt, (char *)g->d_scratch, n, d_in, in_len, d_out, out_len, d_status);
+    bt.seg = g->seg;
     for (int i = 0; i < n; i++) {
         uint64_t bits = gi_sane(in_len[i], out_len[i]) ? (uint64_t)(in_len[i] - 4) * 8 : 0;
         max_h = bt.s[i].hsize > max_h ? bt.s[i].hsize : max_h;
+        max_init = bt.s[i].hsize > max_init ? bt.s[i].hsize : max_init;
+        max_init = g->seg && bt.s[i].nwords > max_init ? bt.s[i].nwords : max_init; /* and the bitmap */
         max_cap = bt.s[i].cap > max_cap ? bt.s[i].cap : max_cap;
         max_bits = bits > max_bits ? bits : max_bits;
         max_out = bt.s[i].out_len > max_out ? bt.s[i].out_len : max_out;
     }
-    GI_LAUNCH(gi_init, gi_grid(max_h, n), GI_THREADS, bt);
+    GI_LAUNCH(gi_init, gi_grid(max_init, n), GI_THREADS, bt);
     GI_LAUNCH(gi_scan, gi_grid(max_bits / 32, n), GI_THREADS, bt);
-    uint64_t warps = (max_h + GI_WARP_SLOTS - 1) / GI_WARP_SLOTS;
-    GI_LAUNCH(gi_pass1, dim3((unsigned)(warps < GI_MAX_GRID ? warps : GI_MAX_GRID), (unsigned)n), GI_WARP_SLOTS, bt);
+    dim3 seg_grid((unsigned)(max_cap < GI_SEG_GRID ? max_cap : GI_SEG_GRID), (unsigned)n);
+    if (g->seg) {
+        GI_LAUNCH_SHARED(gi_seg, seg_grid, GI_SEG_THREADS, GI_SEG_SHARED, bt, 1);
+        GI_LAUNCH(gi_pass1_fall, dim3((unsigned)(max_cap < GI_FALL_GRID ? max_cap : GI_FALL_GRID), (unsigned)n),
+                  GI_PLACE_THREADS, bt);
+    } else {
+        uint64_t warps = (max_h + GI_WARP_SLOTS - 1) / GI_WARP_SLOTS;
+        GI_LAUNCH(gi_pass1, dim3((unsigned)(warps < GI_MAX_GRID ? warps : GI_MAX_GRID), (unsigned)n), GI_WARP_SLOTS,
+                  bt);
+    }
     GI_LAUNCH(gi_chain, dim3(1, (unsigned)n), 1, bt);
     if (g->seg)
-        GI_LAUNCH_SHARED(gi_place_seg, dim3((unsigned)(max_cap < GI_SEG_GRID ? max_cap : GI_SEG_GRID), (unsigned)n),
-                         GI_SEG_THREADS, GI_SEG_SHARED, bt);
+        GI_LAUNCH_SHARED(gi_seg, seg_grid, GI_SEG_THREADS, GI_SEG_SHARED, bt, 0);
     else
         GI_LAUNCH(gi_place, dim3((unsigned)(max_cap < GI_MAX_GRID ? max_cap : GI_MAX_GRID), (unsigned)n),
                   GI_PLACE_THREADS, bt);
     /* a chain of markers runs through at most max_cap blocks: 2^rounds >= max_cap resolves it */
+    dim3 jump = gi_grid(max_out, n);
+    if (g->jump_grid && jump.x > g->jump_grid)
+        jump.x = g->jump_grid;
     for (int r = 0; r < INFL_JUMP_ROUNDS && (r < 2 || (1ull << (r - 1)) < max_cap); r++)
-        GI_LAUNCH(gi_jump, gi_grid(max_out, n), GI_THREADS, bt, r);
+        GI_LAUNCH(gi_jump, jump, GI_THREADS, bt, r);
     GI_LAUNCH(gi_write, gi_grid(max_out, n), GI_THREADS, bt);
     GI_LAUNCH(gi_adler, gi_grid((max_out + INFL_ADLER_CHUNK - 1) / INFL_ADLER_CHUNK * 32, n), GI_THREADS, bt);
     GI_LAUNCH(gi_final, dim3(1, (unsigned)n), 1, bt);

@@ -25,9 +25,10 @@ extern "C" {
 struct ginflate;
 
 /* Creates the state on the current device. The tuning knob inflate_seg (EDGED_GPU_INFLATE_SEG,
- * api/tuning.h), read here once, chooses the placement phase for the state's whole life: 0 one
- * thread per block of the chain, 1 a thread block per block, a thread per segment of its bits.
- * Both give the same verdicts and bytes. Returns 0, or EDGED_E_GPU_OOM / EDGED_E_GPU_FATAL with a
+ * api/tuning.h), read here once, chooses the speculative and placing decodes (phases 2 and 4) for
+ * the state's whole life: 0 one thread per candidate and per block of the chain, 1 a thread block
+ * per candidate and per block, a thread per segment of its bits. Both give the same verdicts and
+ * bytes. Returns 0, or EDGED_E_GPU_OOM / EDGED_E_GPU_FATAL with a
  * message in err. */
 int ginflate_create(struct ginflate **out, char *err);
 /* Frees the scratch; accepts NULL. Call when no work of it is in flight. */

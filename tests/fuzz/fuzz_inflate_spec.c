@@ -1,12 +1,13 @@
-/* fuzz_inflate_spec.c — libFuzzer target: the speculative inflate (cpu_ref/inflate_spec.c) and the
- * segment decode of its blocks (cpu_ref/inflate_seg.c) against libdeflate's zlib decoder. Input:
- * one mode byte, then the stream. Mode bit 0 writes a valid zlib header, bit 1 rewrites the
- * Adler-32 after the deflate data (so that mutations reach the chain and the resolution rather
- * than dying at the checksum), bits 2-3 ask for one byte more or less than libdeflate gives, bits
- * 4-7 pick the segments a block is cut into (1 to 256). Aborts when inflspec_decode or
- * inflseg_decode answers 0 and libdeflate, asked for the same size, does not give the same bytes,
- * when either answers anything but 0 or its declined code, or when inflseg_decode declines a
- * stream inflspec_decode decodes. */
+/* fuzz_inflate_spec.c — libFuzzer target: the speculative inflate (cpu_ref/inflate_spec.c), serial
+ * and with phases 2 and 4 in segments, and the segment decode of its blocks (cpu_ref/inflate_seg.c)
+ * against libdeflate's zlib decoder. Input: one mode byte, then the stream. Mode bit 0 writes a
+ * valid zlib header, bit 1 rewrites the Adler-32 after the deflate data (so that mutations reach
+ * the chain and the resolution rather than dying at the checksum), bits 2-3 ask for one byte more
+ * or less than libdeflate gives, bits 4-7 pick the segments a block is cut into (1 to 256). Aborts
+ * when inflspec_decode or inflseg_decode answers 0 and libdeflate, asked for the same size, does
+ * not give the same bytes, when either answers anything but 0 or its declined code, when
+ * inflseg_decode declines a stream inflspec_decode decodes, or when inflseg_spec_decode with
+ * phases 2 and 4 in segments (the device's knob at 1) answers otherwise than inflspec_decode. */
 #include <libdeflate.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -84,6 +85,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     seg = inflseg_decode(z, len, fz_out, out_len, 1u + (mode >> 4) * 17u, NULL, NULL);
     check_answer(d, z, len, out_len, seg, INFLSEG_DECLINED);
     if (rc == 0 && seg != 0) /* the segments decline only what the serial decode declines */
+        abort();
+    seg = inflseg_spec_decode(z, len, fz_out, out_len, 1, NULL); /* phases 2 and 4 in segments */
+    check_answer(d, z, len, out_len, seg, INFLSPEC_DECLINED);
+    if (seg != rc)
         abort();
     libdeflate_free_decompressor(d);
     free(z);

@@ -101,7 +101,7 @@ if [ "$what" = all ] || [ "$what" = test ]; then
     step test_gpu_png 120 "$BUILD/tests/test_gpu_png" > "$OUT/test_gpu_png.log" 2>&1
     grep -E "^(PngSuite|generated|unfilter|large|job|damaged|color)|passed, [0-9]+ failed|seed" "$OUT/test_gpu_png.log"
     grep -m 20 FAIL "$OUT/test_gpu_png.log"
-    # the same with the inflate's blocks placed in segments (EDGED_GPU_INFLATE_SEG, gpu/ginflate.h)
+    # the same with the inflate's speculative and placing decodes in segments (EDGED_GPU_INFLATE_SEG, gpu/ginflate.h)
     step test_gpu_png_seg 120 env EDGED_GPU_INFLATE_SEG=1 "$BUILD/tests/test_gpu_png" > "$OUT/test_gpu_png_seg.log" 2>&1
     grep -E "^device inflate|passed, [0-9]+ failed" "$OUT/test_gpu_png_seg.log"; grep -m 20 FAIL "$OUT/test_gpu_png_seg.log"
     step test_gpu_inflate 180 "$BUILD/tests/test_gpu_inflate" > "$OUT/test_gpu_inflate.log" 2>&1

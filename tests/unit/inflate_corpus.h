@@ -171,6 +171,35 @@ static inline uint8_t *icorpus_mixed(const uint8_t *d, size_t n, size_t *zlen)
     return z;
 }
 
+/* A stream with a false candidate: d's first hl bytes (n > hl) are overwritten with the first bytes
+ * of zlib's level-6 stream of photograph-like data after its header (a dynamic block's header and
+ * data, byte-aligned) and stored in a block of their own (level 0), the rest at level 6. */
+static inline uint8_t *icorpus_false_header(uint8_t *d, size_t n, size_t hl, uint64_t *seed, size_t *zlen)
+{
+    size_t n0 = 30000, zl0, cap = compressBound((uLong)n) + 1024;
+    uint8_t *d0 = icorpus_data(1, n0, seed), *z0 = icorpus_zlib(d0, n0, 6, 8, Z_DEFAULT_STRATEGY, &zl0), *z;
+    z_stream zs;
+
+    memset(&zs, 0, sizeof(zs));
+    if (n <= hl || zl0 < hl + 2 || !(z = malloc(cap)) || deflateInit(&zs, 0) != Z_OK)
+        abort();
+    memcpy(d, z0 + 2, hl);
+    zs.next_out = z;
+    zs.avail_out = (uInt)cap;
+    zs.next_in = d;
+    zs.avail_in = (uInt)hl;
+    if (deflate(&zs, Z_NO_FLUSH) != Z_OK || deflateParams(&zs, 6, Z_DEFAULT_STRATEGY) != Z_OK)
+        abort();
+    zs.avail_in = (uInt)(n - hl);
+    if (deflate(&zs, Z_FINISH) != Z_STREAM_END)
+        abort();
+    *zlen = zs.total_out;
+    deflateEnd(&zs);
+    free(z0);
+    free(d0);
+    return z;
+}
+
 /* Adds zlib's stream of d with these knobs. */
 static inline void icorpus_add_zlib(struct icorpus *k, const char *what, const uint8_t *d, size_t n, int level,
                                     int mem, int strategy)
@@ -201,7 +230,7 @@ static inline void icorpus_add_libdeflate(struct icorpus *k, const char *what, c
 
 /* The generated streams: every kind at sizes around the block and window limits with the default
  * level, every zlib level, strategy and two memLevels and every libdeflate level on one size,
- * mixed block types, and the empty and one-byte streams. */
+ * mixed block types, a false candidate (icorpus_false_header), and the empty and one-byte streams. */
 static inline void icorpus_generated(struct icorpus *k, size_t big)
 {
     static const char *kinds[4] = {"random", "photo", "flat", "text"};
@@ -233,6 +262,10 @@ static inline void icorpus_generated(struct icorpus *k, size_t big)
             icorpus_add_libdeflate(k, kinds[kind], d, big, l);
         z = icorpus_mixed(d, big, &zl);
         snprintf(name, sizeof(name), "%s n=%zu stored+fixed+dynamic", kinds[kind], big);
+        icorpus_add(k, name, z, zl, big);
+        free(z);
+        z = icorpus_false_header(d, big, 300, &k->seed, &zl); /* d's first bytes change: last */
+        snprintf(name, sizeof(name), "%s n=%zu a stored dynamic header, then level 6", kinds[kind], big);
         icorpus_add(k, name, z, zl, big);
         free(z);
         free(d);

@@ -1,9 +1,10 @@
 /* test_gpu_inflate.c — the device inflate (gpu/ginflate.cu through gconv_inflate_host) against
  * libdeflate and the host driver of the same algorithm: the streams of test_inflate_spec in batches
- * of 32 (same verdict as inflspec_decode, libdeflate's bytes when it decodes), each batch run with
- * both placements (the knob EDGED_GPU_INFLATE_SEG 0 and 1: the same verdicts and bytes),
- * then the device time of one photograph-sized stream (2048x2048 RGB rows at zlib level 6) and of a
- * batch of 32 of them, both ways. Skips without a usable GPU; EDGED_REQUIRE_GPU=1 fails instead.
+ * of 32 (same verdict as inflseg_spec_decode, libdeflate's bytes when it decodes), each batch run
+ * both ways (the knob EDGED_GPU_INFLATE_SEG: 0 the speculative and placing decodes one thread a
+ * block, 1 both in segments; the same verdicts and bytes), then the device time of one
+ * photograph-sized stream (2048x2048 RGB rows at zlib level 6) and of a batch of 32 of them, both
+ * ways. Skips without a usable GPU; EDGED_REQUIRE_GPU=1 fails instead.
  * EDGED_GPU_QUICK=1 (the sanitizer runs) times a 256-row stream alone instead. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,14 +15,15 @@
 #include "errors.h"
 #include "gconv.h"
 #include "inflate_corpus.h"
+#include "inflate_seg.h"
 #include "inflate_spec.h"
 
 #define BATCH 32
 
 static const char *const placement[2] = {"one thread a block", "in segments"};
 
-/* gconv_inflate_host with the placement seg (0 or 1): the knob is read when the call creates its
- * inflate state. */
+/* gconv_inflate_host with phases 2 and 4 as seg (0 or 1) picks them: the knob is read when the
+ * call creates its inflate state. */
 static int dev_inflate(struct gconv_ctx *ctx, int seg, int n, const uint8_t *const *z, const size_t *len,
                        uint8_t *const *out, const size_t *olen, int *status, double *ms, char *err)
 {
@@ -29,8 +31,8 @@ static int dev_inflate(struct gconv_ctx *ctx, int seg, int n, const uint8_t *con
     return gconv_inflate_host(ctx, n, z, len, out, olen, status, ms, err);
 }
 
-/* Runs cases [first, first + n) as one batch both ways; checks each verdict and the bytes, and
- * that the two placements agree. */
+/* Runs cases [first, first + n) as one batch both ways; checks each verdict against the host
+ * driver's in the same mode and the bytes, and that the two ways agree. */
 static void run_batch(struct gconv_ctx *ctx, const struct icase *c, int n)
 {
     const uint8_t *z[BATCH];
@@ -50,22 +52,21 @@ static void run_batch(struct gconv_ctx *ctx, const struct icase *c, int n)
     }
     for (seg = 0; seg < 2; seg++) {
         rc[seg] = dev_inflate(ctx, seg, n, z, len, out[seg], olen, status[seg], &ms, err);
-        CHECK(rc[seg] == 0, "batch from %s, placed %s: %s", c[0].name, placement[seg], err);
+        CHECK(rc[seg] == 0, "batch from %s, decodes %s: %s", c[0].name, placement[seg], err);
     }
     for (i = 0; rc[0] == 0 && rc[1] == 0 && i < n; i++) {
-        int hrc;
         if (!(host = malloc(olen[i] ? olen[i] : 1)))
             abort();
-        hrc = inflspec_decode(z[i], len[i], host, olen[i], NULL);
         for (seg = 0; seg < 2; seg++) {
-            CHECK(status[seg][i] == (hrc == 0 ? 0 : 1), "%s, placed %s: device status %d, host rc %d",
+            int hrc = inflseg_spec_decode(z[i], len[i], host, olen[i], seg, NULL);
+            CHECK(status[seg][i] == (hrc == 0 ? 0 : 1), "%s, decodes %s: device status %d, host rc %d",
                   c[i].name, placement[seg], status[seg][i], hrc);
             if (status[seg][i] == 0)
                 CHECK(c[i].ok && !memcmp(out[seg][i], c[i].want, olen[i]),
-                      "%s, placed %s: device bytes differ from libdeflate", c[i].name, placement[seg]);
+                      "%s, decodes %s: device bytes differ from libdeflate", c[i].name, placement[seg]);
         }
         CHECK(status[0][i] == status[1][i] && (status[0][i] || !memcmp(out[0][i], out[1][i], olen[i])),
-              "%s: the placements differ (status %d and %d)", c[i].name, status[0][i], status[1][i]);
+              "%s: the two ways differ (status %d and %d)", c[i].name, status[0][i], status[1][i]);
         free(host);
     }
     for (i = 0; i < n; i++)
@@ -73,7 +74,7 @@ static void run_batch(struct gconv_ctx *ctx, const struct icase *c, int n)
             free(out[seg][i]);
 }
 
-/* The device time of one photograph-sized stream and of BATCH of them, placed both ways. */
+/* The device time of one photograph-sized stream and of BATCH of them, decoded both ways. */
 static void time_photo(struct gconv_ctx *ctx, uint64_t *seed, int quick)
 {
     size_t n = (size_t)(quick ? 256 : 2048) * (2048 * 3 + 1), zl;
@@ -95,12 +96,12 @@ static void time_photo(struct gconv_ctx *ctx, uint64_t *seed, int quick)
                     abort();
             }
             rc = dev_inflate(ctx, seg, k, zs, len, out, olen, status, &ms, err);
-            CHECK(rc == 0, "photo batch of %d, placed %s: %s", k, placement[seg], err);
+            CHECK(rc == 0, "photo batch of %d, decodes %s: %s", k, placement[seg], err);
             for (i = 0, good = 0; rc == 0 && i < k; i++)
                 good += status[i] == 0 && !memcmp(out[i], d, n);
-            CHECK(rc == 0 && good == k, "photo batch of %d, placed %s: %d of %d decoded right", k,
+            CHECK(rc == 0 && good == k, "photo batch of %d, decodes %s: %d of %d decoded right", k,
                   placement[seg], good, k);
-            printf("device inflate: %d x (%zu -> %zu bytes, zlib level 6), placed %s: %.3f ms\n", k, zl, n,
+            printf("device inflate: %d x (%zu -> %zu bytes, zlib level 6), decodes %s: %.3f ms\n", k, zl, n,
                    placement[seg], ms);
             for (i = 0; i < k; i++)
                 free(out[i]);

@@ -2,7 +2,8 @@
  * every Huffman block of the inflate corpus in 1 to 256 segments, in segments of a few bytes and
  * as the device cuts them, its markers resolved against the bytes before it; whole streams
  * (inflseg_decode) against libdeflate's answer; decodes that meet a previous decode's marks against
- * fresh ones; damaged blocks, which must give the serial decode's bytes or decline; the sync rounds
+ * fresh ones; damaged blocks, which must give the serial decode's bytes or decline; phase 2 in
+ * segments (inflseg_pass1) against the serial decode of every candidate; the sync rounds
  * on a photograph-like stream and on EDGED_SEG_PNG's IDAT (tests/bench/photos.py). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "check.h"
 #include "inflate_corpus.h"
 #include "inflate_seg.h"
+#include "inflate_spec.h"
 
 #define MAX_BLOCKS 4096
 
@@ -390,6 +392,191 @@ static void test_rounds(uint64_t *seed, struct tblk *bk)
     free(d);
 }
 
+/* Phase 2 of z (out_len bytes) both ways, the serial decode of every candidate and inflseg_pass1,
+ * with nfake bits set in the bitmap at random offsets first (false candidates as the guess sees
+ * them). Returns the candidates whose results differ, -1 when the stream has no room for a scan;
+ * *ps inflseg_pass1's stats, *ncand the candidates. */
+static int pass1_both(const uint8_t *z, size_t zl, size_t out_len, int nfake, uint64_t *seed,
+                      struct inflseg_pass1_stats *ps, uint64_t *ncand)
+{
+    uint64_t nbytes = zl - 4, cap = inflspec_max_candidates(zl), hsize = inflspec_map_size(zl), i;
+    uint64_t *keys = malloc(hsize * sizeof(*keys));
+    struct infl_res *ser = calloc(hsize, sizeof(*ser)), *seg = calloc(hsize, sizeof(*seg));
+    uint32_t *cbits = calloc(inflspec_cand_words(zl), sizeof(*cbits));
+    struct infl_tabs *t = malloc(sizeof(*t));
+    char err[EDGED_ERR_LEN] = "";
+    int bad = 0, f;
+
+    if (!keys || !ser || !seg || !cbits || !t)
+        abort();
+    for (i = 0; i < hsize; i++)
+        keys[i] = INFL_EMPTY;
+    *ncand = 0;
+    if (zl < 7 || inflspec_scan(z, nbytes, keys, (uint32_t)(hsize - 1), cap, cbits, ncand)) {
+        bad = -1;
+        goto out;
+    }
+    for (f = 0; f < nfake && nbytes * 8 > 16; f++)
+        infl_cand_set(cbits, 16 + icorpus_rand(seed) % (nbytes * 8 - 16));
+    CHECK(inflseg_pass1(z, nbytes, out_len, keys, (uint32_t)hsize, cbits, seg, ps, err) == 0, "pass1: %s", err);
+    for (i = 0; i < hsize; i++) {
+        if (keys[i] == INFL_EMPTY)
+            continue;
+        infl_block(z, nbytes, keys[i], t, NULL, 0, out_len, INFL_MAX_SYMS, &ser[i]);
+        bad += ser[i].ok != seg[i].ok ||
+               (ser[i].ok && (ser[i].end_bit != seg[i].end_bit || ser[i].len != seg[i].len ||
+                              ser[i].final != seg[i].final || ser[i].stored != seg[i].stored));
+    }
+out:
+    free(t);
+    free(cbits);
+    free(seg);
+    free(ser);
+    free(keys);
+    return bad;
+}
+
+/* Phase 2 of the damage streams with 1 to 3 bits flipped anywhere, 100 times each: the candidates
+ * whose segment result differs from the serial decode's. */
+static int pass1_damaged(uint64_t *seed)
+{
+    struct icorpus k = {0};
+    int i, j, bad = 0;
+
+    icorpus_damage_set(&k, seed);
+    for (i = 0; i < k.n; i++) {
+        uint8_t *m = malloc(k.c[i].zlen);
+        if (!m)
+            abort();
+        for (j = 0; j < 100; j++) {
+            struct inflseg_pass1_stats ps;
+            uint64_t n = 0;
+            uint32_t f, nf = 1 + icorpus_rand(seed) % 3;
+            memcpy(m, k.c[i].z, k.c[i].zlen);
+            for (f = 0; f < nf; f++) {
+                uint32_t at = icorpus_rand(seed) % (uint32_t)(k.c[i].zlen * 8);
+                m[at >> 3] ^= (uint8_t)(1u << (at & 7));
+            }
+            bad += pass1_both(m, k.c[i].zlen, k.c[i].out_len, (int)(j % 2), seed, &ps, &n) > 0;
+        }
+        free(m);
+    }
+    icorpus_free(&k);
+    return bad;
+}
+
+/* Phase 2 in segments on every stream of the corpus, and with 3 false candidates added to the
+ * bitmap, and on damaged streams: the serial decode's result for every candidate. */
+static void test_pass1(const struct icorpus *k, uint64_t *seed)
+{
+    uint64_t by_seg[2] = {0, 0}, serial[2] = {0, 0}, cands = 0;
+    int i, fake, bad = 0;
+
+    for (i = 0; i < k->n; i++)
+        for (fake = 0; fake < 2; fake++) {
+            const struct icase *c = &k->c[i];
+            struct inflseg_pass1_stats ps;
+            uint64_t n = 0;
+            int d = pass1_both(c->z, c->zlen, c->out_len, fake * 3, seed, &ps, &n);
+            if (d < 0)
+                continue;
+            if (d > 0 && !bad)
+                fprintf(stderr, "%s, %d false candidates: %d results differ\n", c->name, fake * 3, d);
+            bad += d;
+            by_seg[fake] += ps.seg;
+            serial[fake] += ps.serial;
+            cands += fake ? 0 : n;
+        }
+    bad += pass1_damaged(seed);
+    CHECK(bad == 0, "pass1: %d candidates whose segment result differs from the serial decode's", bad);
+    printf("pass1: %llu candidates: %llu by segments, %llu left to the serial decode; with 3 false candidates a "
+           "stream in the bitmap: %llu and %llu\n",
+           (unsigned long long)cands, (unsigned long long)by_seg[0], (unsigned long long)serial[0],
+           (unsigned long long)by_seg[1], (unsigned long long)serial[1]);
+}
+
+/* A false candidate (icorpus_false_header: a stored block whose bytes are the start of a dynamic
+ * block): the serial decode decides it, and the stream decodes. */
+static void test_false_candidate(uint64_t *seed)
+{
+    size_t n = 60000, zl;
+    uint8_t *d = icorpus_data(1, n, seed), *z = icorpus_false_header(d, n, 300, seed, &zl), *out = malloc(n);
+    struct inflseg_pass1_stats ps;
+    struct inflspec_stats st;
+    struct tblk bk[16];
+    uint64_t ncand = 0;
+    int nb, diff, rc;
+
+    if (!out)
+        abort();
+    nb = walk(z, zl, n, bk);
+    diff = pass1_both(z, zl, n, 0, seed, &ps, &ncand);
+    rc = inflseg_spec_decode(z, zl, out, n, 1, &st);
+    CHECK(nb > 1 && bk[0].type == 0 && ncand > (uint64_t)nb - 1,
+          "false candidate: %d blocks (the first of type %d), %llu candidates", nb, nb ? bk[0].type : -1,
+          (unsigned long long)ncand);
+    CHECK(diff == 0 && ps.serial >= 1, "false candidate: %d results differ, %llu left to the serial decode", diff,
+          (unsigned long long)ps.serial);
+    CHECK(rc == 0 && !memcmp(out, d, n), "false candidate: rc %d", rc);
+    printf("false candidate: %d blocks, %llu candidates, %llu by segments, %llu left to the serial decode\n", nb,
+           (unsigned long long)ncand, (unsigned long long)ps.seg, (unsigned long long)ps.serial);
+    free(out);
+    free(z);
+    free(d);
+}
+
+/* infl_seg_guess against a bit-by-bit search, on sparse random bitmaps and random ranges (the
+ * word edges included: ranges start and end anywhere in a word). */
+static void test_guess(uint64_t *seed)
+{
+    uint32_t cbits[128];
+    int trial, bad = 0;
+
+    for (trial = 0; trial < 3000; trial++) {
+        uint64_t from = icorpus_rand(seed) % 4096, lim = from + 1 + icorpus_rand(seed) % (4096 - from), want, b;
+        int i, nset = (int)(icorpus_rand(seed) % 6);
+        memset(cbits, 0, sizeof(cbits));
+        for (i = 0; i < nset; i++)
+            infl_cand_set(cbits, icorpus_rand(seed) % 4096);
+        for (want = lim, b = from; b < lim; b++)
+            if (cbits[b >> 5] >> (b & 31) & 1) {
+                want = b;
+                break;
+            }
+        bad += infl_seg_guess(cbits, from, lim) != want;
+    }
+    CHECK(bad == 0, "guess: %d of 3000 searches differ from a bit-by-bit search", bad);
+}
+
+/* One dynamic final block, 96 lengths: the segments decide it whatever its padding (0 to 7 bits
+ * after its end-of-block code before the Adler-32), every padding met. */
+static void test_final_padding(uint64_t *seed)
+{
+    int k, seen = 0, bad = 0, pads[8] = {0};
+
+    for (k = 0; k < 96; k++) {
+        size_t n = 1500 + 37 * (size_t)k, zl;
+        uint8_t *d = icorpus_data(1, n, seed), *z = icorpus_zlib(d, n, 6, 8, Z_DEFAULT_STRATEGY, &zl);
+        struct inflseg_pass1_stats ps;
+        struct tblk bk[4];
+        uint64_t ncand = 0;
+        int nb = walk(z, zl, n, bk);
+        if (nb == 1 && bk[0].type == 2) {
+            int diff = pass1_both(z, zl, n, 0, seed, &ps, &ncand);
+            bad += diff != 0 || ncand != 1 || ps.seg != 1;
+            pads[(8 - bk[0].end % 8) % 8]++;
+        }
+        free(z);
+        free(d);
+    }
+    for (k = 0; k < 8; k++)
+        seen += pads[k] > 0;
+    CHECK(bad == 0 && seen == 8, "final block: %d streams not decided by the segments, %d of 8 paddings met",
+          bad, seen);
+    printf("final block: 96 one-block streams, paddings 0..7 met %d %d %d %d %d %d %d %d times, all by segments\n",
+           pads[0], pads[1], pads[2], pads[3], pads[4], pads[5], pads[6], pads[7]);
+}
+
 int main(void)
 {
     struct icorpus k = {0};
@@ -404,6 +591,10 @@ int main(void)
     test_corpus(&k, bk);
     test_streams(&k);
     test_meet(&k.seed, bk);
+    test_pass1(&k, &k.seed);
+    test_false_candidate(&k.seed);
+    test_final_padding(&k.seed);
+    test_guess(&k.seed);
     test_damage(&k.seed, icorpus_damage_rounds(), bk);
     test_rounds(&k.seed, bk);
     icorpus_free(&k);

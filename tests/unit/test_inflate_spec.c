@@ -8,31 +8,43 @@
 
 #include "check.h"
 #include "inflate_corpus.h"
+#include "inflate_seg.h"
 #include "inflate_spec.h"
 
-/* The generated and PngSuite streams: libdeflate's bytes, or a refusal where it refuses. */
+/* The generated and PngSuite streams: libdeflate's bytes, or a refusal where it refuses; phases 2
+ * and 4 in segments (inflseg_spec_decode 1) give the same answer. */
 static void test_corpus(const struct icorpus *k)
 {
-    uint64_t cand = 0, spec = 0, seq = 0;
-    int i;
+    uint64_t cand = 0, spec = 0, seq = 0, seg = 0, serial = 0;
+    int i, mode;
 
     for (i = 0; i < k->n; i++) {
         const struct icase *c = &k->c[i];
         uint8_t *out = malloc(c->out_len ? c->out_len : 1);
-        struct inflspec_stats st;
-        int rc = inflspec_decode(c->z, c->zlen, out, c->out_len, &st);
-        if (c->ok)
-            CHECK(rc == 0 && !memcmp(out, c->want, c->out_len), "%s: rc %d (%zu -> %zu bytes)", c->name, rc,
-                  c->zlen, c->out_len);
-        else
-            CHECK(rc == INFLSPEC_DECLINED, "%s: libdeflate refuses it, inflspec rc %d", c->name, rc);
-        cand += st.candidates;
-        spec += st.spec_blocks;
-        seq += st.seq_blocks;
+        for (mode = 0; mode < 2; mode++) {
+            struct inflspec_stats st;
+            int rc = inflseg_spec_decode(c->z, c->zlen, out, c->out_len, mode, &st);
+            if (c->ok)
+                CHECK(rc == 0 && !memcmp(out, c->want, c->out_len), "%s, mode %d: rc %d (%zu -> %zu bytes)",
+                      c->name, mode, rc, c->zlen, c->out_len);
+            else
+                CHECK(rc == INFLSPEC_DECLINED, "%s: libdeflate refuses it, inflspec mode %d rc %d", c->name, mode,
+                      rc);
+            if (mode == 0) {
+                cand += st.candidates;
+                spec += st.spec_blocks;
+                seq += st.seq_blocks;
+            } else {
+                seg += st.seg_cands;
+                serial += st.seg_serial;
+            }
+        }
         free(out);
     }
-    printf("corpus: %d streams, %llu candidates, %llu blocks speculative, %llu sequential\n", k->n,
-           (unsigned long long)cand, (unsigned long long)spec, (unsigned long long)seq);
+    printf("corpus: %d streams, %llu candidates, %llu blocks speculative, %llu sequential; phase 2 in segments: "
+           "%llu candidates by segments, %llu left to the serial decode\n",
+           k->n, (unsigned long long)cand, (unsigned long long)spec, (unsigned long long)seq,
+           (unsigned long long)seg, (unsigned long long)serial);
 }
 
 /* One size too few or too many, and trailing bytes after the Adler-32 (libdeflate ignores them). */
@@ -60,13 +72,14 @@ static void test_sizes_and_trailer(const struct icorpus *k)
     }
 }
 
-/* A large level-6 photograph-like stream: most blocks come from speculative decodes. */
+/* A large level-6 photograph-like stream: most blocks come from speculative decodes, and in
+ * segments every candidate is decided by the segments (no false candidate, the final block too). */
 static void test_large_stats(uint64_t *seed)
 {
     size_t n = 3 * 1024 * 1024, zl;
     uint8_t *d = icorpus_data(1, n, seed), *z = icorpus_zlib(d, n, 6, 8, Z_DEFAULT_STRATEGY, &zl);
     uint8_t *out = malloc(n);
-    struct inflspec_stats st;
+    struct inflspec_stats st, sg;
     clock_t t0 = clock();
     int rc = inflspec_decode(z, zl, out, n, &st);
     double ms = 1e3 * (double)(clock() - t0) / CLOCKS_PER_SEC;
@@ -78,6 +91,15 @@ static void test_large_stats(uint64_t *seed)
            "%llu markers resolved in %d rounds, %.0f ms serial\n",
            zl, n, (unsigned long long)st.candidates, (unsigned long long)st.spec_ok, st.blocks, st.spec_blocks,
            st.seq_blocks, (unsigned long long)st.markers, st.rounds, ms);
+    rc = inflseg_spec_decode(z, zl, out, n, 1, &sg);
+    CHECK(rc == 0 && !memcmp(out, d, n) && sg.spec_ok == st.spec_ok && sg.spec_blocks == st.spec_blocks,
+          "large stream in segments: rc %d, %llu candidates decoded, %u blocks speculative", rc,
+          (unsigned long long)sg.spec_ok, sg.spec_blocks);
+    CHECK(sg.seg_serial == sg.candidates - st.blocks, "large stream in segments: %llu of %llu candidates left to "
+          "the serial decode (%u blocks)", (unsigned long long)sg.seg_serial, (unsigned long long)sg.candidates,
+          st.blocks);
+    printf("large in segments: %llu candidates by segments, %llu left to the serial decode\n",
+           (unsigned long long)sg.seg_cands, (unsigned long long)sg.seg_serial);
     free(out);
     free(z);
     free(d);
@@ -110,6 +132,8 @@ static void test_damage(uint64_t *seed, int rounds)
                     m[at] ^= (uint8_t)(1u << (r >> 8) % 8);
             }
             rc = inflspec_decode(m, ml, out, c->out_len, NULL);
+            if (inflseg_spec_decode(m, ml, out, c->out_len, 1, NULL) != rc)
+                bad++; /* the segments answer as the serial phases do */
             icorpus_add(&one, "damaged", m, ml, c->out_len);
             if (rc == 0) {
                 accepted++;

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "corr_exact.h"
 #include "cpu_serial.h"
 #include "errors.h"
 #include "filter.h"
@@ -28,7 +29,6 @@
 #include "pixel.h"
 #include "variant.h"
 
-#define FFT_C 4.0
 #define FFT_LOG2_N2_MAX 20.0 /* log2(1024^2): the largest tile conv_fft uses */
 
 static const int sides[] = {3, 13, 31, 63};
@@ -38,53 +38,7 @@ static const struct {
 
 static double fft_bound(double max_in, double abs_sum)
 {
-    return FFT_C * ldexp(1.0, -24) * FFT_LOG2_N2_MAX * max_in * abs_sum + 1e-6;
-}
-
-static void kernel_fill(struct kernel2d *k, int rows, int cols, float lo, float hi)
-{
-    memset(k, 0, sizeof(*k));
-    k->rows = rows, k->cols = cols;
-    for (int i = 0; i < rows * cols; i++)
-        k->taps[i] = check_rng_float(lo, hi);
-    kernel_detect_separable(k);
-}
-
-static double abs_sum(const struct kernel2d *k)
-{
-    double s = 0;
-    for (int i = 0; i < k->rows * k->cols; i++)
-        s += fabs(k->taps[i]);
-    return s;
-}
-
-/* The exact correlation (double sums of the float products) of one w x h plane, rows w apart. */
-static void exact_corr(const float *in, double *out, int w, int h, const struct kernel2d *k, enum border b)
-{
-    for (int y = 0; y < h; y++)
-        for (int x = 0; x < w; x++) {
-            double s = 0;
-            for (int i = 0; i < k->rows; i++) {
-                int yi = border_index(y + i - k->rows / 2, h, b);
-                for (int j = 0; yi >= 0 && j < k->cols; j++) {
-                    int xi = border_index(x + j - k->cols / 2, w, b);
-                    if (xi >= 0)
-                        s += (double)k->taps[i * k->cols + j] * in[(size_t)yi * w + xi];
-                }
-            }
-            out[(size_t)y * w + x] = s;
-        }
-}
-
-static double max_diff(const float *got, const double *ref, size_t n)
-{
-    double m = 0;
-    for (size_t i = 0; i < n; i++) {
-        double e = fabs((double)got[i] - ref[i]);
-        if (!(e <= m)) /* NaN wins */
-            m = e;
-    }
-    return m;
+    return corr_fft_bound(FFT_LOG2_N2_MAX, max_in, abs_sum);
 }
 
 static double worst_ratio; /* largest error / bound seen */
@@ -100,16 +54,16 @@ static void test_float_case(struct gconv_ctx *ctx, int w, int h, int side, enum 
 
     if (!in || !got || !ser || !ref)
         abort();
-    kernel_fill(&k, side, side, -1.0f, 1.0f);
+    corr_kernel_fill(&k, side, side, -1.0f, 1.0f);
     for (size_t i = 0; i < n; i++)
         in[i] = check_rng_float(0.0f, 255.0f), got[i] = NAN;
     int rc = gconv_conv_host(ctx, in, got, w, h, &k, b, VARIANT_FFT, 16, NULL, err);
     CHECK(rc == 0, "fft %dx%d taps %dx%d %s: %s", w, h, side, side, border_name(b), err);
     if (rc == 0) {
-        double bound = fft_bound(255.0, abs_sum(&k));
-        exact_corr(in, ref, w, h, &k, b);
+        double bound = fft_bound(255.0, corr_abs_sum(&k));
+        corr_exact(in, ref, w, h, &k, b);
         cpu_serial_conv(in, ser, w, h, (size_t)w, &k, b);
-        double e = max_diff(got, ref, n), es = max_diff(ser, ref, n);
+        double e = corr_max_diff(got, ref, n), es = corr_max_diff(ser, ref, n);
         if (e / bound > worst_ratio)
             worst_ratio = e / bound;
         printf("fft %4dx%-4d taps %2dx%-2d %-9s max |err| %.3g (cpu_serial %.3g), bound %.3g\n", w, h, side,
@@ -153,14 +107,14 @@ static void test_plan_case(struct gconv_ctx *ctx, int w, int h, int ch, int side
     CHECK(rc == 0, "fft plan %dx%dx%d taps %d %s: %s", w, h, ch, side, border_name(b), err);
     if (rc < 0)
         goto out;
-    double bound = fft_bound(255.0, abs_sum(&plan.conv[0])), worst = 0;
+    double bound = fft_bound(255.0, corr_abs_sum(&plan.conv[0])), worst = 0;
     for (int p = 0; p < plan.planes; p++) {
         for (size_t i = 0; i < n; i++) { /* the plane as the CPU reads it: luma for gray plans */
             const uint8_t *px = in.px + (i / w) * in.stride + (i % w) * ch;
             plane[i] = plan.gray ? pixel_luma(px[0], px[1], px[2]) : px[p];
         }
-        exact_corr(plane, ref, w, h, &plan.conv[0], b);
-        double e = max_diff(got + p * n, ref, n);
+        corr_exact(plane, ref, w, h, &plan.conv[0], b);
+        double e = corr_max_diff(got + p * n, ref, n);
         worst = e > worst ? e : worst;
         for (size_t i = 0; i < n; i++) {
             int g = out.px[(i / w) * out.stride + (i % w) * plan.out_ch + p];

@@ -2,7 +2,7 @@
  * the taps' spectrum and the inverse FFT, as phases of one block of FT_THREADS threads over one
  * shared buffer. One C source for the host (C11: tests/unit/test_fft_tile.c runs a block by looping
  * the thread index between phases) and the device (gpu/conv_fft.cu runs the phases with
- * __syncthreads between them). Host and device; no CUDA types.
+ * __syncthreads between them). Host and device; CUDA types in device code only.
  *
  * The transforms. Each 128-point transform is split as 16 x 8 (Cooley-Tukey): x[8 n1 + n2] with
  * n1 < 16, n2 < 8; X[k1 + 16 k2] with k1 < 16, k2 < 8. Eight threads share one transform: thread n2
@@ -210,28 +210,36 @@ FT_HD void ft_last_inv(ft_c *out, const ft_c *s_buf, int base, int col_major)
     ft_dft16(v, out, 1);
 }
 
-/* Thread a's inverse 8-point DFTs of its columns a (fa[k2] = X[a + 16 k2]) and kb
- * (fb[k2] = X[kb + 16 k2]), times the conjugate twiddles W^(-a m1) and W^(-kb m1): ga[m1], gb[m1]. */
-FT_HD void ft_first_inv(ft_c *fa, ft_c *fb, ft_c *ga, ft_c *gb, int a, const ft_c *s_tw)
+/* Thread a's inverse 8-point DFT of its column k1 (f[k2] = X[k1 + 16 k2], consumed) times the
+ * conjugate twiddles W^(-k1 m1) (k1 = a: tw[a][m1]; k1 = kb: tw[m1][kb]), to slot base ^ off(m1):
+ * Y'[k1][m1] where the forward's Y[m1][k1] was. */
+FT_HD void ft_first_inv(ft_c *f, int a, int h, ft_c *s_buf, int base, int col_major, const ft_c *s_tw)
 {
-    int kb = ft_kb(a);
+    ft_c g[8];
 
-    ft_dft8(fa, ga, 1);
-    ft_dft8(fb, gb, 1);
+    ft_dft8(f, g, 1);
     FT_UNROLL
-    for (int m1 = 1; m1 < 8; m1++) {
-        ga[m1] = ft_mulc(ga[m1], s_tw[a * FT_TW_PITCH + m1]);
-        gb[m1] = ft_mulc(gb[m1], s_tw[m1 * FT_TW_PITCH + kb]);
+    for (int m1 = 0; m1 < 8; m1++) {
+        ft_c w = s_tw[h ? m1 * FT_TW_PITCH + ft_kb(a) : a * FT_TW_PITCH + m1];
+        s_buf[base ^ (col_major ? ft_phys(m1, 0) : ft_phys(m1 >> 2, 16 * (m1 & 3)))] =
+            m1 ? ft_mulc(g[m1], w) : g[0];
     }
 }
 
 /* Of the frequencies thread a holds after its 8-point DFTs (f[0][i] at k = a + 16 i, f[1][i] at
- * kb + 16 i), the one at 128 - k for f[h][i]. */
+ * kb + 16 i), the one at 128 - k for f[h][i] is f[*hm][*im] (a is only tested for 0). */
+FT_HD void ft_mirror_pos(int h, int i, int a, int *hm, int *im)
+{
+    *hm = a ? 1 - h : h;
+    *im = a || h ? 7 - i : (8 - i) & 7;
+}
 FT_HD ft_c ft_mirror(ft_c f[2][8], int h, int i, int a)
 {
-    if (h == 0)
-        return a ? f[1][7 - i] : f[0][(8 - i) & 7];
-    return a ? f[0][7 - i] : f[1][7 - i];
+    int h1, i1, h0, i0;
+
+    ft_mirror_pos(h, i, 1, &h1, &i1);
+    ft_mirror_pos(h, i, 0, &h0, &i0);
+    return a ? f[h1][i1] : f[h0][i0];
 }
 
 /* The transforms p and q of two real sequences from that of z = p + i q, at k, given z[k] and
@@ -275,9 +283,8 @@ FT_HD void ft_row_fwd2(int t, ft_c *s_buf)
         ft_dft8(in, f[g], 0); /* f[0][k2] = Z[a + 16 k2], f[1][k2] = Z[kb + 16 k2] */
     }
     FT_UNROLL
-    for (int g = 0; g < 2; g++)
-        FT_UNROLL
-    for (int i = 0; i < 4; i++) { /* k = (g ? kb : a) + 16 i, and its mirror 128 - k */
+    for (int v = 0; v < 8; v++) { /* k = (g ? kb : a) + 16 i, and its mirror 128 - k */
+        int g = v >> 2, i = v & 3;
         ft_c ra, rb;
         ft_split(f[g][i], ft_mirror(f, g, i, a), &ra, &rb);
         if (g == 0 && i == 0 && a == 0) /* k = 0 and k = 64 share the slot: A[0] + i A[64] */
@@ -340,16 +347,36 @@ FT_HD ft_c ft_spec_value(const float *taps, int rows, int cols, int e, const dou
     return ft_make((float)(re * w), (float)(im * w));
 }
 
-/* Phase 4, column transforms, second factor, the product with the spectrum (d_spec, read through
- * FT_SPEC_LOAD), the inverse's first factor: thread t = 8 c + a. */
-#ifndef FT_SPEC_LOAD
-#define FT_SPEC_LOAD(p) (*(p))
+/* One value of the taps' spectrum, through the read-only path on the device. */
+FT_HD ft_c ft_spec_load(const ft_c *p)
+{
+#ifdef __CUDA_ARCH__
+    float2 v = __ldg((const float2 *)p);
+    return ft_make(v.x, v.y);
+#else
+    return *p;
 #endif
+}
+
+/* Two adjacent values of the taps' spectrum (p 16-byte aligned): one read-only 16-byte load on the
+ * device. */
+FT_HD void ft_spec_load2(const ft_c *p, ft_c *lo, ft_c *hi)
+{
+#ifdef __CUDA_ARCH__
+    float4 v = __ldg((const float4 *)p);
+    *lo = ft_make(v.x, v.y), *hi = ft_make(v.z, v.w);
+#else
+    *lo = p[0], *hi = p[1];
+#endif
+}
+
+/* Phase 4, column transforms, second factor, the product with the taps' spectrum d_spec, the
+ * inverse's first factor: thread t = 8 c + a. */
 FT_HD void ft_col_mid(int t, ft_c *s_buf, const ft_c *s_tw, const ft_c *d_spec)
 {
     int c = t >> 3, a = t & 7;
     int base[2] = {ft_phys(8 * a, c), ft_phys(8 * ft_kb(a), c)};
-    ft_c in[8], f[2][8], g[2][8];
+    ft_c in[8], f[2][8];
 
     FT_UNROLL
     for (int h = 0; h < 2; h++) {
@@ -360,29 +387,31 @@ FT_HD void ft_col_mid(int t, ft_c *s_buf, const ft_c *s_tw, const ft_c *d_spec)
     }
     if (c) {
         FT_UNROLL
+        for (int v = 0; v < 16; v += 2) {
+            ft_c s0, s1;
+            ft_spec_load2(d_spec + ft_spec_index(t, v), &s0, &s1);
+            f[v >> 3][v & 7] = ft_mul(f[v >> 3][v & 7], s0);
+            f[v >> 3][(v & 7) + 1] = ft_mul(f[v >> 3][(v & 7) + 1], s1);
+        }
+    } else { /* column 0 holds columns 0 and 64 as P = C0 + i C64: split, multiply, repack, with the
+              * inputs parked in the thread's own slots (the mirrors are read from there) */
+        FT_UNROLL
         for (int v = 0; v < 16; v++)
-            f[v >> 3][v & 7] = ft_mul(f[v >> 3][v & 7], FT_SPEC_LOAD(d_spec + ft_spec_index(t, v)));
-    } else { /* column 0 holds columns 0 and 64 as P = C0 + i C64: split, multiply, repack */
-        ft_c p[2][8];
+            s_buf[base[v >> 3] ^ ft_phys(v & 7, 0)] = f[v >> 3][v & 7];
         FT_UNROLL
         for (int v = 0; v < 16; v++) {
-            int h = v >> 3, i = v & 7;
-            ft_c c0, c64;
-            ft_split(f[h][i], ft_mirror(f, h, i, a), &c0, &c64);
-            c0 = ft_mul(c0, FT_SPEC_LOAD(d_spec + ft_spec_index(t, v)));
-            c64 = ft_mul(c64, FT_SPEC_LOAD(d_spec + ft_spec_index(t, 16 + v)));
-            p[h][i] = ft_make(c0.x - c64.y, c0.y + c64.x);
+            int h = v >> 3, i = v & 7, h1, i1, h0, i0;
+            ft_mirror_pos(h, i, 1, &h1, &i1);
+            ft_mirror_pos(h, i, 0, &h0, &i0);
+            ft_c c0, c64, m = s_buf[a ? base[h1] ^ ft_phys(i1, 0) : base[h0] ^ ft_phys(i0, 0)];
+            ft_split(s_buf[base[h] ^ ft_phys(i, 0)], m, &c0, &c64);
+            c0 = ft_mul(c0, ft_spec_load(d_spec + ft_spec_index(t, v)));
+            c64 = ft_mul(c64, ft_spec_load(d_spec + ft_spec_index(t, 16 + v)));
+            f[h][i] = ft_make(c0.x - c64.y, c0.y + c64.x);
         }
-        FT_UNROLL
-        for (int v = 0; v < 16; v++)
-            f[v >> 3][v & 7] = p[v >> 3][v & 7];
     }
-    ft_first_inv(f[0], f[1], g[0], g[1], a, s_tw);
-    FT_UNROLL
-    for (int h = 0; h < 2; h++)
-        FT_UNROLL
-    for (int m1 = 0; m1 < 8; m1++)
-        s_buf[base[h] ^ ft_phys(m1, 0)] = g[h][m1];
+    ft_first_inv(f[0], a, 0, s_buf, base[0], 1, s_tw);
+    ft_first_inv(f[1], a, 1, s_buf, base[1], 1, s_tw);
 }
 
 /* Phase 5, column transforms, inverse second factor: thread t = 8 c + m1. */
@@ -397,18 +426,24 @@ FT_HD void ft_col_inv2(int t, ft_c *s_buf)
         s_buf[base ^ ft_phys(8 * m2, 0)] = o[m2];
 }
 
+/* Whether thread t of phases 6 and 7 (row pair j = t / 8) has rows in the first vy, the valid ones:
+ * the others may skip both phases. */
+FT_HD int ft_row_needed(int t, int vy)
+{
+    return 2 * (t >> 3) < vy;
+}
+
 /* Phase 6, row transforms, inverse first factor: thread t = 8 j + a packs the half spectra of rows
  * 2j and 2j + 1 into the frequencies a + 16 k2 and kb + 16 k2 of one complex row. */
 FT_HD void ft_row_inv1(int t, ft_c *s_buf, const ft_c *s_tw)
 {
     int j = t >> 3, a = t & 7;
     int base[2] = {ft_phys(2 * j, a), ft_phys(2 * j, ft_kb(a))};
-    ft_c f[2][8], mir[2][4], g[2][8], z64 = ft_make(0.0f, 0.0f);
+    ft_c f[2][8], mir[2][4], z64 = ft_make(0.0f, 0.0f);
 
     FT_UNROLL
-    for (int h = 0; h < 2; h++)
-        FT_UNROLL
-    for (int i = 0; i < 4; i++) { /* k = (h ? kb : a) + 16 i */
+    for (int v = 0; v < 8; v++) { /* k = (h ? kb : a) + 16 i */
+        int h = v >> 2, i = v & 3;
         ft_c al = s_buf[base[h] ^ ft_phys(0, 16 * i)], be = s_buf[base[h] ^ ft_phys(1, 16 * i)];
         f[h][i] = ft_make(al.x - be.y, al.y + be.x);   /* Z'[k] */
         mir[h][i] = ft_make(al.x + be.y, be.x - al.y); /* Z'[128 - k] */
@@ -422,12 +457,8 @@ FT_HD void ft_row_inv1(int t, ft_c *s_buf, const ft_c *s_tw)
         f[0][4 + r] = a ? mir[1][3 - r] : r ? mir[0][4 - r] : z64;
         f[1][4 + r] = a ? mir[0][3 - r] : mir[1][3 - r];
     }
-    ft_first_inv(f[0], f[1], g[0], g[1], a, s_tw);
-    FT_UNROLL
-    for (int h = 0; h < 2; h++)
-        FT_UNROLL
-    for (int m1 = 0; m1 < 8; m1++)
-        s_buf[base[h] ^ ft_phys(m1 >> 2, 16 * (m1 & 3))] = g[h][m1];
+    ft_first_inv(f[0], a, 0, s_buf, base[0], 0, s_tw);
+    ft_first_inv(f[1], a, 1, s_buf, base[1], 0, s_tw);
 }
 
 /* Phase 7, row transforms, inverse second factor: thread t = 8 j + m1 gets out[m2] = (result row

@@ -3,7 +3,8 @@
 # under compute-sanitizer memcheck and racecheck, a bench with NPP and its charts. Logs under $OUT.
 # usage (repo root, with .debs carried): sh tests/gpu_host/gpu_host.sh [all|test|bench|fast|fft|headline]
 # fft: test_gpu_fft (fft against the exact correlation, its errors beside the bound), memcheck of it,
-# and fft beside fast on custom full-rank taps 13..63 at 8192^2, gray and 3 planes (fft_bench.csv).
+# and fft beside fast on custom full-rank taps 13..63 at 8192^2, gray and 3 planes, with fft's cuFFT
+# path (EDGED_FFT_FUSED=0) as rows fft_cufft (fft_bench.csv).
 # test: test_gpu, test_gpu_fft, test_gpu_jpeg, test_gpu_png, test_gpu_png_encode and test_gpu_inflate, then memcheck, synccheck and one racecheck per GPU variant side
 # by side (each with its own time limit; a run killed at its limit says FAILED: TIMED OUT).
 # fast: the fast-kernel pass: full GPU tests, memcheck (quick set, every variant), racecheck of fast
@@ -160,6 +161,11 @@ if [ "$what" = fft ]; then
     b="$BUILD/edged bench --sizes 8192 --reps 20 --warmup 3 --filter custom --ksizes 13,15,17,21,25,31,45,63 --csv"
     step bench-fft 150 $b --variants fast,fft > "$OUT/fft_bench.csv" 2>> "$log"
     step bench-fft-rgb 150 $b --variants fast,fft --channels 3 | tail -n +2 >> "$OUT/fft_bench.csv" 2>> "$log"
+    # the cuFFT path (EDGED_FFT_FUSED=0) beside the fused tile kernel, as rows fft_cufft
+    step bench-fft-cufft 150 env EDGED_FFT_FUSED=0 $b --variants fft 2>> "$log" | tail -n +2 |
+        sed "s/,fft,/,fft_cufft,/" >> "$OUT/fft_bench.csv"
+    step bench-fft-cufft-rgb 150 env EDGED_FFT_FUSED=0 $b --variants fft --channels 3 2>> "$log" | tail -n +2 |
+        sed "s/,fft,/,fft_cufft,/" >> "$OUT/fft_bench.csv"
     cat "$OUT/fft_bench.csv"
 fi
 if [ "$what" = fast ]; then

@@ -27,8 +27,10 @@ static double cs[2 * FT_N];
 
 enum phase { P_ROW_FWD2, P_COL_FWD1, P_COL_MID, P_COL_INV2, P_ROW_INV1 };
 
-static void run_phase(enum phase p, int t, const ft_c *spec)
+static void run_phase(enum phase p, int t, const ft_c *spec, int vy)
 {
+    if (p == P_ROW_INV1 && !ft_row_needed(t, vy))
+        return;
     switch (p) {
     case P_ROW_FWD2:
         ft_row_fwd2(t, s_buf);
@@ -51,25 +53,27 @@ static void run_phase(enum phase p, int t, const ft_c *spec)
 static long order_mismatch; /* phases whose result depended on the threads' order */
 
 /* One in-buffer phase over every thread, ascending; when check, also descending from the same
- * start, and the two results compared bit for bit. */
-static void block_phase(enum phase p, const ft_c *spec, int check)
+ * start, and the two results compared bit for bit. vy: the valid rows (the row inverse skips the
+ * threads of the others, as the kernel does). */
+static void block_phase(enum phase p, const ft_c *spec, int check, int vy)
 {
     if (check)
         memcpy(s_save, s_buf, sizeof(s_buf));
     for (int t = 0; t < FT_THREADS; t++)
-        run_phase(p, t, spec);
+        run_phase(p, t, spec, vy);
     if (!check)
         return;
     memcpy(s_fwd, s_buf, sizeof(s_buf));
     memcpy(s_buf, s_save, sizeof(s_buf));
     for (int t = FT_THREADS - 1; t >= 0; t--)
-        run_phase(p, t, spec);
+        run_phase(p, t, spec, vy);
     if (memcmp(s_fwd, s_buf, sizeof(s_buf)) != 0)
         order_mismatch++;
 }
 
-/* One tile as the kernel runs it: tile[v * FT_N + u] in, res[y * FT_N + x] out (all of it). */
-static void block_tile(const float *tile, const ft_c *spec, float *res, int check)
+/* One tile as the kernel runs it: tile[v * FT_N + u] in, res[y * FT_N + x] out (the first vy rows
+ * at least). */
+static void block_tile(const float *tile, const ft_c *spec, float *res, int check, int vy)
 {
     for (int t = 0; t < FT_THREADS; t++) {
         ft_c v[16];
@@ -83,13 +87,15 @@ static void block_tile(const float *tile, const ft_c *spec, float *res, int chec
         }
         ft_row_fwd1(t, v, s_buf, s_tw);
     }
-    block_phase(P_ROW_FWD2, spec, check);
-    block_phase(P_COL_FWD1, spec, check);
-    block_phase(P_COL_MID, spec, check);
-    block_phase(P_COL_INV2, spec, check);
-    block_phase(P_ROW_INV1, spec, check);
+    block_phase(P_ROW_FWD2, spec, check, FT_N);
+    block_phase(P_COL_FWD1, spec, check, FT_N);
+    block_phase(P_COL_MID, spec, check, FT_N);
+    block_phase(P_COL_INV2, spec, check, FT_N);
+    block_phase(P_ROW_INV1, spec, check, vy);
     for (int t = 0; t < FT_THREADS; t++) {
         ft_c out[16];
+        if (!ft_row_needed(t, vy))
+            continue;
         ft_row_inv2(t, s_buf, out);
         for (int m2 = 0; m2 < 16; m2++) {
             int x, y;
@@ -120,7 +126,9 @@ static void fused_corr(const float *in, float *out, int w, int h, const struct k
                         yi = border_index(oy - k->rows / 2 + v, h, b);
                     tile[v * FT_N + u] = xi < 0 || yi < 0 ? 0.0f : in[(size_t)yi * w + xi];
                 }
-            block_tile(tile, spec, res, ox == 0 && oy == 0);
+            for (int i = 0; i < FT_N * FT_N; i++)
+                res[i] = NAN; /* rows the block skips must not be read */
+            block_tile(tile, spec, res, ox == 0 && oy == 0, vy);
             for (int y = 0; y < vy && oy + y < h; y++)
                 for (int x = 0; x < vx && ox + x < w; x++)
                     out[(size_t)(oy + y) * w + ox + x] = res[y * FT_N + x];

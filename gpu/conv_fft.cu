@@ -220,9 +220,11 @@ static __device__ __forceinline__ int fft_opaque(int t)
 /* The fused path (fft_tile_core.h): one block of FT_THREADS threads per 128 x 128 tile does the
  * gather under the border rule, the forward 2D FFT, the product with the taps' spectrum, the inverse
  * and the write of the valid vx x vy corner, with the tile in shared memory throughout; no cuFFT, no
- * tile buffers in global memory. Two blocks fit an SM of sm_80 and sm_90 (FT_SMEM each, 64 registers
- * a thread at most). Tile (blockIdx.x, blockIdx.y) of plane blockIdx.z. */
-__global__ void __launch_bounds__(FT_THREADS, 2)
+ * tile buffers in global memory. Tile (blockIdx.x, blockIdx.y) of plane blockIdx.z. BLOCKS: blocks
+ * per SM the registers are budgeted for: 2 (the default; FT_SMEM each fits sm_80 and sm_90, 64
+ * registers a thread) or 1 (128 registers: fewer warps, more room for the compiler to overlap). */
+template <int BLOCKS>
+__global__ void __launch_bounds__(FT_THREADS, BLOCKS)
     k_fft_fused(const float *__restrict__ d_in, float *__restrict__ d_out, size_t plane_stride, conv_geom g,
                 int vx, int vy, const ft_c *__restrict__ d_spec, const __grid_constant__ struct fft_fused_tw tw)
 {
@@ -500,24 +502,27 @@ static void gfft_free(void *self)
     free(f);
 }
 
-/* The fused path: every tile of every plane in one launch of k_fft_fused. */
+/* The fused path: every tile of every plane in one launch of k_fft_fused (EDGED_FFT_FUSED 2: the
+ * instance budgeted for one block per SM). */
 static int fft_fused_run(struct conv_args *a, struct gfft *f, int planes, char *err)
 {
-    static unsigned long long attr_done; /* per device: the shared-memory limit raised */
-    const int vx = FT_N - a->k->cols + 1, vy = FT_N - a->k->rows + 1;
+    static unsigned long long attr_done[2]; /* per kernel and device: the shared-memory limit raised */
+    const int vx = FT_N - a->k->cols + 1, vy = FT_N - a->k->rows + 1, one = tuning()->fft_fused == 2;
+    void (*kernel)(const float *, float *, size_t, conv_geom, int, int, const ft_c *, const struct fft_fused_tw) =
+        one ? k_fft_fused<1> : k_fft_fused<2>;
     const cufftComplex *d_spec = NULL;
     cudaError_t e;
     int rc;
 
     if ((rc = fft_spectrum_get(a, f, FT_N, 1, &d_spec, err)) < 0)
         return rc;
-    if ((e = fast_smem_attr(k_fft_fused, a, FT_SMEM, &attr_done)) != cudaSuccess) {
+    if ((e = fast_smem_attr(kernel, a, FT_SMEM, &attr_done[one])) != cudaSuccess) {
         a->cuerr = e, a->cuwhat = "fft: fused kernel shared-memory limit";
         return GCONV_CUDA_FAILED;
     }
     dim3 grid(div_up(a->w, vx), div_up(a->h, vy), planes);
-    k_fft_fused<<<grid, FT_THREADS, FT_SMEM, a->stream>>>(a->d_in, a->d_out, planes > 1 ? a->plane_stride : 0,
-                                                          conv_geom_of(a), vx, vy, (const ft_c *)d_spec, f->tw);
+    kernel<<<grid, FT_THREADS, FT_SMEM, a->stream>>>(a->d_in, a->d_out, planes > 1 ? a->plane_stride : 0,
+                                                     conv_geom_of(a), vx, vy, (const ft_c *)d_spec, f->tw);
     return conv_launched(a, "fft fused kernel");
 }
 

@@ -1,8 +1,8 @@
 /* test_gpu_fft.c — variant fft against the exact correlation (double, on the CPU): random taps
  * 3x3 to 63x63, every border, gray and RGB, sizes from 1x1 to prime widths and whole multiples of
- * the fused tile's valid part (196 x 132: 2 x 98 for 31 taps, 2 x 66 for 63); each case on both
- * paths, the fused tile kernel and cuFFT (EDGED_FFT_FUSED 1 and 0); floats within the documented
- * bound, u8 within one level and only next to a rounding tie.
+ * the fused tile's valid part (196 x 132: 2 x 98 for 31 taps, 2 x 66 for 63); each case on every
+ * path: the fused tile kernel, its one-block-per-SM build and cuFFT (EDGED_FFT_FUSED 1, 2 and 0);
+ * floats within the documented bound, u8 within one level and only next to a rounding tie.
  *
  * Bound (docs/semantics.md, "fft"): |fft - exact| <= FFT_C * 2^-24 * log2(n^2) * M * S, with
  * M = max |input|, S = sum |taps|, n <= 1024 the tile side (log2(n^2) <= 20 is used here), FFT_C 4.
@@ -43,10 +43,12 @@ static double fft_bound(double max_in, double abs_sum)
     return corr_fft_bound(FFT_LOG2_N2_MAX, max_in, abs_sum);
 }
 
-static double worst_ratio;                     /* largest error / bound seen */
-static const char *const paths[] = {"1", "0"}; /* EDGED_FFT_FUSED: the fused tile kernel, cuFFT */
+static double worst_ratio; /* largest error / bound seen */
+/* EDGED_FFT_FUSED: the fused tile kernel, its one-block-per-SM build, cuFFT */
+static const char *const paths[] = {"1", "2", "0"};
+#define NPATHS 3
 
-/* One plane through gconv_conv_host on both paths: random 0..255 floats, random taps in [-1, 1). */
+/* One plane through gconv_conv_host on every path: random 0..255 floats, random taps in [-1, 1). */
 static void test_float_case(struct gconv_ctx *ctx, int w, int h, int side, enum border b)
 {
     size_t n = (size_t)w * h;
@@ -64,7 +66,7 @@ static void test_float_case(struct gconv_ctx *ctx, int w, int h, int side, enum 
     corr_exact(in, ref, w, h, &k, b);
     cpu_serial_conv(in, ser, w, h, (size_t)w, &k, b);
     double es = corr_max_diff(ser, ref, n);
-    for (int p = 0; p < 2; p++) {
+    for (int p = 0; p < NPATHS; p++) {
         check_knob("EDGED_FFT_FUSED", paths[p]);
         for (size_t i = 0; i < n; i++)
             got[i] = NAN;
@@ -132,7 +134,7 @@ static void plan_case_check(struct gconv_ctx *ctx, const struct img *in, const s
 }
 
 /* A custom plan (normalised positive taps, so that the results span 0..255) on a gray or RGB image
- * through gconv_run on both paths: float planes within the bound, u8 within one level next to a
+ * through gconv_run on every path: float planes within the bound, u8 within one level next to a
  * tie. */
 static void test_plan_case(struct gconv_ctx *ctx, int w, int h, int ch, int side, enum border b)
 {
@@ -167,7 +169,7 @@ static void test_plan_case(struct gconv_ctx *ctx, int w, int h, int ch, int side
         }
         corr_exact(plane, ref + p * n, w, h, &plan.conv[0], b);
     }
-    for (int q = 0; q < 2; q++) {
+    for (int q = 0; q < NPATHS; q++) {
         check_knob("EDGED_FFT_FUSED", paths[q]);
         plan_case_check(ctx, &in, &plan, &out, got, ref, paths[q]);
     }

@@ -4,7 +4,8 @@
 # usage (repo root, with .debs carried): sh tests/gpu_host/gpu_host.sh [all|test|bench|fast|fft|headline]
 # fft: test_gpu_fft (fft against the exact correlation, its errors beside the bound), memcheck of it,
 # and fft beside fast on custom full-rank taps 13..63 at 8192^2, gray and 3 planes, with fft's cuFFT
-# path (EDGED_FFT_FUSED=0) as rows fft_cufft (fft_bench.csv).
+# path (EDGED_FFT_FUSED=0) as rows fft_cufft and the fused kernel's one-block-per-SM build
+# (EDGED_FFT_FUSED=2) as rows fft_1blk (fft_bench.csv).
 # test: test_gpu, test_gpu_fft, test_gpu_jpeg, test_gpu_png, test_gpu_png_encode and test_gpu_inflate, then memcheck, synccheck and one racecheck per GPU variant side
 # by side (each with its own time limit; a run killed at its limit says FAILED: TIMED OUT).
 # fast: the fast-kernel pass: full GPU tests, memcheck (quick set, every variant), racecheck of fast
@@ -166,6 +167,9 @@ if [ "$what" = fft ]; then
         sed "s/,fft,/,fft_cufft,/" >> "$OUT/fft_bench.csv"
     step bench-fft-cufft-rgb 150 env EDGED_FFT_FUSED=0 $b --variants fft --channels 3 2>> "$log" | tail -n +2 |
         sed "s/,fft,/,fft_cufft,/" >> "$OUT/fft_bench.csv"
+    # the fused kernel's one-block-per-SM build (EDGED_FFT_FUSED=2), as rows fft_1blk
+    step bench-fft-1blk 150 env EDGED_FFT_FUSED=2 $b --variants fft 2>> "$log" | tail -n +2 |
+        sed "s/,fft,/,fft_1blk,/" >> "$OUT/fft_bench.csv"
     cat "$OUT/fft_bench.csv"
 fi
 if [ "$what" = fast ]; then

@@ -13,7 +13,8 @@
  * against the double sum and the largest errors are printed beside the bound.
  * u8: got == post(exact), or one level off where exact lies within the bound of a rounding tie
  * (post(exact - B) != post(exact + B)).
- * Env: EDGED_SEED repeats a run; EDGED_REQUIRE_GPU=1 fails instead of skipping without a GPU. */
+ * Env: EDGED_SEED repeats a run; EDGED_REQUIRE_GPU=1 fails instead of skipping without a GPU;
+ * EDGED_GPU_QUICK (not 0) runs a few small cases only, for compute-sanitizer. */
 
 #include <math.h>
 #include <stdint.h>
@@ -185,7 +186,7 @@ int main(void)
     struct filter_plan plan;
     struct filter_spec spec;
     char err[EDGED_ERR_LEN] = "";
-    const char *req = getenv("EDGED_REQUIRE_GPU");
+    const char *req = getenv("EDGED_REQUIRE_GPU"), *q = getenv("EDGED_GPU_QUICK");
     int rc;
 
     check_rng_init();
@@ -206,6 +207,14 @@ int main(void)
         return check_summary();
     }
     CHECK(rc == 0, "gconv_check fft: %s", err);
+    if (q && *q && strcmp(q, "0") != 0) { /* the compute-sanitizer set: a few tiles, every path */
+        for (int b = 0; b < BORDER_COUNT; b++) {
+            test_float_case(ctx, 7, 5, 63, (enum border)b);
+            test_float_case(ctx, 257, 131, 31, (enum border)b);
+        }
+        test_plan_case(ctx, 257, 131, 3, 63, BORDER_REFLECT);
+        goto done;
+    }
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
         for (size_t k = 0; k < sizeof(sides) / sizeof(sides[0]); k++)
             for (int b = 0; b < BORDER_COUNT; b++)
@@ -217,6 +226,7 @@ int main(void)
                 test_plan_case(ctx, 7, 5, ch, sides[k], (enum border)b);
             }
     test_plan_case(ctx, 2053, 1031, 3, 31, BORDER_REFLECT); /* several tiles, planes batched */
+done:
     printf("largest error / bound: %.3g\n", worst_ratio);
     CHECK(!gconv_is_dead(ctx), "context alive at the end");
     gconv_close(ctx);

@@ -1,4 +1,4 @@
-/* conv_fft.cu — fft: correlation through cuFFT by overlap-save on square tiles, for large full-rank taps. */
+/* conv_fft.cu — fft: overlap-save correlation for large full-rank taps, by a fused tile kernel or cuFFT. */
 #include <string.h>
 
 #include "gconv_internal.h"

@@ -26,6 +26,7 @@ struct edged_tuning {
     int fast_stream_big; /* fast: 1 = streaming kernel also for full-rank 7x7 and 9x9 */
     int fft_tile;        /* fft: tile side (0: the cost model picks) */
     int fft_chunk_mb;    /* fft: MiB of tile spectra per cuFFT call */
+    int fft_fused;       /* fft: 1 = the fused tile kernel where it applies (2: one block per SM), 0 = cuFFT only */
     int cpu_simd;        /* CPU backend: enum tuning_simd */
     int inflate_seg;     /* device inflate: 1 = candidates and chain blocks decoded in segments, 0 = one thread each */
 };

@@ -2,8 +2,11 @@
 # gpu_host.sh — one pass on a GPU host: build, GPU tests, the quick set
 # under compute-sanitizer memcheck and racecheck, a bench with NPP and its charts. Logs under $OUT.
 # usage (repo root, with .debs carried): sh tests/gpu_host/gpu_host.sh [all|test|bench|fast|fft|headline]
-# fft: test_gpu_fft (fft against the exact correlation, its errors beside the bound), memcheck of it,
-# and fft beside fast on custom full-rank taps 13..63 at 8192^2, gray and 3 planes (fft_bench.csv).
+# fft: test_gpu_fft (fft against the exact correlation, its errors beside the bound), memcheck and
+# racecheck of its small set (EDGED_GPU_QUICK=1),
+# and fft beside fast on custom full-rank taps 13..63 at 8192^2, gray and 3 planes, with fft's cuFFT
+# path (EDGED_FFT_FUSED=0) as rows fft_cufft and the fused kernel's one-block-per-SM build
+# (EDGED_FFT_FUSED=2) as rows fft_1blk (fft_bench.csv).
 # test: test_gpu, test_gpu_fft, test_gpu_jpeg, test_gpu_png (twice: also with EDGED_GPU_INFLATE_SEG=1), test_gpu_png_encode and test_gpu_inflate, then memcheck, synccheck and one racecheck per GPU variant side
 # by side (each with its own time limit; a run killed at its limit says FAILED: TIMED OUT).
 # fast: the fast-kernel pass: full GPU tests, memcheck (quick set, every variant), racecheck of fast
@@ -158,12 +161,23 @@ fi
 if [ "$what" = fft ]; then
     step test_gpu_fft 200 "$BUILD/tests/test_gpu_fft" > "$OUT/test_gpu_fft.log" 2>&1
     grep -E "largest error|passed, [0-9]+ failed|seed" "$OUT/test_gpu_fft.log"; grep -m 20 FAIL "$OUT/test_gpu_fft.log"
-    step memcheck-fft 200 compute-sanitizer --tool memcheck --error-exitcode 99 "$BUILD/tests/test_gpu_fft" \
-        > "$OUT/sanitizer_fft.log" 2>&1
+    step memcheck-fft 200 env EDGED_GPU_QUICK=1 compute-sanitizer --tool memcheck --error-exitcode 99 \
+        "$BUILD/tests/test_gpu_fft" > "$OUT/sanitizer_fft.log" 2>&1
     grep -E "ERROR SUMMARY|passed, [0-9]+ failed" "$OUT/sanitizer_fft.log"
+    step racecheck-fft 300 env EDGED_GPU_QUICK=1 compute-sanitizer --tool racecheck --error-exitcode 99 \
+        "$BUILD/tests/test_gpu_fft" > "$OUT/racecheck_fft.log" 2>&1
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed, [0-9]+ failed" "$OUT/racecheck_fft.log"
     b="$BUILD/edged bench --sizes 8192 --reps 20 --warmup 3 --filter custom --ksizes 13,15,17,21,25,31,45,63 --csv"
     step bench-fft 150 $b --variants fast,fft > "$OUT/fft_bench.csv" 2>> "$log"
     step bench-fft-rgb 150 $b --variants fast,fft --channels 3 | tail -n +2 >> "$OUT/fft_bench.csv" 2>> "$log"
+    # the cuFFT path (EDGED_FFT_FUSED=0) beside the fused tile kernel, as rows fft_cufft
+    step bench-fft-cufft 150 env EDGED_FFT_FUSED=0 $b --variants fft 2>> "$log" | tail -n +2 |
+        sed "s/,fft,/,fft_cufft,/" >> "$OUT/fft_bench.csv"
+    step bench-fft-cufft-rgb 150 env EDGED_FFT_FUSED=0 $b --variants fft --channels 3 2>> "$log" | tail -n +2 |
+        sed "s/,fft,/,fft_cufft,/" >> "$OUT/fft_bench.csv"
+    # the fused kernel's one-block-per-SM build (EDGED_FFT_FUSED=2), as rows fft_1blk
+    step bench-fft-1blk 150 env EDGED_FFT_FUSED=2 $b --variants fft 2>> "$log" | tail -n +2 |
+        sed "s/,fft,/,fft_1blk,/" >> "$OUT/fft_bench.csv"
     cat "$OUT/fft_bench.csv"
 fi
 if [ "$what" = fast ]; then

@@ -121,8 +121,7 @@ __global__ void gi_init(const __grid_constant__ struct gi_batch b)
  * bytes after) in shared memory; each thread tests 32 consecutive offsets with infl_head_plausible
  * on 64-bit windows cut from three words in registers, and only the offsets that pass go through
  * infl_is_candidate's full reading from memory (a thread per offset reading its bytes and arrays
- * through infl_br took the whole scan's time). That reading is out of line, and the bound of six
- * thread blocks an SM keeps the loop in 40 registers without spills (72 unbounded). */
+ * through infl_br took the whole scan's time). */
 #define GI_SCAN_BYTES (GI_THREADS * 4) /* data bytes of a step: 32 offsets a thread */
 #define GI_SCAN_WORDS (GI_SCAN_BYTES / 8 + 3)
 
@@ -135,14 +134,7 @@ static __device__ __forceinline__ uint64_t gi_bits(uint64_t w0, uint64_t w1, uin
     return sh ? lo >> sh | hi << (64 - sh) : lo;
 }
 
-/* infl_is_candidate out of line: its arrays and registers would otherwise weigh on every thread of
- * the scan for the one offset in a thousand that gets this far. */
-static __device__ __noinline__ int gi_is_candidate(const uint8_t *in, uint64_t nbytes, uint64_t bit)
-{
-    return infl_is_candidate(in, nbytes, bit);
-}
-
-__global__ void __launch_bounds__(GI_THREADS, 6) gi_scan(const __grid_constant__ struct gi_batch b)
+__global__ void gi_scan(const __grid_constant__ struct gi_batch b)
 {
     GI_STREAM(b);
     __shared__ uint64_t w[GI_SCAN_WORDS];
@@ -165,7 +157,7 @@ __global__ void __launch_bounds__(GI_THREADS, 6) gi_scan(const __grid_constant__
             uint64_t bit = bit0 + k;
             if (bit < 16 || bit >= nbytes * 8 ||
                 !infl_head_plausible(gi_bits(w0, w1, w2, p0 + k), gi_bits(w0, w1, w2, p0 + k + 17)) ||
-                !gi_is_candidate(s->in, nbytes, bit))
+                !infl_is_candidate(s->in, nbytes, bit))
                 continue;
             unsigned idx = atomicAdd(&s->st->ncand, 1u), slot = UINT32_MAX;
             if (idx >= s->cap) {

@@ -30,7 +30,7 @@ const struct tuning_knob tuning_knobs[] = {
     KNOB("EDGED_FFT_CHUNK_MB", fft_chunk_mb, 256, 1, 1024, NULL, "fft: MiB of tile spectra per cuFFT call"),
     KNOB("EDGED_FFT_FUSED", fft_fused, 1, 0, 2, NULL, "fft: the fused 128x128 tile kernel where it applies (1; 2: its one-block-per-SM build) or cuFFT only (0)"),
     KNOB("EDGED_CPU_SIMD", cpu_simd, TUNING_SIMD_BEST, 0, 2, simd_names, "CPU backend: widest inner loop, best, avx2 or sse"),
-    KNOB("EDGED_GPU_INFLATE_SEG", inflate_seg, 0, 0, 1, NULL, "device inflate: each candidate and block decoded in segments by a thread block (1) or by one thread (0)"),
+    KNOB("EDGED_GPU_INFLATE_SEG", inflate_seg, 1, 0, 1, NULL, "device inflate: each candidate and block decoded in segments by a thread block (1) or by one thread (0)"),
 };
 const int tuning_knob_count = (int)(sizeof tuning_knobs / sizeof tuning_knobs[0]);
 

@@ -132,9 +132,10 @@ int backend_threads(const struct backend *b) { return b->threads; }
 
 /* Full-rank taps of at least this many taps go to fft under auto: from there the FFT's cost per
  * pixel (independent of the taps) undercuts direct correlation's rows*cols FMAs. Set from
- * `edged bench --filter custom --variants fast,fft` at 8192^2 on an H100 (performance.md): fast
- * still wins at 21x21, fft from 25x25. */
-#define BACKEND_FFT_MIN_TAPS (25 * 25)
+ * `edged bench --filter custom --variants fast,fft` at 8192^2 (performance.md): fft's fused tile
+ * kernel wins at 13x13, the smallest size timed against it (its time hardly depends on the taps,
+ * fast's falls with them). */
+#define BACKEND_FFT_MIN_TAPS (13 * 13)
 
 /* Whether plan has a full-rank kernel large enough for fft (BACKEND_FFT_MIN_TAPS). */
 static int backend_wants_fft(const struct filter_plan *plan)

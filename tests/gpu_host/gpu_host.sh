@@ -7,7 +7,7 @@
 # and fft beside fast on custom full-rank taps 13..63 at 8192^2, gray and 3 planes, with fft's cuFFT
 # path (EDGED_FFT_FUSED=0) as rows fft_cufft and the fused kernel's one-block-per-SM build
 # (EDGED_FFT_FUSED=2) as rows fft_1blk (fft_bench.csv).
-# test: test_gpu, test_gpu_fft, test_gpu_jpeg, test_gpu_png (twice: also with EDGED_GPU_INFLATE_SEG=1), test_gpu_png_encode and test_gpu_inflate, then memcheck, synccheck and one racecheck per GPU variant side
+# test: test_gpu, test_gpu_fft, test_gpu_jpeg, test_gpu_png (twice: also with EDGED_GPU_INFLATE_SEG=0), test_gpu_png_encode and test_gpu_inflate, then memcheck, synccheck and one racecheck per GPU variant side
 # by side (each with its own time limit; a run killed at its limit says FAILED: TIMED OUT).
 # fast: the fast-kernel pass: full GPU tests, memcheck (quick set, every variant), racecheck of fast
 # alone, and the fast-vs-seed-vs-NPP bench at 8192^2 (fp32 gaussian and full-rank custom taps,
@@ -104,8 +104,8 @@ if [ "$what" = all ] || [ "$what" = test ]; then
     step test_gpu_png 120 "$BUILD/tests/test_gpu_png" > "$OUT/test_gpu_png.log" 2>&1
     grep -E "^(PngSuite|generated|unfilter|large|job|damaged|color)|passed, [0-9]+ failed|seed" "$OUT/test_gpu_png.log"
     grep -m 20 FAIL "$OUT/test_gpu_png.log"
-    # the same with the inflate's speculative and placing decodes in segments (EDGED_GPU_INFLATE_SEG, gpu/ginflate.h)
-    step test_gpu_png_seg 120 env EDGED_GPU_INFLATE_SEG=1 "$BUILD/tests/test_gpu_png" > "$OUT/test_gpu_png_seg.log" 2>&1
+    # the same with the inflate's speculative and placing decodes one thread a block (EDGED_GPU_INFLATE_SEG=0, gpu/ginflate.h)
+    step test_gpu_png_serial 120 env EDGED_GPU_INFLATE_SEG=0 "$BUILD/tests/test_gpu_png" > "$OUT/test_gpu_png_serial.log" 2>&1
     grep -E "^device inflate|passed, [0-9]+ failed" "$OUT/test_gpu_png_seg.log"; grep -m 20 FAIL "$OUT/test_gpu_png_seg.log"
     step test_gpu_inflate 180 "$BUILD/tests/test_gpu_inflate" > "$OUT/test_gpu_inflate.log" 2>&1
     grep -E "^device inflate|passed, [0-9]+ failed|seed" "$OUT/test_gpu_inflate.log"; grep -m 20 FAIL "$OUT/test_gpu_inflate.log"

@@ -141,7 +141,9 @@ __global__ void gi_scan(const __grid_constant__ struct gi_batch b)
     const uint64_t nbytes = s->in_len - 4, hmask = s->hsize - 1;
     int over = 0;
 
-    if (s->st->declined)
+    /* one answer for the whole block: another block may decline the stream while this one starts,
+     * and every thread must reach the barriers below */
+    if (__syncthreads_or(threadIdx.x == 0 && s->st->declined))
         return;
     for (uint64_t base = blockIdx.x * (uint64_t)GI_SCAN_BYTES; base < nbytes;
          base += (uint64_t)gridDim.x * GI_SCAN_BYTES) {

@@ -71,17 +71,35 @@ static __host__ __device__ int gi_sane(uint64_t in_len, uint64_t out_len)
     return in_len >= 7 && in_len <= INFL_MAX_IN && out_len <= INFL_MAX_OUT;
 }
 
-/* Scratch bytes of one stream, and the map size and cap it gets. */
-static size_t gi_bytes(uint64_t in_len, uint64_t out_len, uint32_t *hsize, uint32_t *cap)
+/* Carves one stream's part of the scratch from base (0: only counts) and fills its lengths, map
+ * size, cap and arrays; returns the bytes it takes. A stream whose lengths are out of range gets
+ * the arrays of an empty one (it is declined without work). */
+static size_t gi_carve(struct gi_stream *s, uintptr_t base, uint64_t in_len, uint64_t out_len)
 {
+    size_t at = 0;
+
     if (!gi_sane(in_len, out_len))
         in_len = out_len = 0;
-    *cap = (uint32_t)inflspec_max_candidates(in_len);
-    *hsize = (uint32_t)inflspec_map_size(in_len);
-    return gi_up(sizeof(struct gi_state)) + gi_up((size_t)*hsize * sizeof(uint64_t)) +
-           gi_up((size_t)*hsize * sizeof(struct infl_res)) + gi_up((size_t)*cap * sizeof(struct infl_blk)) +
-           gi_up((size_t)(out_len ? out_len : 1) * sizeof(uint32_t)) + 2 * gi_up((size_t)*cap * sizeof(uint32_t)) +
-           gi_up((size_t)inflspec_cand_words(in_len ? in_len - 4 : 0) * sizeof(uint32_t));
+    s->in_len = in_len;
+    s->out_len = out_len;
+    s->cap = (uint32_t)inflspec_max_candidates(in_len);
+    s->hsize = (uint32_t)inflspec_map_size(in_len);
+    s->nwords = inflspec_cand_words(in_len ? in_len - 4 : 0);
+#define GI_CARVE(field, count)                                                   \
+    do {                                                                         \
+        s->field = (decltype(s->field))(base ? base + at : 0);                   \
+        at += gi_up((size_t)(count) * sizeof(*s->field));                        \
+    } while (0)
+    GI_CARVE(st, 1);
+    GI_CARVE(keys, s->hsize);
+    GI_CARVE(res, s->hsize);
+    GI_CARVE(blocks, s->cap);
+    GI_CARVE(sym, out_len ? out_len : 1);
+    GI_CARVE(clist, s->cap);
+    GI_CARVE(flist, s->cap);
+    GI_CARVE(cbits, s->nwords);
+#undef GI_CARVE
+    return at;
 }
 
 static dim3 gi_grid(uint64_t work, int n)
@@ -415,7 +433,7 @@ static __device__ void gi_seg_sync(const struct gi_stream *s, const struct infl_
 
 /* Block-wide exclusive prefix sum of v (every thread calls it; blockDim.x a multiple of 32, at
  * most 32 warps); *total receives the sum over the block. */
-static __device__ uint64_t gi_scan(uint64_t v, uint64_t *s_warp, uint64_t *total)
+static __device__ uint64_t gi_block_prefix(uint64_t v, uint64_t *s_warp, uint64_t *total)
 {
     unsigned lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
     uint64_t x = v, before = 0, all = 0;
@@ -447,7 +465,7 @@ static __device__ int gi_seg_write(const struct gi_stream *s, const struct infl_
     int bad;
 
     bad = __syncthreads_or(k == 0 && infl_seg_verdict(segs, p->nseg, p->data_start, p->end_bit, bk->len));
-    off = gi_scan(k < p->nseg ? segs[k].count : 0, s_warp, &total);
+    off = gi_block_prefix(k < p->nseg ? segs[k].count : 0, s_warp, &total);
     if (bad || total != bk->len)
         return -1;
     if (k < p->nseg && (off + segs[k].count > bk->len ||
@@ -669,41 +687,20 @@ static int gi_grow(struct ginflate *g, cudaStream_t stream, size_t need, char *e
     return 0;
 }
 
-/* Lays the scratch out for the batch and fills the kernels' argument. */
-static size_t gi_layout(struct gi_batch *bt, char *base, int n, const uint8_t *const *d_in, const size_t *in_len,
-                        uint8_t *const *d_out, const size_t *out_len, int *d_status)
+/* Lays the scratch out for the batch and fills the kernels' argument; returns the bytes it takes. */
+static size_t gi_layout(struct gi_batch *bt, uintptr_t base, int n, const uint8_t *const *d_in,
+                        const size_t *in_len, uint8_t *const *d_out, const size_t *out_len, int *d_status)
 {
     size_t at = 0;
 
     bt->n = n;
     for (int i = 0; i < n; i++) {
         struct gi_stream *s = &bt->s[i];
-        uint32_t hsize, cap;
-        gi_bytes(in_len[i], out_len[i], &hsize, &cap);
-        s->in = d_in[i];
-        s->out = d_out[i];
-        s->status = d_status + i;
-        s->in_len = in_len[i];
-        s->out_len = gi_sane(in_len[i], out_len[i]) ? out_len[i] : 0;
-        s->hsize = hsize;
-        s->cap = cap;
-        s->st = (struct gi_state *)(base + at);
-        at += gi_up(sizeof(struct gi_state));
-        s->keys = (uint64_t *)(base + at);
-        at += gi_up((size_t)hsize * sizeof(uint64_t));
-        s->res = (struct infl_res *)(base + at);
-        at += gi_up((size_t)hsize * sizeof(struct infl_res));
-        s->blocks = (struct infl_blk *)(base + at);
-        at += gi_up((size_t)cap * sizeof(struct infl_blk));
-        s->sym = (uint32_t *)(base + at);
-        at += gi_up((size_t)(s->out_len ? s->out_len : 1) * sizeof(uint32_t));
-        s->clist = (uint32_t *)(base + at);
-        at += gi_up((size_t)cap * sizeof(uint32_t));
-        s->flist = (uint32_t *)(base + at);
-        at += gi_up((size_t)cap * sizeof(uint32_t));
-        s->nwords = inflspec_cand_words(gi_sane(in_len[i], out_len[i]) ? in_len[i] - 4 : 0);
-        s->cbits = (uint32_t *)(base + at);
-        at += gi_up((size_t)s->nwords * sizeof(uint32_t));
+        at += gi_carve(s, base ? base + at : 0, in_len[i], out_len[i]);
+        s->in_len = in_len[i]; /* as given: gi_init declines one out of range */
+        s->in = d_in ? d_in[i] : NULL;
+        s->out = d_out ? d_out[i] : NULL;
+        s->status = d_status ? d_status + i : NULL;
     }
     return at;
 }
@@ -727,14 +724,9 @@ int ginflate_enqueue(struct ginflate *g, cudaStream_t stream, int n, const uint8
 
     if (n < 1 || n > GINFLATE_MAX_BATCH)
         return edged_fail(err, EDGED_E_INTERNAL, "inflate batch of %d streams (1..%d)", n, GINFLATE_MAX_BATCH);
-    size_t need = 0;
-    for (int i = 0; i < n; i++) {
-        uint32_t hsize, cap;
-        need += gi_bytes(in_len[i], gi_sane(in_len[i], out_len[i]) ? out_len[i] : 0, &hsize, &cap);
-    }
-    if ((rc = gi_grow(g, stream, need, err)))
+    if ((rc = gi_grow(g, stream, gi_layout(&bt, 0, n, NULL, in_len, NULL, out_len, NULL), err)))
         return rc;
-    gi_layout(&bt, (char *)g->d_scratch, n, d_in, in_len, d_out, out_len, d_status);
+    gi_layout(&bt, (uintptr_t)g->d_scratch, n, d_in, in_len, d_out, out_len, d_status);
     bt.seg = g->seg;
     for (int i = 0; i < n; i++) {
         uint64_t bits = gi_sane(in_len[i], out_len[i]) ? (uint64_t)(in_len[i] - 4) * 8 : 0;

@@ -1,7 +1,8 @@
-/* canny_tile.cu — the Canny tile kernel and its launcher: per 64 x 64 tile the samples, Sobel,
- * magnitude, suppression and thresholds into bit masks, and the hysteresis inside the tile; it
- * writes the tile's border nodes for the hysteresis across tiles (canny_seams.cu), or the tile's
- * map where no candidate reaches its border. Why the result is exact: canny.cu. */
+/* canny_tile.cu — the Canny tile kernels and their launcher: per 64 x 64 tile the samples, Sobel,
+ * magnitude, suppression and thresholds into bit masks (k_canny_tile), then the hysteresis inside
+ * the tile (k_canny_label), which writes the tile's border nodes for the hysteresis across tiles
+ * (canny_seams.cu), or the tile's map where no candidate reaches its border. Why the result is
+ * exact: canny.cu. */
 #include <type_traits>
 
 #include "canny.h"
@@ -15,6 +16,8 @@
 #define CANNY_ROWS (CANNY_THREADS / CANNY_T) /* rows a tile's threads cover at once */
 #define CANNY_TG22 13573u                  /* tan(22.5 deg) in Q15, cv::Canny's sector test */
 #define CANNY_SB (1 << 9)                  /* a border label's mark: its component holds a strong pixel */
+#define CANNY_LABEL_WARPS 4                /* tiles (a warp each) of a k_canny_label block */
+#define CANNY_LABEL_BLOCKS 12              /* its blocks an SM holds at once: 48 warps */
 
 /* ---- the tile kernel -------------------------------------------------------------------------- */
 
@@ -208,26 +211,22 @@ static __device__ __forceinline__ void canny_bpos(int id, int *sx, int *sy)
         *sx = CANNY_T - 1, *sy = id - (3 * CANNY_T - 3);
 }
 
-/* Warp 0 of a tile, after the classification: the edge mask E (the components of the candidates
- * that hold a strong pixel, one flood from all strong pixels), then one flood per remaining
- * component that touches the tile border, from its smallest border pixel. s_blab[id] receives,
- * per candidate border pixel, its component's smallest label, plus CANNY_SB when it lies in E
- * (all of E counts as one component: joining components that are edges anyway changes no pixel). */
-static __device__ void canny_tile_label(const unsigned (*s_cand)[2], const unsigned (*s_strong)[2], int *s_blab,
-                                        canny_row *e0, canny_row *e1, canny_row *c0, canny_row *c1)
+/* A warp on a tile's candidate rows c0, c1 (lane l: rows 2l, 2l+1) and strong rows e0, e1: the edge
+ * mask E into e0, e1 (the components of the candidates that hold a strong pixel, one flood from all
+ * strong pixels), then one flood per remaining component that touches the tile border, from its
+ * smallest border pixel. s_blab[id] receives, per candidate border pixel, its component's smallest
+ * label, plus CANNY_SB when it lies in E (all of E counts as one component: joining components
+ * that are edges anyway changes no pixel). */
+static __device__ void canny_tile_label(canny_row c0, canny_row c1, int *s_blab, canny_row *e0, canny_row *e1)
 {
     const int l = threadIdx.x % 32;
     canny_row a, b;
     unsigned cb, eb, rem;
     int lab;
 
-    *c0 = s_cand[2 * l][0] | (canny_row)s_cand[2 * l][1] << 32;
-    *c1 = s_cand[2 * l + 1][0] | (canny_row)s_cand[2 * l + 1][1] << 32;
-    *e0 = s_strong[2 * l][0] | (canny_row)s_strong[2 * l][1] << 32;
-    *e1 = s_strong[2 * l + 1][0] | (canny_row)s_strong[2 * l + 1][1] << 32;
     if (__any_sync(CANNY_ALL, (*e0 | *e1) != 0))
-        canny_flood(*c0, *c1, e0, e1);
-    cb = canny_border8(*c0, *c1, l);
+        canny_flood(c0, c1, e0, e1);
+    cb = canny_border8(c0, c1, l);
     eb = canny_border8(*e0, *e1, l);
     lab = canny_min_bid(eb, l);
     for (unsigned m = eb; m; m &= m - 1)
@@ -238,7 +237,7 @@ static __device__ void canny_tile_label(const unsigned (*s_cand)[2], const unsig
         canny_bpos(seed, &sx, &sy);
         a = l == sy / 2 && !(sy & 1) ? 1ull << sx : 0;
         b = l == sy / 2 && (sy & 1) ? 1ull << sx : 0;
-        canny_flood(*c0, *c1, &a, &b);
+        canny_flood(c0, c1, &a, &b);
         unsigned fb = canny_border8(a, b, l) & rem;
         for (unsigned m = fb; m; m &= m - 1)
             s_blab[canny_bid(l, __ffs(m) - 1)] = seed;
@@ -299,13 +298,11 @@ static __device__ __forceinline__ void canny_load(const uint8_t *__restrict__ d_
 
 /* One 64 x 64 tile: samples with a halo of r+1 (replicated at the image border), magnitudes with
  * a ring of 1 (0 outside the image, as cv::Canny frames them), suppression (on the rows that hold
- * a magnitude over low) and thresholds into row masks of candidates and strong pixels, then
- * canny_tile_label. Writes the tile's state (slot CANNY_STATE of d_flag); for a tile with
- * candidates also its candidate and edge masks (the tail of its slots in d_parent and d_flag) and
- * per border pixel its node's parent (-1 when not a candidate; CANNY_EDGES of tile 0 when in E,
- * since all edges may form one component; else its component's smallest node) and flag (1: in E).
- * A tile without nodes gets its map here, 0 or E, where ovec (the map's rows take 16-byte stores);
- * otherwise k_canny_expand writes every tile's map from the state and E. */
+ * a magnitude over low) and thresholds into row masks of candidates and strong pixels. A tile
+ * without candidates gets state 0 (slot CANNY_STATE of d_flag) and, where ovec (the map's rows take
+ * 16-byte stores), its map of zeros here (else k_canny_expand writes it); a tile with candidates
+ * gets state CANNY_HAS_CAND and its candidate and strong masks in the tail of its slots in d_parent
+ * and d_flag, for k_canny_label. */
 template <int R, bool L2>
 __global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS)
     k_canny_tile(const uint8_t *__restrict__ d_gray, int w, int h, int low, int high, int *__restrict__ d_parent,
@@ -318,7 +315,6 @@ __global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS)
     __shared__ uint8_t s_sec[CANNY_T * CANNY_T];
     __shared__ unsigned s_cand[CANNY_T][2];
     __shared__ __align__(8) unsigned s_strong[CANNY_T][2];
-    __shared__ int s_blab[CANNY_PERIM];
     __shared__ unsigned s_rows[2]; /* bit y: a pixel of row y exceeds low */
     const int tid = threadIdx.x, x0 = blockIdx.x * CANNY_T, y0 = blockIdx.y * CANNY_T;
     const int tile = blockIdx.y * gridDim.x + blockIdx.x, lx = tid % CANNY_T;
@@ -371,7 +367,7 @@ __global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS)
         if (lx % 32 == 0)
             s_cand[ly][lx / 32] = cand, s_strong[ly][lx / 32] = strong;
     }
-    canny_row c0, c1, e0, e1, *cm = (canny_row *)(d_parent + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
+    canny_row *cm = (canny_row *)(d_parent + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
     canny_row *em = (canny_row *)(d_flag + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
     if (!__syncthreads_or(any)) { /* no candidate: the state says so (the later kernels read no more of
                                    * the tile's slots) and the map is 0 */
@@ -381,28 +377,56 @@ __global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS)
             canny_write_map(d_out, w, h, x0, y0, NULL, tid, CANNY_THREADS);
         return;
     }
-    if (tid >= 32)
+    if (tid < CANNY_T) { /* for k_canny_label, which decides the tile */
+        cm[tid] = s_cand[tid][0] | (canny_row)s_cand[tid][1] << 32;
+        em[tid] = s_strong[tid][0] | (canny_row)s_strong[tid][1] << 32;
+    }
+    if (tid == 0)
+        d_flag[(size_t)tile * CANNY_SLOTS + CANNY_STATE] = CANNY_HAS_CAND;
+}
+
+/* One warp per tile with candidates, after k_canny_tile: canny_tile_label on the tile's rows, then
+ * the tile's edge mask E (d_flag's mask slots), its state (CANNY_HAS_NODE where a candidate lies on
+ * its border) and per border pixel its node's parent (-1 when not a candidate; CANNY_EDGES of tile
+ * 0 when in E, since all edges may form one component; else its component's smallest node) and
+ * flag (1: in E). A tile without nodes gets its map E here where ovec; otherwise k_canny_expand
+ * writes it. Its own kernel because the floods are chains of dependent shuffles on one warp: here
+ * an SM holds many tiles' warps at once, where the tile kernel holds CANNY_BLOCKS. */
+__global__ void __launch_bounds__(32 * CANNY_LABEL_WARPS, CANNY_LABEL_BLOCKS)
+    k_canny_label(int w, int h, int tiles_x, int tiles, int *__restrict__ d_parent, int *__restrict__ d_flag,
+                  uint8_t *__restrict__ d_out, int ovec)
+{
+    __shared__ int s_blab[CANNY_LABEL_WARPS][CANNY_PERIM];
+    __shared__ canny_row s_map[CANNY_LABEL_WARPS][CANNY_T];
+    const int wi = (int)threadIdx.x / 32, l = (int)threadIdx.x % 32, tile = (int)blockIdx.x * CANNY_LABEL_WARPS + wi;
+
+    if (tile >= tiles || d_flag[(size_t)tile * CANNY_SLOTS + CANNY_STATE] == 0) /* the warp leaves whole */
         return;
-    for (int i = tid; i < CANNY_PERIM; i += 32)
-        s_blab[i] = -1;
+    int *blab = s_blab[wi];
+    const canny_row *cm = (const canny_row *)(d_parent + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
+    canny_row *em = (canny_row *)(d_flag + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
+    const canny_row c0 = cm[2 * l], c1 = cm[2 * l + 1];
+    canny_row e0 = em[2 * l], e1 = em[2 * l + 1];
+
+    for (int i = l; i < CANNY_PERIM; i += 32)
+        blab[i] = -1;
     __syncwarp();
-    canny_tile_label(s_cand, s_strong, s_blab, &e0, &e1, &c0, &c1);
-    cm[2 * tid] = c0, cm[2 * tid + 1] = c1, em[2 * tid] = e0, em[2 * tid + 1] = e1;
-    if (__any_sync(CANNY_ALL, canny_border8(c0, c1, tid) != 0)) {
-        if (tid == 0)
+    canny_tile_label(c0, c1, blab, &e0, &e1);
+    em[2 * l] = e0, em[2 * l + 1] = e1;
+    if (__any_sync(CANNY_ALL, canny_border8(c0, c1, l) != 0)) {
+        if (l == 0)
             d_flag[(size_t)tile * CANNY_SLOTS + CANNY_STATE] = CANNY_HAS_CAND | CANNY_HAS_NODE;
     } else { /* no node: nothing outside the tile changes its map, E */
-        canny_row *s_rows = (canny_row *)s_strong; /* read only at the start of canny_tile_label */
-        if (tid == 0)
+        if (l == 0)
             d_flag[(size_t)tile * CANNY_SLOTS + CANNY_STATE] = CANNY_HAS_CAND;
-        s_rows[2 * tid] = e0, s_rows[2 * tid + 1] = e1;
+        s_map[wi][2 * l] = e0, s_map[wi][2 * l + 1] = e1;
         __syncwarp();
-        if (ovec) /* else k_canny_expand writes it from em */
-            canny_write_map(d_out, w, h, x0, y0, s_rows, tid, 32);
+        if (ovec) /* else k_canny_expand writes it from the mask slots */
+            canny_write_map(d_out, w, h, (tile % tiles_x) * CANNY_T, (tile / tiles_x) * CANNY_T, s_map[wi], l, 32);
     }
     __syncwarp();
-    for (int i = tid; i < CANNY_PERIM; i += 32) {
-        int v = s_blab[i];
+    for (int i = l; i < CANNY_PERIM; i += 32) {
+        int v = blab[i];
         size_t node = (size_t)tile * CANNY_SLOTS + i;
         d_parent[node] = v < 0 ? -1 : v & CANNY_SB ? CANNY_EDGES : tile * CANNY_SLOTS + v;
         d_flag[node] = v >= 0 && (v & CANNY_SB);
@@ -422,6 +446,16 @@ static void canny_tile_enqueue(const struct canny_dev *d, int low, int high, int
                                                                 d->d_flag, vec, d->d_out, ovec);
 }
 
+/* k_canny_label behind the tile kernel. */
+static cudaError_t canny_label_enqueue(const struct canny_dev *d, int ovec)
+{
+    int tiles_x = div_up(d->w, CANNY_T), tiles = tiles_x * div_up(d->h, CANNY_T);
+
+    k_canny_label<<<div_up(tiles, CANNY_LABEL_WARPS), 32 * CANNY_LABEL_WARPS, 0, d->stream>>>(
+        d->w, d->h, tiles_x, tiles, d->d_parent, d->d_flag, d->d_out, ovec);
+    return cudaGetLastError();
+}
+
 cudaError_t canny_tile_launch(const struct canny_dev *d, const struct canny_params *p, int ovec)
 {
     int low, high;
@@ -435,5 +469,6 @@ cudaError_t canny_tile_launch(const struct canny_dev *d, const struct canny_para
     case 14: canny_tile_enqueue<3, false>(d, low, high, ovec); break;
     default: canny_tile_enqueue<3, true>(d, low, high, ovec); break;
     }
-    return cudaGetLastError();
+    cudaError_t e = cudaGetLastError();
+    return e != cudaSuccess ? e : canny_label_enqueue(d, ovec);
 }

@@ -45,7 +45,7 @@ struct gi_stream {
     uint64_t *plist; /* the bit offsets whose header is plausible, for gi_check (pcap) */
     uint64_t nwords; /* u32 words of cbits */
     uint32_t hsize, cap; /* map size (a power of two), candidates and blocks at most */
-    uint32_t pcap;       /* plausible offsets at most */
+    uint32_t pcap;       /* plausible offsets at most (inflspec_max_plausible) */
 };
 
 /* A batch, passed by value to every kernel (blockIdx.y picks the stream); __grid_constant__ lets
@@ -74,25 +74,15 @@ static __host__ __device__ int gi_sane(uint64_t in_len, uint64_t out_len)
     return in_len >= 7 && in_len <= INFL_MAX_IN && out_len <= INFL_MAX_OUT;
 }
 
-/* Entries of the scan's list of plausible offsets for a stream of in_len bytes (more: declined).
- * About one bit offset in 1150 of random bits passes infl_head_plausible (one in five has BTYPE 10
- * and HLIT, HDIST in range, and of those one in 250 a complete code-length code), so compressed
- * data lists about one offset per 140 bytes; one per 8 bytes leaves a margin of more than ten, and
- * only data that passes the test far more often fills it (declined: the CPU decoder decides).
- * 8 bytes an entry: the list is as large as the input. */
-static uint64_t gi_plaus_cap(uint64_t in_len)
-{
-    return in_len / 8 + 1024;
-}
-
-/* Scratch bytes of one stream, and the map size and caps it gets. */
+/* Scratch bytes of one stream, and the map size and caps it gets (the list of plausible offsets,
+ * 8 bytes an entry, is as large as the input). */
 static size_t gi_bytes(uint64_t in_len, uint64_t out_len, uint32_t *hsize, uint32_t *cap, uint32_t *pcap)
 {
     if (!gi_sane(in_len, out_len))
         in_len = out_len = 0;
     *cap = (uint32_t)inflspec_max_candidates(in_len);
     *hsize = (uint32_t)inflspec_map_size(in_len);
-    *pcap = (uint32_t)gi_plaus_cap(in_len);
+    *pcap = (uint32_t)inflspec_max_plausible(in_len);
     return gi_up(sizeof(struct gi_state)) + gi_up((size_t)*hsize * sizeof(uint64_t)) +
            gi_up((size_t)*hsize * sizeof(struct infl_res)) + gi_up((size_t)*cap * sizeof(struct infl_blk)) +
            gi_up((size_t)(out_len ? out_len : 1) * sizeof(uint32_t)) +

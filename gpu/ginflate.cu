@@ -75,9 +75,10 @@ static __host__ __device__ int gi_sane(uint64_t in_len, uint64_t out_len)
 }
 
 /* Carves one stream's part of the scratch from base (0: only counts) and fills its lengths, map
- * size, caps and arrays; returns the bytes it takes. A stream whose lengths are out of range gets
- * the arrays of an empty one (it is declined without work). The list of plausible offsets, 8 bytes
- * an entry, is as large as the input. */
+ * size, caps and arrays; returns the bytes it takes. The kernels know a stream only by these: one
+ * whose lengths are out of range gets in_len and out_len 0 and the arrays of an empty one, and
+ * gi_init declines it (gi_sane refuses in_len 0) before any kernel reads its input. The list of
+ * plausible offsets, 8 bytes an entry, is as large as the input. */
 static size_t gi_carve(struct gi_stream *s, uintptr_t base, uint64_t in_len, uint64_t out_len)
 {
     size_t at = 0;
@@ -755,7 +756,6 @@ static size_t gi_layout(struct gi_batch *bt, uintptr_t base, int n, const uint8_
     for (int i = 0; i < n; i++) {
         struct gi_stream *s = &bt->s[i];
         at += gi_carve(s, base ? base + at : 0, in_len[i], out_len[i]);
-        s->in_len = in_len[i]; /* as given: gi_init declines one out of range */
         s->in = d_in ? d_in[i] : NULL;
         s->out = d_out ? d_out[i] : NULL;
         s->status = d_status ? d_status + i : NULL;
@@ -787,7 +787,7 @@ int ginflate_enqueue(struct ginflate *g, cudaStream_t stream, int n, const uint8
     gi_layout(&bt, (uintptr_t)g->d_scratch, n, d_in, in_len, d_out, out_len, d_status);
     bt.seg = g->seg;
     for (int i = 0; i < n; i++) {
-        uint64_t bits = gi_sane(in_len[i], out_len[i]) ? (uint64_t)(in_len[i] - 4) * 8 : 0;
+        uint64_t bits = bt.s[i].in_len ? (bt.s[i].in_len - 4) * 8 : 0;
         max_h = bt.s[i].hsize > max_h ? bt.s[i].hsize : max_h;
         max_init = bt.s[i].hsize > max_init ? bt.s[i].hsize : max_init;
         max_init = g->seg && bt.s[i].nwords > max_init ? bt.s[i].nwords : max_init; /* and the bitmap */

@@ -77,9 +77,12 @@ static void test_plausible(const struct icorpus *k)
            all ? (double)bytes / (double)all : 0.0, 100.0 * fullest);
 }
 
-/* One size too few or too many, and trailing bytes after the Adler-32 (libdeflate ignores them). */
+/* One size too few or too many, more than INFL_MAX_OUT asked of a stream whose own length is in
+ * range (declined before any work, as the device's launcher declines it; out is then never
+ * written), and trailing bytes after the Adler-32 (libdeflate ignores them). */
 static void test_sizes_and_trailer(const struct icorpus *k)
 {
+    char err[EDGED_ERR_LEN];
     int i;
 
     for (i = 0; i < k->n; i += 7) {
@@ -93,6 +96,9 @@ static void test_sizes_and_trailer(const struct icorpus *k)
         if (c->out_len)
             CHECK(inflspec_decode(c->z, c->zlen, out, c->out_len - 1, NULL) == INFLSPEC_DECLINED, "%s: short", c->name);
         CHECK(inflspec_decode(c->z, c->zlen, out, c->out_len + 1, NULL) == INFLSPEC_DECLINED, "%s: long", c->name);
+        CHECK(inflspec_decode(c->z, c->zlen, out, (size_t)INFL_MAX_OUT + 1, NULL) == INFLSPEC_DECLINED &&
+                  inflseg_decode(c->z, c->zlen, out, (size_t)INFL_MAX_OUT + 1, 0, NULL, err) == INFLSEG_DECLINED,
+              "%s: more than INFL_MAX_OUT asked", c->name);
         memcpy(z, c->z, c->zlen);
         memcpy(z + c->zlen, "\x00\xff\x13", 3);
         CHECK(inflspec_decode(z, c->zlen + 3, out, c->out_len, NULL) == 0 && !memcmp(out, c->want, c->out_len),

@@ -14,6 +14,16 @@ uint64_t inflspec_max_candidates(uint64_t in_len)
     return in_len / 32 + 256;
 }
 
+/* About one bit offset in 1150 of random bits passes infl_head_plausible (one in five has BTYPE 10
+ * and HLIT, HDIST in range, and of those one in 250 a complete code-length code), so compressed
+ * data lists about one offset per 140 bytes; one per 8 bytes leaves a margin of more than ten, and
+ * only data that passes the test far more often fills it (declined: the CPU decoder decides).
+ * test_inflate_spec holds every stream of its corpus to a quarter of it. */
+uint64_t inflspec_max_plausible(uint64_t in_len)
+{
+    return in_len / 8 + 1024;
+}
+
 uint64_t inflspec_cand_words(uint64_t nbytes)
 {
     return (nbytes * 8 + 31) / 32;

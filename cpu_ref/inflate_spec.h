@@ -33,6 +33,10 @@ struct inflspec_stats {
 uint64_t inflspec_max_candidates(uint64_t in_len);
 uint64_t inflspec_map_size(uint64_t in_len);
 
+/* Entries of the device scan's list of the bit offsets that pass infl_head_plausible, for a stream
+ * of in_len bytes (more: declined). */
+uint64_t inflspec_max_plausible(uint64_t in_len);
+
 /* u32 words of the candidate bitmap of nbytes bytes of deflate data: one bit per bit offset. */
 uint64_t inflspec_cand_words(uint64_t nbytes);
 

@@ -17,6 +17,7 @@
 
 /* Per-stream words the kernels share. */
 struct gi_state {
+    unsigned long long nplaus; /* plausible offsets the scan listed (may pass pcap: then declined) */
     unsigned int ncand;   /* candidates found (may pass cap: then declined) */
     unsigned int nblocks; /* blocks of the chain */
     int declined;         /* set to 1 by any phase that gives up */
@@ -41,15 +42,17 @@ struct gi_stream {
     uint32_t *cbits; /* candidate bitmap: one bit per bit offset of the deflate data (segments) */
     uint32_t *clist; /* the candidates' map slots in the order found (cap) */
     uint32_t *flist; /* the slots phase 2 in segments left to the serial decode (cap) */
+    uint64_t *plist; /* the bit offsets whose header is plausible, for gi_check (pcap) */
     uint64_t nwords; /* u32 words of cbits */
     uint32_t hsize, cap; /* map size (a power of two), candidates and blocks at most */
+    uint32_t pcap;       /* plausible offsets at most (inflspec_max_plausible) */
 };
 
 /* A batch, passed by value to every kernel (blockIdx.y picks the stream); __grid_constant__ lets
  * a thread index it in the parameter space instead of copying it to local memory. */
 struct gi_batch {
     int n;
-    int seg; /* phases 2 and 4 in segments: the scan fills the bitmap */
+    int seg; /* phases 2 and 4 in segments: phase 1 (gi_check) fills the bitmap */
     struct gi_stream s[GINFLATE_MAX_BATCH];
 };
 
@@ -72,8 +75,10 @@ static __host__ __device__ int gi_sane(uint64_t in_len, uint64_t out_len)
 }
 
 /* Carves one stream's part of the scratch from base (0: only counts) and fills its lengths, map
- * size, cap and arrays; returns the bytes it takes. A stream whose lengths are out of range gets
- * the arrays of an empty one (it is declined without work). */
+ * size, caps and arrays; returns the bytes it takes. The kernels know a stream only by these: one
+ * whose lengths are out of range gets in_len and out_len 0 and the arrays of an empty one, and
+ * gi_init declines it (gi_sane refuses in_len 0) before any kernel reads its input. The list of
+ * plausible offsets, 8 bytes an entry, is as large as the input. */
 static size_t gi_carve(struct gi_stream *s, uintptr_t base, uint64_t in_len, uint64_t out_len)
 {
     size_t at = 0;
@@ -84,6 +89,7 @@ static size_t gi_carve(struct gi_stream *s, uintptr_t base, uint64_t in_len, uin
     s->out_len = out_len;
     s->cap = (uint32_t)inflspec_max_candidates(in_len);
     s->hsize = (uint32_t)inflspec_map_size(in_len);
+    s->pcap = (uint32_t)inflspec_max_plausible(in_len);
     s->nwords = inflspec_cand_words(in_len ? in_len - 4 : 0);
 #define GI_CARVE(field, count)                                                   \
     do {                                                                         \
@@ -97,6 +103,7 @@ static size_t gi_carve(struct gi_stream *s, uintptr_t base, uint64_t in_len, uin
     GI_CARVE(sym, out_len ? out_len : 1);
     GI_CARVE(clist, s->cap);
     GI_CARVE(flist, s->cap);
+    GI_CARVE(plist, s->pcap);
     GI_CARVE(cbits, s->nwords);
 #undef GI_CARVE
     return at;
@@ -120,6 +127,7 @@ __global__ void gi_init(const __grid_constant__ struct gi_batch b)
     GI_STREAM(b);
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         s->st->ncand = s->st->nblocks = s->st->nfall = 0;
+        s->st->nplaus = 0;
         s->st->trailer = s->st->end_bit = s->st->sum_a = s->st->sum_b = 0;
         s->st->declined = !gi_sane(s->in_len, s->out_len) || infl_zlib_header(s->in, s->in_len) != 0;
         for (int r = 0; r < INFL_JUMP_ROUNDS; r++)
@@ -135,13 +143,15 @@ __global__ void gi_init(const __grid_constant__ struct gi_batch b)
 
 /* Phase 1: every bit offset of the deflate data where a dynamic block header could start goes into
  * the map (more than cap: declined), its slot into the list in the order found, and for the segments
- * its bit into the bitmap. A thread block stages GI_SCAN_BYTES of the data (and the 24
- * bytes after) in shared memory; each thread tests 32 consecutive offsets with infl_head_plausible
- * on 64-bit windows cut from three words in registers, and only the offsets that pass go through
- * infl_is_candidate's full reading from memory (a thread per offset reading its bytes and arrays
- * through infl_br took the whole scan's time). */
+ * its bit into the bitmap. Two kernels, so that the loop over every offset holds no arrays: gi_scan
+ * lists the offsets whose header fields and code-length code pass infl_head_plausible (the one in
+ * about a thousand), gi_check gives each listed offset infl_is_candidate's full reading and records
+ * the candidates. A thread block of gi_scan stages GI_SCAN_BYTES of the data (and the 24 bytes after)
+ * in shared memory; each thread tests 32 consecutive offsets on 64-bit windows cut from three words
+ * in registers (a thread per offset reading its bytes through infl_br took the whole scan's time). */
 #define GI_SCAN_BYTES (GI_THREADS * 4) /* data bytes of a step: 32 offsets a thread */
 #define GI_SCAN_WORDS (GI_SCAN_BYTES / 8 + 3)
+#define GI_FULL_WARP 0xffffffffu
 
 /* The 64 bits from bit p (0..127) of the 192 bits w0 ++ w1 ++ w2, first bit lowest. */
 static __device__ __forceinline__ uint64_t gi_bits(uint64_t w0, uint64_t w1, uint64_t w2, unsigned p)
@@ -152,15 +162,44 @@ static __device__ __forceinline__ uint64_t gi_bits(uint64_t w0, uint64_t w1, uin
     return sh ? lo >> sh | hi << (64 - sh) : lo;
 }
 
+/* The whole warp: appends bit0 + k to the stream's list for every bit k of the lane's pass mask,
+ * one atomic per warp a round (a round takes each lane's lowest bit; nearly always one round).
+ * Returns 1 when the list is full (the stream is then declined). */
+static __device__ int gi_scan_append(const struct gi_stream *s, uint64_t bit0, uint32_t pass)
+{
+    const unsigned lane = threadIdx.x & 31;
+    int over = 0;
+
+    for (unsigned m; (m = __ballot_sync(GI_FULL_WARP, pass != 0)) != 0;) {
+        const unsigned leader = (unsigned)__ffs((int)m) - 1;
+        unsigned long long at = 0;
+        if (lane == leader)
+            at = atomicAdd(&s->st->nplaus, (unsigned long long)__popc(m));
+        at = __shfl_sync(GI_FULL_WARP, at, leader) + (unsigned)__popc(m & ((1u << lane) - 1));
+        if (pass) {
+            if (at < s->pcap)
+                s->plist[at] = bit0 + (unsigned)__ffs((int)pass) - 1;
+            else
+                over = 1;
+            pass &= pass - 1;
+        }
+    }
+    if (over)
+        atomicExch(&s->st->declined, 1);
+    return over;
+}
+
+/* Every thread of a block takes the same steps, so that the barriers and the warp-wide append see
+ * whole warps: the declined flag is read by one thread and OR-ed across the block (another block may
+ * decline the stream while this one starts), and a full list in any warp ends the block at the next
+ * step's barrier. */
 __global__ void gi_scan(const __grid_constant__ struct gi_batch b)
 {
     GI_STREAM(b);
     __shared__ uint64_t w[GI_SCAN_WORDS];
-    const uint64_t nbytes = s->in_len - 4, hmask = s->hsize - 1;
+    const uint64_t nbytes = s->in_len - 4;
     int over = 0;
 
-    /* one answer for the whole block: another block may decline the stream while this one starts,
-     * and every thread must reach the barriers below */
     if (__syncthreads_or(threadIdx.x == 0 && s->st->declined))
         return;
     for (uint64_t base = blockIdx.x * (uint64_t)GI_SCAN_BYTES; base < nbytes;
@@ -173,29 +212,49 @@ __global__ void gi_scan(const __grid_constant__ struct gi_batch b)
         __syncthreads();
         const unsigned q = threadIdx.x / 2, p0 = 32 * (threadIdx.x & 1);
         const uint64_t w0 = w[q], w1 = w[q + 1], w2 = w[q + 2], bit0 = (base + 4 * threadIdx.x) * 8;
-        for (unsigned k = 0; k < 32 && !over; k++) {
+        uint32_t pass = 0;
+        for (unsigned k = 0; k < 32; k++) {
             uint64_t bit = bit0 + k;
-            if (bit < 16 || bit >= nbytes * 8 ||
-                !infl_head_plausible(gi_bits(w0, w1, w2, p0 + k), gi_bits(w0, w1, w2, p0 + k + 17)) ||
-                !infl_is_candidate(s->in, nbytes, bit))
-                continue;
-            unsigned idx = atomicAdd(&s->st->ncand, 1u), slot = UINT32_MAX;
-            if (idx >= s->cap) {
-                atomicExch(&s->st->declined, 1);
-                over = 1;
+            if (bit >= 16 && bit < nbytes * 8 &&
+                infl_head_plausible(gi_bits(w0, w1, w2, p0 + k), gi_bits(w0, w1, w2, p0 + k + 17)))
+                pass |= 1u << k;
+        }
+        over = gi_scan_append(s, bit0, pass);
+    }
+}
+
+/* One thread per listed offset: the full header reading, and for a candidate the map slot (more
+ * than cap: declined), its place in the list and its bit in the bitmap. */
+__global__ void gi_check(const __grid_constant__ struct gi_batch b)
+{
+    GI_STREAM(b);
+    const uint64_t nbytes = s->in_len - 4, hmask = s->hsize - 1;
+
+    /* one answer for the whole block, as in gi_scan; a full list has declined the stream (nplaus is
+     * then past pcap), and the list is read no further than pcap in any case */
+    if (__syncthreads_or(threadIdx.x == 0 && s->st->declined))
+        return;
+    const uint64_t n = s->st->nplaus < s->pcap ? s->st->nplaus : s->pcap;
+    GI_FOR(i, n)
+    {
+        const uint64_t bit = s->plist[i];
+        if (!infl_is_candidate(s->in, nbytes, bit))
+            continue;
+        unsigned idx = atomicAdd(&s->st->ncand, 1u), slot = UINT32_MAX;
+        if (idx >= s->cap) {
+            atomicExch(&s->st->declined, 1);
+            return;
+        }
+        uint32_t h = infl_hash(bit, (uint32_t)hmask);
+        for (uint64_t j = 0; j <= hmask; j++, h = (h + 1) & (uint32_t)hmask)
+            if (atomicCAS((unsigned long long *)&s->keys[h], (unsigned long long)INFL_EMPTY,
+                          (unsigned long long)bit) == (unsigned long long)INFL_EMPTY) {
+                slot = h;
                 break;
             }
-            uint32_t h = infl_hash(bit, (uint32_t)hmask);
-            for (uint64_t j = 0; j <= hmask; j++, h = (h + 1) & (uint32_t)hmask)
-                if (atomicCAS((unsigned long long *)&s->keys[h], (unsigned long long)INFL_EMPTY,
-                              (unsigned long long)bit) == (unsigned long long)INFL_EMPTY) {
-                    slot = h;
-                    break;
-                }
-            s->clist[idx] = slot;
-            if (b.seg)
-                atomicOr(&s->cbits[bit >> 5], 1u << (bit & 31));
-        }
+        s->clist[idx] = slot;
+        if (b.seg)
+            atomicOr(&s->cbits[bit >> 5], 1u << (bit & 31));
     }
 }
 
@@ -282,8 +341,8 @@ __global__ void gi_place(const __grid_constant__ struct gi_batch b)
 /* Phases 2 and 4 with segments (the knob's other side; docs/gpu.md, "One block in segments"): one
  * driver, gi_seg, one thread block per item, one thread per segment of its data bits, through
  * cpu_ref/inflate_seg_core.h as the host drivers (inflseg_pass1, inflseg_block) run it. Phase 4's
- * items are the blocks of the chain, whose ends the chain gives; phase 2's are the candidates (the
- * scan's list), whose ends are guessed: the next candidate in bit order, which the thread block
+ * items are the blocks of the chain, whose ends the chain gives; phase 2's are the candidates
+ * (gi_check's list), whose ends are guessed: the next candidate in bit order, which the thread block
  * finds in the bitmap. Thread 0 reads the header and builds the tables in shared memory (phase 4:
  * a stored block it copies itself, as gi_place does); the segments sync in rounds, each round a
  * barrier to read the predecessors' bounds and one to learn whether anyone decoded (at most
@@ -697,7 +756,6 @@ static size_t gi_layout(struct gi_batch *bt, uintptr_t base, int n, const uint8_
     for (int i = 0; i < n; i++) {
         struct gi_stream *s = &bt->s[i];
         at += gi_carve(s, base ? base + at : 0, in_len[i], out_len[i]);
-        s->in_len = in_len[i]; /* as given: gi_init declines one out of range */
         s->in = d_in ? d_in[i] : NULL;
         s->out = d_out ? d_out[i] : NULL;
         s->status = d_status ? d_status + i : NULL;
@@ -718,7 +776,7 @@ int ginflate_enqueue(struct ginflate *g, cudaStream_t stream, int n, const uint8
                      char *err)
 {
     struct gi_batch bt;
-    uint64_t max_h = 1, max_init = 1, max_bits = 1, max_out = 1, max_cap = 1;
+    uint64_t max_h = 1, max_init = 1, max_bits = 1, max_out = 1, max_cap = 1, max_pcap = 1;
     cudaError_t e;
     int rc;
 
@@ -729,16 +787,18 @@ int ginflate_enqueue(struct ginflate *g, cudaStream_t stream, int n, const uint8
     gi_layout(&bt, (uintptr_t)g->d_scratch, n, d_in, in_len, d_out, out_len, d_status);
     bt.seg = g->seg;
     for (int i = 0; i < n; i++) {
-        uint64_t bits = gi_sane(in_len[i], out_len[i]) ? (uint64_t)(in_len[i] - 4) * 8 : 0;
+        uint64_t bits = bt.s[i].in_len ? (bt.s[i].in_len - 4) * 8 : 0;
         max_h = bt.s[i].hsize > max_h ? bt.s[i].hsize : max_h;
         max_init = bt.s[i].hsize > max_init ? bt.s[i].hsize : max_init;
         max_init = g->seg && bt.s[i].nwords > max_init ? bt.s[i].nwords : max_init; /* and the bitmap */
         max_cap = bt.s[i].cap > max_cap ? bt.s[i].cap : max_cap;
+        max_pcap = bt.s[i].pcap > max_pcap ? bt.s[i].pcap : max_pcap;
         max_bits = bits > max_bits ? bits : max_bits;
         max_out = bt.s[i].out_len > max_out ? bt.s[i].out_len : max_out;
     }
     GI_LAUNCH(gi_init, gi_grid(max_init, n), GI_THREADS, bt);
     GI_LAUNCH(gi_scan, gi_grid(max_bits / 32, n), GI_THREADS, bt);
+    GI_LAUNCH(gi_check, gi_grid(max_pcap, n), GI_THREADS, bt);
     dim3 seg_grid((unsigned)(max_cap < GI_SEG_GRID ? max_cap : GI_SEG_GRID), (unsigned)n);
     if (g->seg) {
         GI_LAUNCH_SHARED(gi_seg, seg_grid, GI_SEG_THREADS, GI_SEG_SHARED, bt, 1);

@@ -47,9 +47,42 @@ static void test_corpus(const struct icorpus *k)
            (unsigned long long)seg, (unsigned long long)serial);
 }
 
-/* One size too few or too many, and trailing bytes after the Adler-32 (libdeflate ignores them). */
+/* The device's scan lists the offsets that pass infl_head_plausible (read as infl_is_candidate reads
+ * them) before the full test, in a list of inflspec_max_plausible entries: every stream of the corpus
+ * stays within a quarter of it, so that the device declines none of them for a full list. */
+static void test_plausible(const struct icorpus *k)
+{
+    uint64_t all = 0, bytes = 0;
+    double fullest = 0;
+    int i;
+
+    for (i = 0; i < k->n; i++) {
+        const struct icase *c = &k->c[i];
+        uint64_t nbytes = c->zlen - 4, n = 0, cap = inflspec_max_plausible(c->zlen), bit;
+        if (c->zlen < 7)
+            continue;
+        for (bit = 16; bit < nbytes * 8; bit++) {
+            struct infl_br h, cl;
+            infl_br_init(&h, c->z, nbytes, bit);
+            infl_br_init(&cl, c->z, nbytes, bit + 17);
+            n += (uint64_t)infl_head_plausible(h.buf, cl.buf);
+        }
+        CHECK(4 * n <= cap, "%s: %llu offsets pass the header test, the device's list holds %llu", c->name,
+              (unsigned long long)n, (unsigned long long)cap);
+        fullest = (double)n / (double)cap > fullest ? (double)n / (double)cap : fullest;
+        all += n;
+        bytes += nbytes;
+    }
+    printf("plausible headers: one offset per %.0f bytes of the corpus, the fullest list %.1f %% of its size\n",
+           all ? (double)bytes / (double)all : 0.0, 100.0 * fullest);
+}
+
+/* One size too few or too many, more than INFL_MAX_OUT asked of a stream whose own length is in
+ * range (declined before any work, as the device's launcher declines it; out is then never
+ * written), and trailing bytes after the Adler-32 (libdeflate ignores them). */
 static void test_sizes_and_trailer(const struct icorpus *k)
 {
+    char err[EDGED_ERR_LEN];
     int i;
 
     for (i = 0; i < k->n; i += 7) {
@@ -63,6 +96,9 @@ static void test_sizes_and_trailer(const struct icorpus *k)
         if (c->out_len)
             CHECK(inflspec_decode(c->z, c->zlen, out, c->out_len - 1, NULL) == INFLSPEC_DECLINED, "%s: short", c->name);
         CHECK(inflspec_decode(c->z, c->zlen, out, c->out_len + 1, NULL) == INFLSPEC_DECLINED, "%s: long", c->name);
+        CHECK(inflspec_decode(c->z, c->zlen, out, (size_t)INFL_MAX_OUT + 1, NULL) == INFLSPEC_DECLINED &&
+                  inflseg_decode(c->z, c->zlen, out, (size_t)INFL_MAX_OUT + 1, 0, NULL, err) == INFLSEG_DECLINED,
+              "%s: more than INFL_MAX_OUT asked", c->name);
         memcpy(z, c->z, c->zlen);
         memcpy(z + c->zlen, "\x00\xff\x13", 3);
         CHECK(inflspec_decode(z, c->zlen + 3, out, c->out_len, NULL) == 0 && !memcmp(out, c->want, c->out_len),
@@ -162,6 +198,7 @@ int main(void)
     if (files < 0)
         SKIP("%s not found (EDGED_PNGSUITE): PngSuite streams not tested", icorpus_pngsuite_dir());
     test_corpus(&k);
+    test_plausible(&k);
     test_sizes_and_trailer(&k);
     test_large_stats(&k.seed);
     test_damage(&k.seed, icorpus_damage_rounds());

@@ -4,7 +4,8 @@
  * both ways (the knob EDGED_GPU_INFLATE_SEG: 0 the speculative and placing decodes one thread a
  * block, 1 both in segments; the same verdicts and bytes), then the device time of one
  * photograph-sized stream (2048x2048 RGB rows at zlib level 6) and of a batch of 32 of them, both
- * ways. Skips without a usable GPU; EDGED_REQUIRE_GPU=1 fails instead.
+ * ways. A stream asking for more than INFL_MAX_OUT bytes is declined. Skips without a usable GPU;
+ * EDGED_REQUIRE_GPU=1 fails instead.
  * EDGED_GPU_QUICK=1 (the sanitizer runs) times a 256-row stream alone instead. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,37 @@ static void run_batch(struct gconv_ctx *ctx, const struct icase *c, int n)
             free(out[seg][i]);
 }
 
+/* A stream that asks for more than INFL_MAX_OUT bytes is declined before a kernel reads it, alone
+ * and beside a stream that decodes (whose bytes stay right): the zlib stream of empty input, which
+ * would decode "right" to 0 bytes if the request's length were not judged. */
+static void too_long(struct gconv_ctx *ctx, const struct icase *good)
+{
+    static const uint8_t empty[] = {0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01};
+    const uint8_t *z[2] = {good->z, empty};
+    size_t len[2] = {good->zlen, sizeof(empty)}, olen[2] = {good->out_len, (size_t)INFL_MAX_OUT + 1};
+    uint8_t *out[2];
+    int status[2], rc, seg;
+    double ms = 0;
+    char err[EDGED_ERR_LEN] = "";
+
+    if (!(out[0] = malloc(olen[0] ? olen[0] : 1)) || !(out[1] = malloc(olen[1])))
+        abort();
+    for (seg = 0; seg < 2; seg++) {
+        rc = dev_inflate(ctx, seg, 1, z + 1, len + 1, out + 1, olen + 1, status + 1, &ms, err);
+        CHECK(rc == 0 && status[1] != 0, "empty stream asking for %zu bytes, decodes %s: rc %d, status %d (%s)",
+              olen[1], placement[seg], rc, status[1], err);
+        int hrc = inflseg_spec_decode(good->z, good->zlen, out[0], olen[0], seg, NULL); /* the host's verdict */
+        rc = dev_inflate(ctx, seg, 2, z, len, out, olen, status, &ms, err);
+        CHECK(rc == 0 && status[1] != 0, "beside %s: the stream asking for %zu bytes, decodes %s: rc %d, status %d",
+              good->name, olen[1], placement[seg], rc, status[1]);
+        CHECK(rc == 0 && status[0] == (hrc == 0 ? 0 : 1) && (status[0] || !memcmp(out[0], good->want, olen[0])),
+              "%s beside a stream asking for %zu bytes, decodes %s: status %d, host rc %d", good->name, olen[1],
+              placement[seg], status[0], hrc);
+    }
+    free(out[0]);
+    free(out[1]);
+}
+
 /* The device time of one photograph-sized stream and of BATCH of them, decoded both ways. */
 static void time_photo(struct gconv_ctx *ctx, uint64_t *seed, int quick)
 {
@@ -133,6 +165,8 @@ int main(void)
         SKIP("%s not found (EDGED_PNGSUITE): PngSuite streams not tested", icorpus_pngsuite_dir());
     for (i = 0; i < k.n; i += BATCH)
         run_batch(ctx, k.c + i, k.n - i < BATCH ? k.n - i : BATCH);
+    if (k.n > 0)
+        too_long(ctx, &k.c[0]);
     time_photo(ctx, &k.seed, q && atoi(q) > 0);
     check_knobs_reset();
     icorpus_free(&k);

@@ -6,7 +6,8 @@
 # racecheck of its small set (EDGED_GPU_QUICK=1),
 # and fft beside fast on custom full-rank taps 13..63 at 8192^2, gray and 3 planes, with fft's cuFFT
 # path (EDGED_FFT_FUSED=0) as rows fft_cufft and the fused kernel's one-block-per-SM build
-# (EDGED_FFT_FUSED=2) as rows fft_1blk (fft_bench.csv).
+# (EDGED_FFT_FUSED=2) as rows fft_1blk (fft_bench.csv); then cuDNN and torch's FFT convolution on
+# the same GPU where python3 has torch (tests/bench/fft_vs_torch.py, fft_torch.csv).
 # test: test_gpu, test_gpu_fft, test_gpu_jpeg, test_gpu_png (twice: also with EDGED_GPU_INFLATE_SEG=0), test_gpu_png_encode and test_gpu_inflate, then memcheck, synccheck and one racecheck per GPU variant side
 # by side (each with its own time limit; a run killed at its limit says FAILED: TIMED OUT).
 # fast: the fast-kernel pass: full GPU tests, memcheck (quick set, every variant), racecheck of fast
@@ -106,7 +107,7 @@ if [ "$what" = all ] || [ "$what" = test ]; then
     grep -m 20 FAIL "$OUT/test_gpu_png.log"
     # the same with the inflate's speculative and placing decodes one thread a block (EDGED_GPU_INFLATE_SEG=0, gpu/ginflate.h)
     step test_gpu_png_serial 120 env EDGED_GPU_INFLATE_SEG=0 "$BUILD/tests/test_gpu_png" > "$OUT/test_gpu_png_serial.log" 2>&1
-    grep -E "^device inflate|passed, [0-9]+ failed" "$OUT/test_gpu_png_seg.log"; grep -m 20 FAIL "$OUT/test_gpu_png_seg.log"
+    grep -E "^device inflate|passed, [0-9]+ failed" "$OUT/test_gpu_png_serial.log"; grep -m 20 FAIL "$OUT/test_gpu_png_serial.log"
     step test_gpu_inflate 180 "$BUILD/tests/test_gpu_inflate" > "$OUT/test_gpu_inflate.log" 2>&1
     grep -E "^device inflate|passed, [0-9]+ failed|seed" "$OUT/test_gpu_inflate.log"; grep -m 20 FAIL "$OUT/test_gpu_inflate.log"
     step test_gpu_png_encode 120 "$BUILD/tests/test_gpu_png_encode" > "$OUT/test_gpu_png_encode.log" 2>&1
@@ -179,6 +180,14 @@ if [ "$what" = fft ]; then
     step bench-fft-1blk 150 env EDGED_FFT_FUSED=2 $b --variants fft 2>> "$log" | tail -n +2 |
         sed "s/,fft,/,fft_1blk,/" >> "$OUT/fft_bench.csv"
     cat "$OUT/fft_bench.csv"
+    # the comparators on the same GPU: cuDNN and torch's FFT convolution, whole and by tiles
+    if python3 -c 'import torch' 2>/dev/null; then
+        step fft-vs-torch 300 python3 tests/bench/fft_vs_torch.py --size 8192 --ksizes 31,63 \
+            > "$OUT/fft_torch.csv" 2>> "$log"
+        cat "$OUT/fft_torch.csv"
+    else
+        echo "== fft-vs-torch: skipped (python3 has no torch): cuDNN and torch FFT not timed" | tee -a "$log" >&2
+    fi
 fi
 if [ "$what" = fast ]; then
     step test_gpu 200 "$BUILD/tests/test_gpu" > "$OUT/test_gpu.log" 2>&1

@@ -1,5 +1,5 @@
-/* gpinned_host.cu — the pinned pool's allocator (gpinned.c keeps the books): cudaHostAlloc, portable to
- * every device, in the context of the device gconv_open bound first. */
+/* gpinned_host.cu — the pinned pool's allocator (gpinned.c keeps the books): cudaHostAlloc,
+ * portable to every device, in the context of the device gconv_open bound first. */
 #include <cuda_runtime.h>
 
 #include "gpinned.h"
@@ -13,31 +13,38 @@ void gpinned_bind(int device)
     __atomic_compare_exchange_n(&bound, &none, device, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 }
 
-/* Called from request threads: the allocation goes to the bound device's context, and the calling
- * thread's current device is left as it was. A failure answers NULL (the caller keeps its ordinary
- * memory); it is not sticky, and its error is cleared so that the thread's next CUDA call does not
- * report it. */
+/* Makes the bound device the calling thread's current one, so that its calls use that device's
+ * context rather than make one of device 0's (the default of a thread that never chose). The pool
+ * calls the allocator only from gpinned_get's threads, which run no other device's work. -1 when
+ * nothing is bound or CUDA refuses (its error cleared: not sticky, not the thread's next report). */
+static int use_bound(void)
+{
+    int dev = __atomic_load_n(&bound, __ATOMIC_SEQ_CST), cur = -1;
+
+    if (dev < 0)
+        return -1;
+    if (cudaGetDevice(&cur) != cudaSuccess || (cur != dev && cudaSetDevice(dev) != cudaSuccess)) {
+        cudaGetLastError();
+        return -1;
+    }
+    return 0;
+}
+
 void *gpinned_host_alloc(size_t n)
 {
-    int dev = __atomic_load_n(&bound, __ATOMIC_SEQ_CST), old = 0;
     void *p = NULL;
 
-    if (dev < 0 || cudaGetDevice(&old) != cudaSuccess)
+    if (use_bound() < 0)
         return NULL;
-    if (old != dev && cudaSetDevice(dev) != cudaSuccess) {
+    if (cudaHostAlloc(&p, n, cudaHostAllocPortable) != cudaSuccess) {
         cudaGetLastError();
         return NULL;
     }
-    if (cudaHostAlloc(&p, n, cudaHostAllocPortable) != cudaSuccess)
-        p = NULL;
-    if (old != dev)
-        cudaSetDevice(old); /* was current a moment ago; the buffer stays valid either way */
-    cudaGetLastError();
     return p;
 }
 
 void gpinned_host_release(void *p)
 {
-    if (p && cudaFreeHost(p) != cudaSuccess)
+    if (p && use_bound() == 0 && cudaFreeHost(p) != cudaSuccess)
         cudaGetLastError();
 }

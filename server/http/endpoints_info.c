@@ -146,7 +146,7 @@ void endpoint_metrics(struct http_req *r, void *app)
     g.png_cpu_declined = pc.cpu_declined, g.png_cpu_busy = pc.cpu_busy;
     g.png_z_pinned = pc.z_pinned, g.png_z_unpinned = pc.z_unpinned;
     gpinned_stats(&ps);
-    g.pinned_in_use_bytes = ps.held_bytes - ps.free_bytes, g.pinned_free_bytes = ps.free_bytes;
+    g.pinned_in_use_bytes = ps.in_use_bytes, g.pinned_free_bytes = ps.free_bytes;
     g.pinned_refused = ps.refused;
     g.png_gpu_encoded = dc.png_gpu_encoded, g.png_fallback_encode = dc.png_cpu_fallback;
     text = metrics_render(s->m, &g, &len);

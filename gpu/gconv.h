@@ -253,12 +253,14 @@ int gconv_png_available(const struct gconv_ctx *ctx);
 
 /* One job whose input is a PNG's zlib stream (gconv_submit_png). The caller fills the first half
  * from pngdec_layout (server/codec/png_decode.h); lay, z and plan stay the caller's and must live
- * until the job is finished. */
+ * until the job is finished (gconv_finish), or until gconv_submit_png returns when it failed. */
 struct gconv_png_job {
     int s; /* the stream, free as for gconv_submit */
     const struct png_layout *lay;
     const uint8_t *z; /* the IDAT payloads joined, CRCs checked */
     size_t z_len;
+    int z_pinned; /* 1: z is page-locked (gpinned.h, or any cudaHostAlloc memory) and is uploaded
+                   * from where it is; 0: it is first copied into the stream's pinned staging */
     const struct filter_plan *plan; /* in_ch must be lay->out_ch */
     enum variant v;
     int block;

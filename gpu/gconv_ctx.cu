@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gconv_internal.h"
+#include "gpinned.h"
 
 #define BW_BYTES ((size_t)256 << 20) /* copy-bandwidth probe: 256 MiB read + 256 MiB written */
 #define BW_REPS 5
@@ -469,6 +470,7 @@ int gconv_open(struct gconv_ctx **out, int device, int streams, char *err)
         gconv_close(ctx);
         return rc;
     }
+    gpinned_bind(device); /* the pinned pool allocates in the first device's context */
     *out = ctx;
     return 0;
 }

@@ -34,6 +34,7 @@ struct pdec {
     const struct png_layout *lay;
     const uint8_t *z;
     size_t z_len;
+    int z_pinned;   /* z is page-locked: uploaded from where it is, h_z unused */
     cudaStream_t s; /* uploads and expands; the decode stream waits for its uploads */
     uint8_t *h_z, *d_z, *d_raw, *d_dst;
     uint8_t *h_slot, *d_slot;
@@ -160,18 +161,24 @@ static size_t raw_alloc_bytes(const struct png_layout *lay)
     return png_unfilter_bytes(lay->rowbytes, lay->h);
 }
 
-/* Stages and uploads each image's stream and palette on its stream, and makes the decode stream
- * wait for them (one event, recorded and waited for in turn: a wait takes the record before it). */
+/* Uploads each image's stream and palette on its stream, and makes the decode stream wait for them
+ * (one event, recorded and waited for in turn: a wait takes the record before it). A stream not yet
+ * in pinned memory is staged first: that copy of megabytes a photograph is what a pinned z (the
+ * service's request threads made it) spares the one thread that submits. */
 static int pdec_upload(struct gconv_ctx *ctx, struct gpng *g, struct pdec *pd, int n, char *err)
 {
     int rc = 0;
 
     for (int i = 0; i < n; i++) {
+        const uint8_t *h_src = pd[i].z;
         if (pd[i].rc < 0)
             continue;
-        memcpy(pd[i].h_z, pd[i].z, pd[i].z_len);
+        if (!pd[i].z_pinned) {
+            memcpy(pd[i].h_z, pd[i].z, pd[i].z_len);
+            h_src = pd[i].h_z;
+        }
         memcpy(pd[i].h_slot, pd[i].lay->rgba, PNG_RGBA_BYTES);
-        GCTX_CU(cudaMemcpyAsync(pd[i].d_z, pd[i].h_z, pd[i].z_len, cudaMemcpyHostToDevice, pd[i].s));
+        GCTX_CU(cudaMemcpyAsync(pd[i].d_z, h_src, pd[i].z_len, cudaMemcpyHostToDevice, pd[i].s));
         GCTX_CU(cudaMemcpyAsync(pd[i].d_slot, pd[i].h_slot, PNG_RGBA_BYTES, cudaMemcpyHostToDevice, pd[i].s));
         GCTX_CU(cudaEventRecord(g->ev_up, pd[i].s));
         GCTX_CU(cudaStreamWaitEvent(g->s_dec, g->ev_up, 0));
@@ -251,10 +258,10 @@ static int job_prepare(struct gconv_ctx *ctx, struct gpng *g, struct gconv_png_j
     struct gstream *st;
     const char *what = "";
     cudaError_t e;
-    size_t raw;
+    size_t raw, stage;
 
     memset(pd, 0, sizeof(*pd));
-    pd->lay = lay, pd->z = jb->z, pd->z_len = jb->z_len, pd->err = jb->err;
+    pd->lay = lay, pd->z = jb->z, pd->z_len = jb->z_len, pd->z_pinned = jb->z_pinned, pd->err = jb->err;
     if (jb->s < 0 || jb->s >= ctx->nstreams || ctx->st[jb->s].busy)
         return pd->rc = edged_fail(jb->err, EDGED_E_PARAM, "stream %d invalid or busy", jb->s);
     if (!lay || !jb->z || !jb->plan || filter_plan_check(jb->plan, jb->err) < 0)
@@ -270,8 +277,9 @@ static int job_prepare(struct gconv_ctx *ctx, struct gpng *g, struct gconv_png_j
     if ((pd->rc = gconv_check(ctx, jb->plan, jb->w, jb->h, jb->v, jb->block, jb->err)) < 0)
         return pd->rc;
     st = &ctx->st[jb->s];
+    stage = jb->z_pinned ? 0 : jb->z_len; /* a pinned z needs no staging */
     if ((e = gjob_buffers(ctx, st, jb->w, jb->h, jb->plan, &what)) != cudaSuccess ||
-        (e = gctx_grow_pinned(ctx, (void **)&st->h_in, &st->h_in_cap, jb->z_len)) != cudaSuccess ||
+        (e = gctx_grow_pinned(ctx, (void **)&st->h_in, &st->h_in_cap, stage)) != cudaSuccess ||
         (e = gctx_grow_device(ctx, st, (void **)&g->d_z[jb->s], &g->z_cap[jb->s], jb->z_len)) != cudaSuccess ||
         (e = gctx_grow_device(ctx, st, (void **)&g->d_raw[jb->s], &g->raw_cap[jb->s], raw)) != cudaSuccess)
         return pd->rc = gctx_fail(ctx, e, *what ? what : "PNG buffers", jb->err);
@@ -283,6 +291,14 @@ static int job_prepare(struct gconv_ctx *ctx, struct gpng *g, struct gconv_png_j
     if ((e = cudaEventRecord(st->ev_start, st->s)) != cudaSuccess)
         return pd->rc = gctx_fail(ctx, e, "cudaEventRecord (PNG job)", jb->err);
     return 0;
+}
+
+/* Waits for the stream of pd when its submit failed after its pinned z's upload was enqueued:
+ * the caller may then give z back at once (a staged z is the stream's own). */
+static void pdec_settle(const struct pdec *pd)
+{
+    if (pd->z_pinned && pd->s && cudaStreamSynchronize(pd->s) != cudaSuccess)
+        cudaGetLastError(); /* the call that failed has said why */
 }
 
 /* Fails every job of the call with rc and the message in jobs[0].err. */
@@ -313,6 +329,9 @@ int gconv_submit_png(struct gconv_ctx *ctx, struct gconv_png_job *jobs, int n)
     for (int i = 0; i < n; i++)
         jobs[i].rc = job_prepare(ctx, g, &jobs[i], &pd[i]);
     if ((rc = pdec_run(ctx, g, pd, n, jobs[0].err)) < 0) {
+        for (int i = 0; i < n; i++)
+            if (pd[i].rc == 0)
+                pdec_settle(&pd[i]);
         jobs_fail(jobs, n, rc);
         return rc;
     }
@@ -325,6 +344,8 @@ int gconv_submit_png(struct gconv_ctx *ctx, struct gconv_png_job *jobs, int n)
         if ((jb->rc = gjob_enqueue(ctx, jb->s, &in, jb->plan, jb->v, jb->block, 0, jb->err)) == 0) {
             ctx->st[jb->s].png_status = slot_status(pd[i].h_slot);
             done++;
+        } else {
+            pdec_settle(&pd[i]);
         }
         if (gconv_is_dead(ctx))
             return EDGED_E_GPU_FATAL;

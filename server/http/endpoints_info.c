@@ -8,6 +8,7 @@
 
 #include "filter.h"
 #include "gconv.h"
+#include "gpinned.h"
 #include "result.h"
 #include "codec/image_io.h"
 #include "http/routes.h"
@@ -127,6 +128,7 @@ void endpoint_metrics(struct http_req *r, void *app)
                                .gpu_fatal = worker_fatal(s->w, NULL)};
     struct jpegjob_counts jc;
     struct pngjob_counts pc;
+    struct gpinned_stats ps;
     struct devenc_counts dc;
     struct metrics_device *devices = NULL;
     size_t len = 0;
@@ -142,6 +144,10 @@ void endpoint_metrics(struct http_req *r, void *app)
     pngjob_counts(&pc);
     g.png_gpu_decoded = pc.gpu_decoded, g.png_cpu_refused = pc.cpu_refused;
     g.png_cpu_declined = pc.cpu_declined, g.png_cpu_busy = pc.cpu_busy;
+    g.png_z_pinned = pc.z_pinned, g.png_z_unpinned = pc.z_unpinned;
+    gpinned_stats(&ps);
+    g.pinned_in_use_bytes = ps.in_use_bytes, g.pinned_free_bytes = ps.free_bytes;
+    g.pinned_refused = ps.refused;
     g.png_gpu_encoded = dc.png_gpu_encoded, g.png_fallback_encode = dc.png_cpu_fallback;
     text = metrics_render(s->m, &g, &len);
 out:

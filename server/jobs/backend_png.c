@@ -35,9 +35,10 @@ void backend_submit_png(struct backend *b, struct job *const *jobs, const int *s
     for (int i = 0; i < n; i++) {
         struct job *job = jobs[i];
         int block = backend_resolve(b, job);
+        int pinned = job->png_pinned && job->png_z == job->png_pinned; /* pngjob_take put it there */
         gj[i] = (struct gconv_png_job){.s = streams[i], .lay = job->png_lay, .z = job->png_z,
-                                       .z_len = job->png_z_len, .plan = &job->plan, .v = job->used,
-                                       .w = job->in.w, .h = job->in.h, .block = block};
+                                       .z_len = job->png_z_len, .z_pinned = pinned, .plan = &job->plan,
+                                       .v = job->used, .w = job->in.w, .h = job->in.h, .block = block};
     }
     rc = gconv_submit_png(backend_gpu(b), gj, n);
     for (int i = 0; i < n; i++)

@@ -7,12 +7,14 @@
 #include <string.h>
 
 #include "errors.h"
+#include "gpinned.h"
 #include "png_layout.h"
 #include "codec/png_decode.h"
 #include "codec/png_io.h"
 
 /* Process-wide: one backend serves a process. Indexed by enum pngjob_event. */
 static atomic_ullong counts[4];
+static atomic_ullong z_pinned, z_unpinned;
 static atomic_size_t backlog;
 
 void pngjob_count(enum pngjob_event e) { atomic_fetch_add(&counts[e], 1); }
@@ -23,6 +25,8 @@ void pngjob_counts(struct pngjob_counts *c)
     c->cpu_refused = atomic_load(&counts[PNGJOB_CPU_REFUSED]);
     c->cpu_declined = atomic_load(&counts[PNGJOB_CPU_DECLINED]);
     c->cpu_busy = atomic_load(&counts[PNGJOB_CPU_BUSY]);
+    c->z_pinned = atomic_load(&z_pinned);
+    c->z_unpinned = atomic_load(&z_unpinned);
 }
 
 int pngjob_gpu_ok(size_t n, int cpu_free)
@@ -39,8 +43,31 @@ void pngjob_backlog_begin(size_t n) { atomic_fetch_add(&backlog, n); }
 
 void pngjob_backlog_end(size_t n) { atomic_fetch_sub(&backlog, n); }
 
-/* The layout is read here, on the request's thread, so that the one GPU worker thread only copies
- * the stream: the CRC of every chunk and, for several IDAT chunks, their join. */
+/* Copies the job's zlib stream into a pinned buffer of the pool, which the device then uploads
+ * from directly: this copy, on the request's thread, is the one the GPU worker thread would make
+ * into its stream's pinned staging. The join of several IDAT chunks is freed, the stream now lives
+ * there; src stays for a CPU decode. Without a buffer (no device, the pool's cap reached) the
+ * stream stays where it is and the worker stages it. */
+static void take_pinned(struct job *job)
+{
+    size_t cap = 0;
+    uint8_t *p = gpinned_get(job->png_z_len, &cap);
+
+    if (!p) {
+        atomic_fetch_add(&z_unpinned, 1);
+        return;
+    }
+    memcpy(p, job->png_z, job->png_z_len);
+    free(job->png_join);
+    job->png_join = NULL;
+    job->png_z = job->png_pinned = p;
+    job->png_pinned_cap = cap;
+    atomic_fetch_add(&z_pinned, 1);
+}
+
+/* The layout is read here, on the request's thread, so that the one GPU worker thread copies
+ * nothing: the CRC of every chunk, for several IDAT chunks their join, and the stream's copy into
+ * pinned memory (take_pinned). */
 int pngjob_take(struct job *job, const uint8_t *d, size_t n)
 {
     char err[EDGED_ERR_LEN];
@@ -54,6 +81,7 @@ int pngjob_take(struct job *job, const uint8_t *d, size_t n)
     if ((int)job->png_lay->w != job->in.w || (int)job->png_lay->h != job->in.h ||
         job->png_lay->out_ch != job->in.ch)
         goto drop; /* never for a header pngio_peek read: the CPU path judges */
+    take_pinned(job);
     job->src_format = JOB_SRC_PNG;
     return 1;
 drop:

@@ -11,7 +11,8 @@
 #include "jobs/queue.h"
 
 /* Gives job (in sized, plan set) a copy of the PNG bytes d, n, whose header imageio_peek accepted,
- * and their layout (pngdec_layout):
+ * and their layout (pngdec_layout), with the zlib stream in a pinned buffer of gpu/gpinned.h when
+ * the pool gives one (job->png_pinned, given back when the job is freed):
  * 1 when the device may take them, 0 when the PNG is of a kind the device path does not take
  * (interlaced, 16-bit, sub-byte gray, a chunk out of the ordinary, a bad CRC: the CPU decodes it,
  * or names its fault) or memory is short (nothing kept). */
@@ -38,6 +39,9 @@ struct pngjob_counts {
     unsigned long long cpu_refused;  /* refused at submit (kind, size, scratch): decoded on the CPU */
     unsigned long long cpu_declined; /* declined by the device inflate or unfilter: decoded on the CPU */
     unsigned long long cpu_busy;     /* sent to the CPU decoder by the backlog rule */
+    /* taken for the device (pngjob_take) with the zlib stream in pinned memory (gpu/gpinned.h), and
+     * without (the pool answered NULL: the GPU worker stages the stream) */
+    unsigned long long z_pinned, z_unpinned;
 };
 void pngjob_count(enum pngjob_event e);
 void pngjob_counts(struct pngjob_counts *c);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "gpinned.h"
 #include "jobs/budget.h"
 
 /* Jobs are in exactly one of the two lists while the queue holds them: `queued` (FIFO, at most
@@ -98,6 +99,7 @@ static void job_free(struct job *job)
     free(job->src);
     free(job->png_lay);
     free(job->png_join);
+    gpinned_put(job->png_pinned, job->png_pinned_cap);
     free(job->out_enc);
     budget_give(job->budget, job->budget_bytes + job->out_kept); /* after its memory is freed */
     pthread_cond_destroy(&job->done);

@@ -47,10 +47,15 @@ struct job {
     uint8_t *src;
     size_t src_len;
     enum job_src src_format;
-    struct png_layout *png_lay; /* PNG: its layout (owned), and its zlib stream: in src or in png_join */
+    struct png_layout *png_lay; /* PNG: its layout (owned), and its zlib stream: in src, in png_join
+                                 * or in png_pinned */
     const uint8_t *png_z;
     size_t png_z_len;
     uint8_t *png_join; /* owned, or NULL */
+    /* owned (gpu/gpinned.h, of class png_pinned_cap), or NULL; given back when the job is freed, which
+     * is after its device upload ended: the queue holds the job until its worker completes it */
+    uint8_t *png_pinned;
+    size_t png_pinned_cap;
     int orientation;  /* EXIF 1..8 to apply to src */
     /* the GPU lane also encodes out on the device, into out_enc: JPEG at quality enc_quality
      * (1..100), or PNG at png_level enc_quality (0..9) and bit depth enc_depth (8 or 1) */

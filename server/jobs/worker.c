@@ -16,6 +16,7 @@
 #include "ops/fault.h"
 #include "gconv.h"
 #include "ops/log.h"
+#include "jobs/png_job.h"
 
 #define GPU_MAX_STREAMS 32
 /* While streams are busy a GPU worker waits this long for a new job before polling them again:
@@ -386,18 +387,22 @@ static void gpu_prof_log(struct gpu_dev *d)
 {
     const struct gpu_prof *p = &d->prof;
     double nj[BACKEND_JPEG_STAGES];
+    struct pngjob_counts pc; /* the process's: PNG streams pinned by the request threads, or not */
 
     if (atomic_load(&d->jobs) == 0 || !d->w->c.log_profile)
         return;
     backend_jpeg_profile(d->b, nj);
+    pngjob_counts(&pc);
     log_event("info", "gpu_worker_profile",
               "device=%d jobs=%lld jpeg_batches=%lld jpeg_jobs=%lld png_batches=%lld png_jobs=%lld wait_ms=%.1f "
               "submit_src_ms=%.1f submit_ms=%.1f finish_ms=%.1f complete_ms=%.1f "
-              "nvjpeg_header_ms=%.1f nvjpeg_decode_ms=%.1f nvjpeg_enqueue_ms=%.1f nvjpeg_retrieve_ms=%.1f",
+              "nvjpeg_header_ms=%.1f nvjpeg_decode_ms=%.1f nvjpeg_enqueue_ms=%.1f nvjpeg_retrieve_ms=%.1f "
+              "png_streams_pinned=%llu png_streams_staged=%llu",
               backend_ordinal(d->b), (long long)atomic_load(&d->jobs), (long long)atomic_load(&d->batches[JOB_SRC_JPEG]),
               (long long)atomic_load(&d->batch_jobs[JOB_SRC_JPEG]), (long long)atomic_load(&d->batches[JOB_SRC_PNG]),
               (long long)atomic_load(&d->batch_jobs[JOB_SRC_PNG]), p->ms[GS_WAIT], p->ms[GS_SUBMIT_SRC],
-              p->ms[GS_SUBMIT], p->ms[GS_FINISH], p->ms[GS_COMPLETE], nj[0], nj[1], nj[2], nj[3]);
+              p->ms[GS_SUBMIT], p->ms[GS_FINISH], p->ms[GS_COMPLETE], nj[0], nj[1], nj[2], nj[3], pc.z_pinned,
+              pc.z_unpinned);
 }
 
 /* Fills free streams from the queue (blocking only when none is busy), sends the pending batches

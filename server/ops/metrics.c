@@ -537,6 +537,17 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *
              "edged_png_cpu_fallback_total{reason=\"encode_refused\"} %llu\n",
          g->png_gpu_decoded, g->png_gpu_encoded, g->png_cpu_refused, g->png_cpu_declined, g->png_cpu_busy,
          g->png_fallback_encode);
+    emit(&t, "# HELP edged_png_stream_total PNGs taken for the device decode, by where their zlib stream "
+             "waits: pinned host memory (uploaded as it is) or pageable (staged by the GPU worker).\n"
+             "# TYPE edged_png_stream_total counter\nedged_png_stream_total{memory=\"pinned\"} %llu\n"
+             "edged_png_stream_total{memory=\"pageable\"} %llu\n"
+             "# HELP edged_pinned_host_bytes Pinned host memory of the upload pool, given out and kept free.\n"
+             "# TYPE edged_pinned_host_bytes gauge\nedged_pinned_host_bytes{state=\"in_use\"} %zu\n"
+             "edged_pinned_host_bytes{state=\"free\"} %zu\n"
+             "# HELP edged_pinned_host_refused_total Requests the pinned upload pool answered without a "
+             "buffer (its cap reached, or the allocation failed).\n"
+             "# TYPE edged_pinned_host_refused_total counter\nedged_pinned_host_refused_total %llu\n",
+         g->png_z_pinned, g->png_z_unpinned, g->pinned_in_use_bytes, g->pinned_free_bytes, g->pinned_refused);
     dev[0] = '\0'; /* from config and the device name: escaped as the label format wants */
     result_escape(dev, sizeof(dev), 0, m->build.device, 0, RESULT_ESCAPE_LABEL);
     emit(&t, "# HELP edged_build_info Build and runtime identity.\n# TYPE edged_build_info gauge\n"

@@ -39,6 +39,12 @@ struct metrics_gauges {
     /* the device PNG path (pngjob_counts): PNGs decoded on the device, and those the CPU decoded
      * instead: refused at submit, declined by the device, or sent by the backlog rule */
     unsigned long long png_gpu_decoded, png_cpu_refused, png_cpu_declined, png_cpu_busy;
+    /* PNGs taken for the device with their zlib stream in pinned memory, and without
+     * (pngjob_counts); the pinned host pool (gpu/gpinned.h): bytes held in use and free, requests
+     * it answered NULL */
+    unsigned long long png_z_pinned, png_z_unpinned;
+    size_t pinned_in_use_bytes, pinned_free_bytes;
+    unsigned long long pinned_refused;
     int gpu_fatal; /* 1 after a fatal GPU error (worker_fatal): the process is about to exit */
     /* PNG answers of the GPU lane (devenc_counts): encoded on the device, or on the CPU after the
      * device refused */

@@ -4,13 +4,16 @@ the device takes answer the pixels a server with --gpu-png 0 answers (the decode
 the filter the same; the answer's PNG bytes may differ, as the device encodes it with its own
 deflate), also many at once (batched decodes); a PNG whose zlib stream is
 damaged under right CRCs is declined on the device and answers the CPU decoder's 422; an interlaced
-PNG (PngSuite's basi2c08) stays on the CPU. Skipped elsewhere."""
+PNG (PngSuite's basi2c08) stays on the CPU. The streams taken for the device wait in pinned memory
+(edged_png_stream_total{memory="pinned"}), whose buffers are back in the pool once the answers are
+out. Skipped elsewhere."""
 import concurrent.futures
 import io
 import os
 import re
 import struct
 import subprocess
+import time
 import zlib
 
 import cv2
@@ -27,7 +30,7 @@ GAUSS = {"filter": "gaussian", "size": "5"}
 def metrics(url):
     text = requests.get(url + "/metrics", timeout=10).text
     out = {}
-    for m in re.finditer(r'^(edged_png_\w+?)(?:\{(?:reason|op)="(\w+)"\})? (\d+)', text, re.M):
+    for m in re.finditer(r'^(edged_p(?:ng|inned)_\w+?)(?:\{(?:reason|op|memory|state)="(\w+)"\})? (\d+)', text, re.M):
         out[(m.group(1), m.group(2) or "")] = int(m.group(3))
     return out
 
@@ -37,6 +40,8 @@ def device_png():
     return "built without CUDA" not in v and BACKEND == "gpu"
 
 
+STREAM_KEYS = [("edged_png_stream_total", "pinned"), ("edged_png_stream_total", "pageable")]
+PINNED_IN_USE = ("edged_pinned_host_bytes", "in_use")
 DECODE_KEYS = [("edged_png_gpu_total", "decode"), ("edged_png_cpu_fallback_total", "decode_refused"),
                ("edged_png_cpu_fallback_total", "decode_declined"), ("edged_png_cpu_fallback_total", "decode_busy")]
 
@@ -94,7 +99,8 @@ def test_counters_exist(server):
     r = post(server.url, png_bytes(noisy(31, 45, 3, 1)), dict(GAUSS, variant="cpu"))
     assert r.status_code == 200, r.text
     m = metrics(server.url)
-    for key in DECODE_KEYS:
+    for key in DECODE_KEYS + STREAM_KEYS + [PINNED_IN_USE, ("edged_pinned_host_bytes", "free"),
+                                            ("edged_pinned_host_refused_total", "")]:
         assert key in m, key
     # variant cpu never decodes on the device
     assert m[("edged_png_gpu_total", "decode")] == before[("edged_png_gpu_total", "decode")]
@@ -113,6 +119,8 @@ def test_device_decode_equals_cpu_decode(make_server, name):
     after = metrics(on.url)
     moved = sum(after[k] - before.get(k, 0) for k in DECODE_KEYS)
     assert moved == 1  # decoded on the device, or refused or declined there and counted
+    # its stream waited in pinned memory for the upload, not in the worker's staging
+    assert [after[k] - before[k] for k in STREAM_KEYS] == [1, 0]
     assert metrics(off.url)[("edged_png_gpu_total", "decode")] == 0
 
 
@@ -128,6 +136,11 @@ def test_many_at_once_batched(make_server):
         assert r.status_code == 200, r.text
         assert np.array_equal(pixels(r.content), ref)
     print("PNG counters after 24 at once:", metrics(on.url))
+    # every pinned buffer is back once the jobs are freed (just after their answers)
+    deadline = time.monotonic() + 5
+    while metrics(on.url)[PINNED_IN_USE] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert metrics(on.url)[PINNED_IN_USE] == 0
 
 
 def test_damaged_stream_gets_the_cpu_verdict(make_server):

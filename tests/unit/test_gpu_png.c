@@ -6,7 +6,8 @@
  * unfilter kernel (random rows, bpp 1..4, widths from 1, heights from 1 row to many bands, each
  * filter type alone, mixed, chained, and a type over 4 that must be declined) against
  * png_unfilter.c; large images; PNG jobs through gconv_submit_png against the CPU-decoded pixels
- * through gconv_submit; a damaged stream ends its job with GCONV_E_PNG_DECLINED. The random
+ * through gconv_submit, with the streams staged by gconv and uploaded from the pinned pool
+ * (gpu/gpinned.h) alike; a damaged stream ends its job with GCONV_E_PNG_DECLINED. The random
  * samples' seed is printed. Skips without a GPU; EDGED_REQUIRE_GPU=1 fails instead.
  * EDGED_GPU_QUICK=1 (compute-sanitizer): every fifth width of the generated files, every third of
  * the made streams, no large images. The device inflate places blocks as the knob's default says;
@@ -22,6 +23,7 @@
 #include "clock.h"
 #include "filter.h"
 #include "gconv.h"
+#include "gpinned.h"
 #include "image.h"
 #include "imgdiff.h"
 #include "inflate_spec.h"
@@ -399,8 +401,10 @@ static int finish(struct gconv_ctx *ctx, int s, struct img *out, char *err)
 
 /* PNG jobs on NSTREAMS streams in one call against the same images decoded on the CPU through
  * gconv_submit: equal outputs. The last job's stream is damaged (its Adler-32 flipped): that job
- * ends with GCONV_E_PNG_DECLINED and the stream takes the next job. */
-static void test_jobs(struct gconv_ctx *ctx, enum variant v)
+ * ends with GCONV_E_PNG_DECLINED and the stream takes the next job. pinned: each stream is first
+ * copied into a buffer of the pinned pool (gpu/gpinned.h) and uploaded from there (z_pinned), as
+ * the service's jobs are; the outputs must equal the CPU's as the staged ones do. */
+static void test_jobs(struct gconv_ctx *ctx, enum variant v, int pinned)
 {
     static const struct kind ks[NSTREAMS] = {{2, 8, 0}, {6, 8, 0}, {3, 4, 3}, {2, 8, 0}};
     static const int chans[NSTREAMS] = {3, 4, 4, 3};
@@ -408,7 +412,8 @@ static void test_jobs(struct gconv_ctx *ctx, enum variant v)
     struct pfile fs[NSTREAMS];
     struct filter_plan plans[NSTREAMS];
     struct filter_spec spec;
-    uint8_t *bad = NULL;
+    uint8_t *bad = NULL, *pin[NSTREAMS] = {NULL};
+    size_t pin_cap[NSTREAMS] = {0};
     char err[EDGED_ERR_LEN];
     int submitted;
 
@@ -427,6 +432,13 @@ static void test_jobs(struct gconv_ctx *ctx, enum variant v)
         memcpy(bad, fs[NSTREAMS - 1].z, fs[NSTREAMS - 1].z_len);
         bad[fs[NSTREAMS - 1].z_len - 1] ^= 0x5a;
         jobs[NSTREAMS - 1].z = bad;
+    }
+    for (int i = 0; i < NSTREAMS && pinned; i++) {
+        CHECK((pin[i] = gpinned_get(jobs[i].z_len, &pin_cap[i])) != NULL, "job %d: no pinned buffer", i);
+        if (pin[i]) {
+            memcpy(pin[i], jobs[i].z, jobs[i].z_len);
+            jobs[i].z = pin[i], jobs[i].z_pinned = 1;
+        }
     }
     submitted = gconv_submit_png(ctx, jobs, NSTREAMS);
     CHECK(submitted == NSTREAMS, "gconv_submit_png: %d of %d (%s)", submitted, NSTREAMS, jobs[0].err);
@@ -451,16 +463,30 @@ static void test_jobs(struct gconv_ctx *ctx, enum variant v)
         if (rc == 0) {
             CHECK(img_same(&out_gpu, &out_cpu), "job %d (%s): max diff %d", i, variant_name(v),
                   imgdiff_max(&out_gpu, &out_cpu));
-            printf("job %d %s %dx%dx%d: PNG stream vs CPU pixels equal\n", i, variant_name(v), out_gpu.w,
-                   out_gpu.h, cpu.ch);
+            printf("job %d %s %dx%dx%d, stream %s: PNG stream vs CPU pixels equal\n", i, variant_name(v),
+                   out_gpu.w, out_gpu.h, cpu.ch, jobs[i].z_pinned ? "pinned" : "staged");
         }
         img_free(&cpu);
         img_free(&out_gpu);
         img_free(&out_cpu);
     }
     free(bad);
-    for (int i = 0; i < NSTREAMS; i++)
+    for (int i = 0; i < NSTREAMS; i++) {
+        gpinned_put(pin[i], pin_cap[i]); /* the jobs are finished: their uploads are over */
         pfile_free(&fs[i]);
+    }
+}
+
+/* After the pinned jobs every buffer is back in the pool, which held some. */
+static void test_pool_books(void)
+{
+    struct gpinned_stats st;
+
+    gpinned_stats(&st);
+    CHECK(st.in_use == 0 && st.allocs > 0 && st.held_bytes <= GPINNED_CAP_BYTES,
+          "pinned pool: in_use %llu allocs %llu held %zu", st.in_use, st.allocs, st.held_bytes);
+    printf("pinned pool: %llu buffers given out, %llu allocated, %zu bytes held\n", st.gets, st.allocs,
+           st.held_bytes);
 }
 
 int main(void)
@@ -489,8 +515,11 @@ int main(void)
     test_unfilter(ctx);
     if (!quick)
         test_large(ctx);
-    test_jobs(ctx, VARIANT_FAST);
-    test_jobs(ctx, VARIANT_SEPARABLE);
+    test_jobs(ctx, VARIANT_FAST, 0);
+    test_jobs(ctx, VARIANT_FAST, 1);
+    test_jobs(ctx, VARIANT_SEPARABLE, 0);
+    test_jobs(ctx, VARIANT_SEPARABLE, 1);
+    test_pool_books();
     gconv_close(ctx);
     return check_summary();
 }

@@ -3,8 +3,8 @@
  * their layout and zlib stream, and drops the others (interlaced, 16-bit, sub-byte gray, a header
  * that does not match) with nothing kept; the CPU decode that serves what the device refuses or
  * declines gives pngio_decode's image, or its error for a stream damaged under right CRCs; a job
- * with PNG bytes runs on the CPU lane as the job with pixels does; the backlog rule and the
- * counters. */
+ * with PNG bytes runs on the CPU lane as the job with pixels does; without a pinned buffer the
+ * stream stays in ordinary memory and still decodes; the backlog rule and the counters. */
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -138,6 +138,33 @@ static void test_backlog(void)
           c0.cpu_busy, c1.cpu_busy);
 }
 
+/* Without a pinned buffer (this program opens no device context, so the pool of gpu/gpinned.h
+ * answers NULL; a build without CUDA always does) the take keeps the stream where the layout put it
+ * (several IDAT chunks: their join), counts it unpinned, and the CPU decode still gives
+ * pngio_decode's image. */
+static void test_unpinned_fallback(void)
+{
+    static const struct kind rgb = {2, 8, 0};
+    struct buf b = write_kind(&rgb, 97, 71, 1024); /* several IDAT chunks */
+    struct pngjob_counts c0, c1;
+    struct img ref = {0};
+    struct job *job = sized_job(97, 71, 3);
+    char err[EDGED_ERR_LEN];
+
+    pngjob_counts(&c0);
+    CHECK(pngio_decode(b.p, b.len, NULL, &ref, err) == 0, "%s", err);
+    CHECK(pngjob_take(job, b.p, b.len), "RGB in several IDAT chunks: not taken");
+    CHECK(!job->png_pinned && job->png_join && job->png_z == job->png_join, "pinned %p join %p z %p",
+          (void *)job->png_pinned, (void *)job->png_join, (const void *)job->png_z);
+    pngjob_counts(&c1);
+    CHECK(c1.z_unpinned == c0.z_unpinned + 1 && c1.z_pinned == c0.z_pinned, "counts: unpinned %llu -> %llu",
+          c0.z_unpinned, c1.z_unpinned);
+    CHECK(pngjob_decode_src(job) == 0 && img_same(&job->in, &ref), "CPU decode: %s", job->err);
+    job_release(NULL, job);
+    img_free(&ref);
+    free(b.p);
+}
+
 int main(void)
 {
     struct backend *be = NULL;
@@ -146,6 +173,7 @@ int main(void)
     check_rng_seed(check_seed());
     test_take_kinds();
     test_mismatch_and_damage();
+    test_unpinned_fallback();
     if (backend_open(&be, BACKEND_CPU, NULL, 0, 1, 2, err) == 0)
         test_cpu_lane(be);
     else

@@ -24,4 +24,5 @@ void pngjob_counts(struct pngjob_counts *c)
     c->cpu_refused = (unsigned long long)atomic_load(&mock_png_events[PNGJOB_CPU_REFUSED]);
     c->cpu_declined = (unsigned long long)atomic_load(&mock_png_events[PNGJOB_CPU_DECLINED]);
     c->cpu_busy = (unsigned long long)atomic_load(&mock_png_events[PNGJOB_CPU_BUSY]);
+    c->z_pinned = c->z_unpinned = 0; /* the mock's jobs never take a PNG (pngjob_take) */
 }

@@ -109,7 +109,8 @@ static void test_sizes_and_trailer(const struct icorpus *k)
 }
 
 /* A large level-6 photograph-like stream: most blocks come from speculative decodes, and in
- * segments every candidate is decided by the segments (no false candidate, the final block too). */
+ * segments the segments decide every candidate but the false ones and, at most, the one before
+ * each (the final block too). */
 static void test_large_stats(uint64_t *seed)
 {
     size_t n = 3 * 1024 * 1024, zl;
@@ -131,9 +132,12 @@ static void test_large_stats(uint64_t *seed)
     CHECK(rc == 0 && !memcmp(out, d, n) && sg.spec_ok == st.spec_ok && sg.spec_blocks == st.spec_blocks,
           "large stream in segments: rc %d, %llu candidates decoded, %u blocks speculative", rc,
           (unsigned long long)sg.spec_ok, sg.spec_blocks);
-    CHECK(sg.seg_serial == sg.candidates - st.blocks, "large stream in segments: %llu of %llu candidates left to "
-          "the serial decode (%u blocks)", (unsigned long long)sg.seg_serial, (unsigned long long)sg.candidates,
-          st.blocks);
+    /* a false candidate inside a block is the guessed end of the candidate before it, whose
+     * segments then miss its end: each false one leaves at most itself and that one to the serial
+     * decode, and without any nothing is left */
+    uint64_t fake = sg.candidates > st.blocks ? sg.candidates - st.blocks : 0;
+    CHECK(sg.seg_serial <= 2 * fake, "large stream in segments: %llu of %llu candidates left to the serial "
+          "decode (%u blocks)", (unsigned long long)sg.seg_serial, (unsigned long long)sg.candidates, st.blocks);
     printf("large in segments: %llu candidates by segments, %llu left to the serial decode\n",
            (unsigned long long)sg.seg_cands, (unsigned long long)sg.seg_serial);
     free(out);

@@ -13,8 +13,7 @@
 #include "codec/png_io.h"
 
 /* Process-wide: one backend serves a process. Indexed by enum pngjob_event. */
-static atomic_ullong counts[4];
-static atomic_ullong z_pinned, z_unpinned;
+static atomic_ullong counts[PNGJOB_EVENTS];
 static atomic_size_t backlog;
 
 void pngjob_count(enum pngjob_event e) { atomic_fetch_add(&counts[e], 1); }
@@ -25,8 +24,8 @@ void pngjob_counts(struct pngjob_counts *c)
     c->cpu_refused = atomic_load(&counts[PNGJOB_CPU_REFUSED]);
     c->cpu_declined = atomic_load(&counts[PNGJOB_CPU_DECLINED]);
     c->cpu_busy = atomic_load(&counts[PNGJOB_CPU_BUSY]);
-    c->z_pinned = atomic_load(&z_pinned);
-    c->z_unpinned = atomic_load(&z_unpinned);
+    c->z_pinned = atomic_load(&counts[PNGJOB_Z_PINNED]);
+    c->z_unpinned = atomic_load(&counts[PNGJOB_Z_UNPINNED]);
 }
 
 int pngjob_gpu_ok(size_t n, int cpu_free)
@@ -54,7 +53,7 @@ static void take_pinned(struct job *job)
     uint8_t *p = gpinned_get(job->png_z_len, &cap);
 
     if (!p) {
-        atomic_fetch_add(&z_unpinned, 1);
+        pngjob_count(PNGJOB_Z_UNPINNED);
         return;
     }
     memcpy(p, job->png_z, job->png_z_len);
@@ -62,7 +61,7 @@ static void take_pinned(struct job *job)
     job->png_join = NULL;
     job->png_z = job->png_pinned = p;
     job->png_pinned_cap = cap;
-    atomic_fetch_add(&z_pinned, 1);
+    pngjob_count(PNGJOB_Z_PINNED);
 }
 
 /* The layout is read here, on the request's thread, so that the one GPU worker thread copies

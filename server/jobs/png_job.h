@@ -33,7 +33,15 @@ void pngjob_backlog_begin(size_t n);
 void pngjob_backlog_end(size_t n);
 
 /* What the device PNG path did since start, for /metrics. */
-enum pngjob_event { PNGJOB_GPU_DECODED, PNGJOB_CPU_REFUSED, PNGJOB_CPU_DECLINED, PNGJOB_CPU_BUSY };
+enum pngjob_event {
+    PNGJOB_GPU_DECODED,
+    PNGJOB_CPU_REFUSED,
+    PNGJOB_CPU_DECLINED,
+    PNGJOB_CPU_BUSY,
+    PNGJOB_Z_PINNED,   /* taken for the device with its zlib stream in pinned memory */
+    PNGJOB_Z_UNPINNED, /* ... without (the pool answered NULL: the GPU worker stages it) */
+    PNGJOB_EVENTS
+};
 struct pngjob_counts {
     unsigned long long gpu_decoded;  /* decoded on the device */
     unsigned long long cpu_refused;  /* refused at submit (kind, size, scratch): decoded on the CPU */

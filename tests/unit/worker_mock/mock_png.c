@@ -7,7 +7,7 @@
 #include "errors.h"
 #include "jobs/png_job.h"
 
-atomic_int mock_png_events[4];
+atomic_int mock_png_events[PNGJOB_EVENTS];
 
 int pngjob_decode_src(struct job *job)
 {

@@ -369,6 +369,9 @@ static cudaError_t open_streams(struct gconv_ctx *ctx)
                 cudaSuccess)
             return e;
         cap = 0;
+        if ((e = gctx_grow_pinned(ctx, (void **)&st->h_png_total, &cap, sizeof(uint64_t))) != cudaSuccess)
+            return e;
+        cap = 0;
         if ((e = gctx_grow_device(ctx, NULL, (void **)&st->d_taps, &cap,
                                   sizeof(float) * GCONV_TAPS_FLOATS)) != cudaSuccess)
             return e;
@@ -493,6 +496,8 @@ static void close_stream(struct gconv_ctx *ctx, struct gstream *st)
         cudaFreeHost(st->h_out);
     if (st->h_taps)
         cudaFreeHost(st->h_taps);
+    if (st->h_png_total)
+        cudaFreeHost(st->h_png_total);
     if (st->ev_start)
         cudaEventDestroy(st->ev_start);
     if (st->ev_up)

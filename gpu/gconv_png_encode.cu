@@ -301,11 +301,16 @@ static int gpng_enqueue(struct gconv_ctx *ctx, struct gstream *st, const struct 
     GPNG_LAUNCHED("gpng_scan_kernel");
     gpng_compact_kernel<<<p->nchunks, GPNG_COMPACT_THREADS, 0, st->s>>>(st->d_png, *p);
     GPNG_LAUNCHED("gpng_compact_kernel");
+    if ((e = cudaMemcpyAsync(st->h_png_total, st->d_png + p->total, sizeof(uint64_t), cudaMemcpyDeviceToHost,
+                             st->s)) != cudaSuccess)
+        return gctx_fail(ctx, e, "PNG encode: length download", err);
     return 0;
 }
 
-/* Waits for the stream, downloads its length (at d_png + p->total), then the stream (at d_png +
- * p->payload, at most p->payload_bound bytes) into a new PNG, and frames it. */
+/* Waits for the stream, reads the length gpng_enqueue copied down behind the kernels, downloads
+ * the stream (at d_png + p->payload, at most p->payload_bound bytes) into a new PNG, and frames
+ * it. For an encode behind a job that has ended the wait is none: a copy of the length made only
+ * now took milliseconds under load, on the one thread that finishes every job. */
 static int gpng_collect(struct gconv_ctx *ctx, struct gstream *st, const struct gpng_plan *p, int w, int h,
                         int ch, int bit_depth, uint8_t **out, size_t *out_len, char *err)
 {
@@ -314,10 +319,9 @@ static int gpng_collect(struct gconv_ctx *ctx, struct gstream *st, const struct 
     cudaError_t e;
     int rc = 0;
 
-    if ((e = cudaMemcpyAsync(&total, st->d_png + p->total, sizeof(total), cudaMemcpyDeviceToHost, st->s)) !=
-            cudaSuccess ||
-        (e = cudaStreamSynchronize(st->s)) != cudaSuccess)
+    if ((e = cudaStreamSynchronize(st->s)) != cudaSuccess)
         return gctx_fail(ctx, e, "PNG encode: length download", err);
+    total = *st->h_png_total;
     if (total > p->payload_bound || total > PNGFRAME_MAX_IDAT)
         return edged_fail(err, total > p->payload_bound ? EDGED_E_INTERNAL : GCONV_E_PNG_REFUSED,
                           "PNG encode: %llu compressed bytes (bound %zu, one IDAT at most %u)",

@@ -1,15 +1,16 @@
 /* gpinned.h — a process-wide pool of pinned (page-locked) host buffers that any device's stream
- * copies from directly: the request threads put a job's compressed input there, so that the GPU
- * worker thread uploads it without staging it first.
+ * copies from directly: the request threads put a job's input there (a PNG's zlib stream, or the
+ * pixels they decoded), so that the GPU worker thread uploads it without staging it first.
  *
  * Buffers come in size classes, four an octave from GPINNED_MIN_BYTES (1, 1.25, 1.5, 1.75, 2,
  * 2.5 MiB, ...), and a given-back buffer is kept for the next request of its class. The pool holds
- * at most GPINNED_CAP_BYTES of pinned memory, in use and free together: room for the streams of
+ * at most GPINNED_CAP_BYTES of pinned memory, in use and free together: room for the inputs of
  * the admission limit's default 70 image requests at up to about 14 MiB each (a 2048 x 2048 RGB
- * photograph's is about 8 MB). Pinned memory cannot be paged out, and it counts toward the
- * process's memory beside the budget of --max-memory-mb (docs/reliability.md). Of the free buffers
- * it keeps at most GPINNED_KEEP_BYTES. Thread-safe. Without CUDA (gpinned_host_stub.c), or before
- * any device context was opened, gpinned_get answers NULL: the caller keeps its ordinary memory. */
+ * photograph's stream is about 8 MB, its pixels 12 MiB). Pinned memory cannot be paged out, and it
+ * counts toward the process's memory beside the budget of --max-memory-mb (docs/reliability.md). Of
+ * the free buffers it keeps at most GPINNED_KEEP_BYTES. Thread-safe. Without CUDA
+ * (gpinned_host_stub.c), or before any device context was opened, gpinned_get answers NULL: the
+ * caller keeps its ordinary memory. */
 #ifndef EDGED_GPINNED_H
 #define EDGED_GPINNED_H
 

@@ -83,6 +83,13 @@ int gconv_submit(struct gconv_ctx *ctx, int s, const struct img *in, const struc
                  enum variant v, int block, char *err);
 int gconv_poll(struct gconv_ctx *ctx, int s);
 int gconv_finish(struct gconv_ctx *ctx, int s, struct img *out, struct gconv_times *t, char *err);
+/* As gconv_submit for an input whose pixels are already page-locked (gpinned.h, or any
+ * cudaHostAlloc memory) as packed rows (in->stride w * in_ch, else EDGED_E_PARAM): the stream uploads
+ * them from where they are, without copying them into its staging on this thread. in->px stays the
+ * caller's and must not change or be freed until the job is finished (gconv_finish), or until this
+ * returns when it failed (the stream then drained what it had enqueued). */
+int gconv_submit_pinned(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
+                        enum variant v, int block, char *err);
 /* out NULL in gconv_finish leaves the result in the stream's staging: gconv_finish_copy copies it
  * into out later, before the next submit on s, on any thread (the GPU lane's connection threads
  * do, so that the worker thread does not). */

@@ -187,10 +187,16 @@ int fast_edge_launch(const uint8_t *d_in8, uint8_t *d_out8, float *d_L, int lpit
  * error with *what_out naming the call. */
 cudaError_t gjob_buffers(struct gconv_ctx *ctx, struct gstream *st, int w, int h, const struct filter_plan *p,
                          const char **what_out);
+/* gjob_enqueue's flags: GJOB_PLANES leaves the float planes in the arena's dst planes (gconv_run's
+ * h_planes); GJOB_IN_PINNED: in->px is page-locked with packed rows (stride w * ch), uploaded from
+ * where it is rather than staged. */
+#define GJOB_PLANES 1u
+#define GJOB_IN_PINNED 2u
 /* Enqueues a checked job on free stream s and marks it busy. in->px NULL: the input is already in
- * st->d_in8 (a device decode) and the caller recorded st->ev_start before producing it. */
+ * st->d_in8 (a device decode) and the caller recorded st->ev_start before producing it. On failure
+ * the stream has drained what was enqueued: a pinned in->px is no longer read. */
 int gjob_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
-                 enum variant v, int block, int want_planes, char *err);
+                 enum variant v, int block, unsigned flags, char *err);
 
 
 /* ---- png_kernels.cu: the PNG rows on the device ---- */

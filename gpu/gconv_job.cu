@@ -41,27 +41,30 @@ out:
     return e;
 }
 
-/* Copies the input rows (none when the input is on the device already: in->px NULL) and the taps
- * into the stream's pinned staging. */
-static void job_stage(struct gstream *st, const struct img *in, const struct filter_plan *plan)
+/* Copies the input rows (none when the input is on the device already, in->px NULL, or already
+ * page-locked, pinned 1) and the taps into the stream's pinned staging. The rows' copy, megabytes a
+ * photograph on the one thread that submits every job, is what a pinned input spares it. */
+static void job_stage(struct gstream *st, const struct img *in, int pinned, const struct filter_plan *plan)
 {
     size_t row = (size_t)in->w * in->ch;
 
-    for (int y = 0; in->px && y < in->h; y++)
+    for (int y = 0; in->px && !pinned && y < in->h; y++)
         memcpy(st->h_in + y * row, in->px + y * in->stride, row);
     for (int i = 0; i < plan->nconv; i++)
         memcpy(st->h_taps + i * FILTER_MAX_TAPS, plan->conv[i].taps,
                sizeof(float) * plan->conv[i].rows * plan->conv[i].cols);
 }
 
-/* Enqueues the whole job on stream s (limits were checked by the caller). want_planes: the float
+/* Enqueues the whole job on stream s (limits were checked by the caller). GJOB_PLANES: the float
  * planes must be left in the arena's dst planes for download_planes (the fused edge kernel then
- * also writes its float L there). in->px NULL: the input is in st->d_in8 already (gjob_enqueue). */
+ * also writes its float L there). in->px NULL: the input is in st->d_in8 already (gjob_enqueue);
+ * GJOB_IN_PINNED: it is uploaded from in->px, packed rows in page-locked memory. */
 static int job_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
-                       enum variant v, int block, int want_planes, char *err)
+                       enum variant v, int block, unsigned flags, char *err)
 {
     struct gstream *st = &ctx->st[s];
     int w = in->w, h = in->h, rc = 0, slot = -1, fused = gplan_fused_edge(plan, v);
+    int pinned = (flags & GJOB_IN_PINNED) != 0;
     size_t px = (size_t)w * h;
     const char *what = "";
     cudaError_t e = cudaSuccess;
@@ -69,14 +72,15 @@ static int job_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const
 
     if ((e = gjob_buffers(ctx, st, w, h, plan, &what)) != cudaSuccess)
         goto out;
-    job_stage(st, in, plan);
+    job_stage(st, in, pinned, plan);
     if (variant_uses_cslot(v) && (slot = gctx_slot_lock(ctx, s, &e)) < 0) {
         what = "cudaStreamWaitEvent (constant slot)";
         goto out;
     }
     if (in->px) {
         CK(cudaEventRecord(st->ev_start, st->s));
-        CK(cudaMemcpyAsync(st->d_in8, st->h_in, px * in->ch, cudaMemcpyHostToDevice, st->s));
+        CK(cudaMemcpyAsync(st->d_in8, pinned ? in->px : st->h_in, px * in->ch, cudaMemcpyHostToDevice,
+                           st->s));
     }
     if (!fused)
         CK(cudaMemcpyAsync(st->d_taps, st->h_taps, sizeof(float) * FILTER_MAX_TAPS * plan->nconv,
@@ -85,7 +89,7 @@ static int job_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const
     memset(&d, 0, sizeof(d));
     d.stream = st->s, d.tc = &st->tc, d.fft = &st->fft, d.d_in8 = st->d_in8, d.d_out8 = st->d_out8, d.d_arena = st->d_arena;
     d.stride = gctx_plane_stride(ctx, w, h), d.d_taps = st->d_taps, d.w = w, d.h = h;
-    d.want_planes = want_planes;
+    d.want_planes = (flags & GJOB_PLANES) != 0;
     if ((rc = gplan_kernels(ctx, &d, plan, v, block, slot, &e, &what, err)) < 0) {
         if (rc != GCONV_CUDA_FAILED)
             e = cudaSuccess;
@@ -126,7 +130,7 @@ static int stream_ok(const struct gconv_ctx *ctx, int s, char *err)
 }
 
 static int job_submit(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
-                      enum variant v, int block, int want_planes, char *err)
+                      enum variant v, int block, unsigned flags, char *err)
 {
     struct gstream *st;
     int rc;
@@ -135,19 +139,22 @@ static int job_submit(struct gconv_ctx *ctx, int s, const struct img *in, const 
         (rc = gconv_check(ctx, plan, in ? in->w : 0, in ? in->h : 0, v, block, err)) < 0 ||
         (rc = img_ok(in, in->w, in->h, plan->in_ch, "input", err)) < 0)
         return rc;
+    if ((flags & GJOB_IN_PINNED) && in->stride != (size_t)in->w * in->ch)
+        return edged_fail(err, EDGED_E_PARAM, "a pinned input's rows must be packed: stride %zu, want %d",
+                          in->stride, in->w * in->ch);
     st = &ctx->st[s];
     if (st->busy)
         return edged_fail(err, EDGED_E_PARAM, "stream %d already has a job in flight", s);
-    return gjob_enqueue(ctx, s, in, plan, v, block, want_planes, err);
+    return gjob_enqueue(ctx, s, in, plan, v, block, flags, err);
 }
 
 int gjob_enqueue(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
-                 enum variant v, int block, int want_planes, char *err)
+                 enum variant v, int block, unsigned flags, char *err)
 {
     struct gstream *st = &ctx->st[s];
     int rc;
 
-    if ((rc = job_enqueue(ctx, s, in, plan, v, block, want_planes, err)) < 0) {
+    if ((rc = job_enqueue(ctx, s, in, plan, v, block, flags, err)) < 0) {
         cudaStreamSynchronize(st->s); /* drain what was enqueued before the failure */
         return rc;
     }
@@ -170,6 +177,12 @@ int gconv_submit(struct gconv_ctx *ctx, int s, const struct img *in, const struc
                  enum variant v, int block, char *err)
 {
     return job_submit(ctx, s, in, plan, v, block, 0, err);
+}
+
+int gconv_submit_pinned(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
+                        enum variant v, int block, char *err)
+{
+    return job_submit(ctx, s, in, plan, v, block, GJOB_IN_PINNED, err);
 }
 
 /* GCONV_E_PNG_DECLINED with a message in err when the PNG job that ended on st was declined by the
@@ -292,7 +305,7 @@ int gconv_run(struct gconv_ctx *ctx, int s, const struct img *in, const struct f
         return edged_fail(err, EDGED_E_PARAM, "canny has no float planes to return");
     if ((rc = stream_ok(ctx, s, err)) < 0 || (rc = filter_plan_check(plan, err)) < 0 ||
         (rc = img_ok(out, in ? in->w : 0, in ? in->h : 0, plan->out_ch, "output", err)) < 0 ||
-        (rc = job_submit(ctx, s, in, plan, v, block, h_planes != NULL, err)) < 0 ||
+        (rc = job_submit(ctx, s, in, plan, v, block, h_planes ? GJOB_PLANES : 0, err)) < 0 ||
         (rc = gconv_finish(ctx, s, out, t, err)) < 0)
         return rc;
     return h_planes ? download_planes(ctx, s, h_planes, err) : 0;

@@ -76,6 +76,12 @@ int gconv_submit(struct gconv_ctx *ctx, int s, const struct img *in, const struc
     return NO_CUDA(err);
 }
 
+int gconv_submit_pinned(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
+                        enum variant v, int block, char *err)
+{
+    return gconv_submit(ctx, s, in, plan, v, block, err);
+}
+
 int gconv_poll(struct gconv_ctx *ctx, int s)
 {
     (void)ctx, (void)s;

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Four classes an octave, GPINNED_MIN_BYTES << o times 1, 1.25, 1.5 and 1.75 (a buffer at most a
  * quarter over its request, beyond the first MiB), up to 1 GiB. */
@@ -173,9 +174,19 @@ static const struct gpinned_alloc host_alloc = {gpinned_host_alloc, gpinned_host
 static struct gpinned_pool *pool;
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 
+size_t gpinned_cap_bytes(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    size_t eighth = pages > 0 && page > 0 ? (size_t)pages / 8 * (size_t)page : GPINNED_CAP_BYTES;
+
+    return eighth < GPINNED_CAP_BYTES ? eighth : GPINNED_CAP_BYTES;
+}
+
 static void pool_make(void)
 {
-    pool = gpinned_pool_new(&host_alloc, GPINNED_CAP_BYTES, GPINNED_KEEP_BYTES);
+    size_t cap = gpinned_cap_bytes();
+
+    pool = gpinned_pool_new(&host_alloc, cap, cap);
 }
 
 void *gpinned_get(size_t n, size_t *cap)

@@ -1,15 +1,18 @@
 /* gpinned.h — a process-wide pool of pinned (page-locked) host buffers that any device's stream
- * copies from directly: the request threads put a job's compressed input there, so that the GPU
- * worker thread uploads it without staging it first.
+ * copies from directly: the request threads put a job's input there (a PNG's zlib stream, or the
+ * pixels they decoded), so that the GPU worker thread uploads it without staging it first.
  *
  * Buffers come in size classes, four an octave from GPINNED_MIN_BYTES (1, 1.25, 1.5, 1.75, 2,
  * 2.5 MiB, ...), and a given-back buffer is kept for the next request of its class. The pool holds
- * at most GPINNED_CAP_BYTES of pinned memory, in use and free together: room for the streams of
- * the admission limit's default 70 image requests at up to about 14 MiB each (a 2048 x 2048 RGB
- * photograph's is about 8 MB). Pinned memory cannot be paged out, and it counts toward the
- * process's memory beside the budget of --max-memory-mb (docs/reliability.md). Of the free buffers
- * it keeps at most GPINNED_KEEP_BYTES. Thread-safe. Without CUDA (gpinned_host_stub.c), or before
- * any device context was opened, gpinned_get answers NULL: the caller keeps its ordinary memory. */
+ * at most gpinned_cap_bytes() of pinned memory, in use and free together: GPINNED_CAP_BYTES, room
+ * for the inputs of the admission limit's default 70 image requests at up to about 28 MiB each (a
+ * 2048 x 2048 RGB photograph's stream is about 8 MB, its pixels 12 MiB), or an eighth of the
+ * machine's memory when that is less. Pinned memory cannot be paged out, and it counts toward the
+ * process's memory beside the budget of --max-memory-mb (docs/reliability.md). It keeps every
+ * buffer given back, up to the cap: allocating and freeing page-locked memory under load costs
+ * more than holding it (freeing can wait for the device). Thread-safe. Without CUDA
+ * (gpinned_host_stub.c), or before any device context was opened, gpinned_get answers NULL: the
+ * caller keeps its ordinary memory. */
 #ifndef EDGED_GPINNED_H
 #define EDGED_GPINNED_H
 
@@ -20,8 +23,10 @@ extern "C" {
 #endif
 
 #define GPINNED_MIN_BYTES ((size_t)1 << 20)
-#define GPINNED_CAP_BYTES ((size_t)1 << 30)
-#define GPINNED_KEEP_BYTES ((size_t)256 << 20)
+#define GPINNED_CAP_BYTES ((size_t)2 << 30)
+
+/* The process-wide pool's cap: GPINNED_CAP_BYTES, at most an eighth of the machine's memory. */
+size_t gpinned_cap_bytes(void);
 
 /* A pinned buffer of at least n bytes (its size class in *cap), or NULL: no device, n over the
  * cap, the cap reached, or the allocation failed. Give it back with gpinned_put(p, *cap). Its

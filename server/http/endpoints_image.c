@@ -12,6 +12,7 @@
 #include "result.h"
 #include "http/routes.h"
 #include "jobs/png_job.h"
+#include "jobs/px_job.h"
 #include "jobs/service.h"
 #include "http/upload.h"
 
@@ -489,6 +490,7 @@ void endpoint_filter(struct http_req *r, void *app)
     http_req_note(r, result_filter_label(&u.p), variant_name(u.p.variant), NULL, job->in.w, job->in.h);
     if (!job->src && (rc = job_prepare(s, &u.p, job, err)) < 0)
         goto fail;
+    pxjob_pin(job); /* GPU lane: the decoded pixels wait in pinned memory, uploaded from there */
     job_encode_on_device(s, r, &u.p, job);
     http_req_note(r, result_filter_label(&u.p), variant_name(u.p.variant), job_backend(job), job->in.w,
                   job->in.h);

@@ -16,6 +16,7 @@
 #include "jobs/dev_encode.h"
 #include "jobs/jpeg_job.h"
 #include "jobs/png_job.h"
+#include "jobs/px_job.h"
 #include "jobs/service.h"
 #include "variant.h"
 #include "ops/version.h"
@@ -128,6 +129,7 @@ void endpoint_metrics(struct http_req *r, void *app)
                                .gpu_fatal = worker_fatal(s->w, NULL)};
     struct jpegjob_counts jc;
     struct pngjob_counts pc;
+    struct pxjob_counts xc;
     struct gpinned_stats ps;
     struct devenc_counts dc;
     struct metrics_device *devices = NULL;
@@ -145,6 +147,8 @@ void endpoint_metrics(struct http_req *r, void *app)
     g.png_gpu_decoded = pc.gpu_decoded, g.png_cpu_refused = pc.cpu_refused;
     g.png_cpu_declined = pc.cpu_declined, g.png_cpu_busy = pc.cpu_busy;
     g.png_z_pinned = pc.z_pinned, g.png_z_unpinned = pc.z_unpinned;
+    pxjob_counts(&xc);
+    g.px_pinned = xc.pinned, g.px_staged = xc.staged;
     gpinned_stats(&ps);
     g.pinned_in_use_bytes = ps.in_use_bytes, g.pinned_free_bytes = ps.free_bytes;
     g.pinned_refused = ps.refused;

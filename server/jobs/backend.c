@@ -309,14 +309,24 @@ int backend_batch_rc(struct backend *b, int s, struct job *job, int call_rc, int
     return rc;
 }
 
+/* Pixels the request's thread put in pinned memory (pxjob_pin) are uploaded from there. */
 int backend_submit(struct backend *b, int s, struct job *job)
 {
+    const struct img *in = &job->in;
+    struct img pinned;
     int block, rc;
 
     if ((rc = decode_src(job)) < 0) /* compressed input submitted one at a time: CPU decode */
         return rc;
     block = backend_resolve(b, job);
-    if ((rc = gconv_submit(b->gpu, s, &job->in, &job->plan, job->used, block, job->err)) < 0)
+    if (job->in_pinned && !job->in.px) {
+        pinned = (struct img){.w = in->w, .h = in->h, .ch = in->ch, .stride = (size_t)in->w * in->ch,
+                              .px = job->in_pinned};
+        rc = gconv_submit_pinned(b->gpu, s, &pinned, &job->plan, job->used, block, job->err);
+    } else {
+        rc = gconv_submit(b->gpu, s, in, &job->plan, job->used, block, job->err);
+    }
+    if (rc < 0)
         return rc;
     devenc_behind(b->gpu, s, job);
     return 0;

@@ -56,8 +56,9 @@ int backend_route(const struct backend *b, struct job *job, char *err);
 struct cpu_share;
 int backend_run_cpu(const struct backend *b, struct job *job, int threads, struct cpu_share *share);
 
-/* GPU lane, asynchronous: submit resolves auto and enqueues the job on stream s (its input may be
- * freed once this returns 0); finish waits for stream s and fills the stage times. It returns 1
+/* GPU lane, asynchronous: submit resolves auto and enqueues the job on stream s (job->in may be
+ * freed once this returns 0; pixels in job->in_pinned are uploaded from there, and the job keeps
+ * them until it is freed); finish waits for stream s and fills the stage times. It returns 1
  * when the result is left in the stream's staging for backend_take to copy into job->out (stream s
  * must take no other job before), 0 when there is nothing to take (encoded as JPEG on the device),
  * GCONV_E_PNG_DECLINED (see backend_png_declined) or an EDGED_E_* code. */

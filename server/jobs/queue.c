@@ -100,6 +100,7 @@ static void job_free(struct job *job)
     free(job->png_lay);
     free(job->png_join);
     gpinned_put(job->png_pinned, job->png_pinned_cap);
+    gpinned_put(job->in_pinned, job->in_pinned_cap);
     free(job->out_enc);
     budget_give(job->budget, job->budget_bytes + job->out_kept); /* after its memory is freed */
     pthread_cond_destroy(&job->done);

@@ -34,7 +34,7 @@ struct job_times {
  * queue each hold one, so an abandoned job is freed by whoever lets go last. */
 struct job {
     /* input */
-    struct img in; /* owned by the job */
+    struct img in; /* owned by the job; its pixels may have moved to in_pinned */
     struct filter_plan plan;
     enum variant variant; /* may be VARIANT_AUTO: the worker resolves it */
     int block;
@@ -56,6 +56,12 @@ struct job {
      * is after its device upload ended: the queue holds the job until its worker completes it */
     uint8_t *png_pinned;
     size_t png_pinned_cap;
+    /* GPU lane: the CPU-decoded input as packed rows (stride in.w * in.ch) in a pinned buffer of
+     * gpu/gpinned.h of class in_pinned_cap (pxjob_pin, px_job.h), in place of in's pixels: in.px
+     * is NULL then, in keeps the size and channels. Owned, or NULL; given back when the job is
+     * freed, as png_pinned */
+    uint8_t *in_pinned;
+    size_t in_pinned_cap;
     int orientation;  /* EXIF 1..8 to apply to src */
     /* the GPU lane also encodes out on the device, into out_enc: JPEG at quality enc_quality
      * (1..100), or PNG at png_level enc_quality (0..9) and bit depth enc_depth (8 or 1) */

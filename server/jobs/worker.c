@@ -17,6 +17,7 @@
 #include "gconv.h"
 #include "ops/log.h"
 #include "jobs/png_job.h"
+#include "jobs/px_job.h"
 
 #define GPU_MAX_STREAMS 32
 /* While streams are busy a GPU worker waits this long for a new job before polling them again:
@@ -134,8 +135,10 @@ static void *cpu_main(void *arg)
 
 /* ---- GPU workers, one per device ------------------------------------------------------------ */
 
-/* Enqueues the job on stream s. The input has been copied to pinned staging when this returns 0:
- * with one device it is freed at once; with several it is kept for a retry on another device. */
+/* Enqueues the job on stream s. The input has been copied to pinned staging when this returns 0
+ * (or the request's thread put it in pinned memory, job->in_pinned, which the job keeps until it is
+ * freed): with one device it is freed at once; with several it is kept for a retry on another
+ * device. */
 static int gpu_submit(struct gpu_dev *d, int s, struct job *job)
 {
     void *hog = fault_before_submit(backend_ordinal(d->b)); /* debug builds only */
@@ -387,22 +390,25 @@ static void gpu_prof_log(struct gpu_dev *d)
 {
     const struct gpu_prof *p = &d->prof;
     double nj[BACKEND_JPEG_STAGES];
-    struct pngjob_counts pc; /* the process's: PNG streams pinned by the request threads, or not */
+    /* the process's: PNG streams and decoded pixels pinned by the request threads, or not */
+    struct pngjob_counts pc;
+    struct pxjob_counts xc;
 
     if (atomic_load(&d->jobs) == 0 || !d->w->c.log_profile)
         return;
     backend_jpeg_profile(d->b, nj);
     pngjob_counts(&pc);
+    pxjob_counts(&xc);
     log_event("info", "gpu_worker_profile",
               "device=%d jobs=%lld jpeg_batches=%lld jpeg_jobs=%lld png_batches=%lld png_jobs=%lld wait_ms=%.1f "
               "submit_src_ms=%.1f submit_ms=%.1f finish_ms=%.1f complete_ms=%.1f "
               "nvjpeg_header_ms=%.1f nvjpeg_decode_ms=%.1f nvjpeg_enqueue_ms=%.1f nvjpeg_retrieve_ms=%.1f "
-              "png_streams_pinned=%llu png_streams_staged=%llu",
+              "png_streams_pinned=%llu png_streams_staged=%llu px_pinned=%llu px_staged=%llu",
               backend_ordinal(d->b), (long long)atomic_load(&d->jobs), (long long)atomic_load(&d->batches[JOB_SRC_JPEG]),
               (long long)atomic_load(&d->batch_jobs[JOB_SRC_JPEG]), (long long)atomic_load(&d->batches[JOB_SRC_PNG]),
               (long long)atomic_load(&d->batch_jobs[JOB_SRC_PNG]), p->ms[GS_WAIT], p->ms[GS_SUBMIT_SRC],
               p->ms[GS_SUBMIT], p->ms[GS_FINISH], p->ms[GS_COMPLETE], nj[0], nj[1], nj[2], nj[3], pc.z_pinned,
-              pc.z_unpinned);
+              pc.z_unpinned, xc.pinned, xc.staged);
 }
 
 /* Fills free streams from the queue (blocking only when none is busy), sends the pending batches

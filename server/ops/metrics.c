@@ -548,6 +548,12 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *
              "buffer (its cap reached, or the allocation failed).\n"
              "# TYPE edged_pinned_host_refused_total counter\nedged_pinned_host_refused_total %llu\n",
          g->png_z_pinned, g->png_z_unpinned, g->pinned_in_use_bytes, g->pinned_free_bytes, g->pinned_refused);
+    emit(&t, "# HELP edged_pixel_input_total GPU jobs whose input the CPU decoded on the request's "
+             "thread, by where their pixels wait: pinned host memory (uploaded as they are) or pageable "
+             "(staged by the GPU worker).\n"
+             "# TYPE edged_pixel_input_total counter\nedged_pixel_input_total{memory=\"pinned\"} %llu\n"
+             "edged_pixel_input_total{memory=\"pageable\"} %llu\n",
+         g->px_pinned, g->px_staged);
     dev[0] = '\0'; /* from config and the device name: escaped as the label format wants */
     result_escape(dev, sizeof(dev), 0, m->build.device, 0, RESULT_ESCAPE_LABEL);
     emit(&t, "# HELP edged_build_info Build and runtime identity.\n# TYPE edged_build_info gauge\n"

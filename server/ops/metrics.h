@@ -43,6 +43,9 @@ struct metrics_gauges {
      * (pngjob_counts); the pinned host pool (gpu/gpinned.h): bytes held in use and free, requests
      * it answered NULL */
     unsigned long long png_z_pinned, png_z_unpinned;
+    /* GPU jobs whose input the request's thread decoded, with those pixels pinned and without
+     * (pxjob_counts) */
+    unsigned long long px_pinned, px_staged;
     size_t pinned_in_use_bytes, pinned_free_bytes;
     unsigned long long pinned_refused;
     int gpu_fatal; /* 1 after a fatal GPU error (worker_fatal): the process is about to exit */

@@ -6,7 +6,8 @@ deflate), also many at once (batched decodes); a PNG whose zlib stream is
 damaged under right CRCs is declined on the device and answers the CPU decoder's 422; an interlaced
 PNG (PngSuite's basi2c08) stays on the CPU. The streams taken for the device wait in pinned memory
 (edged_png_stream_total{memory="pinned"}), whose buffers are back in the pool once the answers are
-out. Skipped elsewhere."""
+out; so do the pixels of PNGs the CPU decodes for a GPU job (edged_pixel_input_total), which answer
+what the device decode answers. Skipped elsewhere."""
 import concurrent.futures
 import io
 import os
@@ -30,7 +31,7 @@ GAUSS = {"filter": "gaussian", "size": "5"}
 def metrics(url):
     text = requests.get(url + "/metrics", timeout=10).text
     out = {}
-    for m in re.finditer(r'^(edged_p(?:ng|inned)_\w+?)(?:\{(?:reason|op|memory|state)="(\w+)"\})? (\d+)', text, re.M):
+    for m in re.finditer(r'^(edged_p(?:ng|inned|ixel)_\w+?)(?:\{(?:reason|op|memory|state)="(\w+)"\})? (\d+)', text, re.M):
         out[(m.group(1), m.group(2) or "")] = int(m.group(3))
     return out
 
@@ -41,6 +42,7 @@ def device_png():
 
 
 STREAM_KEYS = [("edged_png_stream_total", "pinned"), ("edged_png_stream_total", "pageable")]
+PIXEL_KEYS = [("edged_pixel_input_total", "pinned"), ("edged_pixel_input_total", "pageable")]
 PINNED_IN_USE = ("edged_pinned_host_bytes", "in_use")
 DECODE_KEYS = [("edged_png_gpu_total", "decode"), ("edged_png_cpu_fallback_total", "decode_refused"),
                ("edged_png_cpu_fallback_total", "decode_declined"), ("edged_png_cpu_fallback_total", "decode_busy")]
@@ -99,7 +101,7 @@ def test_counters_exist(server):
     r = post(server.url, png_bytes(noisy(31, 45, 3, 1)), dict(GAUSS, variant="cpu"))
     assert r.status_code == 200, r.text
     m = metrics(server.url)
-    for key in DECODE_KEYS + STREAM_KEYS + [PINNED_IN_USE, ("edged_pinned_host_bytes", "free"),
+    for key in DECODE_KEYS + STREAM_KEYS + PIXEL_KEYS + [PINNED_IN_USE, ("edged_pinned_host_bytes", "free"),
                                             ("edged_pinned_host_refused_total", "")]:
         assert key in m, key
     # variant cpu never decodes on the device
@@ -141,6 +143,30 @@ def test_many_at_once_batched(make_server):
     while metrics(on.url)[PINNED_IN_USE] and time.monotonic() < deadline:
         time.sleep(0.05)
     assert metrics(on.url)[PINNED_IN_USE] == 0
+
+
+def test_cpu_decoded_pixels_wait_pinned(make_server):
+    """With --gpu-png 0 the request threads decode every PNG and move the pixels into the pinned pool,
+    from which the device uploads them: 24 at once answer what the device decode answers (which
+    test_device_decode_equals_cpu_decode holds to the CPU's pixels), each counted pinned, and every
+    buffer is back once the answers are out."""
+    if not device_png():
+        pytest.skip("needs a GPU backend of a CUDA build (EDGED_TEST_BACKEND=gpu)")
+    on, off = make_server("--gpu-png", "1"), make_server("--gpu-png", "0")
+    datas = [png_bytes(noisy(65 + i, 97 + 2 * i, 1 + i % 4, 40 + i)) for i in range(24)]
+    refs = [pixels(post(on.url, d, GAUSS).content) for d in datas]
+    before = metrics(off.url)
+    with concurrent.futures.ThreadPoolExecutor(24) as ex:
+        outs = list(ex.map(lambda d: post(off.url, d, GAUSS), datas))
+    for r, ref in zip(outs, refs):
+        assert r.status_code == 200, r.text
+        assert np.array_equal(pixels(r.content), ref)
+    after = metrics(off.url)
+    assert [after[k] - before[k] for k in PIXEL_KEYS] == [24, 0]
+    deadline = time.monotonic() + 5
+    while metrics(off.url)[PINNED_IN_USE] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert metrics(off.url)[PINNED_IN_USE] == 0
 
 
 def test_damaged_stream_gets_the_cpu_verdict(make_server):

@@ -24,7 +24,10 @@
  * and smooth images of many sizes (widths 1, 15, 17, 7000, 7001, 8191: rows off 16-byte alignment),
  * every aperture, both norms and several threshold pairs; the spiral of canny_spiral.h is found
  * whole; plans of filter canny (gray, RGB, pre-blur) through
- * gconv_run and gconv_submit/gconv_finish equal canny_plan_run's serial map. */
+ * gconv_run and gconv_submit/gconv_finish equal canny_plan_run's serial map.
+ * Pinned input (test_async_pinned): pixels in a buffer of the pinned pool (gconv_submit_pinned, as
+ * the service's request threads leave them) give byte for byte the output of the same pixels staged
+ * by gconv_submit. */
 
 #include <math.h>
 #include <stdint.h>
@@ -41,6 +44,7 @@
 #include "errors.h"
 #include "filter.h"
 #include "gconv.h"
+#include "gpinned.h"
 #include "image.h"
 #include "pixel.h"
 #include "variant.h"
@@ -1223,6 +1227,82 @@ static void test_async(struct gconv_ctx *ctx)
     CHECK(gconv_poll(ctx, 0) == EDGED_E_PARAM, "poll without a job is refused");
 }
 
+/* Runs in[s] with plans[s] and variant vs[s % 2] on every stream at once and finishes them into
+ * out[s] (allocated here): staged by gconv_submit, or when pin[s] is set uploaded from it
+ * (gconv_submit_pinned, pin[s] the packed rows of in[s]). */
+static void run_streams(struct gconv_ctx *ctx, const struct img *in, uint8_t *const *pin,
+                        const struct filter_plan *plans, const enum variant *vs, struct img *out)
+{
+    char err[EDGED_ERR_LEN];
+
+    for (int s = 0; s < NSTREAMS; s++) {
+        struct img p = {.w = in[s].w, .h = in[s].h, .ch = in[s].ch, .stride = (size_t)in[s].w * in[s].ch,
+                        .px = pin ? pin[s] : NULL};
+        int rc = p.px ? gconv_submit_pinned(ctx, s, &p, &plans[s], vs[s % 2], 16, err)
+                      : gconv_submit(ctx, s, &in[s], &plans[s], vs[s % 2], 16, err);
+        img_alloc(&out[s], in[s].w, in[s].h, plans[s].out_ch, NULL);
+        CHECK(rc == 0, "%s submit %d: %s", p.px ? "pinned" : "staged", s, err);
+    }
+    for (int s = 0; s < NSTREAMS; s++)
+        CHECK(gconv_finish(ctx, s, &out[s], NULL, err) == 0, "finish %d: %s", s, err);
+}
+
+/* Pixels already in the pinned pool (gconv_submit_pinned, as the service's request threads leave
+ * them) give byte for byte the output of the same pixels staged by gconv_submit, on every stream
+ * at once, for several variants, channel counts 1..4 and odd widths; a pinned input whose rows are
+ * padded is refused, and the context stays usable. */
+static void test_async_pinned(struct gconv_ctx *ctx)
+{
+    static const struct plan_case pcs[2][2] = {
+        {{FILTER_GAUSSIAN, 5, COLOR_AUTO}, {FILTER_EDGE, 0, COLOR_AUTO}},
+        {{FILTER_GAUSSIAN, 7, COLOR_AUTO}, {FILTER_SOBEL, 0, COLOR_AUTO}},
+    };
+    static const enum variant vs[2][2] = {{VARIANT_FAST, VARIANT_FAST}, {VARIANT_NAIVE, VARIANT_CONSTANT}};
+    struct filter_plan plans[NSTREAMS];
+    struct img in[NSTREAMS], staged[NSTREAMS], pinned[NSTREAMS];
+    uint8_t *pin[NSTREAMS];
+    size_t cap[NSTREAMS];
+    char err[EDGED_ERR_LEN];
+    int same = 0;
+
+    for (int r = 0; r < 2; r++) {
+        for (int s = 0; s < NSTREAMS; s++) {
+            image_random(&in[s], 333 + 17 * s, 129 + 5 * s, 1 + s % 4);
+            plan_make(&plans[s], &pcs[r][s % 2], (enum border)(s % BORDER_COUNT), in[s].ch);
+            pin[s] = gpinned_get(in[s].stride * (size_t)in[s].h, &cap[s]);
+            CHECK(pin[s] != NULL, "no pinned buffer for %zu bytes", in[s].stride * (size_t)in[s].h);
+            if (!pin[s]) {
+                for (int k = 0; k < s; k++)
+                    gpinned_put(pin[k], cap[k]), img_free(&in[k]);
+                img_free(&in[s]);
+                return;
+            }
+            memcpy(pin[s], in[s].px, in[s].stride * (size_t)in[s].h); /* img_alloc's rows are packed */
+        }
+        run_streams(ctx, in, NULL, plans, vs[r], staged);
+        run_streams(ctx, in, pin, plans, vs[r], pinned);
+        for (int s = 0; s < NSTREAMS; s++) {
+            int eq = staged[s].stride == pinned[s].stride &&
+                     !memcmp(staged[s].px, pinned[s].px, staged[s].stride * (size_t)staged[s].h);
+            CHECK(eq, "round %d stream %d (%s, %s, %d channels): pinned result differs from staged", r, s,
+                  variant_name(vs[r][s % 2]), filter_name(plans[s].filter), in[s].ch);
+            same += eq;
+            gpinned_put(pin[s], cap[s]); /* finished: its upload is over */
+            img_free(&in[s]), img_free(&staged[s]), img_free(&pinned[s]);
+        }
+    }
+    image_random(&in[0], 64, 8, 3);
+    plan_make(&plans[0], &pcs[0][0], BORDER_REPLICATE, 3);
+    in[0].w = 63; /* rows of 64 pixels: padded for a 63-wide image */
+    CHECK(gconv_submit_pinned(ctx, 0, &in[0], &plans[0], VARIANT_FAST, 16, err) == EDGED_E_PARAM,
+          "a pinned input with padded rows was taken");
+    in[0].w = 64;
+    img_free(&in[0]);
+    CHECK(!gconv_is_dead(ctx) && gconv_poll(ctx, 0) == EDGED_E_PARAM,
+          "the refusal left a job or a dead context");
+    printf("pinned input: %d of %d jobs equal to their staged twins\n", same, 2 * NSTREAMS);
+}
+
 /* Limits and argument errors leave the context usable; buffers are reused, not regrown. */
 static void test_errors(struct gconv_ctx *ctx)
 {
@@ -1575,8 +1655,10 @@ int main(void)
     test_errors(ctx);
     if (quick == 2)
         SKIP("async rounds are not run at EDGED_GPU_QUICK=2 (racecheck set)");
-    else
+    else {
         test_async(ctx);
+        test_async_pinned(ctx);
+    }
     if (backend_open(&eng, BACKEND_GPU, (const int[]){0}, 1, 1, 2, err) < 0) {
         CHECK(0, "backend_open for auto: %s", err);
         eng = NULL;

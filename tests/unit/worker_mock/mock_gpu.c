@@ -2,7 +2,9 @@
  * that worker.c's GPU loops (streams, poll, finish, OOM, fatal, watchdog, PNG batches, several
  * devices) run without a device: mock_devices fake devices. Jobs "run" for mock_dur_ms per stream
  * (mock_dev_dur_ms[d] on device d when set). A PNG job whose layout is MOCK_PNG_DECLINE_W wide is
- * declined when it finishes, one MOCK_PNG_REFUSE_W wide refused at submit. */
+ * declined when it finishes, one MOCK_PNG_REFUSE_W wide refused at submit. A pinned submit
+ * (gconv_submit_pinned) is counted, and its input bytes are checked again when the job finishes: a
+ * buffer given back (or reused) while the device still reads it is counted torn. */
 #include <stdatomic.h>
 #include <string.h>
 
@@ -21,6 +23,10 @@ struct gconv_ctx {
     /* a stream's submits and the submit its last finish ended: a result is copied only before the
      * stream takes another job */
     int submits_on[16], finished_on[16];
+    /* a pinned submit's input on each stream, and the sum of its bytes then */
+    const uint8_t *pin[16];
+    size_t pin_len[16];
+    uint32_t pin_sum[16];
 };
 static struct gconv_ctx ctxs[MOCK_DEVS];
 
@@ -34,6 +40,7 @@ atomic_int mock_dev_jobs[MOCK_DEVS]; /* jobs each device finished */
 #define MOCK_PNG_REFUSE_W 10
 atomic_int mock_png_busy, mock_png_nbatches;
 int mock_png_batch[64];
+atomic_int mock_pinned_submits, mock_pinned_torn;
 
 /* The real backend over mock_devices fake devices; opened again when that count changes. */
 struct backend *mock_backend(void)
@@ -112,6 +119,30 @@ int gconv_submit(struct gconv_ctx *ctx, int s, const struct img *in, const struc
     return 0;
 }
 
+static uint32_t bytes_sum(const uint8_t *p, size_t n)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 16777619u;
+    return h;
+}
+
+int gconv_submit_pinned(struct gconv_ctx *ctx, int s, const struct img *in, const struct filter_plan *plan,
+                        enum variant v, int block, char *err)
+{
+    int rc;
+
+    if (!in || !in->px || in->stride != (size_t)in->w * in->ch)
+        return edged_fail(err, EDGED_E_PARAM, "mock: a pinned input must be packed rows");
+    if ((rc = gconv_submit(ctx, s, in, plan, v, block, err)) == 0) {
+        ctx->pin[s] = in->px, ctx->pin_len[s] = in->stride * (size_t)in->h;
+        ctx->pin_sum[s] = bytes_sum(in->px, ctx->pin_len[s]);
+        atomic_fetch_add(&mock_pinned_submits, 1);
+    }
+    return rc;
+}
+
 int gconv_poll(struct gconv_ctx *ctx, int s)
 {
     double dur = mock_dev_dur_ms[ctx->ord] > 0 ? mock_dev_dur_ms[ctx->ord] : mock_dur_ms;
@@ -127,6 +158,9 @@ int gconv_poll(struct gconv_ctx *ctx, int s)
 
 int gconv_finish(struct gconv_ctx *ctx, int s, struct img *out, struct gconv_times *t, char *err)
 {
+    if (ctx->pin[s] && bytes_sum(ctx->pin[s], ctx->pin_len[s]) != ctx->pin_sum[s])
+        atomic_fetch_add(&mock_pinned_torn, 1);
+    ctx->pin[s] = NULL;
     ctx->busy[s] = 0;
     atomic_fetch_sub(&mock_busy, 1);
     if (ctx->declined[s]) {

@@ -6,7 +6,9 @@
  * finished result holds its stream until its waiter has copied it, or until the job is freed, and
  * JPEG jobs gather into one batch while the decoder is busy; PNG jobs batch apart from JPEG ones,
  * and a PNG the device refuses at submit or declines when it finishes is decoded on the CPU and
- * run again on its stream: every job answered once, with the device's result. */
+ * run again on its stream: every job answered once, with the device's result. Pixel jobs pinned on
+ * the client's thread (pxjob_pin) are submitted pinned, their bytes intact until they finish, and
+ * the pool has every buffer back once they are freed; without a pool buffer a job stays as it was. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -16,8 +18,10 @@
 
 #include "check.h"
 #include "clock.h"
+#include "gpinned.h"
 #include "png_layout.h"
 #include "jobs/png_job.h"
+#include "jobs/px_job.h"
 #include "jobs/queue.h"
 #include "jobs/worker.h"
 
@@ -31,6 +35,7 @@ extern atomic_int mock_busy, mock_max_busy, mock_dead, mock_fatal_at, mock_oom_a
     mock_hang_mask, mock_dev_jobs[4];
 extern int mock_devices;
 extern double mock_dev_dur_ms[4];
+extern atomic_int mock_pinned_on, mock_pinned_submits, mock_pinned_torn;
 struct backend *mock_backend(void);
 void mock_reset(void);
 
@@ -371,6 +376,55 @@ static void test_png_batch_decline(void)
     stop(q, w);
 }
 
+#define PIN_JOBS 12
+
+/* A pixel job pinned while the pool gives no buffer (mock_pinned_on 0, as without a device) stays
+ * as it was and is staged; with buffers, PIN_JOBS - 1 jobs, each filled with its own byte, move
+ * their pixels into them, run pinned on 4 streams (their bytes unchanged when each finishes: no
+ * buffer went back early), and every buffer is back in the pool once the jobs are freed. */
+static void test_pinned_pixels(void)
+{
+    struct queue *q;
+    struct worker *w;
+    struct job *j[PIN_JOBS];
+    struct pxjob_counts c0, c1;
+    struct gpinned_stats st;
+    int ok = 0, bytes_ok = 1;
+
+    start(&q, &w);
+    pxjob_counts(&c0);
+    j[0] = gpu_job();
+    CHECK(pxjob_pin(j[0]) == 0 && j[0]->in.px && !j[0]->in_pinned, "pinned without a pool buffer");
+    atomic_store(&mock_pinned_on, 1);
+    for (int i = 1; i < PIN_JOBS; i++) {
+        j[i] = gpu_job();
+        memset(j[i]->in.px, i, j[i]->in.stride * (size_t)j[i]->in.h);
+        CHECK(pxjob_pin(j[i]) == 1 && !j[i]->in.px && j[i]->in_pinned, "job %d not pinned", i);
+        CHECK(j[i]->in.w == 8 && j[i]->in.h == 8 && j[i]->in.ch == 3, "job %d lost its size", i);
+        for (size_t k = 0; j[i]->in_pinned && k < 8 * 8 * 3; k++)
+            bytes_ok &= j[i]->in_pinned[k] == i;
+    }
+    CHECK(bytes_ok, "a pinned buffer does not hold its job's pixels");
+    for (int i = 0; i < PIN_JOBS; i++)
+        CHECK(queue_push(q, j[i], err) == 0, "push %d: %s", i, err);
+    for (int i = 0; i < PIN_JOBS; i++) {
+        ok += queue_wait(q, j[i], err) == 0 && j[i]->out.px[0] == 7;
+        job_release(q, j[i]);
+    }
+    pxjob_counts(&c1);
+    gpinned_stats(&st);
+    CHECK(ok == PIN_JOBS, "%d of %d done", ok, PIN_JOBS);
+    CHECK(c1.pinned == c0.pinned + PIN_JOBS - 1 && c1.staged == c0.staged + 1,
+          "counts: pinned +%llu staged +%llu", c1.pinned - c0.pinned, c1.staged - c0.staged);
+    CHECK(atomic_load(&mock_pinned_submits) == PIN_JOBS - 1 && atomic_load(&mock_pinned_torn) == 0,
+          "%d pinned submits (want %d), %d with their bytes changed before they finished",
+          atomic_load(&mock_pinned_submits), PIN_JOBS - 1, atomic_load(&mock_pinned_torn));
+    CHECK(st.in_use == 0 && st.in_use_bytes == 0 && st.gets >= PIN_JOBS - 1,
+          "pool: %llu in use, %llu given out", st.in_use, st.gets);
+    atomic_store(&mock_pinned_on, 0);
+    stop(q, w);
+}
+
 /* Two devices, 4 streams each: clients arrive one at a time while device 0 holds a long job
  * (pinned to it): the queue gives them to device 1, which has the least outstanding work, where
  * taking turns would have given device 0 half. The rule waits QUEUE_DEFER_MS for the less loaded
@@ -509,6 +563,7 @@ int main(void)
     test_result_held_until_taken();
     test_jpeg_batch_gated();
     test_png_batch_decline();
+    test_pinned_pixels();
     test_least_outstanding();
     test_fence_one_of_two();
     test_watchdog_one_of_two();

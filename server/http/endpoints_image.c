@@ -338,7 +338,7 @@ static int job_take_png(struct service *s, const struct params *p, const struct 
     if (!s->cfg->gpu_png || !backend_gpu_png(s->backend) || head->fmt != IMAGEIO_PNG || head->png.interlaced ||
         (p->variant != VARIANT_AUTO && !variant_is_gpu(p->variant)))
         return 0;
-    if (!pngjob_gpu_ok(n, fair_slots_waiting(&s->codec) == 0))
+    if (!pngjob_gpu_ok(n, fair_slots_waiting(&s->codec) == 0, (size_t)s->cfg->gpu_png_backlog_mb << 20))
         return 0;
     job->in = (struct img){.w = head->w, .h = head->h, .ch = head->ch};
     if ((rc = job_prepare(s, p, job, err)) < 0)

@@ -28,10 +28,10 @@ void pngjob_counts(struct pngjob_counts *c)
     c->z_unpinned = atomic_load(&counts[PNGJOB_Z_UNPINNED]);
 }
 
-int pngjob_gpu_ok(size_t n, int cpu_free)
+int pngjob_gpu_ok(size_t n, int cpu_free, size_t limit)
 {
     (void)n;
-    if (atomic_load(&backlog) >= PNGJOB_BACKLOG_BYTES && cpu_free) {
+    if (atomic_load(&backlog) >= limit && cpu_free) {
         pngjob_count(PNGJOB_CPU_BUSY);
         return 0;
     }

@@ -24,11 +24,10 @@ int pngjob_decode_src(struct job *job);
 
 /* The backlog rule of the endpoint: 1 when a PNG of n bytes should go to the device, 0 when the
  * CPU should decode it because the device is busier than the cores: the compressed PNG bytes
- * already taken for the device and not yet answered are at least PNGJOB_BACKLOG_BYTES while
- * cpu_free (no request waits for a codec slot) says the cores have room. begin counts n into the
- * backlog (after a 1), end takes it out when the request is over. */
-#define PNGJOB_BACKLOG_BYTES ((size_t)64 << 20)
-int pngjob_gpu_ok(size_t n, int cpu_free);
+ * already taken for the device and not yet answered are at least limit (--gpu-png-backlog-mb)
+ * while cpu_free (no request waits for a codec slot) says the cores have room. begin counts n into
+ * the backlog (after a 1), end takes it out when the request is over. */
+int pngjob_gpu_ok(size_t n, int cpu_free, size_t limit);
 void pngjob_backlog_begin(size_t n);
 void pngjob_backlog_end(size_t n);
 

@@ -81,6 +81,9 @@ static const struct opt opts[] = {
      "pixels as the CPU codec; answers close to the CPU encoder's fastest level in size), leaving input "
      "to the CPU decoder while the device's PNG backlog is long and the codec slots are free; 0: the "
      "CPU codec always"},
+    {"gpu-png-backlog-mb", "EDGED_GPU_PNG_BACKLOG_MB", OPT_INT, O(gpu_png_backlog_mb), 1, 65536, "256",
+     "MiB of compressed PNG input waiting for the device decoder past which a new PNG is decoded on the "
+     "CPU while no request waits for a codec slot"},
     {"openapi", "EDGED_OPENAPI", OPT_STR, O(openapi), 0, 0, "",
      "serve this openapi.yaml file at /openapi.yaml instead of the copy built into the binary (empty = the "
      "built-in copy; a file that cannot be read makes /openapi.yaml answer 404)"},

@@ -44,6 +44,7 @@ struct serve_config {
     int gpu_jpeg;           /* 1: nvJPEG decodes and encodes JPEGs of the GPU lane (when built with it) */
     int gpu_png;            /* 1: the GPU lane decodes the PNGs it takes (png_job.h) and encodes PNG
                              * answers on the device */
+    int gpu_png_backlog_mb; /* MiB of PNG input waiting for the device past which free cores decode */
     int max_conn_per_ip;    /* connections from one IP address at once; 0 = no cap */
     char cors_origin[256];  /* Access-Control-Allow-Origin; "" = CORS off */
     char api_keys[8448];    /* EDGED_API_KEYS (environment only, never logged); "" = no auth */

@@ -120,19 +120,23 @@ static void test_cpu_lane(struct backend *be)
     free(b.p);
 }
 
-/* The device keeps PNGs until its backlog reaches PNGJOB_BACKLOG_BYTES; past it, only while the
- * cores are busy (cpu_free 0). The busy ones are counted. */
+/* The device keeps PNGs until its backlog reaches the limit; past it, only while the cores are
+ * busy (cpu_free 0). The busy ones are counted. */
 static void test_backlog(void)
 {
+    const size_t limit = (size_t)3 << 20;
     struct pngjob_counts c0, c1;
 
     pngjob_counts(&c0);
-    CHECK(pngjob_gpu_ok(1000, 1) && pngjob_gpu_ok(1000, 0), "an empty backlog refuses the device");
-    pngjob_backlog_begin(PNGJOB_BACKLOG_BYTES);
-    CHECK(!pngjob_gpu_ok(1000, 1), "a full backlog and free cores: still the device");
-    CHECK(pngjob_gpu_ok(1000, 0), "a full backlog and busy cores: not the device");
-    pngjob_backlog_end(PNGJOB_BACKLOG_BYTES);
-    CHECK(pngjob_gpu_ok(1000, 1), "the backlog did not drain");
+    CHECK(pngjob_gpu_ok(1000, 1, limit) && pngjob_gpu_ok(1000, 0, limit), "an empty backlog refuses the device");
+    pngjob_backlog_begin(limit - 1);
+    CHECK(pngjob_gpu_ok(1000, 1, limit), "a backlog under the limit and free cores: not the device");
+    pngjob_backlog_begin(1);
+    CHECK(!pngjob_gpu_ok(1000, 1, limit), "a full backlog and free cores: still the device");
+    CHECK(pngjob_gpu_ok(1000, 0, limit), "a full backlog and busy cores: not the device");
+    CHECK(pngjob_gpu_ok(1000, 1, 2 * limit), "a larger limit: not the device");
+    pngjob_backlog_end(limit);
+    CHECK(pngjob_gpu_ok(1000, 1, limit), "the backlog did not drain");
     pngjob_counts(&c1);
     CHECK(c1.cpu_busy == c0.cpu_busy + 1 && c1.gpu_decoded == c0.gpu_decoded, "busy count %llu -> %llu",
           c0.cpu_busy, c1.cpu_busy);

@@ -1,4 +1,4 @@
-/* inflate_spec.c — the host driver of the speculative inflate: the phases of gpu/ginflate.cu, each
+/* inflate_spec.c — the host driver of the speculative inflate: the phases of gpu/ginflate_*.cu, each
  * a serial loop over what the device runs in parallel, through the same core. */
 #include "inflate_spec.h"
 

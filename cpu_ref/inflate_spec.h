@@ -1,5 +1,5 @@
 /* inflate_spec.h — the speculative parallel inflate of one zlib stream, run serially on the host
- * through the same core (inflate_spec_core.h) that gpu/ginflate.cu runs on the device. */
+ * through the same core (inflate_spec_core.h) that gpu/ginflate_*.cu run on the device. */
 #ifndef EDGED_INFLATE_SPEC_H
 #define EDGED_INFLATE_SPEC_H
 

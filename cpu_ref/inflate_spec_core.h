@@ -1,6 +1,6 @@
 /* inflate_spec_core.h — the speculative inflate's core, one C source for the host (C11) and the
  * device (nvcc): bit reader, block-header test, Huffman tables, block decode with window markers,
- * the chain of blocks, marker resolution and Adler-32. Included by inflate_spec.h and gpu/ginflate.cu.
+ * the chain of blocks, marker resolution and Adler-32. Included by inflate_spec.h and gpu/ginflate_internal.h.
  *
  * Markers: a block decoded without the output before it (each block is, by its own thread) writes
  * u32 symbols at its place in the output: 0..255 a byte, INFL_MARK + q the byte that output position

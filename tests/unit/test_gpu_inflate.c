@@ -1,4 +1,4 @@
-/* test_gpu_inflate.c — the device inflate (gpu/ginflate.cu through gconv_inflate_host) against
+/* test_gpu_inflate.c — the device inflate (gpu/ginflate_*.cu through gconv_inflate_host) against
  * libdeflate and the host driver of the same algorithm: the streams of test_inflate_spec in batches
  * of 32 (same verdict as inflseg_spec_decode, libdeflate's bytes when it decodes), each batch run
  * both ways (the knob EDGED_GPU_INFLATE_SEG: 0 the speculative and placing decodes one thread a

@@ -65,7 +65,7 @@ struct gstream {
     size_t d_arena_cap;
     float *d_taps; /* GCONV_TAPS_FLOATS */
     uint8_t *d_png; /* scratch of the PNG encode (gconv_png_encode.cu) */
-    uint64_t *h_png_total; /* pinned: the encoded length, copied down behind the encode's kernels */
+    uint64_t *h_png_total; /* pinned: the encoded length, written there by the encode's scan kernel */
     size_t d_png_cap;
     struct tex_cache tc;
     struct gfft *fft; /* the fft variant's plans, spectra and tiles (conv_fft.cu); NULL until used */

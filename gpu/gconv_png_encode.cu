@@ -181,8 +181,10 @@ __global__ void gpng_chunk_kernel(uint8_t *d_base, struct gpng_plan p, int level
 }
 
 /* One thread: turns the chunk lengths into offsets (in place), writes the zlib header, the combined
- * Adler-32 after the last chunk, and the stream's length. */
-__global__ void gpng_scan_kernel(uint8_t *d_base, struct gpng_plan p)
+ * Adler-32 after the last chunk, and the stream's length, also into h_total: pinned host memory,
+ * which the device writes directly (one address space), so that the length reaches the host with
+ * the kernel and no copy has to queue for a copy engine behind the other streams' uploads. */
+__global__ void gpng_scan_kernel(uint8_t *d_base, struct gpng_plan p, uint64_t *h_total)
 {
     uint64_t *len = (uint64_t *)(d_base + p.len), off = 2;
     const uint32_t *adl = (const uint32_t *)(d_base + p.adler);
@@ -201,6 +203,8 @@ __global__ void gpng_scan_kernel(uint8_t *d_base, struct gpng_plan p)
     for (int k = 0; k < 4; k++)
         z[off + k] = (uint8_t)(adler >> (24 - 8 * k));
     *(uint64_t *)(d_base + p.total) = off + 4;
+    *(volatile uint64_t *)h_total = off + 4;
+    __threadfence_system();
 }
 
 /* One block per chunk: its slot's bytes to their offset in the stream. */
@@ -297,20 +301,17 @@ static int gpng_enqueue(struct gconv_ctx *ctx, struct gstream *st, const struct 
     gpng_chunk_kernel<<<(p->nchunks + GPNG_CHUNK_THREADS - 1) / GPNG_CHUNK_THREADS, GPNG_CHUNK_THREADS, 0,
                         st->s>>>(st->d_png, *p, level);
     GPNG_LAUNCHED("gpng_chunk_kernel");
-    gpng_scan_kernel<<<1, 1, 0, st->s>>>(st->d_png, *p);
+    gpng_scan_kernel<<<1, 1, 0, st->s>>>(st->d_png, *p, st->h_png_total);
     GPNG_LAUNCHED("gpng_scan_kernel");
     gpng_compact_kernel<<<p->nchunks, GPNG_COMPACT_THREADS, 0, st->s>>>(st->d_png, *p);
     GPNG_LAUNCHED("gpng_compact_kernel");
-    if ((e = cudaMemcpyAsync(st->h_png_total, st->d_png + p->total, sizeof(uint64_t), cudaMemcpyDeviceToHost,
-                             st->s)) != cudaSuccess)
-        return gctx_fail(ctx, e, "PNG encode: length download", err);
     return 0;
 }
 
-/* Waits for the stream, reads the length gpng_enqueue copied down behind the kernels, downloads
- * the stream (at d_png + p->payload, at most p->payload_bound bytes) into a new PNG, and frames
- * it. For an encode behind a job that has ended the wait is none: a copy of the length made only
- * now took milliseconds under load, on the one thread that finishes every job. */
+/* Waits for the stream, reads the length the scan kernel wrote into pinned memory, downloads the
+ * stream (at d_png + p->payload, at most p->payload_bound bytes) into a new PNG, and frames it.
+ * For an encode behind a job that has ended the wait is none: a copy of the length made only now
+ * took milliseconds under load, on the one thread that finishes every job. */
 static int gpng_collect(struct gconv_ctx *ctx, struct gstream *st, const struct gpng_plan *p, int w, int h,
                         int ch, int bit_depth, uint8_t **out, size_t *out_len, char *err)
 {
@@ -320,7 +321,7 @@ static int gpng_collect(struct gconv_ctx *ctx, struct gstream *st, const struct 
     int rc = 0;
 
     if ((e = cudaStreamSynchronize(st->s)) != cudaSuccess)
-        return gctx_fail(ctx, e, "PNG encode: length download", err);
+        return gctx_fail(ctx, e, "PNG encode: wait", err);
     total = *st->h_png_total;
     if (total > p->payload_bound || total > PNGFRAME_MAX_IDAT)
         return edged_fail(err, total > p->payload_bound ? EDGED_E_INTERNAL : GCONV_E_PNG_REFUSED,

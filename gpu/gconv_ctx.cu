@@ -496,6 +496,8 @@ static void close_stream(struct gconv_ctx *ctx, struct gstream *st)
         cudaFreeHost(st->h_out);
     if (st->h_taps)
         cudaFreeHost(st->h_taps);
+    if (st->h_png)
+        cudaFreeHost(st->h_png);
     if (st->h_png_total)
         cudaFreeHost(st->h_png_total);
     if (st->ev_start)

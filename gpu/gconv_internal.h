@@ -65,7 +65,9 @@ struct gstream {
     size_t d_arena_cap;
     float *d_taps; /* GCONV_TAPS_FLOATS */
     uint8_t *d_png; /* scratch of the PNG encode (gconv_png_encode.cu) */
-    uint64_t *h_png_total; /* pinned: the encoded length, written there by the encode's scan kernel */
+    uint8_t *h_png;        /* pinned: the encoded stream, written there by the encode's kernels */
+    size_t h_png_cap;
+    uint64_t *h_png_total; /* pinned: its length, written there by the encode's scan kernel */
     size_t d_png_cap;
     struct tex_cache tc;
     struct gfft *fft; /* the fft variant's plans, spectra and tiles (conv_fft.cu); NULL until used */
@@ -79,9 +81,9 @@ struct gstream {
      * nonzero: declined, see gconv_png.cu), else NULL */
     const volatile int *png_status;
     /* a PNG encode of the result runs behind the job (gconv_png_encode.cu): its level and depth,
-     * and where its length and stream will lie in d_png */
+     * and where its length lies in d_png and the bound of its stream in h_png */
     int png_enc, png_level, png_depth;
-    size_t png_total, png_payload, png_bound;
+    size_t png_total, png_bound;
     size_t plane_stride;
 };
 

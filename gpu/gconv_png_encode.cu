@@ -157,7 +157,7 @@ __global__ void gpng_pack_kernel(struct gpng_src s, size_t rb, uint8_t *d_raw)
 struct gpng_plan {
     size_t n, rb, chunk, slot, payload_bound;
     unsigned nchunks, hint;
-    size_t raw, slots, hash, tok, work, len, adler, total, payload, bytes; /* offsets */
+    size_t raw, slots, hash, tok, work, len, adler, total, bytes; /* offsets */
 };
 
 /* One thread per chunk: the core's defl_chunk into the chunk's slot, and the chunk's Adler-32. */
@@ -180,15 +180,19 @@ __global__ void gpng_chunk_kernel(uint8_t *d_base, struct gpng_plan p, int level
     ((uint32_t *)(d_base + p.adler))[i] = defl_adler32(1, d_raw + start, len);
 }
 
-/* One thread: turns the chunk lengths into offsets (in place), writes the zlib header, the combined
- * Adler-32 after the last chunk, and the stream's length, also into h_total: pinned host memory,
- * which the device writes directly (one address space), so that the length reaches the host with
- * the kernel and no copy has to queue for a copy engine behind the other streams' uploads. */
-__global__ void gpng_scan_kernel(uint8_t *d_base, struct gpng_plan p, uint64_t *h_total)
+/* The stream and its length go straight into pinned host memory, which the kernels write
+ * directly (one address space): they reach the host with the kernels, and the thread that finishes
+ * the job makes no copy. A copy made there, after the job, took milliseconds under load on the one
+ * thread that finishes every job. Writes past p.payload_bound are dropped: a length over it is
+ * refused on the host. */
+
+/* One thread: turns the chunk lengths into offsets (in place), writes the zlib header and the
+ * combined Adler-32 after the last chunk into z, and the stream's length into d_base + p.total and
+ * h_total. */
+__global__ void gpng_scan_kernel(uint8_t *d_base, struct gpng_plan p, uint8_t *z, uint64_t *h_total)
 {
     uint64_t *len = (uint64_t *)(d_base + p.len), off = 2;
     const uint32_t *adl = (const uint32_t *)(d_base + p.adler);
-    uint8_t *z = d_base + p.payload;
     uint32_t adler = 1;
 
     z[0] = 0x78, z[1] = 0x01; /* as deflchunks_zlib_header */
@@ -201,23 +205,23 @@ __global__ void gpng_scan_kernel(uint8_t *d_base, struct gpng_plan p, uint64_t *
         adler = defl_adler32_combine(adler, adl[i], clen);
     }
     for (int k = 0; k < 4; k++)
-        z[off + k] = (uint8_t)(adler >> (24 - 8 * k));
+        if (off + k < p.payload_bound)
+            z[off + k] = (uint8_t)(adler >> (24 - 8 * k));
     *(uint64_t *)(d_base + p.total) = off + 4;
     *(volatile uint64_t *)h_total = off + 4;
-    __threadfence_system();
 }
 
-/* One block per chunk: its slot's bytes to their offset in the stream. */
-__global__ void gpng_compact_kernel(uint8_t *d_base, struct gpng_plan p)
+/* One block per chunk: its slot's bytes to their offset in the stream z. */
+__global__ void gpng_compact_kernel(uint8_t *d_base, struct gpng_plan p, uint8_t *z)
 {
     unsigned i = blockIdx.x;
     const uint64_t *off = (const uint64_t *)(d_base + p.len);
     uint64_t end = i + 1 < p.nchunks ? off[i + 1] : *(const uint64_t *)(d_base + p.total) - 4;
     const uint8_t *src = d_base + p.slots + (size_t)i * p.slot;
-    uint8_t *dst = d_base + p.payload + off[i];
 
-    for (uint64_t k = threadIdx.x; k < end - off[i]; k += blockDim.x)
-        dst[k] = src[k];
+    end = end < p.payload_bound ? end : p.payload_bound;
+    for (uint64_t k = off[i] + threadIdx.x; k < end; k += blockDim.x)
+        z[k] = src[k - off[i]];
 }
 
 static size_t gpng_take(size_t *at, size_t bytes)
@@ -255,7 +259,6 @@ static int gpng_plan_make(struct gpng_plan *p, int w, int h, int ch, int bit_dep
     p->len = gpng_take(&at, (size_t)p->nchunks * sizeof(uint64_t));
     p->adler = gpng_take(&at, (size_t)p->nchunks * sizeof(uint32_t));
     p->total = gpng_take(&at, sizeof(uint64_t));
-    p->payload = gpng_take(&at, p->payload_bound);
     p->bytes = at;
     return 0;
 }
@@ -289,6 +292,8 @@ static int gpng_enqueue(struct gconv_ctx *ctx, struct gstream *st, const struct 
         return rc;
     if ((e = gctx_grow_device(ctx, st, (void **)&st->d_png, &st->d_png_cap, p->bytes)) != cudaSuccess)
         return gctx_fail(ctx, e, "cudaMalloc (PNG encode scratch)", err);
+    if ((e = gctx_grow_pinned(ctx, (void **)&st->h_png, &st->h_png_cap, p->payload_bound)) != cudaSuccess)
+        return gctx_fail(ctx, e, "cudaHostAlloc (PNG encode stream)", err);
     if (bit_depth == 1) {
         gpng_pack_kernel<<<(unsigned)((p->n + 255) / 256 < 4096 ? (p->n + 255) / 256 : 4096), 256, 0,
                            st->s>>>(*src, p->rb, st->d_png + p->raw);
@@ -301,24 +306,21 @@ static int gpng_enqueue(struct gconv_ctx *ctx, struct gstream *st, const struct 
     gpng_chunk_kernel<<<(p->nchunks + GPNG_CHUNK_THREADS - 1) / GPNG_CHUNK_THREADS, GPNG_CHUNK_THREADS, 0,
                         st->s>>>(st->d_png, *p, level);
     GPNG_LAUNCHED("gpng_chunk_kernel");
-    gpng_scan_kernel<<<1, 1, 0, st->s>>>(st->d_png, *p, st->h_png_total);
+    gpng_scan_kernel<<<1, 1, 0, st->s>>>(st->d_png, *p, st->h_png, st->h_png_total);
     GPNG_LAUNCHED("gpng_scan_kernel");
-    gpng_compact_kernel<<<p->nchunks, GPNG_COMPACT_THREADS, 0, st->s>>>(st->d_png, *p);
+    gpng_compact_kernel<<<p->nchunks, GPNG_COMPACT_THREADS, 0, st->s>>>(st->d_png, *p, st->h_png);
     GPNG_LAUNCHED("gpng_compact_kernel");
     return 0;
 }
 
-/* Waits for the stream, reads the length the scan kernel wrote into pinned memory, downloads the
- * stream (at d_png + p->payload, at most p->payload_bound bytes) into a new PNG, and frames it.
- * For an encode behind a job that has ended the wait is none: a copy of the length made only now
- * took milliseconds under load, on the one thread that finishes every job. */
+/* Waits for the stream (for an encode behind a job that has ended: not at all), reads the length and
+ * the stream the kernels wrote into pinned memory, copies the stream into a new PNG and frames it. */
 static int gpng_collect(struct gconv_ctx *ctx, struct gstream *st, const struct gpng_plan *p, int w, int h,
                         int ch, int bit_depth, uint8_t **out, size_t *out_len, char *err)
 {
     uint64_t total = 0;
-    uint8_t *png = NULL;
+    uint8_t *png;
     cudaError_t e;
-    int rc = 0;
 
     if ((e = cudaStreamSynchronize(st->s)) != cudaSuccess)
         return gctx_fail(ctx, e, "PNG encode: wait", err);
@@ -330,17 +332,10 @@ static int gpng_collect(struct gconv_ctx *ctx, struct gstream *st, const struct 
     if (!(png = (uint8_t *)malloc(PNGFRAME_HEAD + total + PNGFRAME_TAIL)))
         return edged_fail(err, EDGED_E_NOMEM, "cannot allocate %llu bytes for a PNG",
                           (unsigned long long)total);
-    if ((e = cudaMemcpyAsync(png + PNGFRAME_HEAD, st->d_png + p->payload, total, cudaMemcpyDeviceToHost,
-                             st->s)) != cudaSuccess ||
-        (e = cudaStreamSynchronize(st->s)) != cudaSuccess) {
-        rc = gctx_fail(ctx, e, "PNG encode: stream download", err);
-        goto out;
-    }
+    memcpy(png + PNGFRAME_HEAD, st->h_png, total);
     *out_len = pngframe_write(png, total, w, h, ch, bit_depth);
-    *out = png, png = NULL;
-out:
-    free(png);
-    return rc;
+    *out = png;
+    return 0;
 }
 
 /* Checks the level and depth as pngio_encode does. */
@@ -401,7 +396,7 @@ int gconv_png_encode_behind(struct gconv_ctx *ctx, int s, int level, int bit_dep
     if ((e = cudaEventRecord(st->ev_down, st->s)) != cudaSuccess)
         return gctx_fail(ctx, e, "cudaEventRecord (PNG encode)", err);
     st->png_enc = 1, st->png_level = level, st->png_depth = bit_depth;
-    st->png_total = p.total, st->png_payload = p.payload, st->png_bound = p.payload_bound;
+    st->png_total = p.total, st->png_bound = p.payload_bound;
     return 0;
 }
 
@@ -423,7 +418,7 @@ int gconv_png_encode_result(struct gconv_ctx *ctx, int s, int level, int bit_dep
 
         st->png_enc = 0;
         memset(&p, 0, sizeof(p));
-        p.total = st->png_total, p.payload = st->png_payload, p.payload_bound = st->png_bound;
+        p.total = st->png_total, p.payload_bound = st->png_bound;
         return gpng_collect(ctx, st, &p, src.w, src.h, src.ch, bit_depth, out, out_len, err);
     }
     return gpng_encode(ctx, st, &src, level, bit_depth, out, out_len, err);

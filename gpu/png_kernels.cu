@@ -50,8 +50,9 @@
  * steps before their use (they do not depend on the arithmetic), funnel-shifted into place (rows
  * are rowbytes + 1 apart, so mostly not aligned), and writes one aligned word a step: the one
  * holding the chunk's first bytes, whose earlier bytes end its own chunk before. The bytes of a
- * word that reaches into another row (a row's first and last few) go out one by one: no store
- * touches another row, and no lane reads another row's reconstructed bytes from the rows. The
+ * word that reaches into another row (a row's first and last few, in its chunks 0, chunks - 2
+ * and chunks - 1, which the lane keeps) go out one by one after the steps: no store touches
+ * another row, and no lane reads another row's reconstructed bytes from the rows. The
  * launch before, unfilter_reset_kernel, clears the counters and mailboxes and sets the status pair. */
 #define UNF_ROWS 32              /* rows of a band: one warp */
 #define UNF_LANES 0xffffffffu    /* the warp's lanes, all of them stepping together */
@@ -109,36 +110,59 @@ size_t png_unfilter_bytes(size_t rowbytes, uint32_t h)
  * sets five constants (unf_sel) once: UNF_KEY_OFF added to the candidates the type does not
  * predict from (Sub keeps a, Up b, Paeth all three; None and Average keep kc with c masked to 0,
  * whose low byte is 0) and avg = (a + b) >> 1 for Average, 0 otherwise. The 32 rows of a warp, of
- * any types, run the same dozen instructions a byte: no branch and no predictor computed only to
- * be dropped. Distances are at most 510 (9 bits), so a key without UNF_KEY_OFF is below 1 << 19. */
+ * any types, run the same instructions: no branch and no predictor computed only to be dropped.
+ * Distances are at most 510 (9 bits), so a key without UNF_KEY_OFF is below 1 << 19. On the
+ * device a byte is 13 instructions, 4 deep from a: an absolute difference with an addend is one
+ * (ka's UNF_KEY_OFF rides on its distance), |a + b - 2c| is |a - (2c - b)| with 2c - b made
+ * before a is known, the average is the high word of (a + b) * 2^31, the minimum of three one. */
 #define UNF_KEY_OFF (1u << 24)
 
 struct unf_sel {
-    uint32_t a_off; /* added to ka */
+    uint32_t a_off; /* added to ka's distance: UNF_KEY_OFF >> 10 or 0 */
     uint32_t b_or;  /* or-ed into kb's value: its rank, and UNF_KEY_OFF */
     uint32_t c_and; /* c's value in kc: 0xff for Paeth, 0 to predict 0 */
     uint32_t c_or;  /* kc's rank, and UNF_KEY_OFF */
-    uint32_t s_and; /* a + b kept for the average: all ones for Average, 0 otherwise */
+    uint32_t s_mul; /* 2^31 for Average (avg = (a + b) * s_mul >> 32), 0 otherwise */
 };
 
 static __host__ __device__ __forceinline__ struct unf_sel unf_sel_of(int ft)
 {
     struct unf_sel f;
 
-    f.a_off = ft == 1 || ft == 4 ? 0 : UNF_KEY_OFF;
+    f.a_off = ft == 1 || ft == 4 ? 0 : UNF_KEY_OFF >> 10;
     f.b_or = 1u << 8 | (ft == 2 || ft == 4 ? 0 : UNF_KEY_OFF);
     f.c_and = ft == 4 ? 0xffu : 0;
     f.c_or = 2u << 8 | (ft == 1 || ft == 2 ? UNF_KEY_OFF : 0);
-    f.s_and = ft == 3 ? ~0u : 0;
+    f.s_mul = ft == 3 ? 1u << 31 : 0;
     return f;
 }
 
-static __host__ __device__ __forceinline__ uint32_t unf_absdiff(uint32_t x, uint32_t y)
+/* |x - y| + z of unsigned and of signed x, y; the high word of x * y. One instruction each on the
+ * device. */
+static __host__ __device__ __forceinline__ uint32_t unf_absdiff(uint32_t x, uint32_t y, uint32_t z)
 {
 #ifdef __CUDA_ARCH__
-    return __usad(x, y, 0); /* one instruction from sm_90 on */
+    return __usad(x, y, z);
 #else
-    return x > y ? x - y : y - x;
+    return (x > y ? x - y : y - x) + z;
+#endif
+}
+
+static __host__ __device__ __forceinline__ uint32_t unf_sabsdiff(int x, int y)
+{
+#ifdef __CUDA_ARCH__
+    return __sad(x, y, 0);
+#else
+    return (uint32_t)(x > y ? x - y : y - x);
+#endif
+}
+
+static __host__ __device__ __forceinline__ uint32_t unf_mulhi(uint32_t x, uint32_t y)
+{
+#ifdef __CUDA_ARCH__
+    return __umulhi(x, y);
+#else
+    return (uint32_t)((uint64_t)x * y >> 32);
 #endif
 }
 
@@ -152,12 +176,11 @@ static __host__ __device__ __forceinline__ uint32_t unf_min(uint32_t x, uint32_t
 static __host__ __device__ __forceinline__ uint32_t unf_byte(const struct unf_sel &f, uint32_t x, uint32_t a,
                                                              uint32_t b, uint32_t c)
 {
-    const uint32_t s = a + b;
-    const uint32_t ka = (unf_absdiff(b, c) << 10) + f.a_off + a;
-    const uint32_t kb = (unf_absdiff(a, c) << 10) + (b | f.b_or);
-    const uint32_t kc = (unf_absdiff(s, c + c) << 10) + ((c & f.c_and) | f.c_or);
+    const uint32_t ka = (unf_absdiff(b, c, f.a_off) << 10) + a;
+    const uint32_t kb = (unf_absdiff(a, c, 0) << 10) + (b | f.b_or);
+    const uint32_t kc = (unf_sabsdiff((int)a, (int)(2 * c) - (int)b) << 10) + ((c & f.c_and) | f.c_or);
 
-    return (x + unf_min(unf_min(ka, kb), kc) + ((s & f.s_and) >> 1)) & 0xffu;
+    return (x + unf_min(unf_min(ka, kb), kc) + unf_mulhi(a + b, f.s_mul)) & 0xffu;
 }
 
 /* One step of a lane (the head comment): chunk x of its row from the chunk it made the step before
@@ -187,22 +210,20 @@ static __device__ __forceinline__ void unf_step(const struct unf_sel &f, uint32_
         r[k] = n[k], u[k] = b[k];
 }
 
-/* Writes chunk j (r; prev, chunk j - 1) of the row at cur, rowbytes long, whose aligned words d_w
- * (from cur - o) wlo .. whi lie inside it: the word j when it is one of those, and the chunk's bytes
- * in words that are not one by one. */
-static __device__ __forceinline__ void unf_store(uint8_t *cur, uint32_t *d_w, int j, int o, int wlo, int whi,
-                                                 int rowbytes, uint32_t prev, uint32_t r)
+/* The bytes of chunk j (r) of the row at cur, rowbytes long, that lie in none of its aligned words
+ * wlo .. whi (d_w from cur - o: word j holds the chunk's first 4 - o bytes, word j + 1 the rest),
+ * one by one. Only chunks 0, chunks - 2 and chunks - 1 have such bytes: whi >= chunks - 2. */
+static __device__ __forceinline__ void unf_store_edge(uint8_t *cur, int j, int o, int wlo, int whi, int rowbytes,
+                                                      uint32_t r)
 {
     const bool in0 = j >= wlo && j <= whi, in1 = o == 0 || j + 1 <= whi;
 
-    if (in0)
-        d_w[j] = __funnelshift_rc(prev, r, 32 - 8 * o);
-    if (!in0 || !in1) {
+    if (j < 0)
+        return;
 #pragma unroll
-        for (int k = 0; k < UNF_CHUNK; k++)
-            if (4 * j + k < rowbytes && !(k + o < 4 ? in0 : in1))
-                cur[4 * j + k] = (uint8_t)(r >> 8 * k);
-    }
+    for (int k = 0; k < UNF_CHUNK; k++)
+        if (4 * j + k < rowbytes && !(k + o < 4 ? in0 : in1))
+            cur[4 * j + k] = (uint8_t)(r >> 8 * k);
 }
 
 /* A mailbox word: loaded and stored whole, at the device's scope, never cached out of date. The
@@ -259,11 +280,6 @@ static __device__ __forceinline__ uint64_t unf_wait(const uint64_t *p, int j, bo
     }
 }
 
-static __device__ __forceinline__ int unf_clamp(int i, int last)
-{
-    return min(max(i, 0), last);
-}
-
 /* Band `band` of im: the lane's row, in steps (the head comment); BPP is im.bpp. */
 template <int BPP>
 static __device__ __forceinline__ void unf_band(const struct png_unf_image &im, uint64_t *work, uint32_t band,
@@ -283,6 +299,7 @@ static __device__ __forceinline__ void unf_band(const struct png_unf_image &im, 
     uint64_t *d_post = work + 2 + (size_t)band * chunks;
     int ft = valid ? cur[-1] : 0;
     uint32_t q[UNF_RING], r[UNF_CHUNK] = {0, 0, 0, 0}, u[UNF_CHUNK] = {0, 0, 0, 0}, w = 0;
+    uint32_t e0 = 0, e1 = 0, e2 = 0; /* chunks 0, chunks - 2 and chunks - 1, for unf_store_edge */
     uint64_t m[UNF_RING];
     bool late = false;
 
@@ -293,27 +310,32 @@ static __device__ __forceinline__ void unf_band(const struct png_unf_image &im, 
     const struct unf_sel f = unf_sel_of(ft);
     const bool wait = t == 0 && band > 0 && ft >= 2; /* Up, Average, Paeth read the band above */
     const bool post = t == UNF_ROWS - 1 && band + 1 < bands;
-    /* Step k loads word j + UNF_RING - 1 (j = k - t) into q[k % UNF_RING] and reads words j, j + 1
-     * from the two slots after it; lane 0 reads chunk k's post in m[k % UNF_RING] (0 when it does
-     * not wait: the row above is then taken as zeros, which its type does not read). */
+    /* Step k loads word j + UNF_RING - 1 (j = k - t) into q[k % UNF_RING] when the row has that
+     * word (a slot not loaded is read only where its bytes do not count: before the row, x is 0;
+     * past it, its bytes are past the row's end) and reads words j, j + 1 from the two slots after
+     * it; lane 0 reads chunk k's post in m[k % UNF_RING] (0 when it does not wait: the row above is
+     * then taken as zeros, which its type does not read). */
 #pragma unroll
     for (int s = 0; s < UNF_RING; s++) {
-        q[s] = s > 0 && valid ? d_w[unf_clamp(s - 1 - t, last)] : 0;
+        q[s] = 0;
+        if (s > 0 && valid && (unsigned)(s - 1 - t) <= (unsigned)last)
+            q[s] = d_w[s - 1 - t];
         m[s] = 0;
         unf_mail_load_if(&m[s], d_above + s, s < UNF_AHEAD && s < chunks && wait);
     }
+    /* Whole rounds of UNF_RING steps: the few past the band's last make bytes nothing reads, as a
+     * lane does after its row's last chunk. */
     for (int k0 = 0; k0 < steps; k0 += UNF_RING) {
+        uint64_t *const d_round = d_post + (k0 - t); /* chunk j's post at d_round + s */
 #pragma unroll
         for (int s = 0; s < UNF_RING; s++) {
-            const int k = k0 + s, j = k - t;
-            if (k >= steps)
-                break;
+            const int k = k0 + s, j = k - t, jq = j + UNF_RING - 1;
             /* before the row's first chunk the lane makes zeros: x is 0 and so are r, u and what
              * lane t - 1, itself before its first, hands over */
             const uint32_t x =
                 j >= 0 ? __funnelshift_r(q[(s + 1) % UNF_RING], q[(s + 2) % UNF_RING], 8 * o) : 0;
-            if (valid)
-                q[s] = d_w[unf_clamp(j + UNF_RING - 1, last)];
+            if (valid && (unsigned)jq <= (unsigned)last)
+                q[s] = d_w[jq];
             uint64_t v = m[s];
             unf_mail_load_if(&m[(s + UNF_AHEAD) % UNF_RING], d_above + k + UNF_AHEAD,
                              wait && k + UNF_AHEAD < chunks);
@@ -321,11 +343,19 @@ static __device__ __forceinline__ void unf_band(const struct png_unf_image &im, 
                 v = unf_wait(d_above + k, k, &late, im.d_status);
             unf_step<BPP>(f, x, (uint32_t)v, t == 0, r, u);
             const uint32_t n = r[0] | r[1] << 8 | r[2] << 16 | r[3] << 24;
-            if (valid && j >= 0 && j < chunks)
-                unf_store(cur, d_w, j, o, wlo, whi, rowbytes, w, n);
-            unf_mail_post_if(d_post + j, j, n, post && j >= 0 && j < chunks);
+            if (valid && j >= wlo && j <= whi) /* the word of the chunk's first bytes */
+                d_w[j] = __funnelshift_rc(w, n, 32 - 8 * o);
+            unf_mail_post_if(d_round + s, j, n, post && (unsigned)j < (unsigned)chunks);
+            e0 = j == 0 ? n : e0;
+            if ((unsigned)j < (unsigned)chunks)
+                e1 = e2, e2 = n;
             w = n;
         }
+    }
+    if (valid) {
+        unf_store_edge(cur, 0, o, wlo, whi, rowbytes, e0);
+        unf_store_edge(cur, chunks - 2, o, wlo, whi, rowbytes, e1);
+        unf_store_edge(cur, chunks - 1, o, wlo, whi, rowbytes, e2);
     }
 }
 

@@ -360,8 +360,10 @@ static __device__ __forceinline__ void unf_band(const struct png_unf_image &im, 
 }
 
 /* Block (x, i): one band of image i, the band numbered by its ticket; blocks past the image's
- * bands, and every block of an image whose inflate declined (its rows are undefined), end at once. */
-__global__ void __launch_bounds__(UNF_ROWS) unfilter_kernel(const struct png_unf_batch b)
+ * bands, and every block of an image whose inflate declined (its rows are undefined), end at once.
+ * One block a multiprocessor is all the bounds ask: with more, ptxas keeps the step's state in
+ * fewer registers and spills. */
+__global__ void __launch_bounds__(UNF_ROWS, 1) unfilter_kernel(const struct png_unf_batch b)
 {
     const struct png_unf_image im = b.im[blockIdx.y];
     const uint32_t bands = unf_bands(im.h);

@@ -21,7 +21,7 @@
  * c + g - 1 steps, and a step is the arithmetic of one chunk, so chunks are one 32-bit word.
  * The step is short because its path is: the bytes travel one shuffle each (a byte whose left
  * neighbour lies in the same chunk, bpp < 4, is made after that one and handed over after it),
- * every filter type is the same dozen instructions a byte (unf_byte: Paeth's candidates as keys,
+ * every filter type is the same dozen or so instructions a byte (unf_byte: Paeth's candidates as keys,
  * the type's constants set once per row), and nothing branches on where the lane is: before its
  * row's first chunk a lane makes zeros from zeros (its filtered word taken as 0, and so are the
  * chunk it made and the bytes lane t - 1 hands over, itself before its first), so that the
@@ -112,9 +112,10 @@ size_t png_unfilter_bytes(size_t rowbytes, uint32_t h)
  * whose low byte is 0) and avg = (a + b) >> 1 for Average, 0 otherwise. The 32 rows of a warp, of
  * any types, run the same instructions: no branch and no predictor computed only to be dropped.
  * Distances are at most 510 (9 bits), so a key without UNF_KEY_OFF is below 1 << 19. On the
- * device a byte is 13 instructions, 4 deep from a: an absolute difference with an addend is one
- * (ka's UNF_KEY_OFF rides on its distance), |a + b - 2c| is |a - (2c - b)| with 2c - b made
- * before a is known, the average is the high word of (a + b) * 2^31, the minimum of three one. */
+ * device (sm_90) a byte is about 14 instructions, 5 deep from a: an absolute difference with an
+ * addend is one (ka's UNF_KEY_OFF rides on its distance), |a + b - 2c| is |a - (2c - b)| with
+ * 2c - b made before a is known, the average is the high word of (a + b) * 2^31, the minimum of
+ * three keys is one. */
 #define UNF_KEY_OFF (1u << 24)
 
 struct unf_sel {
@@ -137,8 +138,8 @@ static __host__ __device__ __forceinline__ struct unf_sel unf_sel_of(int ft)
     return f;
 }
 
-/* |x - y| + z of unsigned and of signed x, y; the high word of x * y. One instruction each on the
- * device. */
+/* |x - y| + z of unsigned and of signed x, y (one instruction each on the device); the high word
+ * of x * y. */
 static __host__ __device__ __forceinline__ uint32_t unf_absdiff(uint32_t x, uint32_t y, uint32_t z)
 {
 #ifdef __CUDA_ARCH__
@@ -159,11 +160,7 @@ static __host__ __device__ __forceinline__ uint32_t unf_sabsdiff(int x, int y)
 
 static __host__ __device__ __forceinline__ uint32_t unf_mulhi(uint32_t x, uint32_t y)
 {
-#ifdef __CUDA_ARCH__
-    return __umulhi(x, y);
-#else
     return (uint32_t)((uint64_t)x * y >> 32);
-#endif
 }
 
 static __host__ __device__ __forceinline__ uint32_t unf_min(uint32_t x, uint32_t y)
@@ -213,8 +210,8 @@ static __device__ __forceinline__ void unf_step(const struct unf_sel &f, uint32_
 /* The bytes of chunk j (r) of the row at cur, rowbytes long, that lie in none of its aligned words
  * wlo .. whi (d_w from cur - o: word j holds the chunk's first 4 - o bytes, word j + 1 the rest),
  * one by one. Only chunks 0, chunks - 2 and chunks - 1 have such bytes: whi >= chunks - 2. */
-static __device__ __forceinline__ void unf_store_edge(uint8_t *cur, int j, int o, int wlo, int whi, int rowbytes,
-                                                      uint32_t r)
+static __device__ __forceinline__ void unf_store_edge(uint8_t *cur, int j, int o, int wlo, int whi,
+                                                      int rowbytes, uint32_t r)
 {
     const bool in0 = j >= wlo && j <= whi, in1 = o == 0 || j + 1 <= whi;
 

@@ -11,8 +11,8 @@
  * (gpu/gpinned.h) alike; a damaged stream ends its job with GCONV_E_PNG_DECLINED. The random
  * samples' seed is printed. Skips without a GPU; EDGED_REQUIRE_GPU=1 fails instead.
  * EDGED_GPU_QUICK=1 (compute-sanitizer): every fifth width of the generated files, every third of
- * the made streams and of the grid's widths, no large images. The device inflate places blocks as the knob's default says;
- * EDGED_GPU_INFLATE_SEG (0 or 1) chooses, as it does for edged. */
+ * the made streams and of the grid's widths, no large images. The device inflate places blocks as
+ * the knob's default says; EDGED_GPU_INFLATE_SEG (0 or 1) chooses, as it does for edged. */
 #include <dirent.h>
 #include <png.h>
 #include <stdio.h>

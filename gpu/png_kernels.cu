@@ -27,14 +27,16 @@
  * chunk it made and the bytes lane t - 1 hands over, itself before its first), so that the
  * chunk before the first is 0 as the specification says; after its last it makes what it likes,
  * which nothing reads. Stores, mailbox loads and posts are predicated on the chunk being the
- * row's; only a wait for a post not there yet and a row's edge bytes branch.
+ * row's, a row's edge bytes go out after the steps, and the steps run in whole rounds: the one
+ * branch left is lane 0's check that the next two chunks above were posted, once a pair of steps.
  *
  * Band to band: the band's last lane also posts each chunk of its row to the band's mailbox (in
  * scratch behind the rows) as one 64-bit word, the chunk and its index + 1. A 64-bit store is
  * single-copy atomic, so a word seen with the expected tag holds its chunk: no fence on either
- * side. Lane 0 of the band below loads each mailbox word UNF_AHEAD steps before it needs it and
- * polls again only when it had not been posted yet: UNF_SPINS polls back to back, then naps of
- * UNF_NAP_NS between them (a band waiting for the wavefront to reach it). A band whose first row
+ * side. Lane 0 of the band below loads each mailbox word UNF_AHEAD steps before it needs it, checks
+ * two at a time (at the first's step), and polls again only for one not posted yet: UNF_SPINS
+ * polls back to back, then naps of UNF_NAP_NS between them (a band waiting for the wavefront to
+ * reach it). A band whose first row
  * is None or Sub does not read the row above: it never waits, and runs beside the band above.
  *
  * No deadlock: a band waits only for the band above, and bands are numbered by a ticket that the
@@ -59,6 +61,7 @@
 #define UNF_CHUNK 4              /* bytes of a step, at least bpp: upper-left bytes lie in the chunk before */
 #define UNF_AHEAD 8              /* steps between the load of a word (filtered bytes, mailbox) and its use */
 #define UNF_RING (UNF_AHEAD + 2) /* filtered words a lane holds (a step reads two); steps unrolled */
+static_assert(UNF_RING % 2 == 0, "the waits for the row above go by pairs of steps within a round");
 #define UNF_SPINS 32             /* polls before a lane waiting for a post naps between them */
 #define UNF_NAP_NS 64
 /* A wait this long means something unforeseen: the image is declined. A real wait lasts as long as
@@ -333,12 +336,20 @@ static __device__ __forceinline__ void unf_band(const struct png_unf_image &im, 
                 j >= 0 ? __funnelshift_r(q[(s + 1) % UNF_RING], q[(s + 2) % UNF_RING], 8 * o) : 0;
             if (valid && (unsigned)jq <= (unsigned)last)
                 q[s] = d_w[jq];
-            uint64_t v = m[s];
+            if (s % 2 == 0) { /* chunks k and k + 1 above, checked together: a branch a pair of steps */
+                const bool w0 = wait && k < chunks && (uint32_t)(m[s] >> 32) != (uint32_t)k + 1;
+                const bool w1 = wait && k + 1 < chunks && (uint32_t)(m[s + 1] >> 32) != (uint32_t)k + 2;
+                if ((w0 || w1) && !late) {
+                    if (w0)
+                        m[s] = unf_wait(d_above + k, k, &late, im.d_status);
+                    if (w1 && !late)
+                        m[s + 1] = unf_wait(d_above + k + 1, k + 1, &late, im.d_status);
+                }
+            }
+            const uint32_t mu = (uint32_t)m[s];
             unf_mail_load_if(&m[(s + UNF_AHEAD) % UNF_RING], d_above + k + UNF_AHEAD,
                              wait && k + UNF_AHEAD < chunks);
-            if (wait && k < chunks && (uint32_t)(v >> 32) != (uint32_t)k + 1 && !late)
-                v = unf_wait(d_above + k, k, &late, im.d_status);
-            unf_step<BPP>(f, x, (uint32_t)v, t == 0, r, u);
+            unf_step<BPP>(f, x, mu, t == 0, r, u);
             const uint32_t n = r[0] | r[1] << 8 | r[2] << 16 | r[3] << 24;
             if (valid && j >= wlo && j <= whi) /* the word of the chunk's first bytes */
                 d_w[j] = __funnelshift_rc(w, n, 32 - 8 * o);

@@ -4,14 +4,15 @@
  * of every kind the device takes, widths 1..67, each of the five filter types forced and the
  * adaptive choice, batched 32 at a time and one at a time; inflated streams made here for the
  * unfilter kernel (random rows, bpp 1..4, widths from 1, heights from 1 row to many bands, each
- * filter type alone, mixed, chained, and a type over 4 that must be declined) against
+ * filter type alone, mixed, chained, and a type over 4 that must be declined; and a dense grid of
+ * every type on every bpp, widths 1..40 and about 32 and 64 words, heights 1..70) against
  * png_unfilter.c; large images; PNG jobs through gconv_submit_png against the CPU-decoded pixels
  * through gconv_submit, with the streams staged by gconv and uploaded from the pinned pool
  * (gpu/gpinned.h) alike; a damaged stream ends its job with GCONV_E_PNG_DECLINED. The random
  * samples' seed is printed. Skips without a GPU; EDGED_REQUIRE_GPU=1 fails instead.
  * EDGED_GPU_QUICK=1 (compute-sanitizer): every fifth width of the generated files, every third of
- * the made streams, no large images. The device inflate places blocks as the knob's default says;
- * EDGED_GPU_INFLATE_SEG (0 or 1) chooses, as it does for edged. */
+ * the made streams and of the grid's widths, no large images. The device inflate places blocks as
+ * the knob's default says; EDGED_GPU_INFLATE_SEG (0 or 1) chooses, as it does for edged. */
 #include <dirent.h>
 #include <png.h>
 #include <stdio.h>
@@ -348,6 +349,45 @@ static void ustream_compare(struct gconv_ctx *ctx, struct ustream *us, int n, in
     }
 }
 
+/* Made streams decoded BATCH at a time (the first batch also one at a time), with the tallies. */
+struct urun {
+    struct ustream us[BATCH];
+    int n, cases, equal, declined, bad, bads, done_single;
+};
+
+static void urun_flush(struct gconv_ctx *ctx, struct urun *u)
+{
+    if (u->n) {
+        ustream_compare(ctx, u->us, u->n, 1, &u->equal, &u->declined, &u->bad);
+        if (!u->done_single) /* one at a time gives the same */
+            ustream_compare(ctx, u->us, u->n, 0, &u->equal, &u->declined, &u->bad), u->done_single = 1;
+    }
+    for (int k = 0; k < u->n; k++)
+        ustream_free(&u->us[k]);
+    u->n = 0;
+}
+
+static void urun_add(struct gconv_ctx *ctx, struct urun *u, int bpp, int w, uint32_t h, int pat)
+{
+    if (ustream_make(&u->us[u->n], bpp, w, h, pat) < 0) {
+        CHECK(0, "out of memory");
+        ustream_free(&u->us[u->n]);
+        return;
+    }
+    u->cases++, u->bads += pat == PAT_BAD;
+    if (++u->n == BATCH)
+        urun_flush(ctx, u);
+}
+
+static void urun_report(struct gconv_ctx *ctx, struct urun *u, const char *what)
+{
+    urun_flush(ctx, u);
+    printf("%s: %d images (%d with a bad filter type, declined %d times), %d decodes equal to "
+           "png_unfilter.c, %d declined by the device inflate as by inflspec_decode\n",
+           what, u->cases, u->bads, u->bad, u->equal, u->declined);
+    CHECK(u->equal > 0 && u->bad > 0, "%s: %d equal, %d bad declined", what, u->equal, u->bad);
+}
+
 /* The unfilter kernel's cases on streams made here: bpp 1..4, widths from 1 (rows of every
  * alignment), heights from 1 row to many bands of rows and partial bands, every filter type alone,
  * mixed, chained from the first row to the last, and a bad type; batches of BATCH mixed sizes, the
@@ -357,37 +397,46 @@ static void test_unfilter(struct gconv_ctx *ctx)
 {
     static const int widths[] = {1, 2, 3, 4, 5, 7, 8, 13, 16, 17, 31, 33, 64, 67, 130};
     static const uint32_t heights[] = {1, 2, 31, 32, 33, 63, 64, 65, 97, 2049};
-    static struct ustream us[BATCH];
-    int n = 0, cases = 0, equal = 0, declined = 0, bad = 0, bads = 0, first = 1;
+    static struct urun u;
 
+    memset(&u, 0, sizeof(u));
     for (int bpp = 1; bpp <= 4; bpp++)
         for (int hi = 0; hi < (int)(sizeof(heights) / sizeof(heights[0])); hi++)
             for (int wi = quick ? (bpp + hi) % 3 : 0; wi < (int)(sizeof(widths) / sizeof(widths[0]));
-                 wi += quick ? 3 : 1) {
-                int pat = (bpp * 7 + hi * 3 + wi) % NPATS;
-                if (ustream_make(&us[n], bpp, widths[wi], heights[hi], pat) < 0) {
-                    CHECK(0, "out of memory");
-                    ustream_free(&us[n]);
-                    continue;
-                }
-                cases++, bads += pat == PAT_BAD;
-                if (++n == BATCH) {
-                    ustream_compare(ctx, us, n, 1, &equal, &declined, &bad);
-                    if (first) /* one at a time gives the same */
-                        ustream_compare(ctx, us, n, 0, &equal, &declined, &bad), first = 0;
-                    for (int k = 0; k < n; k++)
-                        ustream_free(&us[k]);
-                    n = 0;
-                }
+                 wi += quick ? 3 : 1)
+                urun_add(ctx, &u, bpp, widths[wi], heights[hi], (bpp * 7 + hi * 3 + wi) % NPATS);
+    urun_report(ctx, &u, "unfilter");
+}
+
+/* The kernel's step per filter type and byte position, densely: for each bpp 1..4 every width of
+ * 1..40 pixels and those whose rows end about 32 and 64 words (a chunk is a word, a band 32 rows),
+ * each under every pattern (each type alone on every row, random types per row, chained, one bad
+ * row), at heights 1..70 taken in turn (one row, partial bands, a band and a row, two bands and a
+ * few rows). The rows' first and last words, the lanes before and after their rows' chunks and
+ * the mailbox between bands all meet every alignment (rows are rowbytes + 1 bytes apart). */
+static void test_unfilter_grid(struct gconv_ctx *ctx)
+{
+    static const uint32_t heights[] = {1, 2, 3, 4, 5, 7, 31, 32, 33, 34, 63, 64, 65, 66, 70};
+    const int nh = (int)(sizeof(heights) / sizeof(heights[0]));
+    static struct urun u;
+    int turn = 0;
+
+    memset(&u, 0, sizeof(u));
+    for (int bpp = 1; bpp <= 4; bpp++) {
+        int widths[40 + 12], nw = 0;
+        for (int w = 1; w <= 40; w++)
+            widths[nw++] = w;
+        for (int words = 32; words <= 64; words += 32) /* rowbytes 4 * words - 3 .. 4 * words + 3 */
+            for (int d = -3; d <= 3; d += 2) {
+                int w = (4 * words + d) / bpp;
+                if (w > 40 && (nw == 0 || widths[nw - 1] != w))
+                    widths[nw++] = w;
             }
-    if (n)
-        ustream_compare(ctx, us, n, 1, &equal, &declined, &bad);
-    for (int k = 0; k < n; k++)
-        ustream_free(&us[k]);
-    printf("unfilter: %d images (%d with a bad filter type, declined %d times), %d decodes equal to "
-           "png_unfilter.c, %d declined by the device inflate as by inflspec_decode\n",
-           cases, bads, bad, equal, declined);
-    CHECK(equal > 0 && bad > 0, "unfilter: %d equal, %d bad declined", equal, bad);
+        for (int wi = quick ? bpp % 3 : 0; wi < nw; wi += quick ? 3 : 1)
+            for (int pat = 0; pat < NPATS; pat++)
+                urun_add(ctx, &u, bpp, widths[wi], heights[turn++ % nh], pat);
+    }
+    urun_report(ctx, &u, "unfilter grid");
 }
 
 static int finish(struct gconv_ctx *ctx, int s, struct img *out, char *err)
@@ -513,6 +562,7 @@ int main(void)
     test_pngsuite(ctx);
     test_generated(ctx);
     test_unfilter(ctx);
+    test_unfilter_grid(ctx);
     if (!quick)
         test_large(ctx);
     test_jobs(ctx, VARIANT_FAST, 0);

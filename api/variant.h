@@ -43,7 +43,10 @@ extern "C" {
       "per thread in registers; the edge filter in one pass over the 8-bit image")                         \
     X(FFT, "fft",                                                                                            \
       "cuFFT overlap-save: tiles of the image times the spectrum of the taps, for large full-rank kernels; " \
-      "float error grows with the kernel (docs/semantics.md)")
+      "float error grows with the kernel (docs/semantics.md)")                                                \
+    X(TF32X3, "tf32x3",                                                                                      \
+      "tensor cores: each tap row as a Toeplitz matrix, TF32 products split in three (3xTF32) for "          \
+      "float32 accuracy; taps up to 33 columns wide, for mid-size full-rank kernels")
 
 enum variant {
 #define VARIANT_ENUM(id, name, desc) VARIANT_##id,

@@ -1,6 +1,7 @@
 /* fast_common.cuh — what the fast variant's tile kernels (fast.cu's direct kernel, fast_sep.cu's
  * separable band kernel) share: the tile and chunk sizes, the taps as launch parameters, the
- * shared-memory pitch, the chunked register passes over a window, the launch plan. */
+ * shared-memory pitch, the chunked register passes over a window, the launch plan; the pitch and
+ * the staging of an input tile serve tf32x3's tiles too (conv_tf32x3.cu). */
 #ifndef EDGED_FAST_COMMON_CUH
 #define EDGED_FAST_COMMON_CUH
 
@@ -91,6 +92,65 @@ static __device__ __forceinline__ void fast_pass_n(float (&acc)[FAST_OUT], const
             fast_chunk<FAST_CHUNK, OFF>(acc, src, FAST_CHUNK * c, t + FAST_CHUNK * c);
     }
     fast_chunk<TAIL, OFF, NFULL == 0>(acc, src, FAST_CHUNK * NFULL, t + FAST_CHUNK * NFULL);
+}
+
+/* Stages rows [gy0, gy0+th) x columns [gx0, gx0+sw) of the plane into s (pitch sw) under the border
+ * rule. Thread t owns one aligned float4 column of the region (the region's start is not aligned:
+ * the four samples are scattered into shared memory at their offsets) and walks down the rows,
+ * FAST_STAGE_BATCH rows at a time: all the batch's global loads start before the first
+ * store, so each thread keeps several 16-byte loads in flight. A float4 inside the image row is
+ * one 16-byte load; at the left and right image edges the samples are resolved one by one through
+ * border_index (columns resolved once per thread, rows once per row), so frame blocks take the
+ * same path with a few scalar loads, and no sample is checked in the interior. */
+#define FAST_STAGE_BATCH 4
+static __device__ __forceinline__ void fast_stage(float *s, const float *__restrict__ d_in, int gx0, int gy0,
+                                                  int sw, int th, const conv_geom &g, int nthreads)
+{
+    int ax0 = gx0 & ~3, nv = (gx0 + sw - ax0 + 3) >> 2; /* float4 per row (nv <= 50 < nthreads) */
+    int rpp = nthreads / nv, r0 = threadIdx.x / nv, v = threadIdx.x - r0 * nv;
+    int gx = ax0 + 4 * v, c = gx - gx0; /* image column and shared column of the float4's sample 0 */
+    bool vec = gx >= 0 && gx + 3 < g.w;
+    int xi[4];
+
+    if (r0 >= rpp)
+        return;
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        xi[e] = border_index(gx + e, g.w, g.border);
+    for (int rb = r0; rb < th; rb += FAST_STAGE_BATCH * rpp) {
+        float4 q[FAST_STAGE_BATCH];
+#pragma unroll
+        for (int u = 0; u < FAST_STAGE_BATCH; u++) {
+            int r = rb + u * rpp, yi = r < th ? border_index(gy0 + r, g.h, g.border) : -1;
+            q[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (yi < 0)
+                continue;
+            const float *row = d_in + (size_t)yi * g.pitch;
+            if (vec) {
+                q[u] = __ldg(reinterpret_cast<const float4 *>(row + gx));
+            } else {
+                q[u].x = xi[0] >= 0 ? __ldg(row + xi[0]) : 0.0f;
+                q[u].y = xi[1] >= 0 ? __ldg(row + xi[1]) : 0.0f;
+                q[u].z = xi[2] >= 0 ? __ldg(row + xi[2]) : 0.0f;
+                q[u].w = xi[3] >= 0 ? __ldg(row + xi[3]) : 0.0f;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < FAST_STAGE_BATCH; u++) {
+            int r = rb + u * rpp;
+            if (r >= th)
+                break;
+            float *srow = s + r * sw;
+            if (c >= 0)
+                srow[c] = q[u].x;
+            if (c + 1 >= 0 && c + 1 < sw)
+                srow[c + 1] = q[u].y;
+            if (c + 2 >= 0 && c + 2 < sw)
+                srow[c + 2] = q[u].z;
+            if (c + 3 < sw)
+                srow[c + 3] = q[u].w;
+        }
+    }
 }
 
 /* How a tile launch runs: which kernel, its shared pitch and dynamic shared memory. */

@@ -150,6 +150,7 @@ int conv_tiled(struct conv_args *a, char *err);     /* tiled */
 int conv_texture(struct conv_args *a, char *err);   /* texture, texture2d */
 int conv_fast(struct conv_args *a, char *err);      /* fast (fast.cu) */
 int conv_fft(struct conv_args *a, char *err);       /* fft (conv_fft.cu; EDGED_E_NO_CUDA without cuFFT) */
+int conv_tf32x3(struct conv_args *a, char *err);    /* tf32x3 (conv_tf32x3.cu) */
 /* The first member of a feature's state kept on a stream (struct gfft): the function that frees
  * it, set by the feature when it makes the state, so that close_stream calls none of the
  * features, which all call the context. */

@@ -107,6 +107,8 @@ int conv_dispatch(struct conv_args *a, char *err)
         return conv_fast(a, err);
     case VARIANT_FFT:
         return conv_fft(a, err);
+    case VARIANT_TF32X3:
+        return conv_tf32x3(a, err);
     default:
         return edged_fail(err, EDGED_E_PARAM, "variant %s is not a GPU variant", variant_name(a->variant));
     }

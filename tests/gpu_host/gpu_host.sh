@@ -1,7 +1,11 @@
 #!/bin/sh
 # gpu_host.sh — one pass on a GPU host: build, GPU tests, the quick set
 # under compute-sanitizer memcheck and racecheck, a bench with NPP and its charts. Logs under $OUT.
-# usage (repo root, with .debs carried): sh tests/gpu_host/gpu_host.sh [all|test|bench|fast|fft|headline]
+# usage (repo root, with .debs carried): sh tests/gpu_host/gpu_host.sh [all|test|bench|fast|fft|tf32x3|headline]
+# tf32x3: test_gpu for that variant alone (EDGED_GPU_ONLY=tf32x3: its matrix, its own test against the
+# exact sum, plans), its memcheck and racecheck sets, and tf32x3 beside fast on custom full-rank taps
+# 9..31 at 8192^2, gray and 3 planes, and as a job's one filter (--ops) on u8 RGB images, whose integer
+# planes take its two-product path, 9..21 (tf32x3_bench.csv).
 # fft: test_gpu_fft (fft against the exact correlation, its errors beside the bound), memcheck and
 # racecheck of its small set (EDGED_GPU_QUICK=1),
 # and fft beside fast on custom full-rank taps 13..63 at 8192^2, gray and 3 planes, with fft's cuFFT
@@ -188,6 +192,27 @@ if [ "$what" = fft ]; then
     else
         echo "== fft-vs-torch: skipped (python3 has no torch): cuDNN and torch FFT not timed" | tee -a "$log" >&2
     fi
+fi
+if [ "$what" = tf32x3 ]; then
+    step test_gpu-tf32x3 200 env EDGED_GPU_ONLY=tf32x3 "$BUILD/tests/test_gpu" > "$OUT/test_gpu_tf32x3.log" 2>&1
+    grep -E "^tf32x3|passed, [0-9]+ failed|seed" "$OUT/test_gpu_tf32x3.log"; grep -m 20 FAIL "$OUT/test_gpu_tf32x3.log"
+    step memcheck-tf32x3 200 env EDGED_GPU_QUICK=1 EDGED_GPU_ONLY=tf32x3 compute-sanitizer --tool memcheck \
+        --error-exitcode 99 "$BUILD/tests/test_gpu" > "$OUT/sanitizer_tf32x3.log" 2>&1
+    step racecheck-tf32x3 200 env EDGED_GPU_QUICK=2 EDGED_GPU_ONLY=tf32x3 compute-sanitizer --tool racecheck \
+        --error-exitcode 99 "$BUILD/tests/test_gpu" >> "$OUT/sanitizer_tf32x3.log" 2>&1
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed, [0-9]+ failed" "$OUT/sanitizer_tf32x3.log"
+    b="$BUILD/edged bench --sizes 8192 --reps 20 --warmup 3 --filter custom --ksizes 9,11,13,15,17,21,25,31 --csv"
+    step bench-tf32x3 150 $b --variants fast,tf32x3 > "$OUT/tf32x3_bench.csv" 2>> "$log"
+    step bench-tf32x3-rgb 150 $b --variants fast,tf32x3 --channels 3 | tail -n +2 >> "$OUT/tf32x3_bench.csv" 2>> "$log"
+    # a job's own path: u8 RGB images unpacked into integer planes (every block of tf32x3 on its
+    # two-product path), one custom full-rank filter of random taps per side
+    for k in 9 13 17 21; do
+        ops=$("$PYTHON" -c "import json, random; random.seed($k); print(json.dumps([{'filter': 'custom', 'taps':
+[[round(random.uniform(-1, 1), 4) for _ in range($k)] for _ in range($k)]}]))")
+        step bench-tf32x3-job-$k 100 "$BUILD/edged" bench --ops "$ops" --sizes 8192 --reps 20 --warmup 3 \
+            --variants fast,tf32x3 --csv 2>> "$log" | tail -n +2 >> "$OUT/tf32x3_bench.csv"
+    done
+    cat "$OUT/tf32x3_bench.csv"
 fi
 if [ "$what" = fast ]; then
     step test_gpu 200 "$BUILD/tests/test_gpu" > "$OUT/test_gpu.log" 2>&1

@@ -19,7 +19,9 @@
  * sizes around its 240- and 120-column warp strips and below its 5x5 kernel, 1xN and Nx1, strips
  * of 32 rows and taller ones, every channel count, several thresholds, smooth images with |L| near
  * T); the default border (reflect) has its own, flat images included; fast's streaming kernels
- * also run one plane large enough for their 48-row strips (test_fast_stream_tall).
+ * also run one plane large enough for their 48-row strips (test_fast_stream_tall). tf32x3 (tensor
+ * cores, 3xTF32) has its own matrix around its tiles and its two paths, also held to the bound
+ * docs/gpu.md states against the exact double correlation (test_tf32x3).
  * Canny (test_canny): gconv_canny_host equals canny_serial bit for bit (0 pixels differ) on random
  * and smooth images of many sizes (widths 1, 15, 17, 7000, 7001, 8191: rows off 16-byte alignment),
  * every aperture, both norms and several threshold pairs; the spiral of canny_spiral.h is found
@@ -37,6 +39,7 @@
 
 #include "check.h"
 #include "clock.h"
+#include "corr_exact.h"
 #include "cpu_serial.h"
 #include "jobs/backend.h"
 #include "canny.h"
@@ -105,11 +108,15 @@ static double taps_abs_sum(const struct kernel2d *k)
     return s;
 }
 
+#define TF32X3_MAX_COLS 33 /* tf32x3: the widest taps it serves (docs/gpu.md) */
+
 /* Whether variant v must refuse kernel k at block side b (the documented limits). */
 static int expect_limit(enum variant v, const struct kernel2d *k, int b)
 {
     if ((v == VARIANT_SHARED || v == VARIANT_SHARED_CONSTANT) &&
         (b + k->cols - 1) * (b + k->rows - 1) > MAX_THREADS)
+        return 1;
+    if (v == VARIANT_TF32X3 && k->cols > TF32X3_MAX_COLS)
         return 1;
     return v == VARIANT_SEPARABLE && !k->separable;
 }
@@ -822,6 +829,104 @@ static void test_fast_magnitude(struct gconv_ctx *ctx)
         }
     printf("fast magnitude: %d checks in %.1f s\n", check_passed + check_failed - checks0, now_s() - t0);
     free(pl);
+}
+
+/* tf32x3's error bound (docs/gpu.md): |out - exact| <= (3 + rows * nc) * 2^-22 * S * M, nc = the
+ * Toeplitz blocks of a tap row, (cols + 14) / 8: the split's three dropped terms, and two units in
+ * the last place of S * M for each mma step of the big accumulator. */
+static double tf32x3_bound(const struct kernel2d *k, double abs_sum, double max_in)
+{
+    return (3.0 + (double)k->rows * ((k->cols + 14) / 8)) * ldexp(1.0, -22) * abs_sum * max_in + 1e-6;
+}
+
+/* One image of test_tf32x3: in its planes, through plan_one (every variant, auto) as a custom
+ * full-rank rows x cols filter of color mode color. */
+static void tf32x3_plan(struct gconv_ctx *ctx, const struct img *in, int rows, int cols,
+                        enum color_mode color, enum border b, int *rot)
+{
+    struct filter_spec spec;
+    struct filter_plan plan;
+    char err[EDGED_ERR_LEN];
+
+    filter_spec_init(&spec, FILTER_CUSTOM);
+    spec.custom_rows = rows, spec.custom_cols = cols, spec.color = color, spec.border = b;
+    for (int i = 0; i < rows * cols; i++)
+        spec.custom_taps[i] = check_rng_float(-1.0f, 1.0f);
+    if (filter_plan_make(&spec, in->ch, &plan, err) < 0) {
+        CHECK(0, "tf32x3 plan %dx%d: %s", rows, cols, err);
+        return;
+    }
+    plan_one(ctx, in, &plan, rot);
+}
+
+/* tf32x3 where its tiles and its paths switch: planes one sample short of, on and past its 64-row
+ * x 128-column block tiles and its 16 x 64 warp tiles, narrow and flat ones; full-rank taps 9x9 to
+ * 31x31, 33 columns (the widest), 63 rows, and widths of each count of Toeplitz blocks (1 to 5);
+ * every border; samples that are integers 0..255 (every block takes the two-product path) and
+ * samples with fractions (the three-product path). Each against cpu_serial with the file's
+ * tolerance (conv_one) and against the exact double correlation with the variant's own bound
+ * (tf32x3_bound); the largest error is printed as a fraction of that bound. Then plans of custom
+ * 17x17 and 21x21 taps on gray, RGB and RGBA images through plan_one (u8 result, float planes). */
+static void test_tf32x3(struct gconv_ctx *ctx)
+{
+    static const struct size2 sizes[] = {{1, 1},    {5, 300},  {63, 127},  {127, 63},
+                                         {128, 64}, {129, 65}, {300, 131}, {1000, 5}};
+    static const int ks[][2] = {{9, 9},  {13, 13}, {17, 17}, {21, 21}, {31, 31},
+                                {3, 33}, {63, 27}, {11, 1},  {7, 3},   {5, 19}};
+    const int nsizes = quick ? 4 : 8, nks = (int)(sizeof(ks) / sizeof(ks[0]));
+    double t0 = now_s(), worst = 0.0;
+    int checks0 = check_passed + check_failed, rot = 0;
+
+    if (only >= 0 && only != VARIANT_TF32X3)
+        return;
+    for (int si = 0; si < nsizes; si++) {
+        int w = sizes[quick ? si * 2 : si].w, h = sizes[quick ? si * 2 : si].h;
+        size_t n = (size_t)w * h;
+        float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float)),
+              *ref = malloc(n * sizeof(float));
+        double *exact = malloc(n * sizeof(double));
+        if (!in || !out || !ref || !exact)
+            abort();
+        for (int integer = 1; integer >= 0; integer--) {
+            float max_in = 0.0f;
+            for (size_t i = 0; i < n; i++) {
+                in[i] = integer ? (float)(check_rng() >> 24) : check_rng_float(-128.0f, 128.0f);
+                max_in = fmaxf(max_in, fabsf(in[i]));
+            }
+            for (int ki = 0; ki < nks; ki++) {
+                struct conv_case c = {"tf32x3", {0}, 7};
+                enum border b = (enum border)((ki + si + integer) % BORDER_COUNT);
+                kernel_random(&c.k, ks[ki][0], ks[ki][1], 0);
+                for (int bi = 0; bi < BORDER_COUNT; bi++) {
+                    if (quick && bi != (int)b)
+                        continue;
+                    conv_one(ctx, in, out, ref, w, h, max_in, &c, (enum border)bi, 2, VARIANT_TF32X3);
+                    corr_exact(in, exact, w, h, &c.k, (enum border)bi);
+                    double e = corr_max_diff(out, exact, n),
+                           bound = tf32x3_bound(&c.k, corr_abs_sum(&c.k), max_in);
+                    CHECK(e <= bound, "tf32x3 %dx%d %s %dx%d %s samples: max |gpu - exact| %g > bound %g",
+                          c.k.rows, c.k.cols, border_name((enum border)bi), w, h,
+                          integer ? "integer" : "fractional", e, bound);
+                    worst = fmax(worst, e / bound);
+                }
+            }
+        }
+        free(in), free(out), free(ref), free(exact);
+    }
+    for (int ch = 1; ch <= 4; ch++) {
+        struct img im;
+        if (ch == 2 || (quick && ch != 3))
+            continue;
+        image_random(&im, quick ? 130 : 257, quick ? 66 : 131, ch);
+        tf32x3_plan(ctx, &im, 17, 17, ch == 1 ? COLOR_GRAY : COLOR_RGB, (enum border)(ch % BORDER_COUNT),
+                    &rot);
+        tf32x3_plan(ctx, &im, 21, 21, ch == 1 ? COLOR_AUTO : COLOR_RGB,
+                    (enum border)((ch + 1) % BORDER_COUNT), &rot);
+        img_free(&im);
+    }
+    printf("tf32x3: %d checks in %.1f s; largest error against the exact sum: %.3g of its bound\n",
+           check_passed + check_failed - checks0, now_s() - t0, worst);
+    fflush(stdout);
 }
 
 /* fast's streaming kernels take strips of 48 rows only where a plane has at least 16 strips of
@@ -1677,6 +1782,7 @@ int main(void)
         test_fast_magnitude(ctx);
     if (only < 0 || only == VARIANT_FAST)
         test_fast_stream_tall(ctx);
+    test_tf32x3(ctx);
     test_other_devices();
     CHECK(!gconv_is_dead(ctx), "context alive at the end");
     backend_close(eng);

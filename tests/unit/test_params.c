@@ -105,6 +105,9 @@ static void test_json_fields(void)
     CHECK(variant_is_gpu(VARIANT_FFT) && variant_built(VARIANT_FFT) == EDGED_FFT &&
               (variant_missing(VARIANT_FFT) == NULL) == EDGED_FFT,
           "fft: a GPU variant, built exactly when EDGED_FFT");
+    CHECK(json("{\"filter\":\"box\",\"size\":17,\"variant\":\"tf32x3\"}", &p) == 0 &&
+              p.variant == VARIANT_TF32X3 && variant_is_gpu(VARIANT_TF32X3) && variant_built(VARIANT_TF32X3),
+          "variant tf32x3: a GPU variant in every CUDA build: %s", err);
 }
 
 /* Query/form first, JSON last: JSON wins field by field, other fields survive. */

@@ -80,10 +80,9 @@ struct gstream {
     /* a PNG job: its inflate and filter verdicts (pinned, written by the device before ev_down;
      * nonzero: declined, see gconv_png.cu), else NULL */
     const volatile int *png_status;
-    /* a PNG encode of the result runs behind the job (gconv_png_encode.cu): its level and depth,
-     * and where its length lies in d_png and the bound of its stream in h_png */
+    /* a PNG encode of the result runs behind the job (gconv_png_encode.cu): its level and depth
+     * (its plan follows from them and the result's size) */
     int png_enc, png_level, png_depth;
-    size_t png_total, png_bound;
     size_t plane_stride;
 };
 

@@ -396,7 +396,6 @@ int gconv_png_encode_behind(struct gconv_ctx *ctx, int s, int level, int bit_dep
     if ((e = cudaEventRecord(st->ev_down, st->s)) != cudaSuccess)
         return gctx_fail(ctx, e, "cudaEventRecord (PNG encode)", err);
     st->png_enc = 1, st->png_level = level, st->png_depth = bit_depth;
-    st->png_total = p.total, st->png_bound = p.payload_bound;
     return 0;
 }
 
@@ -414,11 +413,12 @@ int gconv_png_encode_result(struct gconv_ctx *ctx, int s, int level, int bit_dep
         return edged_fail(err, EDGED_E_PARAM, "stream %d has no finished job", s);
     src = gpng_result_src(st);
     if (st->png_enc && st->png_level == level && st->png_depth == bit_depth) {
-        struct gpng_plan p; /* encoded behind the job, which has ended: only the copies */
+        struct gpng_plan p; /* encoded behind the job, which has ended: its plan again, then the copy */
+        int rc;
 
         st->png_enc = 0;
-        memset(&p, 0, sizeof(p));
-        p.total = st->png_total, p.payload_bound = st->png_bound;
+        if ((rc = gpng_plan_make(&p, src.w, src.h, src.ch, bit_depth, err)) < 0)
+            return rc;
         return gpng_collect(ctx, st, &p, src.w, src.h, src.ch, bit_depth, out, out_len, err);
     }
     return gpng_encode(ctx, st, &src, level, bit_depth, out, out_len, err);

@@ -218,13 +218,14 @@ static int pngdec_walk(struct pngdec *d)
  * brought into the first-level cache. */
 #define PNGDEC_PIECE ((size_t)16 << 10)
 
-/* The IDAT stream as one piece, every IDAT chunk's CRC checked on the way: one chunk is taken
- * where it lies, several are joined into join (idat_bytes long). NULL on a CRC fault. */
+/* The IDAT stream as one piece, every IDAT chunk's CRC checked on the way: with join NULL (one
+ * chunk only) taken where it lies, else copied into join (idat_bytes long), one chunk or several.
+ * NULL on a CRC fault. */
 static const uint8_t *pngdec_gather(const struct pngdec *d, uint8_t *join)
 {
     size_t pos = d->idat_at, at = 0;
 
-    if (d->idat_n == 1)
+    if (!join)
         return pngdec_crc_ok(d->data + pos, pngdec_be32(d->data + pos)) ? d->data + pos + 8 : NULL;
     for (size_t i = 0; i < d->idat_n; i++) {
         const uint8_t *p = d->data + pos;
@@ -379,7 +380,7 @@ int pngdec_decode(const uint8_t *data, size_t len, struct img *out, char *err)
     buf_len = join_at + (d.idat_n > 1 ? d.idat_bytes : 0);
     if (!(raw = pngdec_alloc(buf_len)))
         return edged_fail(err, EDGED_E_NOMEM, "cannot allocate %zu bytes for a %ux%u PNG", buf_len, d.w, d.h);
-    if ((rc = pngdec_inflate(&d, raw + PNGUNF_LEAD(d.rowbytes), raw_len, raw + join_at, err)) ||
+    if ((rc = pngdec_inflate(&d, raw + PNGUNF_LEAD(d.rowbytes), raw_len, d.idat_n > 1 ? raw + join_at : NULL, err)) ||
         (rc = pngdec_unfilter(&d, raw, err)))
         goto out;
     if (d.color == PNG_COLOR_PALETTE || d.has_key) {
@@ -393,6 +394,17 @@ int pngdec_decode(const uint8_t *data, size_t len, struct img *out, char *err)
 out:
     free(raw);
     return rc;
+}
+
+/* The layout of d (read by pngdec_read_head) into lay. */
+static void pngdec_lay(const struct pngdec *d, struct png_layout *lay)
+{
+    memset(lay, 0, sizeof(*lay));
+    lay->w = d->w, lay->h = d->h, lay->depth = d->depth, lay->color = d->color;
+    lay->bpp = d->bpp, lay->out_ch = d->out_ch, lay->rowbytes = d->rowbytes;
+    lay->has_key = d->has_key;
+    memcpy(lay->key, d->key, sizeof(lay->key));
+    pngdec_rgba(d, lay->rgba);
 }
 
 int pngdec_layout(const uint8_t *data, size_t len, struct png_layout *lay, const uint8_t **z, size_t *z_len,
@@ -412,12 +424,19 @@ int pngdec_layout(const uint8_t *data, size_t len, struct png_layout *lay, const
         return PNGDEC_DECLINED;
     }
     *z_len = d.idat_bytes;
-    memset(lay, 0, sizeof(*lay));
-    lay->w = d.w, lay->h = d.h, lay->depth = d.depth, lay->color = d.color;
-    lay->bpp = d.bpp, lay->out_ch = d.out_ch, lay->rowbytes = d.rowbytes;
-    lay->has_key = d.has_key;
-    memcpy(lay->key, d.key, sizeof(lay->key));
-    pngdec_rgba(&d, lay->rgba);
+    pngdec_lay(&d, lay);
+    return 0;
+}
+
+int pngdec_layout_into(const uint8_t *data, size_t len, struct png_layout *lay, uint8_t *dst, size_t *z_len)
+{
+    struct pngdec d = {.data = data, .len = len};
+    size_t raw_len;
+
+    if (pngdec_read_head(&d, &raw_len) || d.idat_bytes > len || !pngdec_gather(&d, dst))
+        return PNGDEC_DECLINED;
+    *z_len = d.idat_bytes;
+    pngdec_lay(&d, lay);
     return 0;
 }
 

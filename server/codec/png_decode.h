@@ -28,6 +28,11 @@ struct png_layout;
  * pngdec_decode would decline before inflating; *join NULL) or EDGED_E_NOMEM. */
 int pngdec_layout(const uint8_t *data, size_t len, struct png_layout *lay, const uint8_t **z, size_t *z_len,
                   uint8_t **join, char *err);
+/* As pngdec_layout, with the zlib stream (one IDAT chunk or several, their CRCs checked) copied
+ * into dst, the caller's buffer of at least len bytes (the stream is never longer than the file):
+ * one pass over the data, into memory the caller chose (pinned memory the device reads). Returns 0
+ * or PNGDEC_DECLINED (dst's contents then undefined). */
+int pngdec_layout_into(const uint8_t *data, size_t len, struct png_layout *lay, uint8_t *dst, size_t *z_len);
 
 /* Whether libpng's refusal message err names one of the deflate-stream faults that libdeflate
  * reads and zlib refuses: more than 286 length or 30 distance codes, a code-length repeat past

@@ -42,31 +42,31 @@ void pngjob_backlog_begin(size_t n) { atomic_fetch_add(&backlog, n); }
 
 void pngjob_backlog_end(size_t n) { atomic_fetch_sub(&backlog, n); }
 
-/* Copies the job's zlib stream into a pinned buffer of the pool, which the device then uploads
- * from directly: this copy, on the request's thread, is the one the GPU worker thread would make
- * into its stream's pinned staging. The join of several IDAT chunks is freed, the stream now lives
- * there; src stays for a CPU decode. Without a buffer (no device, the pool's cap reached) the
- * stream stays where it is and the worker stages it. */
-static void take_pinned(struct job *job)
+/* The layout of the job's PNG (src) and its zlib stream, read on the request's thread so that the
+ * one GPU worker thread copies nothing: every chunk's CRC checked, and the stream (one IDAT chunk
+ * or several) copied in the same pass into a pinned buffer of the pool, which the device uploads
+ * from directly. Without a buffer (no device, the pool's cap reached) the stream stays in src, or
+ * for several IDAT chunks in their join, and the worker stages it. 0, or pngdec_layout's refusal. */
+static int take_stream(struct job *job, char *err)
 {
     size_t cap = 0;
-    uint8_t *p = gpinned_get(job->png_z_len, &cap);
+    uint8_t *p = gpinned_get(job->src_len, &cap);
 
     if (!p) {
         pngjob_count(PNGJOB_Z_UNPINNED);
-        return;
+        return pngdec_layout(job->src, job->src_len, job->png_lay, &job->png_z, &job->png_z_len, &job->png_join,
+                             err);
     }
-    memcpy(p, job->png_z, job->png_z_len);
-    free(job->png_join);
-    job->png_join = NULL;
+    if (pngdec_layout_into(job->src, job->src_len, job->png_lay, p, &job->png_z_len) != 0) {
+        gpinned_put(p, cap);
+        return PNGDEC_DECLINED;
+    }
     job->png_z = job->png_pinned = p;
     job->png_pinned_cap = cap;
     pngjob_count(PNGJOB_Z_PINNED);
+    return 0;
 }
 
-/* The layout is read here, on the request's thread, so that the one GPU worker thread copies
- * nothing: the CRC of every chunk, for several IDAT chunks their join, and the stream's copy into
- * pinned memory (take_pinned). */
 int pngjob_take(struct job *job, const uint8_t *d, size_t n)
 {
     char err[EDGED_ERR_LEN];
@@ -75,20 +75,20 @@ int pngjob_take(struct job *job, const uint8_t *d, size_t n)
         goto drop;
     memcpy(job->src, d, n);
     job->src_len = n;
-    if (pngdec_layout(job->src, n, job->png_lay, &job->png_z, &job->png_z_len, &job->png_join, err) != 0)
+    if (take_stream(job, err) != 0)
         goto drop;
     if ((int)job->png_lay->w != job->in.w || (int)job->png_lay->h != job->in.h ||
         job->png_lay->out_ch != job->in.ch)
         goto drop; /* never for a header pngio_peek read: the CPU path judges */
-    take_pinned(job);
     job->src_format = JOB_SRC_PNG;
     return 1;
 drop:
     free(job->src);
     free(job->png_lay);
     free(job->png_join);
-    job->src = NULL, job->png_lay = NULL, job->png_join = NULL, job->png_z = NULL;
-    job->src_len = job->png_z_len = 0;
+    gpinned_put(job->png_pinned, job->png_pinned_cap);
+    job->src = NULL, job->png_lay = NULL, job->png_join = NULL, job->png_z = NULL, job->png_pinned = NULL;
+    job->src_len = job->png_z_len = job->png_pinned_cap = 0;
     return 0;
 }
 

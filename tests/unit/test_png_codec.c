@@ -60,6 +60,45 @@ static void layout_pixel(const struct png_layout *lay, const uint8_t *row, uint3
         dst[lay->bpp] = memcmp(dst, lay->key, (size_t)lay->bpp) == 0 ? 0 : 255;
 }
 
+/* pngdec_layout_into gives the same layout and stream as pngdec_layout (lay, z, zl), the stream
+ * copied into the caller's buffer of len bytes (one IDAT chunk or several), nothing written past
+ * the stream. */
+static void check_layout_into(const char *what, const uint8_t *data, size_t len, const struct png_layout *lay,
+                              const uint8_t *z, size_t zl)
+{
+    struct png_layout into;
+    uint8_t *dst = malloc(len + 1);
+    size_t got = 0;
+    int rc;
+
+    if (!dst) {
+        CHECK(0, "%s: out of memory", what);
+        return;
+    }
+    memset(dst, 0xa5, len + 1);
+    rc = pngdec_layout_into(data, len, &into, dst, &got);
+    CHECK(rc == 0 && got == zl && memcmp(dst, z, zl) == 0 && memcmp(&into, lay, sizeof(into)) == 0,
+          "%s: pngdec_layout_into (%d, %zu bytes) differs from pngdec_layout (%zu bytes)", what, rc, got, zl);
+    for (size_t i = zl; i <= len; i++)
+        if (dst[i] != 0xa5) {
+            CHECK(0, "%s: pngdec_layout_into wrote byte %zu past the %zu-byte stream", what, i, zl);
+            break;
+        }
+    free(dst);
+}
+
+/* Whether pngdec_layout_into declines data (len bytes). */
+static int layout_into_refuses(const uint8_t *data, size_t len)
+{
+    struct png_layout lay;
+    uint8_t *dst = malloc(len);
+    size_t got;
+    int rc = dst ? pngdec_layout_into(data, len, &lay, dst, &got) : PNGDEC_DECLINED;
+
+    free(dst);
+    return rc == PNGDEC_DECLINED;
+}
+
 /* The device decoder's view of a file pngdec_decode served: pngdec_layout takes it, and its zlib
  * stream inflated by zlib, unfiltered by png_unfilter.c and expanded by the layout alone gives the
  * same image. A stream zlib refuses (pngdec_deflate_lenient's kinds) is counted, not compared. */
@@ -78,6 +117,7 @@ static void check_layout(const char *what, const uint8_t *data, size_t len, cons
     CHECK(rc == 0, "%s: served by pngdec_decode, refused by pngdec_layout (%d)", what, rc);
     if (rc != 0)
         return;
+    check_layout_into(what, data, len, &lay, z, zl);
     raw = (lay.rowbytes + 1) * lay.h;
     got = raw;
     buf = malloc(PNGUNF_LEAD(lay.rowbytes) + raw + PNGUNF_SLACK);
@@ -250,12 +290,14 @@ static void damage_one(const char *name, const struct buf *b)
         snprintf(what, sizeof(what), "%s cut at %zu/%zu", name, cut, b->len);
         CHECK(compare(what, b->p, cut, NULL, NULL) < 0, "%s: decoded", what);
     }
-    /* a CRC byte flipped in each chunk */
+    /* a CRC byte flipped in each chunk: both decoders refuse, and so does the device's layout */
     for (size_t i = 0; i < n; i++) {
         memcpy(c, b->p, b->len);
         c[ends[i] - 1 - (i % 4)] ^= 0x40;
         snprintf(what, sizeof(what), "%s CRC of chunk %zu", name, i);
         CHECK(compare(what, c, b->len, NULL, NULL) < 0, "%s: decoded", what);
+        /* IHDR's CRC (chunk 0) is the caller's check, before the layout is read */
+        CHECK(i == 0 || layout_into_refuses(c, b->len), "%s: pngdec_layout_into took it", what);
     }
     /* bit flips in IDAT data, with the CRC as it was (refused) and recomputed (anything, alike) */
     for (size_t i = 0, start = 8; i < n; start = ends[i++]) {

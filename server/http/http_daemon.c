@@ -134,7 +134,8 @@ static enum MHD_Result receive(struct http_req *r, const char *data, size_t *siz
         return MHD_NO;
     }
     /* what has arrived, rounded up to a step (or to the announced length), is reserved before it is
-     * kept */
+     * kept: the buffer of an announced length has its whole capacity from the first piece, but its
+     * pages are touched only as bytes arrive, and the budget counts those (upload_body_next_cap) */
     need = (r->body.len + *size + HTTP_BODY_STEP - 1) / HTTP_BODY_STEP * HTTP_BODY_STEP;
     if (need > r->body.max && r->body.len + *size <= r->body.max)
         need = r->body.max;

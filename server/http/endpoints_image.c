@@ -1,6 +1,7 @@
 /* endpoints_image.c — POST /v1/filter and /v1/compare on the connection thread: read the upload
  * and its parameters, decode (codec slot), queue the job and wait for the worker, encode (codec
  * slot), answer. Every failure answers through http_respond_error, so there is one error format. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,8 +291,10 @@ static void job_encode_on_device(struct service *s, struct http_req *r, const st
  * undecoded: the GPU worker decodes it in device memory (batched with other JPEG jobs), and a JPEG
  * result is encoded there too. Kinds nvJPEG never takes (CMYK, YCCK, RGB-coded, arithmetic coding)
  * stay on the CPU path, and so does a file that ends before its EOI marker: nvJPEG decodes a
- * truncated scan without an error, libjpeg-turbo refuses it (422, as on the CPU backend). Returns 1 when the job took the bytes (plan and route set), 0 when the
- * input goes through decode_image, or job_prepare's error. */
+ * truncated scan without an error, libjpeg-turbo refuses it (422, as on the CPU backend). Returns
+ * 1 when the job took the bytes (plan and route set; job->src points at d, the caller then gives
+ * the job the body, job_take_body), 0 when the input goes through decode_image, or job_prepare's
+ * error. */
 static int job_take_jpeg(struct service *s, const struct params *p,
                          const struct imageio_head *head, const uint8_t *d, size_t n, struct job *job, char *err)
 {
@@ -308,12 +311,12 @@ static int job_take_jpeg(struct service *s, const struct params *p,
     job->in = (struct img){.w = swap ? head->h : head->w, .h = swap ? head->w : head->h, .ch = head->ch};
     if ((rc = job_prepare(s, p, job, err)) < 0)
         return rc;
-    if (job->lane != LANE_GPU || !(job->src = malloc(n))) { /* no memory: the CPU path says so */
+    if (job->lane != LANE_GPU) {
         img_free(&job->out);
         job->in = (struct img){0};
         return 0;
     }
-    memcpy(job->src, d, n);
+    job->src = d; /* borrowed: the request's body, which job_take_body then gives the job */
     job->src_len = n;
     job->orientation = o;
     return 1;
@@ -327,8 +330,8 @@ static int job_take_jpeg(struct service *s, const struct params *p,
  * other PNG jobs; what the device declines there the worker decodes on the CPU. The backlog rule
  * (pngjob_gpu_ok) keeps it on the CPU path while the device is busier than the cores. The decode
  * stage of the request's times is then the host's part of the decode. Returns 1 when the job took
- * the bytes (plan and route set), 0 when the input goes through decode_image, or job_prepare's
- * error. */
+ * the bytes (plan and route set; job->src points at d, as job_take_jpeg's), 0 when the input goes
+ * through decode_image, or job_prepare's error. */
 static int job_take_png(struct service *s, const struct params *p, const struct imageio_head *head,
                         const uint8_t *d, size_t n, struct job *job, struct result_times *t, char *err)
 {
@@ -349,8 +352,22 @@ static int job_take_png(struct service *s, const struct params *p, const struct 
         job->in = (struct img){0};
         return 0;
     }
-    t->decode = clock_ms() - t0; /* the host's part: the chunk walk, CRCs and the copy */
+    t->decode = clock_ms() - t0; /* the host's part: the chunk walk, CRCs and the stream's copy */
     return 1;
+}
+
+/* A job that took the compressed image (job_take_jpeg, job_take_png) points into the request's
+ * body: the job now owns that buffer, and the budget reserved for it, so that a job abandoned at a
+ * 504 or 499 keeps both until its worker lets it go. No copy of the image is made. The request
+ * reads nothing of its body after this but through u (parsed before), whose image lives in the
+ * block while the endpoint holds its reference to the job. */
+static void job_take_body(struct http_req *r, struct job *job)
+{
+    size_t reserved = 0;
+
+    job->src_block = http_req_take_body(r, &reserved);
+    assert(job->src_block); /* src points into it */
+    job_take_budget(job, &reserved);
 }
 
 /* The format a job's device encode writes, as the answer names it. */
@@ -483,6 +500,8 @@ void endpoint_filter(struct http_req *r, void *app)
         (rc == 0 &&
          (rc = decode_image(s, &u.p, &head, u.image, u.image_len, &job->in, http_req_times(r), err)) < 0))
         goto fail;
+    if (job->src)
+        job_take_body(r, job);
     if (job->src_format == JOB_SRC_PNG && job->src)
         pngjob_backlog_begin(png_backlog = job->src_len);
     budget_give(s->budget, decoding);

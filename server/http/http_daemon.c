@@ -149,6 +149,7 @@ static enum MHD_Result receive(struct http_req *r, const char *data, size_t *siz
         http_guard_raw_error(r, rc, msg, NULL, NULL);
         return MHD_NO;
     }
+    r->received = r->body.len;
     *size = 0;
     return MHD_YES;
 }
@@ -274,7 +275,7 @@ static void log_access(const struct http_req *r)
     struct log_request lr = {access_level(r), r->id, r->method, r->path, r->filter, r->variant, r->backend,
                              r->error, r->trace.trace_id, r->trace.span_id,
                              r->trace.parent_id[0] ? r->trace.parent_id : NULL, r->answered ? r->status : 0,
-                             r->body.len, r->bytes_out, r->w, r->h, &r->t, r->device};
+                             r->received, r->bytes_out, r->w, r->h, &r->t, r->device};
 
     log_request(&lr);
 }

@@ -71,9 +71,9 @@ int pngjob_take(struct job *job, const uint8_t *d, size_t n)
 {
     char err[EDGED_ERR_LEN];
 
-    if (!(job->src = malloc(n ? n : 1)) || !(job->png_lay = malloc(sizeof(*job->png_lay))))
+    job->src = d;
+    if (!(job->png_lay = malloc(sizeof(*job->png_lay))))
         goto drop;
-    memcpy(job->src, d, n);
     job->src_len = n;
     if (pngdec_layout(job->src, n, job->png_lay, &job->png_z, &job->png_z_len, &job->png_join, err) != 0)
         goto drop;
@@ -84,7 +84,6 @@ int pngjob_take(struct job *job, const uint8_t *d, size_t n)
     job->src_format = JOB_SRC_PNG;
     return 1;
 drop:
-    free(job->src);
     free(job->png_lay);
     free(job->png_join);
     job->src = NULL, job->png_lay = NULL, job->png_join = NULL, job->png_z = NULL;

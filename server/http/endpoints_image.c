@@ -290,8 +290,10 @@ static void job_encode_on_device(struct service *s, struct http_req *r, const st
  * undecoded: the GPU worker decodes it in device memory (batched with other JPEG jobs), and a JPEG
  * result is encoded there too. Kinds nvJPEG never takes (CMYK, YCCK, RGB-coded, arithmetic coding)
  * stay on the CPU path, and so does a file that ends before its EOI marker: nvJPEG decodes a
- * truncated scan without an error, libjpeg-turbo refuses it (422, as on the CPU backend). Returns 1 when the job took the bytes (plan and route set), 0 when the
- * input goes through decode_image, or job_prepare's error. */
+ * truncated scan without an error, libjpeg-turbo refuses it (422, as on the CPU backend). Returns
+ * 1 when the job took the bytes (plan and route set; job->src points at d, the caller then gives
+ * the job the body, job_take_body), 0 when the input goes through decode_image, or job_prepare's
+ * error. */
 static int job_take_jpeg(struct service *s, const struct params *p,
                          const struct imageio_head *head, const uint8_t *d, size_t n, struct job *job, char *err)
 {
@@ -308,12 +310,12 @@ static int job_take_jpeg(struct service *s, const struct params *p,
     job->in = (struct img){.w = swap ? head->h : head->w, .h = swap ? head->w : head->h, .ch = head->ch};
     if ((rc = job_prepare(s, p, job, err)) < 0)
         return rc;
-    if (job->lane != LANE_GPU || !(job->src = malloc(n))) { /* no memory: the CPU path says so */
+    if (job->lane != LANE_GPU) {
         img_free(&job->out);
         job->in = (struct img){0};
         return 0;
     }
-    memcpy(job->src, d, n);
+    job->src = d; /* borrowed: the request's body, which job_take_body then gives the job */
     job->src_len = n;
     job->orientation = o;
     return 1;
@@ -327,8 +329,8 @@ static int job_take_jpeg(struct service *s, const struct params *p,
  * other PNG jobs; what the device declines there the worker decodes on the CPU. The backlog rule
  * (pngjob_gpu_ok) keeps it on the CPU path while the device is busier than the cores. The decode
  * stage of the request's times is then the host's part of the decode. Returns 1 when the job took
- * the bytes (plan and route set), 0 when the input goes through decode_image, or job_prepare's
- * error. */
+ * the bytes (plan and route set; job->src points at d, as job_take_jpeg's), 0 when the input goes
+ * through decode_image, or job_prepare's error. */
 static int job_take_png(struct service *s, const struct params *p, const struct imageio_head *head,
                         const uint8_t *d, size_t n, struct job *job, struct result_times *t, char *err)
 {
@@ -349,8 +351,25 @@ static int job_take_png(struct service *s, const struct params *p, const struct 
         job->in = (struct img){0};
         return 0;
     }
-    t->decode = clock_ms() - t0; /* the host's part: the chunk walk, CRCs and the copy */
+    t->decode = clock_ms() - t0; /* the host's part: the chunk walk, CRCs and the stream's copy */
     return 1;
+}
+
+/* A job that took the compressed image (job_take_jpeg, job_take_png) points into the request's
+ * body: the job now owns that buffer, and the budget reserved for it, so that a job abandoned at a
+ * 504 or 499 keeps both until its worker lets it go. No copy of the image is made. The request
+ * reads nothing of its body after this but through u (parsed before), whose image lives in the
+ * block while the endpoint holds its reference to the job. 0, or EDGED_E_INTERNAL. */
+static int job_take_body(struct http_req *r, struct job *job, char *err)
+{
+    size_t reserved = 0;
+
+    if (!(job->src_block = http_req_take_body(r, &reserved))) { /* src points into it: never here */
+        job->src = NULL;
+        return edged_fail(err, EDGED_E_INTERNAL, "the compressed image is not in the request's body");
+    }
+    job_take_budget(job, &reserved);
+    return 0;
 }
 
 /* The format a job's device encode writes, as the answer names it. */
@@ -482,6 +501,8 @@ void endpoint_filter(struct http_req *r, void *app)
         (rc == 0 && (rc = job_take_png(s, &u.p, &head, u.image, u.image_len, job, http_req_times(r), err)) < 0) ||
         (rc == 0 &&
          (rc = decode_image(s, &u.p, &head, u.image, u.image_len, &job->in, http_req_times(r), err)) < 0))
+        goto fail;
+    if (job->src && (rc = job_take_body(r, job, err)) < 0)
         goto fail;
     if (job->src_format == JOB_SRC_PNG && job->src)
         pngjob_backlog_begin(png_backlog = job->src_len);

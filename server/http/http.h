@@ -103,6 +103,11 @@ const char *http_req_id(const struct http_req *r);
 const char *http_req_path(const struct http_req *r); /* the URL path, without the query */
 const char *http_req_header(struct http_req *r, const char *name); /* NULL when absent */
 const uint8_t *http_req_body(const struct http_req *r, size_t *len);
+/* Hands the complete body's buffer to the caller (who frees it) with the memory budget the request
+ * reserved for it, added to *reserved (the caller gives it back once the buffer is freed). The
+ * request's body is empty then: pointers into it (http_req_body, upload_parse) stay valid only as
+ * long as the caller keeps the buffer. NULL, nothing moved, when there is no body. */
+uint8_t *http_req_take_body(struct http_req *r, size_t *reserved);
 double http_req_start(const struct http_req *r); /* clock_ms() at the first callback */
 /* 1 while the client can still read the answer; 0 once it has closed or reset the connection.
  * Takes a void * so that it serves as a queue_alive_fn. */

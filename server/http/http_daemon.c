@@ -134,7 +134,8 @@ static enum MHD_Result receive(struct http_req *r, const char *data, size_t *siz
         return MHD_NO;
     }
     /* what has arrived, rounded up to a step (or to the announced length), is reserved before it is
-     * kept */
+     * kept: the buffer of an announced length has its whole capacity from the first piece, but its
+     * pages are touched only as bytes arrive, and the budget counts those (upload_body_next_cap) */
     need = (r->body.len + *size + HTTP_BODY_STEP - 1) / HTTP_BODY_STEP * HTTP_BODY_STEP;
     if (need > r->body.max && r->body.len + *size <= r->body.max)
         need = r->body.max;
@@ -148,6 +149,7 @@ static enum MHD_Result receive(struct http_req *r, const char *data, size_t *siz
         http_guard_raw_error(r, rc, msg, NULL, NULL);
         return MHD_NO;
     }
+    r->received = r->body.len;
     *size = 0;
     return MHD_YES;
 }
@@ -273,7 +275,7 @@ static void log_access(const struct http_req *r)
     struct log_request lr = {access_level(r), r->id, r->method, r->path, r->filter, r->variant, r->backend,
                              r->error, r->trace.trace_id, r->trace.span_id,
                              r->trace.parent_id[0] ? r->trace.parent_id : NULL, r->answered ? r->status : 0,
-                             r->body.len, r->bytes_out, r->w, r->h, &r->t, r->device};
+                             r->received, r->bytes_out, r->w, r->h, &r->t, r->device};
 
     log_request(&lr);
 }

@@ -189,7 +189,7 @@ int http_guard_body_headers(struct http_req *r, char *err)
     if (n > r->s->c.max_body)
         return edged_fail(err, EDGED_E_BODY_TOO_LARGE, "body of %llu bytes exceeds --max-body-mb %zu MiB", n,
                           r->s->c.max_body >> 20);
-    r->body.max = (size_t)n; /* the buffer grows to it as bytes arrive, never reserved up front */
+    upload_body_announce(&r->body, (size_t)n); /* one buffer of n bytes; the budget counts what arrives */
     return 0;
 }
 

@@ -19,6 +19,22 @@ const uint8_t *http_req_body(const struct http_req *r, size_t *len)
     return r->body.p;
 }
 
+/* The body's part of r->reserved is all but what the handler kept: the body is reserved while it
+ * arrives, before the handler runs (receive() in http_daemon.c). The length stays in
+ * r->received for the access log. */
+uint8_t *http_req_take_body(struct http_req *r, size_t *reserved)
+{
+    uint8_t *p = r->body.p;
+
+    if (!p)
+        return NULL;
+    *reserved += r->reserved - r->kept;
+    r->reserved = r->kept;
+    r->body.p = NULL;
+    r->body.len = r->body.cap = 0;
+    return p;
+}
+
 double http_req_start(const struct http_req *r) { return r->t0; }
 
 /* The connection thread is blocked in the handler, so nothing else reads the socket: a peek that
@@ -64,7 +80,11 @@ struct result_times *http_req_times(struct http_req *r) { return &r->t; }
 
 const char *http_req_trace_id(const struct http_req *r) { return r->trace.trace_id; }
 
-void http_req_keep_budget(struct http_req *r, size_t n) { r->reserved += n; }
+void http_req_keep_budget(struct http_req *r, size_t n)
+{
+    r->reserved += n;
+    r->kept += n;
+}
 
 void http_req_note_device(struct http_req *r, int device) { r->device = device; }
 

@@ -72,6 +72,7 @@ struct http_req {
     int close;                  /* this answer carries Connection: close */
     size_t reserved;            /* memory budget given back at completion: the body as it arrived, and
                                  * what the handler kept (http_req_keep_budget) */
+    size_t kept;                /* of reserved: what the handler kept; the rest is the body's */
     size_t arriving;            /* of reserved: counted as a body still arriving (http_guard_body_take) */
     int preflight;              /* a CORS preflight (OPTIONS), answered on the last callback */
     size_t drained;             /* body bytes read and dropped for a pending answer */
@@ -82,7 +83,8 @@ struct http_req {
     int code;                   /* the EDGED_E_* of an error answer, 0 otherwise */
     struct trace_ctx trace;
     char traceparent[TRACE_HEADER_LEN + 1]; /* of the server span, sent on the answer */
-    struct upload_body body;
+    struct upload_body body;    /* may have been handed to a job (http_req_take_body) */
+    size_t received;            /* the body's bytes, for the access log */
     struct result_times t;
     const char *filter, *variant, *backend;
     int w, h;

@@ -8,9 +8,15 @@
 #include "errors.h"
 #include "http/multipart.h"
 
-#define UPLOAD_FIRST_CHUNK (256 * 1024) /* first buffer; max is the Content-Length when announced */
+#define UPLOAD_FIRST_CHUNK (256 * 1024) /* first buffer of a body of unknown length */
 
-void upload_body_init(struct upload_body *b, size_t max) { *b = (struct upload_body){NULL, 0, 0, max}; }
+void upload_body_init(struct upload_body *b, size_t max) { *b = (struct upload_body){NULL, 0, 0, max, 0}; }
+
+void upload_body_announce(struct upload_body *b, size_t n)
+{
+    b->max = n;
+    b->exact = 1;
+}
 
 void upload_body_free(struct upload_body *b)
 {
@@ -34,14 +40,20 @@ int upload_body_reserve(struct upload_body *b, size_t n, char *err)
     return 0;
 }
 
-/* Growth doubles (O(n) copies in all) and never passes max; a body that would is refused whole,
- * before anything of the piece is kept. */
+/* An announced length is allocated whole by the first piece, so the body is never copied again
+ * (an image the job then owns stays where it arrived). That is address space, not memory: a large
+ * allocation is mapped lazily and its pages are touched only as bytes arrive, and the memory budget
+ * counts what has arrived, in steps (receive() in http_daemon.c), not the capacity. A body of
+ * unknown length (chunked) grows by doubling (O(n) copies in all). Growth never passes max; a body
+ * that would is refused whole, before anything of the piece is kept. */
 size_t upload_body_next_cap(const struct upload_body *b, size_t n)
 {
     size_t cap;
 
     if (n <= b->cap - b->len || n > b->max - b->len)
         return b->cap;
+    if (b->exact)
+        return b->max;
     cap = b->cap ? b->cap : UPLOAD_FIRST_CHUNK;
     while (cap < b->len + n && cap <= b->max / 2)
         cap *= 2;

@@ -10,19 +10,25 @@
 
 #include "params.h"
 
-/* The body buffer: at most `max` bytes. */
+/* The body buffer: at most `max` bytes; exact when max is the length the request announced
+ * (Content-Length), not only a cap. */
 struct upload_body {
     uint8_t *p;
     size_t len, cap, max;
+    int exact;
 };
 
 /* An empty buffer that will refuse to grow past max bytes. Allocates nothing. */
 void upload_body_init(struct upload_body *b, size_t max);
+/* The request announced its body as n bytes (Content-Length, at most max): max becomes n, exact,
+ * and the first append allocates all n at once. Allocates nothing. */
+void upload_body_announce(struct upload_body *b, size_t n);
 /* Allocates room for a body announced as n bytes (Content-Length) in one piece. Returns 0,
  * EDGED_E_BODY_TOO_LARGE (n > max) or EDGED_E_NOMEM, with a message. */
 int upload_body_reserve(struct upload_body *b, size_t n, char *err);
-/* The capacity the buffer will have after appending n bytes (its capacity now when they fit):
- * the first piece takes 256 KiB (or max, when smaller), then it doubles, never past max. */
+/* The capacity the buffer will have after appending n bytes (its capacity now when they fit): an
+ * announced length (exact) is taken whole by the first piece; else the first piece takes 256 KiB
+ * (or max, when smaller), then it doubles, never past max. */
 size_t upload_body_next_cap(const struct upload_body *b, size_t n);
 /* Appends n bytes, growing the buffer to upload_body_next_cap. Returns 0,
  * EDGED_E_BODY_TOO_LARGE (the body would pass max; nothing is appended) or EDGED_E_NOMEM. */

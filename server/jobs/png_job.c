@@ -71,9 +71,9 @@ int pngjob_take(struct job *job, const uint8_t *d, size_t n)
 {
     char err[EDGED_ERR_LEN];
 
-    if (!(job->src = malloc(n ? n : 1)) || !(job->png_lay = malloc(sizeof(*job->png_lay))))
+    job->src = d;
+    if (!(job->png_lay = malloc(sizeof(*job->png_lay))))
         goto drop;
-    memcpy(job->src, d, n);
     job->src_len = n;
     if (take_stream(job, err) != 0)
         goto drop;
@@ -83,7 +83,6 @@ int pngjob_take(struct job *job, const uint8_t *d, size_t n)
     job->src_format = JOB_SRC_PNG;
     return 1;
 drop:
-    free(job->src);
     free(job->png_lay);
     free(job->png_join);
     gpinned_put(job->png_pinned, job->png_pinned_cap);

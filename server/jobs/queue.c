@@ -96,7 +96,7 @@ static void job_free(struct job *job)
     take_result(job, 0);
     img_free(&job->in);
     img_free(&job->out);
-    free(job->src);
+    free(job->src_block);
     free(job->png_lay);
     free(job->png_join);
     gpinned_put(job->png_pinned, job->png_pinned_cap);

@@ -42,10 +42,12 @@ struct job {
     int large; /* over --large-pixels: the CPU lane runs a bounded number of these at once */
     double timeout_ms; /* longest run once started (0: none); past it the job is cancelled */
     /* JPEG or PNG input left compressed for the GPU lane (backend_jpeg.c, backend_png.c): while src
-     * is set and in.px is NULL, in holds only the size after orientation and the channels; src is
-     * owned by the job. */
-    uint8_t *src;
+     * is set and in.px is NULL, in holds only the size after orientation and the channels. src points
+     * into src_block, the request's body that the job owns (freed with the job; its budget bytes
+     * are the job's, job_take_budget). */
+    const uint8_t *src;
     size_t src_len;
+    uint8_t *src_block;
     enum job_src src_format;
     struct png_layout *png_lay; /* PNG: its layout (owned), and its zlib stream: in src, in png_join
                                  * or in png_pinned */

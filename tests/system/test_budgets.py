@@ -287,8 +287,9 @@ def stall(port, source, announce, send):
 
 
 def test_stalled_body_reserves_what_arrived(make_server):
-    """32 MiB and one byte of a body hold 32.25 MiB of the budget (what arrived, rounded up to a
-    256 KiB step), not the 64 MiB the buffer's next doubling would be."""
+    """32 MiB and one byte of a body of 40 MiB announced hold 32.25 MiB of the budget (what arrived,
+    rounded up to a 256 KiB step), not the 40 MiB the buffer was allocated at: its pages beyond what
+    arrived are never touched."""
     s = make_server("--max-memory-mb", "1024", "--min-body-rate-kb", "0")
     c = stall(s.port, "127.0.0.2", 40 * MIB, 32 * MIB + 1)
     until = time.time() + 10 * K

@@ -13,16 +13,18 @@
 #include "imgdiff.h"
 #include "jobs/queue.h"
 
-/* A job with a copy of the JPEG jpg as its input, sized w x h x ch after orientation o. */
+/* A job with a copy of the JPEG jpg as its input (in a block it owns, as an endpoint's job owns
+ * the request's body), sized w x h x ch after orientation o. */
 static struct job *jpeg_job(const uint8_t *jpg, size_t len, int w, int h, int ch, int o)
 {
     struct job *job = job_new();
 
-    if (!job || !(job->src = malloc(len))) {
+    if (!job || !(job->src_block = malloc(len))) {
         job_release(NULL, job);
         return NULL;
     }
-    memcpy(job->src, jpg, len);
+    memcpy(job->src_block, jpg, len);
+    job->src = job->src_block;
     job->src_len = len;
     job->orientation = o;
     job->in = (struct img){.w = w, .h = h, .ch = ch};

@@ -47,6 +47,8 @@ static void test_take_kinds(void)
             CHECK(fast_kind(&kinds[i]), "kind %zu (color %d depth %d) taken", i, kinds[i].color, kinds[i].depth);
             CHECK(job->src_format == JOB_SRC_PNG && job->png_lay && job->png_z && job->png_z_len > 0,
                   "kind %zu: taken without layout or stream", i);
+            CHECK(job->src == b.p && job->src_len == b.len && !job->src_block,
+                  "kind %zu: the bytes are borrowed, not copied", i);
             CHECK(job->png_lay->out_ch == ref.ch, "kind %zu: layout channels %d, decode %d", i,
                   job->png_lay->out_ch, ref.ch);
             CHECK(pngjob_decode_src(job) == 0 && img_same(&job->in, &ref), "kind %zu: CPU decode: %s", i,

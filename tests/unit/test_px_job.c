@@ -61,8 +61,8 @@ static void test_not_for_it(void)
 
     src->lane = LANE_GPU;
     src->in = (struct img){.w = 8, .h = 8, .ch = 3};
-    src->src = malloc(1), src->src_len = 1;
-    both->src = malloc(1), both->src_len = 1;
+    src->src = src->src_block = malloc(1), src->src_len = 1;
+    both->src = both->src_block = malloc(1), both->src_len = 1;
     pxjob_counts(&c0);
     CHECK(pxjob_pin(cpu) == 0 && cpu->in.px == px, "a CPU-lane job was touched");
     CHECK(pxjob_pin(src) == 0 && !src->in.px && !src->in_pinned, "a job without pixels was touched");

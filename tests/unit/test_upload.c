@@ -1,5 +1,5 @@
 /* test_upload.c — the request body buffer (bounded growth, refusal past the cap, random piece
- * sizes give the same bytes) and upload_parse (raw PNG, multipart, precedence of JSON over form
+ * sizes give the same bytes, one buffer for an announced length) and upload_parse (raw PNG, multipart, precedence of JSON over form
  * fields over the query, the image part's two names, and its errors). */
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +40,47 @@ static void test_body_growth(void)
           EDGED_E_BODY_TOO_LARGE && b.len == 600, "a piece that would pass the cap is refused whole");
     upload_body_free(&b);
     upload_body_free(&b); /* twice is fine */
+    free(src);
+}
+
+/* An announced length (Content-Length) is one buffer from the first piece on, never regrown; a
+ * body of unknown length under the same cap still starts at 256 KiB and doubles. */
+static void test_body_announced(void)
+{
+    struct upload_body b;
+    size_t n = 3u << 20, first = 1000;
+    uint8_t *src = calloc(1, n + 1), *p;
+
+    upload_body_init(&b, 16u << 20);
+    upload_body_announce(&b, n);
+    CHECK(b.exact && b.max == n && b.cap == 0 && !b.p, "announce allocates nothing");
+    CHECK(upload_body_next_cap(&b, first) == n, "next cap of the first piece: %zu", upload_body_next_cap(&b, first));
+    CHECK(upload_body_append(&b, src, first, err) == 0 && b.cap == n, "capacity after the first piece: %zu", b.cap);
+    p = b.p;
+    CHECK(upload_body_append(&b, src, n - first, err) == 0 && b.p == p && b.cap == n && b.len == n,
+          "the rest fills the same buffer: cap %zu", b.cap);
+    CHECK(upload_body_append(&b, src, 1, err) == EDGED_E_BODY_TOO_LARGE && b.len == n, "one byte past the length");
+    upload_body_free(&b);
+
+    upload_body_init(&b, 16u << 20);
+    upload_body_announce(&b, n);
+    CHECK(upload_body_append(&b, src, n + 1, err) == EDGED_E_BODY_TOO_LARGE && b.len == 0 && !b.p,
+          "a first piece over the announced length is refused, nothing allocated");
+    upload_body_free(&b);
+
+    upload_body_init(&b, n);
+    CHECK(!b.exact && upload_body_next_cap(&b, first) == 256u * 1024, "unannounced: first cap %zu",
+          upload_body_next_cap(&b, first));
+    CHECK(upload_body_append(&b, src, first, err) == 0 && b.cap == 256u * 1024, "unannounced cap %zu", b.cap);
+    CHECK(upload_body_append(&b, src, 256u * 1024, err) == 0 && b.cap == 512u * 1024, "then doubles: %zu", b.cap);
+    CHECK(upload_body_append(&b, src, n - b.len, err) == 0 && b.cap == n, "never past max: %zu", b.cap);
+    upload_body_free(&b);
+
+    upload_body_init(&b, 0);
+    upload_body_announce(&b, 0);
+    CHECK(upload_body_append(&b, src, 0, err) == 0 && !b.p && upload_body_append(&b, src, 1, err) ==
+          EDGED_E_BODY_TOO_LARGE, "announced empty body");
+    upload_body_free(&b);
     free(src);
 }
 
@@ -148,6 +189,7 @@ int main(void)
 {
     check_rng_init();
     test_body_growth();
+    test_body_announced();
     test_parse();
     test_image_part_names();
     test_strict_form();

@@ -1,7 +1,8 @@
 /* fuzz_request.c — libFuzzer target: the request body path of POST /v1/filter as the server runs
  * it: pieces appended to the bounded body buffer (upload_body_append, as http_daemon.c does for each
  * libmicrohttpd callback), then upload_parse (multipart, form fields, JSON params, validation).
- * Input: byte 0 seeds the split, then the Content-Type value up to the first '\n', then the body.
+ * Input: byte 0 seeds the split (bit 1: the length announced first, as a Content-Length), then the
+ * Content-Type value up to the first '\n', then the body.
  * Oracles: the same body delivered whole and in random pieces gives the same outcome (code,
  * message, image bytes, parameters); errors are only the documented ones; the image, when found,
  * lies inside the body. */
@@ -70,8 +71,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&u2, 0, sizeof(u2));
     rc1 = parse(ctype, body, len, &u1, err1);
     upload_body_init(&b, FUZZ_MAX_BODY);
-    if (assemble(&b, body, len, data[0], err2) != 0 || b.len != len || (len && memcmp(b.p, body, len)))
-        abort(); /* a body under the cap is kept whole, byte for byte */
+    if (data[0] & 2)
+        upload_body_announce(&b, len); /* Content-Length given: one buffer of that size */
+    if (assemble(&b, body, len, data[0], err2) != 0 || b.len != len || (len && memcmp(b.p, body, len)) ||
+        ((data[0] & 2) && len && b.cap != len))
+        abort(); /* a body under the cap is kept whole, byte for byte; an announced one in one buffer */
     rc2 = parse(ctype, b.p, b.len, &u2, err2);
     if (rc1 != rc2 || strcmp(err1, err2) != 0)
         abort();

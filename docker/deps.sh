@@ -15,7 +15,7 @@ BUILD="make gcc g++ pkg-config libpng-dev zlib1g-dev libdeflate-dev libmicrohttp
 # factors.
 TEST="python3 python3-numpy python3-prometheus-client python3-opencv python3-pil python3-pytest python3-jsonschema python3-requests python3-skimage python3-yaml python3-matplotlib shellcheck chromium chromium-driver python3-selenium python3-pip curl prometheus libjpeg-turbo-progs"
 # package=module: kubernetes-validate checks the Kubernetes manifests (tests/system/test_deploy.py),
-# openapi-spec-validator api/openapi.yaml (tests/system/test_contract.py).
+# openapi-spec-validator of the joined openapi.yaml (tests/system/test_contract.py).
 PIP_TEST="kubernetes-validate=kubernetes_validate openapi-spec-validator=openapi_spec_validator"
 DEV="clang valgrind"
 BENCH="wrk"

@@ -16,6 +16,10 @@ import requests
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.join(ROOT, os.environ.get("EDGED_BIN", "build/edged"))
+# The API description as the build joins it (api/openapi/*.yaml, the Makefile) beside the binary
+# under test (under valgrind runs, the binary the wrapper runs).
+OPENAPI = os.path.join(os.path.dirname(os.path.join(ROOT, os.environ.get("EDGED_VG_BIN") or BIN)),
+                       "openapi.yaml")
 BACKEND = os.environ.get("EDGED_TEST_BACKEND", "cpu")
 PNGSUITE = os.environ.get("EDGED_PNGSUITE", os.path.join(ROOT, "..", "shared", "pngsuite"))
 

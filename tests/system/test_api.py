@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import requests
 
-from conftest import BACKEND, BIN, PNGSUITE, ROOT, free_port, oracle, png_bytes, png_decode, random_image
+from conftest import BACKEND, BIN, OPENAPI, PNGSUITE, ROOT, free_port, oracle, png_bytes, png_decode, random_image
 
 FILTERS = {
     "edge": {"filter": "edge", "threshold": 8},
@@ -190,7 +190,7 @@ def test_embedded_files_from_any_directory(tmp_path):
                     break
             except requests.ConnectionError:
                 time.sleep(0.05)
-        for path, file in (("/openapi.yaml", "api/openapi.yaml"), ("/", "server/http/web/index.html"),
+        for path, file in (("/openapi.yaml", OPENAPI), ("/", "server/http/web/index.html"),
                            ("/web/app.js", "server/http/web/app.js")):
             r = requests.get(url + path, timeout=10)
             with open(os.path.join(ROOT, file), "rb") as f:

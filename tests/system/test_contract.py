@@ -1,13 +1,13 @@
-"""test_contract.py — api/openapi.yaml holds to itself and to the running server. The document is
-valid OpenAPI 3.0 (against the OpenAPI 3.0 JSON Schema kept beside this file, and with
-openapi-spec-validator where it is installed), every operation has an operationId and says whether
-it needs the API key. Then every documented operation, and every documented error status that can
-be provoked cheaply (400, 401, 404, 405, 413, 415, 422, 429, 503, 504), is driven on a real
-`edged serve`, and each answer is checked against what the document says of it: the status is
-listed for the operation, the content type is one it lists, the headers it marks required are there
-and match their schemas, and a JSON body validates against the component schema ($refs resolved,
-`nullable` turned into JSON Schema). Last, the `params` echo of a JSON filter result: every
-parameter as applied, defaults resolved, only the knobs the filter takes.
+"""test_contract.py — openapi.yaml (api/openapi/*.yaml as the build joins it) holds to itself and to
+the running server. The document is valid OpenAPI 3.0 (against the OpenAPI 3.0 JSON Schema kept
+beside this file, and with openapi-spec-validator where it is installed), every operation has an
+operationId and says whether it needs the API key. Then every documented operation, and every
+documented error status that can be provoked cheaply (400, 401, 404, 405, 413, 415, 422, 429, 503,
+504), is driven on a real `edged serve`, and each answer is checked against what the document says
+of it: the status is listed for the operation, the content type is one it lists, the headers it
+marks required are there and match their schemas, and a JSON body validates against the component
+schema ($refs resolved, `nullable` turned into JSON Schema). Last, the `params` echo of a JSON
+filter result: every parameter as applied, defaults resolved, only the knobs the filter takes.
 Backend from EDGED_TEST_BACKEND (cpu by default); binary EDGED_BIN."""
 import concurrent.futures as cf
 import json
@@ -22,7 +22,7 @@ jsonschema = pytest.importorskip("jsonschema", reason="python3-jsonschema is not
 yaml = pytest.importorskip("yaml", reason="python3-yaml is not installed (make deps installs it)")
 from requests.structures import CaseInsensitiveDict
 
-from conftest import BACKEND, ROOT, png_bytes, random_image
+from conftest import BACKEND, OPENAPI, ROOT, png_bytes, random_image
 from helpers import exchange, metrics, post_head, total
 from test_api import SLOW, slow_png  # noqa: F401 (a fixture): with SLOW a job of ~0.3-0.5 s
 from test_api import deadline_exceeded
@@ -37,7 +37,7 @@ KEY = "contract-key.1"
 
 @pytest.fixture(scope="module")
 def doc():
-    with open(os.path.join(ROOT, "api", "openapi.yaml"), encoding="utf-8") as f:
+    with open(OPENAPI, encoding="utf-8") as f:
         return yaml.safe_load(f)
 
 
@@ -113,7 +113,7 @@ def test_openapi_spec_validator(doc):
 
 
 def test_every_ref_resolves_and_every_schema_converts(doc):
-    refs = re.findall(r"\$ref: '([^']+)'", open(os.path.join(ROOT, "api", "openapi.yaml"), encoding="utf-8").read())
+    refs = re.findall(r"\$ref: '([^']+)'", open(OPENAPI, encoding="utf-8").read())
     assert len(refs) > 40
     for ref in set(refs):
         ref_target(doc, ref)

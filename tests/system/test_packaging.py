@@ -344,7 +344,7 @@ def test_dockerfile_image_files(tmp_path, build_stage, image_stage):
     binary = os.path.join(root + prefix, "bin", "edged")
     assert os.access(binary, os.X_OK), f"no executable {binary}"
     openapi = runtime_env(image_stage)["EDGED_OPENAPI"]
-    assert filecmp.cmp(root + openapi, os.path.join(ROOT, "api", "openapi.yaml"), shallow=False), openapi
+    assert filecmp.cmp(root + openapi, conftest.OPENAPI, shallow=False), openapi
 
 
 def test_install_and_uninstall(tmp_path):
@@ -360,8 +360,7 @@ def test_install_and_uninstall(tmp_path):
                        shallow=False)
     for doc in glob.glob(os.path.join(ROOT, "docs", "*.md")):
         assert os.path.exists(os.path.join(base, "share", "doc", "edged", os.path.basename(doc))), doc
-    assert filecmp.cmp(os.path.join(base, "share", "edged", "openapi.yaml"),
-                       os.path.join(ROOT, "api", "openapi.yaml"), shallow=False)
+    assert filecmp.cmp(os.path.join(base, "share", "edged", "openapi.yaml"), conftest.OPENAPI, shallow=False)
     man = os.path.join(base, "share", "man", "man1", "edged.1")
     if shutil.which("help2man"):
         text = read(man)

@@ -1,9 +1,10 @@
 #!/bin/sh
-# embed.sh — turns the web page's files and api/openapi.yaml into C byte arrays (web_data.inc,
-# included by server/http/web_assets.c) so that the binary serves them with no files next to it.
+# embed.sh — turns the web page's files and openapi.yaml (joined by the build) into C byte arrays
+# (web_data.inc, included by server/http/web_assets.c) so that the binary serves them with no files
+# next to it.
 # Usage: sh server/http/web/embed.sh OUT [URLPATH=]FILE...   Needs only od, sed, wc and basename (no xxd).
 # A plain FILE is served at /web/<its name> ("/" is index.html); URLPATH=FILE at URLPATH
-# (/openapi.yaml=api/openapi.yaml). Names must be [A-Za-z0-9._-].
+# (/openapi.yaml=build/openapi.yaml). Names must be [A-Za-z0-9._-].
 set -eu
 
 if [ $# -lt 2 ]; then

@@ -33,11 +33,11 @@
  * Band to band: the band's last lane also posts each chunk of its row to the band's mailbox (in
  * scratch behind the rows) as one 64-bit word, the chunk and its index + 1. A 64-bit store is
  * single-copy atomic, so a word seen with the expected tag holds its chunk: no fence on either
- * side. Lane 0 of the band below loads each mailbox word UNF_AHEAD steps before it needs it, checks
- * two at a time (at the first's step), and polls again only for one not posted yet: UNF_SPINS
- * polls back to back, then naps of UNF_NAP_NS between them (a band waiting for the wavefront to
- * reach it). A band whose first row
- * is None or Sub does not read the row above: it never waits, and runs beside the band above.
+ * side. Lane 0 of the band below loads each mailbox word UNF_MAIL_AHEAD steps before it needs
+ * it, checks two at a time (at the first's step), and polls again only for one not posted yet:
+ * UNF_SPINS polls back to back, then naps of UNF_NAP_NS between them (a band waiting for the
+ * wavefront to reach it). A band whose first row is None or Sub does not read the row above: it
+ * never waits, and runs beside the band above.
  *
  * No deadlock: a band waits only for the band above, and bands are numbered by a ticket that the
  * block takes from its image's counter when it starts (not by blockIdx, whose blocks need not be
@@ -59,9 +59,16 @@
 #define UNF_ROWS 32              /* rows of a band: one warp */
 #define UNF_LANES 0xffffffffu    /* the warp's lanes, all of them stepping together */
 #define UNF_CHUNK 4              /* bytes of a step, at least bpp: upper-left bytes lie in the chunk before */
-#define UNF_AHEAD 8              /* steps between the load of a word (filtered bytes, mailbox) and its use */
+#define UNF_AHEAD 8              /* steps between the load of a filtered word and its use */
+/* Steps between the load of a mailbox word and its use (1..UNF_AHEAD): few, because the band below
+ * runs just behind the band above, so that a word loaded long before its step is mostly not posted
+ * yet and costs a poll, and each band's lag behind the one above grows with that distance (the
+ * unfilter's time at 2, 4 and 8: performance.md). */
+#define UNF_MAIL_AHEAD 2
 #define UNF_RING (UNF_AHEAD + 2) /* filtered words a lane holds (a step reads two); steps unrolled */
 static_assert(UNF_RING % 2 == 0, "the waits for the row above go by pairs of steps within a round");
+static_assert(UNF_MAIL_AHEAD >= 1 && UNF_MAIL_AHEAD <= UNF_AHEAD,
+              "a post is loaded by the step before its pair, into a slot of the ring");
 #define UNF_SPINS 32             /* polls before a lane waiting for a post naps between them */
 #define UNF_NAP_NS 64
 /* A wait this long means something unforeseen: the image is declined. A real wait lasts as long as
@@ -321,7 +328,7 @@ static __device__ __forceinline__ void unf_band(const struct png_unf_image &im, 
         if (s > 0 && valid && (unsigned)(s - 1 - t) <= (unsigned)last)
             q[s] = d_w[s - 1 - t];
         m[s] = 0;
-        unf_mail_load_if(&m[s], d_above + s, s < UNF_AHEAD && s < chunks && wait);
+        unf_mail_load_if(&m[s], d_above + s, s < UNF_MAIL_AHEAD && s < chunks && wait);
     }
     /* Whole rounds of UNF_RING steps: the few past the band's last make bytes nothing reads, as a
      * lane does after its row's last chunk. */
@@ -347,8 +354,8 @@ static __device__ __forceinline__ void unf_band(const struct png_unf_image &im, 
                 }
             }
             const uint32_t mu = (uint32_t)m[s];
-            unf_mail_load_if(&m[(s + UNF_AHEAD) % UNF_RING], d_above + k + UNF_AHEAD,
-                             wait && k + UNF_AHEAD < chunks);
+            unf_mail_load_if(&m[(s + UNF_MAIL_AHEAD) % UNF_RING], d_above + k + UNF_MAIL_AHEAD,
+                             wait && k + UNF_MAIL_AHEAD < chunks);
             unf_step<BPP>(f, x, mu, t == 0, r, u);
             const uint32_t n = r[0] | r[1] << 8 | r[2] << 16 | r[3] << 24;
             if (valid && j >= wlo && j <= whi) /* the word of the chunk's first bytes */

@@ -291,7 +291,8 @@ int gconv_png_decoding(const struct gconv_ctx *ctx);
  * lay[i] and zlib stream z[i] of z_len[i] bytes (pngdec_layout) into out[i] (allocated here,
  * img_free). batched: 1 one batched inflate, 0 one call per image. rc[i]: 0, GCONV_E_PNG_REFUSED,
  * GCONV_E_PNG_DECLINED or another code. *ms (may be NULL) receives the wall time from the first
- * upload to the last pixel on the device, download excluded. Returns 0 when the call ran. */
+ * upload to the last pixel on the device, download excluded, the streams copied into pinned memory
+ * before it starts (as a job's are). Returns 0 when the call ran. */
 int gconv_png_decode_host(struct gconv_ctx *ctx, int n, const struct png_layout *const *lay,
                           const uint8_t *const *z, const size_t *z_len, int batched, struct img *out, int *rc,
                           double *ms, char *err);

@@ -355,7 +355,8 @@ int gconv_submit_png(struct gconv_ctx *ctx, struct gconv_png_job *jobs, int n)
 
 /* ---- decode to the host (tests, bench) ---- */
 
-/* Buffers of the n images in pd (rc 0): pinned staging and device memory of their own, slot i. */
+/* Buffers of the n images in pd (rc 0): pinned memory holding the stream, device memory of their own,
+ * slot i. */
 static int host_buffers(struct gconv_ctx *ctx, struct gpng *g, struct pdec *pd, int n, char *err)
 {
     int rc = 0;
@@ -373,6 +374,10 @@ static int host_buffers(struct gconv_ctx *ctx, struct gpng *g, struct pdec *pd, 
         pd[i].h_slot = g->h_slots + (size_t)i * PNG_SLOT_BYTES;
         pd[i].d_slot = g->d_slots + (size_t)i * PNG_SLOT_BYTES;
         GCTX_CU(cudaHostAlloc((void **)&pd[i].h_z, pd[i].z_len ? pd[i].z_len : 1, cudaHostAllocDefault));
+        /* the stream waits in pinned memory, as a job's does (pngdec_layout_into on the request's
+         * thread), so that the timed decode is the device's part: upload and kernels */
+        memcpy(pd[i].h_z, pd[i].z, pd[i].z_len);
+        pd[i].z = pd[i].h_z, pd[i].z_pinned = 1;
         GCTX_CU(cudaMalloc((void **)&pd[i].d_z, pd[i].z_len ? pd[i].z_len : 1));
         GCTX_CU(cudaMalloc((void **)&pd[i].d_raw, raw));
         GCTX_CU(cudaMalloc((void **)&pd[i].d_dst, (size_t)lay->w * lay->h * lay->out_ch));

@@ -185,9 +185,10 @@ static int bench_dev_decode(const struct bench_dev_src *src, int batch, struct i
 }
 
 /* One device row: `batch` copies decoded per call (1: one at a time), the decode time being the
- * device's up to the last image (uploads included, download excluded), divided by batch; the encode
- * is the device's of the decoded image, upload included (nvJPEG at --quality, the device PNG encoder
- * at --level). Medians of reps after a warm-up. */
+ * device's up to the last image (uploads included, download excluded; a PNG's stream starts in
+ * pinned memory, where a request thread's pass, gpu-png-host, leaves it), divided by batch; the
+ * encode is the device's of the decoded image, upload included (nvJPEG at --quality, the device
+ * PNG encoder at --level). Medians of reps after a warm-up. */
 static int bench_codec_device(const struct bench_dev_src *src, int batch, const struct bench_codec_opts *o,
                               struct bench_codec_result *r, char *err)
 {
@@ -246,8 +247,36 @@ static int bench_dev_ready(const struct bench_dev_src *src, const struct bench_c
     return bench_gpu && (src->fmt == IMAGEIO_PNG ? gconv_png_available(bench_gpu) : gconv_jpeg_available(bench_gpu));
 }
 
-/* The device rows of a JPEG (nvjpeg, nvjpeg-batchN) or PNG file (gpu-png, gpu-png-batchN) when the
- * build and the device serve it. A file the device path does not take has none. */
+/* The host's part of a device PNG decode, as a request thread does it before the device decodes:
+ * pngdec_layout_into over the file (header, every chunk's CRC, the zlib stream copied into one
+ * buffer). Its median over reps after a warm-up into r->decode_ms, the stream's length into
+ * r->bytes; r->encode_ms stays 0. */
+static int bench_codec_png_host(const struct bench_dev_src *src, const struct bench_codec_opts *o,
+                                struct bench_codec_result *r, char *err)
+{
+    double t[BENCH_CODEC_MAX_REPS];
+    struct png_layout lay;
+    uint8_t *dst = malloc(src->len);
+    int rc = 0;
+
+    if (!dst)
+        return edged_fail(err, EDGED_E_NOMEM, "no memory for a %zu-byte stream", src->len);
+    for (int i = 0; i <= o->reps && rc == 0; i++) {
+        double t0 = clock_ms();
+        if (pngdec_layout_into(src->data, src->len, &lay, dst, &r->bytes) < 0)
+            rc = edged_fail(err, EDGED_E_BAD_IMAGE, "pngdec_layout_into declined the file");
+        if (i > 0)
+            t[i - 1] = clock_ms() - t0;
+    }
+    free(dst);
+    if (rc == 0)
+        r->decode_ms = bench_codec_median(t, o->reps);
+    return rc;
+}
+
+/* The device rows of a JPEG (nvjpeg, nvjpeg-batchN) or PNG file (gpu-png-host, gpu-png,
+ * gpu-png-batchN) when the build and the device serve it. A file the device path does not take has
+ * none. */
 static int bench_codec_gpu_rows(const char *path, struct bench_dev_src *src, const struct bench_codec_opts *o)
 {
     static const int batches[] = {1, 4, 8, 16, BENCH_CODEC_BATCH};
@@ -262,6 +291,16 @@ static int bench_codec_gpu_rows(const char *path, struct bench_dev_src *src, con
         (src->fmt == IMAGEIO_PNG && (pngio_peek(src->data, src->len, &info, err) ||
                                      pngdec_layout(src->data, src->len, &src->lay, &src->z, &src->z_len, &join, err))))
         return EXIT_OK;
+    if (src->fmt == IMAGEIO_PNG) {
+        struct bench_codec_result r = {0};
+
+        if (bench_codec_png_host(src, o, &r, err) < 0) {
+            fprintf(stderr, "edged bench --codec: %s (%s-host): %s\n", path, base, err);
+            free(join);
+            return EXIT_BAD_INPUT;
+        }
+        bench_codec_print(path, "gpu-png-host", &r, o->json, o->device);
+    }
     for (size_t i = 0; i < sizeof(batches) / sizeof(batches[0]); i++) {
         struct bench_codec_result r = {0};
 

@@ -7,9 +7,11 @@ damaged under right CRCs is declined on the device and answers the CPU decoder's
 PNG (PngSuite's basi2c08) stays on the CPU. The streams taken for the device wait in pinned memory
 (edged_png_stream_total{memory="pinned"}), whose buffers are back in the pool once the answers are
 out; so do the pixels of PNGs the CPU decodes for a GPU job (edged_pixel_input_total), which answer
-what the device decode answers. Skipped elsewhere."""
+what the device decode answers. `edged bench --codec` times the host's pass of a device decode
+beside the device rows. Skipped elsewhere."""
 import concurrent.futures
 import io
+import json
 import os
 import re
 import struct
@@ -196,3 +198,33 @@ def test_interlaced_stays_on_the_cpu(make_server):
     assert r.status_code == 200, r.text
     m = metrics(on.url)
     assert sum(m[k] for k in DECODE_KEYS) == 0  # never offered to the device
+
+
+def idat_length(png):
+    """The zlib stream's length: the IDAT chunks' data, joined."""
+    pos, n = 8, 0
+    while pos < len(png):
+        size = struct.unpack(">I", png[pos:pos + 4])[0]
+        n += size if png[pos + 4:pos + 8] == b"IDAT" else 0
+        pos += 12 + size
+    return n
+
+
+def test_bench_codec_device_rows(tmp_path):
+    """`bench --codec` on a PNG the device takes: first the host's pass of a device decode
+    (gpu-png-host: the CRCs checked and the stream copied, its bytes the stream's length, no
+    encode), then the device rows, one image and batches, each with its decode and encode."""
+    if not device_png():
+        pytest.skip("needs a GPU backend of a CUDA build (EDGED_TEST_BACKEND=gpu)")
+    path = tmp_path / "in.png"
+    path.write_bytes(png_bytes(noisy(300, 257, 3, 7)))
+    p = subprocess.run([BIN, "bench", "--codec", "--json", "--reps", "1", str(path)], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    rows = {r["codec"]: r for r in map(json.loads, p.stdout.splitlines())}
+    host = rows["gpu-png-host"]
+    assert host["decode_ms"] > 0 and host["encode_ms"] == 0
+    assert host["bytes"] == idat_length(path.read_bytes())
+    names = [name for name in rows if name.startswith("gpu-png")]
+    assert names == ["gpu-png-host", "gpu-png"] + ["gpu-png-batch%d" % b for b in (4, 8, 16, 32)], names
+    assert all(rows[n]["decode_ms"] > 0 and rows[n]["encode_ms"] > 0 for n in names[1:])

@@ -63,7 +63,7 @@
 /* Steps between the load of a mailbox word and its use (1..UNF_AHEAD): few, because the band below
  * runs just behind the band above, so that a word loaded long before its step is mostly not posted
  * yet and costs a poll, and each band's lag behind the one above grows with that distance (the
- * unfilter's time at 2, 4 and 8: performance.md). */
+ * unfilter's time at 2, 4 and 8, and each band's lag at 8 and 16: performance.md and its journal). */
 #define UNF_MAIL_AHEAD 2
 #define UNF_RING (UNF_AHEAD + 2) /* filtered words a lane holds (a step reads two); steps unrolled */
 static_assert(UNF_RING % 2 == 0, "the waits for the row above go by pairs of steps within a round");

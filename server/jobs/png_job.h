@@ -12,9 +12,9 @@
 
 /* Gives job (in sized, plan set) the PNG bytes d, n, whose header imageio_peek accepted, borrowed
  * (job->src = d: the caller keeps them alive as long as the job, e.g. in job->src_block), and their
- * layout, with the zlib stream copied into a pinned buffer of gpu/gpinned.h in the pass that
- * checks its CRCs when the pool gives one (pngdec_layout_into; pngdec_layout without one) (job->png_pinned, given back when the job is
- * freed):
+ * layout. When the pool gives a pinned buffer of gpu/gpinned.h (job->png_pinned, given back when
+ * the job is freed), the zlib stream is copied into it in the pass that checks its CRCs
+ * (pngdec_layout_into); without one, pngdec_layout leaves it in place or joined. Returns
  * 1 when the device may take them, 0 when the PNG is of a kind the device path does not take
  * (interlaced, 16-bit, sub-byte gray, a chunk out of the ordinary, a bad CRC: the CPU decodes it,
  * or names its fault) or memory is short (nothing kept). */

@@ -39,22 +39,29 @@ uint64_t inflspec_map_size(uint64_t in_len)
 }
 
 /* Phase 1: every bit offset of the deflate data that passes infl_is_candidate goes into the map and
- * the bitmap. */
+ * the bitmap. As gi_scan, 32 offsets a window: infl_is_candidate only for those whose fixed header
+ * fields pass infl_head_prefilter (a necessary part of it), in offset order. */
 int inflspec_scan(const uint8_t *z, uint64_t nbytes, uint64_t *keys, uint32_t hmask, uint64_t cap, uint32_t *cbits,
                   uint64_t *found)
 {
-    uint64_t bit, n = 0;
+    uint64_t base, n = 0;
 
-    for (bit = 16; bit < nbytes * 8; bit++) {
-        uint32_t s;
-        if (!infl_is_candidate(z, nbytes, bit))
-            continue;
-        if (++n > cap)
-            return -1;
-        for (s = infl_hash(bit, hmask); keys[s] != INFL_EMPTY; s = (s + 1) & hmask)
-            ;
-        keys[s] = bit;
-        infl_cand_set(cbits, bit);
+    for (base = 16; base < nbytes * 8; base += 32) {
+        struct infl_br w;
+        uint32_t m;
+        infl_br_init(&w, z, nbytes, base); /* 50 bits or more, zeros past the data: the 44 it needs */
+        for (m = infl_head_prefilter(w.buf); m; m &= m - 1) {
+            uint64_t bit = base + (unsigned)__builtin_ctz(m);
+            uint32_t s;
+            if (bit >= nbytes * 8 || !infl_is_candidate(z, nbytes, bit))
+                continue;
+            if (++n > cap)
+                return -1;
+            for (s = infl_hash(bit, hmask); keys[s] != INFL_EMPTY; s = (s + 1) & hmask)
+                ;
+            keys[s] = bit;
+            infl_cand_set(cbits, bit);
+        }
     }
     *found = n;
     return 0;

@@ -323,24 +323,44 @@ INFL_HD static inline int infl_dyn_lens(struct infl_br *b, uint8_t *lens, int *n
     return 0;
 }
 
-/* The cheap necessary test of a dynamic-Huffman block header, from h (the bits at the header's
- * offset, 17 of them used) and c (the 57 bits 17 further: the code-length code's lengths), both read
- * as infl_br reads (zeros past the data): BTYPE 10, HLIT and HDIST in range, and the code-length
- * code complete (Kraft sum 1 in units of 2^-7). No arrays, no loads: the device's scan tests every
- * bit offset with it and hands the few it passes to infl_is_candidate. */
-INFL_HD static inline int infl_head_plausible(uint64_t h, uint64_t c)
+/* The fixed fields of a dynamic-Huffman block header at 32 offsets at once: w holds the bits from
+ * some offset on (bit j of w is the offset's bit j, first bit lowest, as infl_br and the device's
+ * windows read them); bit k of the result (k 0..31) is set when the header at offset + k has BTYPE
+ * 10 after BFINAL and HLIT, HDIST at most 29. It reads bits 1..43 of w, so one 64-bit window serves
+ * all 32 offsets. A 5-bit field is 30 or 31 exactly when its top four bits are ones. About one
+ * offset in five passes: the scans run the Kraft sum (infl_head_kraft) only for those. */
+INFL_HD static inline uint32_t infl_head_prefilter(uint64_t w)
 {
-    uint32_t hclen, kraft = 0, i;
+    const uint64_t ones2 = w & w >> 1, ones4 = ones2 & ones2 >> 2; /* bit k: bits k..k+3 all ones */
 
-    if ((h & 6) != 4 || (h >> 3 & 31) > 29 || (h >> 8 & 31) > 29) /* BTYPE after BFINAL; HLIT, HDIST */
-        return 0;
-    hclen = (uint32_t)(h >> 13 & 15) + 4;
+    /* BTYPE bits k+1 (0) and k+2 (1); HLIT's top four at k+4..k+7, HDIST's at k+9..k+12 */
+    return (uint32_t)(w >> 2 & ~(w >> 1 | ones4 >> 4 | ones4 >> 9));
+}
+
+/* The rest of infl_head_plausible, for a header whose fixed fields pass infl_head_prefilter: the
+ * code-length code complete (Kraft sum 1 in units of 2^-7), h and c as there. */
+INFL_HD static inline int infl_head_kraft(uint64_t h, uint64_t c)
+{
+    uint32_t hclen = (uint32_t)(h >> 13 & 15) + 4, kraft = 0, i;
+
     INFL_UNROLL
     for (i = 0; i < 19; i++) {
         uint32_t l = (uint32_t)(c >> (3 * i)) & 7;
         kraft += i < hclen && l ? 128u >> l : 0;
     }
     return kraft == 128;
+}
+
+/* The cheap necessary test of a dynamic-Huffman block header, from h (the bits at the header's
+ * offset, 17 of them used) and c (the 57 bits 17 further: the code-length code's lengths), both read
+ * as infl_br reads (zeros past the data): BTYPE 10, HLIT and HDIST in range (infl_head_prefilter's
+ * bit 0, so that the per-offset and the 32-offset tests are one definition), and the code-length
+ * code complete. No arrays, no loads: the scans test every bit offset with it (in its two parts:
+ * the prefilter 32 offsets at a time, the Kraft sum for those that pass) and hand the few it passes
+ * to infl_is_candidate. */
+INFL_HD static inline int infl_head_plausible(uint64_t h, uint64_t c)
+{
+    return (infl_head_prefilter(h) & 1) && infl_head_kraft(h, c);
 }
 
 /* Whether a dynamic-Huffman block header could start at bit `bit` of in[0..nbytes). */

@@ -109,6 +109,9 @@ static int metrics_devices(struct service *s, struct metrics_device **out)
         md[k].batch_jobs[METRICS_BATCH_JPEG] = (unsigned long long)d.batch_jobs[JOB_SRC_JPEG];
         md[k].batch_jobs[METRICS_BATCH_PNG] = (unsigned long long)d.batch_jobs[JOB_SRC_PNG];
         md[k].memory_used = d.memory;
+        md[k].stream_seconds[METRICS_STREAM_PENDING] = d.hold_seconds[WORKER_HOLD_PENDING];
+        md[k].stream_seconds[METRICS_STREAM_DEVICE] = d.hold_seconds[WORKER_HOLD_DEVICE];
+        md[k].stream_seconds[METRICS_STREAM_HANDOFF] = d.hold_seconds[WORKER_HOLD_HANDOFF];
         md[k++].outstanding_pixels = d.outstanding;
     }
     *out = md;

@@ -26,8 +26,8 @@
 
 struct gpu_slot {
     struct job *job;
-    double t_submit;
-    int pending; /* job waits in a pending batch of compressed input, not yet on the device */
+    double t_submit; /* when it went to the device; while pending, when it took the stream */
+    int pending;     /* job waits in a pending batch of compressed input, not yet on the device */
 };
 
 /* Host time of a GPU worker's thread by what it did, logged when the thread ends: where a lane
@@ -57,8 +57,13 @@ struct gpu_dev {
     struct gpu_prof prof;
     /* 1 while stream s holds a finished job's result for its waiter to copy (gpu_take): the
      * stream takes no job until then. Here, not on the worker's stack: a job may be freed after
-     * the worker thread ended. */
+     * the worker thread ended. reaped_ms[s]: when the worker saw that job finished (written
+     * before the job completes, read by its waiter). */
     atomic_int held[GPU_MAX_STREAMS];
+    double reaped_ms[GPU_MAX_STREAMS];
+    /* microseconds jobs held the streams, by phase (worker.h, enum worker_hold): where a lane
+     * whose streams are all busy loses its time */
+    atomic_llong hold_us[WORKER_HOLD_PHASES];
 };
 
 struct worker {
@@ -174,6 +179,15 @@ static void gpu_start_failed(struct gpu_dev *d, struct gconv_ctx *ctx, struct jo
     queue_complete(d->w->q, job, rc);
 }
 
+/* Adds the time from `since` to now to phase ph of d's stream hold. */
+static void hold_add(struct gpu_dev *d, enum worker_hold ph, double since)
+{
+    double ms = clock_ms() - since;
+
+    if (ms > 0.0)
+        atomic_fetch_add(&d->hold_us[ph], (long long)(ms * 1e3 + 0.5));
+}
+
 /* job->take of a GPU job: its waiter's thread copies the result out of the stream's staging, so
  * that the worker thread spends no time on copies. */
 static int gpu_take(struct job *job, int copy)
@@ -181,6 +195,7 @@ static int gpu_take(struct job *job, int copy)
     struct gpu_dev *d = job->take_cls;
     int rc = copy ? backend_take(d->b, job->take_slot, job) : 0;
 
+    hold_add(d, WORKER_HOLD_HANDOFF, d->reaped_ms[job->take_slot]);
     atomic_store(&d->held[job->take_slot], 0);
     return rc;
 }
@@ -188,6 +203,7 @@ static int gpu_take(struct job *job, int copy)
 /* Leaves the result of job, finished on stream s, for its waiter (gpu_take). */
 static void gpu_hold(struct gpu_dev *d, int s, struct job *job)
 {
+    d->reaped_ms[s] = clock_ms();
     atomic_store(&d->held[s], 1);
     job->take = gpu_take, job->take_cls = d, job->take_slot = s;
 }
@@ -225,6 +241,7 @@ static int gpu_reap(struct gpu_dev *d, struct gconv_ctx *ctx, struct gpu_slot *s
             continue;
         }
         t0 = clock_ms();
+        hold_add(d, WORKER_HOLD_DEVICE, slots[s].t_submit);
         rc = backend_finish(d->b, s, job);
         if (rc == GCONV_E_PNG_DECLINED) /* the CPU decodes it and it runs again on s */
             rc = backend_png_declined(d->b, s, job);
@@ -348,6 +365,7 @@ static void src_flush(struct gpu_dev *d, struct gconv_ctx *ctx, struct gpu_slot 
     atomic_fetch_add(&d->batches[fmt], 1), atomic_fetch_add(&d->batch_jobs[fmt], p->n);
     for (int i = 0; i < p->n; i++) {
         struct gpu_slot *slot = &slots[p->streams[i]];
+        hold_add(d, WORKER_HOLD_PENDING, slot->t_submit);
         slot->pending = 0;
         if (rcs[i] < 0) {
             slot->job = NULL;
@@ -385,7 +403,8 @@ static int src_flush_due(struct gpu_dev *d, struct gconv_ctx *ctx, struct gpu_sl
 }
 
 /* A GPU worker's profile (struct gpu_prof), with the nvJPEG stages inside its JPEG submits and
- * finishes, as one log line. */
+ * finishes and its streams' hold by phase (a result its waiter takes later adds no handoff here),
+ * as one log line. */
 static void gpu_prof_log(struct gpu_dev *d)
 {
     const struct gpu_prof *p = &d->prof;
@@ -399,16 +418,22 @@ static void gpu_prof_log(struct gpu_dev *d)
     backend_jpeg_profile(d->b, nj);
     pngjob_counts(&pc);
     pxjob_counts(&xc);
-    log_event("info", "gpu_worker_profile",
-              "device=%d jobs=%lld jpeg_batches=%lld jpeg_jobs=%lld png_batches=%lld png_jobs=%lld wait_ms=%.1f "
-              "submit_src_ms=%.1f submit_ms=%.1f finish_ms=%.1f complete_ms=%.1f "
-              "nvjpeg_header_ms=%.1f nvjpeg_decode_ms=%.1f nvjpeg_enqueue_ms=%.1f nvjpeg_retrieve_ms=%.1f "
-              "png_streams_pinned=%llu png_streams_staged=%llu px_pinned=%llu px_staged=%llu",
-              backend_ordinal(d->b), (long long)atomic_load(&d->jobs), (long long)atomic_load(&d->batches[JOB_SRC_JPEG]),
-              (long long)atomic_load(&d->batch_jobs[JOB_SRC_JPEG]), (long long)atomic_load(&d->batches[JOB_SRC_PNG]),
-              (long long)atomic_load(&d->batch_jobs[JOB_SRC_PNG]), p->ms[GS_WAIT], p->ms[GS_SUBMIT_SRC],
-              p->ms[GS_SUBMIT], p->ms[GS_FINISH], p->ms[GS_COMPLETE], nj[0], nj[1], nj[2], nj[3], pc.z_pinned,
-              pc.z_unpinned, xc.pinned, xc.staged);
+    log_event(
+        "info", "gpu_worker_profile",
+        "device=%d jobs=%lld jpeg_batches=%lld jpeg_jobs=%lld png_batches=%lld png_jobs=%lld wait_ms=%.1f "
+        "submit_src_ms=%.1f submit_ms=%.1f finish_ms=%.1f complete_ms=%.1f "
+        "nvjpeg_header_ms=%.1f nvjpeg_decode_ms=%.1f nvjpeg_enqueue_ms=%.1f nvjpeg_retrieve_ms=%.1f "
+        "png_streams_pinned=%llu png_streams_staged=%llu px_pinned=%llu px_staged=%llu "
+        "hold_pending_ms=%.1f hold_device_ms=%.1f hold_handoff_ms=%.1f",
+        backend_ordinal(d->b), (long long)atomic_load(&d->jobs),
+        (long long)atomic_load(&d->batches[JOB_SRC_JPEG]),
+        (long long)atomic_load(&d->batch_jobs[JOB_SRC_JPEG]),
+        (long long)atomic_load(&d->batches[JOB_SRC_PNG]), (long long)atomic_load(&d->batch_jobs[JOB_SRC_PNG]),
+        p->ms[GS_WAIT], p->ms[GS_SUBMIT_SRC], p->ms[GS_SUBMIT], p->ms[GS_FINISH], p->ms[GS_COMPLETE], nj[0],
+        nj[1], nj[2], nj[3], pc.z_pinned, pc.z_unpinned, xc.pinned, xc.staged,
+        (double)atomic_load(&d->hold_us[WORKER_HOLD_PENDING]) / 1e3,
+        (double)atomic_load(&d->hold_us[WORKER_HOLD_DEVICE]) / 1e3,
+        (double)atomic_load(&d->hold_us[WORKER_HOLD_HANDOFF]) / 1e3);
 }
 
 /* Fills free streams from the queue (blocking only when none is busy), sends the pending batches
@@ -629,6 +654,8 @@ int worker_device_info(struct worker *w, int i, struct worker_device *out)
     for (int f = 0; f < JOB_SRC_COUNT; f++)
         out->batches[f] = atomic_load(&d->batches[f]), out->batch_jobs[f] = atomic_load(&d->batch_jobs[f]);
     out->outstanding = queue_device_load(w->q, i);
+    for (int h = 0; h < WORKER_HOLD_PHASES; h++)
+        out->hold_seconds[h] = (double)atomic_load(&d->hold_us[h]) / 1e6;
     pthread_mutex_lock(&w->mu);
     out->busy_seconds = busy_ms_locked(d) / 1e3;
     snprintf(out->fault, sizeof(out->fault), "%s", d->fault);

@@ -43,19 +43,26 @@ size_t worker_gpu_memory(struct worker *w);
 /* Seconds the devices have had at least one job each, summed (0 without a GPU). */
 double worker_gpu_busy_seconds(struct worker *w);
 
+/* What a GPU job holds its stream for, from taking it to giving it back: pending, waiting in a
+ * batch for the batched decode of its compressed input (JPEG, PNG; 0 for other jobs); device, from
+ * the submit until the worker sees it finished (the device's work and its wait behind other work);
+ * handoff, from then until its waiter has copied the result out and freed the stream. */
+enum worker_hold { WORKER_HOLD_PENDING, WORKER_HOLD_DEVICE, WORKER_HOLD_HANDOFF, WORKER_HOLD_PHASES };
+
 /* One device's worker, for /metrics, /version and /readyz. */
 struct worker_device {
-    int ordinal;                           /* CUDA device number */
+    int ordinal; /* CUDA device number */
     char name[128];
-    int alive;                             /* 0 once fenced */
-    char fault[EDGED_ERR_LEN];             /* why it was fenced ("" while alive) */
-    size_t memory;                         /* device memory in use, last sampled */
-    double busy_seconds;                   /* time with at least one job on it */
-    long long jobs;                        /* completed on it */
-    long long retried;                     /* put back for another device when it failed */
-    long long batches[JOB_SRC_COUNT];      /* batched decodes of JPEG, PNG input */
-    long long batch_jobs[JOB_SRC_COUNT];   /* and the jobs in them */
-    long long outstanding;                 /* pixels of the jobs it holds now */
+    int alive;                               /* 0 once fenced */
+    char fault[EDGED_ERR_LEN];               /* why it was fenced ("" while alive) */
+    size_t memory;                           /* device memory in use, last sampled */
+    double busy_seconds;                     /* time with at least one job on it */
+    long long jobs;                          /* completed on it */
+    long long retried;                       /* put back for another device when it failed */
+    long long batches[JOB_SRC_COUNT];        /* batched decodes of JPEG, PNG input */
+    long long batch_jobs[JOB_SRC_COUNT];     /* and the jobs in them */
+    long long outstanding;                   /* pixels of the jobs it holds now */
+    double hold_seconds[WORKER_HOLD_PHASES]; /* its streams' time held by jobs, summed, by phase */
 };
 /* GPU workers (devices) of w: 0 on the CPU backend. */
 int worker_device_count(const struct worker *w);

@@ -438,6 +438,25 @@ static double dev_value(const struct metrics_device *d, enum dev_series s)
     }
 }
 
+/* edged_gpu_device_stream_seconds_total{device,phase}: the time jobs held each device's streams.
+ * Over edged_gpu_device_jobs_total, a job's hold by phase; when every stream is busy, the phase
+ * that grows is the one that bounds the device's rate (jobs a second = streams over the hold). */
+static void emit_stream_hold(struct text *t, const struct metrics_gauges *g)
+{
+    static const char *const phase_label[METRICS_STREAM_PHASES] = {"pending", "device", "handoff"};
+
+    emit(t,
+         "# HELP edged_gpu_device_stream_seconds_total Time GPU jobs held the device's streams, summed over "
+         "jobs, by phase: pending (in a batch waiting for the batched decode of its compressed input), "
+         "device (from the submit until the worker saw the job finished), handoff (from then until the "
+         "waiter copied the result out and freed the stream).\n"
+         "# TYPE edged_gpu_device_stream_seconds_total counter\n");
+    for (int i = 0; i < g->ndevices; i++)
+        for (int p = 0; p < METRICS_STREAM_PHASES; p++)
+            emit(t, "edged_gpu_device_stream_seconds_total{device=\"%d\",phase=\"%s\"} %.6f\n",
+                 g->devices[i].device, phase_label[p], g->devices[i].stream_seconds[p]);
+}
+
 /* The devices' series, labelled with the CUDA device number. Every family is declared even
  * without a device (the CPU backend), so that its name and type are the same on every server. */
 static void emit_devices(struct text *t, const struct metrics_gauges *g)
@@ -482,6 +501,7 @@ static void emit_devices(struct text *t, const struct metrics_gauges *g)
                 emit(t, "%s{device=\"%d\",format=\"%s\"} %llu\n", batch_family[k].name, g->devices[i].device,
                      format_label[f], k ? g->devices[i].batch_jobs[f] : g->devices[i].batches[f]);
     }
+    emit_stream_hold(t, g);
 }
 
 char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *len)

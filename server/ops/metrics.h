@@ -11,6 +11,15 @@ struct metrics;
 /* The formats whose GPU-lane input is decoded in batches on the device, as the format label. */
 enum metrics_batch_format { METRICS_BATCH_JPEG, METRICS_BATCH_PNG, METRICS_BATCH_FORMATS };
 
+/* The phases of a GPU job's hold on its stream, as the phase label: waiting in a batch for the
+ * batched decode, on the device, and handed to its waiter until the result is copied out. */
+enum metrics_stream_phase {
+    METRICS_STREAM_PENDING,
+    METRICS_STREAM_DEVICE,
+    METRICS_STREAM_HANDOFF,
+    METRICS_STREAM_PHASES
+};
+
 /* One GPU device of the server, as its worker last saw it; the caller fills it (ops/ knows no
  * worker) and owns it. Rendered as the edged_gpu_device_* series, labelled device="<number>". */
 #define METRICS_DEVICE_NAME_LEN 128
@@ -25,6 +34,7 @@ struct metrics_device {
     unsigned long long batch_jobs[METRICS_BATCH_FORMATS]; /* and the jobs in them */
     size_t memory_used;                                   /* device memory of its context, last sampled */
     long long outstanding_pixels;                         /* pixels of the jobs it holds now */
+    double stream_seconds[METRICS_STREAM_PHASES];         /* its streams' time held by jobs, by phase */
 };
 
 /* Gauges owned by other modules, read when /metrics is rendered. */

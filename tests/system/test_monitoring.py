@@ -33,7 +33,8 @@ PROMETHEUS_RULE = os.path.join(ROOT, "docker", "k8s", "components", "alerts", "p
 GRAFANA_VARS = {"$__rate_interval": "5m", "$__interval": "1m", "$__range": "1h", "$job": "edged", "$instance": ".*"}
 # what the PromQL of the rules and panels may name besides metric names
 PROMQL_WORDS = {"sum", "by", "rate", "and", "or", "unless", "max", "min", "count", "avg", "histogram_quantile",
-                "max_over_time", "changes", "round", "without", "on", "ignoring", "increase", "up", "le"}
+                "max_over_time", "changes", "round", "without", "on", "ignoring", "group_left", "group_right",
+                "increase", "up", "le"}
 
 
 def promtool():
@@ -69,7 +70,7 @@ def series_names(expr):
     expr = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)  # label values
     expr = re.sub(r"\{[^}]*\}", "", expr)  # matchers
     expr = re.sub(r"\[[^\]]*\]", "", expr)  # ranges
-    expr = re.sub(r"\b(by|without|on|ignoring)\s*\([^)]*\)", "", expr)  # grouping labels
+    expr = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", "", expr)  # grouping labels
     names = set(re.findall(r"[a-zA-Z_:][a-zA-Z0-9_:]*", expr))
     return {n for n in names if n not in PROMQL_WORDS - {"up"} and not re.fullmatch(r"\d.*|e", n)}
 

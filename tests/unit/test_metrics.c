@@ -95,6 +95,7 @@ static const char *const device_families[] = {
     "edged_gpu_device_outstanding_pixels",
     "edged_gpu_device_batches_total",
     "edged_gpu_device_batch_jobs_total",
+    "edged_gpu_device_stream_seconds_total",
 };
 #define NDEVICE_FAMILIES (sizeof(device_families) / sizeof(device_families[0]))
 
@@ -133,7 +134,8 @@ static void test_devices(void)
          .batches = {3, 2},
          .batch_jobs = {12, 5},
          .memory_used = 1048576,
-         .outstanding_pixels = 2000000},
+         .outstanding_pixels = 2000000,
+         .stream_seconds = {1.5, 20.25, 0.125}},
         {.device = 3,
          .name = "odd \"name\" \\ \n",
          .busy_seconds = 0.25,
@@ -169,6 +171,10 @@ static void test_devices(void)
     has(text, "edged_gpu_device_memory_used_bytes{device=\"1\"} 1048576");
     has(text, "edged_gpu_device_outstanding_pixels{device=\"1\"} 2000000");
     has(text, "edged_gpu_device_outstanding_pixels{device=\"3\"} 0");
+    has(text, "edged_gpu_device_stream_seconds_total{device=\"1\",phase=\"pending\"} 1.500000");
+    has(text, "edged_gpu_device_stream_seconds_total{device=\"1\",phase=\"device\"} 20.250000");
+    has(text, "edged_gpu_device_stream_seconds_total{device=\"1\",phase=\"handoff\"} 0.125000");
+    has(text, "edged_gpu_device_stream_seconds_total{device=\"3\",phase=\"handoff\"} 0.000000");
     CHECK(text && !strstr(text, "device=\"0\"") && !strstr(text, "device=\"2\""),
           "a series labelled with a device index rather than its CUDA number");
     /* every sample follows its own family's TYPE line (the exposition format's rule) */

@@ -251,6 +251,13 @@ static void test_result_held_until_taken(void)
     CHECK(queue_push(q, b, err) == 0 && queue_wait(q, b, err) == 0 && b->out.px[0] == 7,
           "after a job freed untaken: %s", err);
     job_release(q, b);
+    /* the stream's hold: four jobs of 10 ms on the device; two results left 100 ms for their
+     * waiters (the first, and the one freed untaken); no batch */
+    struct worker_device d0;
+    CHECK(worker_device_info(w, 0, &d0) == 0 && d0.hold_seconds[WORKER_HOLD_DEVICE] >= 0.035 &&
+              d0.hold_seconds[WORKER_HOLD_HANDOFF] >= 0.15 && d0.hold_seconds[WORKER_HOLD_PENDING] == 0.0,
+          "stream hold: pending %.3f s, device %.3f s, handoff %.3f s", d0.hold_seconds[WORKER_HOLD_PENDING],
+          d0.hold_seconds[WORKER_HOLD_DEVICE], d0.hold_seconds[WORKER_HOLD_HANDOFF]);
     stop(q, w);
 }
 
@@ -313,6 +320,9 @@ static void test_jpeg_batch_gated(void)
     for (int k = 0; k < atomic_load(&mock_jpeg_nbatches) && k < 64; k++)
         sent += mock_jpeg_batch[k];
     CHECK(ok == 13 && sent == 13, "%d of 13 done, %d sent in %d batches", ok, sent, atomic_load(&mock_jpeg_nbatches));
+    struct worker_device d0; /* the first 5 waited in the pending batch for 50 ms or more */
+    CHECK(worker_device_info(w, 0, &d0) == 0 && d0.hold_seconds[WORKER_HOLD_PENDING] >= 0.2,
+          "pending in the batch: %.3f s", d0.hold_seconds[WORKER_HOLD_PENDING]);
     atomic_store(&mock_jpeg_nbatches, 0);
     j[0] = jpeg_job();
     CHECK(queue_push(q, j[0], err) == 0 && queue_wait(q, j[0], err) == 0 && atomic_load(&mock_jpeg_nbatches) == 1 &&

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """service.py — load figures of `edged serve` with wrk (run through tests/bench/service.sh, which
 finds wrk). For each image size, filter and connection count: req/s, p50/p99 latency, answers >= 400,
-CPU of the server (/proc/PID/stat) and of wrk (its rusage), and the mean time per request of each
-stage from /metrics deltas. With --base-bin, every case also runs on a second binary (e.g. the
+CPU of the server (/proc/PID/stat) and of wrk (its rusage), the mean time per request of each
+stage from /metrics deltas, and on the GPU backend a job's hold on its stream by phase. With --base-bin, every case also runs on a second binary (e.g. the
 previous release), interleaved, and the table shows both figures and their ratio.
 
 The inputs are photographs composed from scikit-image's sample photographs (tests/bench/photos.py),
@@ -215,6 +215,9 @@ def run_wrk(args, server, conns, duration, body_path, ctype, raw_path):
     return res
 
 
+HOLD_PHASES = ("pending", "device", "handoff")  # edged_gpu_device_stream_seconds_total's phases
+
+
 def measure(args, server, conns, body_path, ctype, raw_path):
     """One measured case on one server: wrk figures, CPU and per-stage means (ms per request)."""
     before, cpu0, t0 = server.settle(), server.cpu_seconds(), time.perf_counter()
@@ -238,6 +241,14 @@ def measure(args, server, conns, body_path, ctype, raw_path):
     # what total holds beyond the named stages (codec_wait is one of them)
     named = sum(v for k, v in row.items() if k.startswith("stage_") and k != "stage_total")
     row["other_ms"] = row.get("stage_total", 0) - named
+    # a GPU job's hold on its stream by phase, ms per job the devices completed (0 without a GPU, or
+    # for a binary that does not export it)
+    delta = lambda k: after[k] - before.get(k, 0)
+    gpu_jobs = sum(delta(k) for k in after if k.startswith("edged_gpu_device_jobs_total{"))
+    for phase in HOLD_PHASES:
+        secs = sum(delta(k) for k in after
+                   if re.fullmatch(r'edged_gpu_device_stream_seconds_total\{device="\d+",phase="%s"\}' % phase, k))
+        row["hold_" + phase] = 1e3 * secs / gpu_jobs if gpu_jobs else 0
     return row
 
 
@@ -267,12 +278,13 @@ def cell(rows, key, with_ratio):
 
 def markdown(header, cases, labels):
     stages = [k for k in cases[0][1][0] if k.startswith("stage_") and any(r[k] for _, rs in cases for r in rs)]
+    holds = [k for k in cases[0][1][0] if k.startswith("hold_") and any(r[k] for _, rs in cases for r in rs)]
     inputs = {size: "%s (%.2f MB)" % (rows[0]["input"], rows[0]["input_bytes"] / 1e6) for (size, _, _), rows in cases}
     cols = [("req/s", "req_s", True), ("served/s", "served_s", True), ("p50 ms", "p50_ms", True),
             ("p99 ms", "p99_ms", True), ("non-2xx", "non2xx", False), ("sock err", "sock_errors", False),
             ("server CPU %", "server_cpu_pct", False), ("server CPU ms/req", "server_cpu_ms_req", True),
             ("wrk CPU %", "client_cpu_pct", False)] + [(k[6:] + " ms", k, False) for k in stages] + [
-            ("other ms", "other_ms", False)]
+            ("other ms", "other_ms", False)] + [("stream %s ms/job" % k[5:], k, False) for k in holds]
     lines = header + [""]
     if len(labels) > 1:
         lines += ["Cells: %s / %s, ×ratio (%s over %s)." % (labels[0], labels[1], labels[0], labels[1]), ""]

@@ -31,7 +31,8 @@ struct gconv_ctx {
 static struct gconv_ctx ctxs[MOCK_DEVS];
 
 int mock_streams = 4, mock_devices = 1;
-double mock_dur_ms = 20, mock_dev_dur_ms[MOCK_DEVS]; /* a device's own duration when > 0 */
+_Atomic double mock_dur_ms = 20; /* a test changes it while a worker polls */
+double mock_dev_dur_ms[MOCK_DEVS]; /* a device's own duration when > 0 */
 /* mock_dead, mock_hang_mask: bit d for device d (dead: poisoned; hang: its jobs never finish) */
 atomic_int mock_busy, mock_max_busy, mock_dead, mock_fatal_at = -1, mock_oom_at = -1, mock_submits, mock_hang,
     mock_hang_mask;

@@ -30,7 +30,7 @@ extern atomic_int mock_jpeg_busy, mock_jpeg_nbatches;
 extern int mock_jpeg_batch[64];
 extern atomic_int mock_png_busy, mock_png_nbatches, mock_png_events[PNGJOB_EVENTS];
 extern int mock_png_batch[64];
-extern double mock_dur_ms;
+extern _Atomic double mock_dur_ms; /* changed by tests while a worker polls */
 extern atomic_int mock_busy, mock_max_busy, mock_dead, mock_fatal_at, mock_oom_at, mock_submits, mock_hang,
     mock_hang_mask, mock_dev_jobs[4];
 extern int mock_devices;

@@ -363,7 +363,8 @@ INFL_HD static inline int infl_head_plausible(uint64_t h, uint64_t c)
     return (infl_head_prefilter(h) & 1) && infl_head_kraft(h, c);
 }
 
-/* Whether a dynamic-Huffman block header could start at bit `bit` of in[0..nbytes). */
+/* Whether a dynamic-Huffman block header could start at bit `bit` of in[0..nbytes). Its callers
+ * (the scans) hand it only offsets whose fixed fields passed infl_head_prefilter. */
 INFL_HD static inline int infl_is_candidate(const uint8_t *in, uint64_t nbytes, uint64_t bit)
 {
     struct infl_br b, c;
@@ -371,8 +372,6 @@ INFL_HD static inline int infl_is_candidate(const uint8_t *in, uint64_t nbytes, 
     int nlit, ndist;
 
     infl_br_init(&b, in, nbytes, bit);
-    if ((b.buf & 6) != 4) /* BTYPE 10, the two bits after BFINAL: most offsets end here */
-        return 0;
     infl_br_init(&c, in, nbytes, bit + 17);
     if (!infl_head_plausible(b.buf, c.buf))
         return 0;

@@ -48,14 +48,17 @@ static int inflseg_write(const uint8_t *in, uint64_t nbytes, const struct infl_t
     return 0;
 }
 
-int inflseg_block(const uint8_t *in, uint64_t nbytes, uint64_t start_bit, uint64_t end_bit, uint64_t out_off,
-                  uint64_t len, uint32_t nseg, uint32_t *sym, struct inflseg_stats *st,
-                  char err[EDGED_ERR_LEN])
+/* inflseg_block, with the segments' states from the save at offset off of sv (when there is one
+ * and it has this cut's nseg) instead of the sync. */
+static int inflseg_block_saved(const uint8_t *in, uint64_t nbytes, uint64_t start_bit, uint64_t end_bit,
+                               uint64_t out_off, uint64_t len, uint32_t nseg, const struct inflseg_save *sv,
+                               uint32_t off, uint32_t *sym, struct inflseg_stats *st, char err[EDGED_ERR_LEN])
 {
     struct inflseg_stats local = {0};
     struct infl_tabs *t = NULL;
     struct infl_seg *segs = NULL;
     uint64_t *want = NULL, data_start, seg_bits;
+    const uint32_t *w;
     struct infl_res r;
     struct infl_br b;
     int rc = INFLSEG_DECLINED;
@@ -83,7 +86,15 @@ int inflseg_block(const uint8_t *in, uint64_t nbytes, uint64_t start_bit, uint64
         goto out;
     }
     st->segments = nseg;
-    st->rounds = inflseg_sync(in, nbytes, t, data_start, seg_bits, nseg, end_bit, segs, want, st);
+    w = sv ? infl_seg_save_at(sv->w, sv->used < sv->cap ? sv->used : sv->cap, off, nseg) : NULL;
+    if (w) {
+        uint32_t k;
+        for (k = 0; k < nseg; k++)
+            infl_seg_load_one(w, k, nseg, data_start, end_bit, &segs[k]);
+        st->reused = 1;
+    } else {
+        st->rounds = inflseg_sync(in, nbytes, t, data_start, seg_bits, nseg, end_bit, segs, want, st);
+    }
     if (infl_seg_verdict(segs, nseg, data_start, end_bit, len) ||
         inflseg_write(in, nbytes, t, segs, nseg, sym, out_off, st))
         goto out;
@@ -93,6 +104,14 @@ out:
     free(segs);
     free(t);
     return rc;
+}
+
+int inflseg_block(const uint8_t *in, uint64_t nbytes, uint64_t start_bit, uint64_t end_bit, uint64_t out_off,
+                  uint64_t len, uint32_t nseg, uint32_t *sym, struct inflseg_stats *st,
+                  char err[EDGED_ERR_LEN])
+{
+    return inflseg_block_saved(in, nbytes, start_bit, end_bit, out_off, len, nseg, NULL, INFL_SEG_NOSAVE, sym,
+                               st, err);
 }
 
 int inflseg_chain(const uint8_t *in, uint64_t nbytes, uint64_t out_len, struct infl_blk *bk, uint32_t max,
@@ -108,7 +127,7 @@ int inflseg_chain(const uint8_t *in, uint64_t nbytes, uint64_t out_len, struct i
         struct infl_res r;
         if (infl_block(in, nbytes, bit, t, NULL, 0, out_len - total, out_len + 1, &r))
             break;
-        bk[*n] = (struct infl_blk){bit, total, r.len};
+        bk[*n] = (struct infl_blk){bit, total, r.len, INFL_SEG_NOSAVE};
         (*n)++;
         total += r.len;
         bit = r.end_bit;
@@ -138,10 +157,12 @@ static void inflseg_add(struct inflseg_stats *st, const struct inflseg_stats *bs
     st->first_steps += bs->first_steps;
     st->later_steps += bs->later_steps;
     st->block_steps += bs->block_steps;
+    st->reused += bs->reused;
 }
 
 int inflseg_place(const uint8_t *in, uint64_t nbytes, const struct infl_blk *bk, uint32_t n, uint64_t end_bit,
-                  uint32_t nseg, uint32_t *sym, struct inflseg_stats *st, char err[EDGED_ERR_LEN])
+                  uint32_t nseg, const struct inflseg_save *sv, uint32_t *sym, struct inflseg_stats *st,
+                  char err[EDGED_ERR_LEN])
 {
     struct inflseg_stats local = {0};
     struct infl_tabs t;
@@ -160,7 +181,8 @@ int inflseg_place(const uint8_t *in, uint64_t nbytes, const struct infl_blk *bk,
                 return INFLSEG_DECLINED;
             continue;
         }
-        rc = inflseg_block(in, nbytes, bk[i].start_bit, end, bk[i].out_off, bk[i].len, nseg, sym, &bs, err);
+        rc = inflseg_block_saved(in, nbytes, bk[i].start_bit, end, bk[i].out_off, bk[i].len, nseg, sv,
+                                 bk[i].seg, sym, &bs, err);
         if (rc)
             return rc;
         inflseg_add(st, &bs);
@@ -169,13 +191,14 @@ int inflseg_place(const uint8_t *in, uint64_t nbytes, const struct infl_blk *bk,
 }
 
 /* One candidate at start_bit in segments over its guessed range (the device's cut, t, segs and
- * want as scratch): 0 with *r the serial decode's result, or -1 to leave it to the serial decode. */
+ * want as scratch): 0 with *r the serial decode's result, or -1 to leave it to the serial decode.
+ * When the guess was the block's end, the synced segments go into sv (may be NULL) while it has room. */
 static int inflseg_cand(const uint8_t *in, uint64_t nbytes, uint64_t out_len, uint64_t start_bit,
                         const uint32_t *cbits, struct infl_tabs *t, struct infl_seg *segs, uint64_t *want,
-                        struct infl_res *r)
+                        struct inflseg_save *sv, struct infl_res *r)
 {
     struct inflseg_stats st = {0};
-    uint64_t ds, from, lim, end, seg_bits, len = 0;
+    uint64_t ds, from, lim, end, guess, seg_bits, len = 0;
     struct infl_res h;
     struct infl_br b;
     uint32_t nseg;
@@ -186,17 +209,25 @@ static int inflseg_cand(const uint8_t *in, uint64_t nbytes, uint64_t out_len, ui
     ds = infl_br_pos(&b);
     if (infl_seg_guess_range(ds, nbytes * 8, &from, &lim))
         return -1;
-    end = infl_seg_guess(cbits, from, lim);
+    end = guess = infl_seg_guess(cbits, from, lim);
     nseg = infl_seg_cut(end - ds, infl_seg_count(end - ds, INFL_SEG_DEV_MAX), &seg_bits);
     inflseg_sync(in, nbytes, t, ds, seg_bits, nseg, end, segs, want, &st);
-    if (infl_seg_eob(segs, nseg, ds, &end, &len))
+    if (infl_seg_eob(segs, nseg, ds, &end, &len) || infl_seg_res(end, len, h.final, out_len, r))
         return -1;
-    return infl_seg_res(end, len, h.final, out_len, r);
+    if (sv && infl_seg_saveable(segs, nseg, ds, guess) && sv->used <= sv->cap &&
+        infl_seg_save_size(nseg) <= sv->cap - sv->used) {
+        uint32_t k;
+        for (k = 0; k < nseg; k++)
+            infl_seg_save_one(sv->w + sv->used, segs, k, nseg, ds);
+        r->seg = (uint32_t)sv->used;
+        sv->used += infl_seg_save_size(nseg);
+    }
+    return 0;
 }
 
 int inflseg_pass1(const uint8_t *in, uint64_t nbytes, uint64_t out_len, const uint64_t *keys, uint32_t hsize,
-                  const uint32_t *cbits, struct infl_res *res, struct inflseg_pass1_stats *st,
-                  char err[EDGED_ERR_LEN])
+                  const uint32_t *cbits, struct infl_res *res, struct inflseg_save *sv,
+                  struct inflseg_pass1_stats *st, char err[EDGED_ERR_LEN])
 {
     struct inflseg_pass1_stats local;
     struct infl_tabs *t = malloc(sizeof(*t));
@@ -215,7 +246,7 @@ int inflseg_pass1(const uint8_t *in, uint64_t nbytes, uint64_t out_len, const ui
     for (i = 0; i < hsize; i++) {
         if (keys[i] == INFL_EMPTY)
             continue;
-        if (inflseg_cand(in, nbytes, out_len, keys[i], cbits, t, segs, want, &res[i]) == 0) {
+        if (inflseg_cand(in, nbytes, out_len, keys[i], cbits, t, segs, want, sv, &res[i]) == 0) {
             st->seg++;
         } else {
             st->serial++;
@@ -230,13 +261,14 @@ out:
     return rc;
 }
 
-/* inflspec_hooks' phase 2: inflseg_pass1. */
+/* inflspec_hooks' phase 2: inflseg_pass1, saving into the struct inflseg_save ctx. */
 static int inflseg_hook_pass1(const uint8_t *z, uint64_t nbytes, uint64_t out_len, const uint64_t *keys,
-                              uint32_t hsize, const uint32_t *cbits, struct infl_res *res, struct inflspec_stats *st)
+                              uint32_t hsize, const uint32_t *cbits, struct infl_res *res, void *ctx,
+                              struct inflspec_stats *st)
 {
     struct inflseg_pass1_stats ps;
     char err[EDGED_ERR_LEN];
-    int rc = inflseg_pass1(z, nbytes, out_len, keys, hsize, cbits, res, &ps, err);
+    int rc = inflseg_pass1(z, nbytes, out_len, keys, hsize, cbits, res, (struct inflseg_save *)ctx, &ps, err);
 
     st->spec_ok = ps.ok;
     st->seg_cands = ps.seg;
@@ -244,21 +276,34 @@ static int inflseg_hook_pass1(const uint8_t *z, uint64_t nbytes, uint64_t out_le
     return rc;
 }
 
-/* inflspec_hooks' phase 4: inflseg_place as the device cuts the blocks. */
+/* inflspec_hooks' phase 4: inflseg_place as the device cuts the blocks, from phase 2's saves. */
 static int inflseg_hook_place(const uint8_t *z, uint64_t nbytes, const struct infl_blk *bk, uint32_t n,
-                              uint64_t end_bit, uint32_t *sym)
+                              uint64_t end_bit, uint32_t *sym, void *ctx, struct inflspec_stats *st)
 {
+    struct inflseg_stats ps = {0};
     char err[EDGED_ERR_LEN];
+    int rc = inflseg_place(z, nbytes, bk, n, end_bit, 0, (const struct inflseg_save *)ctx, sym, &ps, err);
 
-    return inflseg_place(z, nbytes, bk, n, end_bit, 0, sym, NULL, err);
+    st->seg_reused = ps.reused;
+    return rc;
 }
+
+const struct inflspec_hooks inflseg_hooks = {inflseg_hook_pass1, inflseg_hook_place};
 
 int inflseg_spec_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_len, int seg,
                         struct inflspec_stats *st)
 {
-    static const struct inflspec_hooks hooks = {inflseg_hook_pass1, inflseg_hook_place};
+    struct inflseg_save sv = {0};
+    int rc;
 
-    return inflspec_decode_with(zlib, len, out, out_len, seg ? &hooks : NULL, st);
+    if (!seg)
+        return inflspec_decode_with(zlib, len, out, out_len, NULL, NULL, st);
+    sv.cap = inflspec_save_words(len);
+    if (!(sv.w = malloc(sv.cap * sizeof(*sv.w))))
+        return EDGED_E_NOMEM;
+    rc = inflspec_decode_with(zlib, len, out, out_len, &inflseg_hooks, &sv, st);
+    free(sv.w);
+    return rc;
 }
 
 int inflseg_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_len, uint32_t nseg,
@@ -284,7 +329,7 @@ int inflseg_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_len
     }
     rc = inflseg_chain(zlib, len - 4, out_len, bk, max, &n, &end_bit, err);
     if (rc == 0)
-        rc = inflseg_place(zlib, len - 4, bk, n, end_bit, nseg, sym, st, err);
+        rc = inflseg_place(zlib, len - 4, bk, n, end_bit, nseg, NULL, sym, st, err);
     if (rc == 0 && (inflspec_resolve(sym, out, out_len, &markers, &rounds) ||
                     inflspec_adler(out, out_len) != infl_be32(zlib + ((end_bit + 7) >> 3))))
         rc = INFLSEG_DECLINED;

@@ -346,7 +346,91 @@ INFL_HD static inline int infl_seg_res(uint64_t end, uint64_t len, uint32_t fina
     r->ok = 1;
     r->final = (uint16_t)final;
     r->stored = 0;
+    r->seg = UINT32_MAX; /* the caller records a save */
     return 0;
+}
+
+/* Saves. Phase 4 cuts a block of the chain as phase 2 cut its candidate whenever phase 2's guessed
+ * end was the block's true end (the chain takes the block from that result, so the data start is the
+ * same, and the end, and with them nseg and seg_bits): phase 2's sync then found the very starts phase
+ * 4's would. So phase 2 saves them, in a u32 area of the stream: at offset off (res.seg, then
+ * blk.seg) a header word nseg, then per segment its start - data_start and its count. Phase 4 takes
+ * a block's save when the header matches its own cut and syncs itself otherwise (no save: the area
+ * was full, the guess was not the end, a serial result).
+ *
+ * A save is never trusted: the verdict checks that segment 0 starts at data_start and that the
+ * counts add up to the block's length, and infl_seg_write that each segment's decode from its
+ * start ends exactly at the next segment's start (the last: at end_bit, with the end-of-block code)
+ * with exactly its count of bytes. Segment 0's start is a true step boundary, and a decode from a
+ * true boundary meets only true boundaries, so by induction every saved start that passes is true
+ * and every count is the block's own: a wrong save can only make the verdict or a write fail, which
+ * declines the stream (the CPU decoder then decides), never place other bytes. Reads of the area are
+ * bounds-checked (infl_seg_save_at), so a corrupt offset or header reads nothing outside it. */
+#define INFL_SEG_NOSAVE UINT32_MAX
+
+/* Words a save of nseg segments takes. */
+INFL_HD static inline uint64_t infl_seg_save_size(uint32_t nseg)
+{
+    return 1 + 2 * (uint64_t)nseg;
+}
+
+/* Whether phase 2's synced segments over [data_start, end_bit) are the ones phase 4 needs: they
+ * chain from data_start without a failure, only the last ends with the end-of-block code and
+ * exactly at end_bit (the guess was the block's end), and offsets and counts fit a u32. */
+INFL_HD static inline int infl_seg_saveable(const struct infl_seg *segs, uint32_t nseg, uint64_t data_start,
+                                            uint64_t end_bit)
+{
+    uint64_t at = data_start;
+    uint32_t k;
+
+    if (end_bit - data_start > INFL_SEG_MAX_BITS)
+        return 0;
+    for (k = 0; k < nseg; k++) {
+        const struct infl_seg *s = &segs[k];
+        if (s->start != at || (s->flags & INFL_SEG_FAIL) || !(s->flags & INFL_SEG_EOB) != (k + 1 < nseg) ||
+            s->count > UINT32_MAX)
+            return 0;
+        at = s->bound;
+    }
+    return at == end_bit;
+}
+
+/* Segment k's words of a save at w (w[0], the header, by segment 0): each segment its own, so that
+ * the device's threads write their pairs at once. */
+INFL_HD static inline void infl_seg_save_one(uint32_t *w, const struct infl_seg *segs, uint32_t k,
+                                             uint32_t nseg, uint64_t data_start)
+{
+    if (k == 0)
+        w[0] = nseg;
+    w[1 + 2 * (uint64_t)k] = (uint32_t)(segs[k].start - data_start);
+    w[2 + 2 * (uint64_t)k] = (uint32_t)segs[k].count;
+}
+
+/* The save at offset off of an area whose first `used` words were written (at most its size): its
+ * words when it lies inside them and its header is nseg, else NULL (off INFL_SEG_NOSAVE: none). */
+INFL_HD static inline const uint32_t *infl_seg_save_at(const uint32_t *area, uint64_t used, uint32_t off,
+                                                       uint32_t nseg)
+{
+    if (!area || off == INFL_SEG_NOSAVE || off >= used || infl_seg_save_size(nseg) > used - off ||
+        area[off] != nseg)
+        return (const uint32_t *)0;
+    return area + off;
+}
+
+/* Segment k's state after the sync, from the save w of nseg segments over [data_start, end_bit),
+ * as the sync would leave it (no marks). A start past its bound or a bound past end_bit, which no
+ * true save holds, is a failure: the verdict declines it before any write decodes. */
+INFL_HD static inline void infl_seg_load_one(const uint32_t *w, uint32_t k, uint32_t nseg,
+                                             uint64_t data_start, uint64_t end_bit, struct infl_seg *s)
+{
+    s->start = data_start + w[1 + 2 * (uint64_t)k];
+    s->bound = k + 1 < nseg ? data_start + w[3 + 2 * (uint64_t)k] : end_bit;
+    s->count = w[2 + 2 * (uint64_t)k];
+    s->flags = k + 1 < nseg ? 0 : INFL_SEG_EOB;
+    s->nmarks = 0;
+    s->steps = 0;
+    if (s->start > s->bound || s->bound > end_bit)
+        s->flags = INFL_SEG_FAIL;
 }
 
 #endif

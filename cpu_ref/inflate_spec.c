@@ -29,6 +29,16 @@ uint64_t inflspec_cand_words(uint64_t nbytes)
     return (nbytes * 8 + 31) / 32;
 }
 
+/* A save takes 1 + 2 * nseg words with nseg = ceil(bits / INFL_SEG_BITS) for a block's data bits,
+ * so at most 3 + bits / 320 words. Blocks whose saves do not overlap (all but those of false
+ * candidates inside another's header) cover at most in_len * 8 bits, and there are at most
+ * inflspec_max_candidates of them: 3 * (in_len / 32 + 256) + in_len / 40 words, below in_len / 8 +
+ * 1024. A photograph's blocks take about in_len / 35 (391 blocks of 256 segments, 7 MB). */
+uint64_t inflspec_save_words(uint64_t in_len)
+{
+    return in_len / 8 + 1024;
+}
+
 uint64_t inflspec_map_size(uint64_t in_len)
 {
     uint64_t n = 1;
@@ -133,10 +143,10 @@ static uint64_t inflspec_pass1(const uint8_t *z, uint64_t nbytes, uint64_t out_l
 }
 
 /* Phases 2 and 4, serially or by h. */
-static int inflspec_phases(const uint8_t *z, uint64_t nbytes, uint64_t out_len, const struct inflspec_hooks *h,
-                           const uint64_t *keys, uint64_t hsize, const uint32_t *cbits, struct infl_res *res,
-                           struct infl_blk *bk, uint64_t cap, struct infl_tabs *t, uint32_t *sym, uint64_t *trailer,
-                           struct inflspec_stats *st)
+static int inflspec_phases(const uint8_t *z, uint64_t nbytes, uint64_t out_len,
+                           const struct inflspec_hooks *h, void *ctx, const uint64_t *keys, uint64_t hsize,
+                           const uint32_t *cbits, struct infl_res *res, struct infl_blk *bk, uint64_t cap,
+                           struct infl_tabs *t, uint32_t *sym, uint64_t *trailer, struct inflspec_stats *st)
 {
     struct infl_chain_stats cs;
     uint32_t nb = 0;
@@ -144,7 +154,7 @@ static int inflspec_phases(const uint8_t *z, uint64_t nbytes, uint64_t out_len, 
 
     if (!h)
         st->spec_ok = inflspec_pass1(z, nbytes, out_len, keys, hsize, t, res);
-    else if ((rc = h->pass1(z, nbytes, out_len, keys, (uint32_t)hsize, cbits, res, st)))
+    else if ((rc = h->pass1(z, nbytes, out_len, keys, (uint32_t)hsize, cbits, res, ctx, st)))
         return rc;
     if (infl_chain(z, nbytes, out_len, keys, res, (uint32_t)(hsize - 1), t, bk, (uint32_t)cap, &nb, trailer, &cs))
         return INFLSPEC_DECLINED;
@@ -152,18 +162,18 @@ static int inflspec_phases(const uint8_t *z, uint64_t nbytes, uint64_t out_len, 
     st->spec_blocks = cs.spec_blocks;
     st->seq_blocks = cs.seq_blocks;
     if (h)
-        return h->place(z, nbytes, bk, nb, cs.end_bit, sym);
+        return h->place(z, nbytes, bk, nb, cs.end_bit, sym, ctx, st);
     return inflspec_place(z, nbytes, bk, nb, t, sym) ? INFLSPEC_DECLINED : 0;
 }
 
 int inflspec_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_len, struct inflspec_stats *st)
 {
-    return inflspec_decode_with(zlib, len, out, out_len, NULL, st);
+    return inflspec_decode_with(zlib, len, out, out_len, NULL, NULL, st);
 }
 
 /* The phases in the device's order; any failure declines. */
 int inflspec_decode_with(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_len,
-                         const struct inflspec_hooks *h, struct inflspec_stats *st)
+                         const struct inflspec_hooks *h, void *ctx, struct inflspec_stats *st)
 {
     struct inflspec_stats local;
     uint64_t *keys = NULL, cap, hsize, nbytes, trailer = 0, i;
@@ -195,7 +205,8 @@ int inflspec_decode_with(const uint8_t *zlib, size_t len, uint8_t *out, size_t o
         keys[i] = INFL_EMPTY;
     if (inflspec_scan(zlib, nbytes, keys, (uint32_t)(hsize - 1), cap, cbits, &st->candidates))
         goto out;
-    rc = inflspec_phases(zlib, nbytes, out_len, h, keys, hsize, cbits, res, bk, cap, t, sym, &trailer, st);
+    rc = inflspec_phases(zlib, nbytes, out_len, h, ctx, keys, hsize, cbits, res, bk, cap, t, sym, &trailer,
+                         st);
     if (rc == 0 && (inflspec_resolve(sym, out, out_len, &st->markers, &st->rounds) ||
                     inflspec_adler(out, out_len) != infl_be32(zlib + trailer)))
         rc = INFLSPEC_DECLINED;

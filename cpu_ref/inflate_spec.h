@@ -25,6 +25,7 @@ struct inflspec_stats {
     uint32_t seq_blocks;      /* of them decoded by the chain itself (fixed, stored, missed) */
     uint64_t seg_cands;       /* candidates phase 2 in segments decided (inflseg_spec_decode) */
     uint64_t seg_serial;      /* candidates it left to the serial decode */
+    uint32_t seg_reused;      /* blocks phase 4 in segments placed from phase 2's saves */
     uint64_t markers;         /* output symbols that were markers before resolution */
     int rounds;               /* pointer-jumping rounds that resolved them (the last found none) */
 };
@@ -39,6 +40,10 @@ uint64_t inflspec_max_plausible(uint64_t in_len);
 
 /* u32 words of the candidate bitmap of nbytes bytes of deflate data: one bit per bit offset. */
 uint64_t inflspec_cand_words(uint64_t nbytes);
+
+/* u32 words of the area phase 2 in segments saves its synced segments in for phase 4, for a
+ * stream of in_len bytes (full: phase 4 syncs itself). */
+uint64_t inflspec_save_words(uint64_t in_len);
 
 /* Phase 1: every bit offset of the deflate data z[0..nbytes) where a dynamic block header could
  * start goes into the map keys[0..hmask] (all INFL_EMPTY before) and is set in the bitmap cbits
@@ -55,17 +60,18 @@ int inflspec_decode(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_le
 /* Phases 2 and 4 done another way (inflate_seg.c: in segments). pass1 fills res[slot] for every
  * candidate of the map keys[0..hsize) as the serial decode would (cbits: the scan's bitmap) and
  * may count into st; place writes the symbols of the chain bk[0..n) (end_bit: where the final
- * block ends). Each returns 0, INFLSPEC_DECLINED or a negative EDGED_E_*. */
+ * block ends) and may count into st. ctx is the caller's, the same for both. Each returns 0,
+ * INFLSPEC_DECLINED or a negative EDGED_E_*. */
 struct inflspec_hooks {
     int (*pass1)(const uint8_t *z, uint64_t nbytes, uint64_t out_len, const uint64_t *keys, uint32_t hsize,
-                 const uint32_t *cbits, struct infl_res *res, struct inflspec_stats *st);
+                 const uint32_t *cbits, struct infl_res *res, void *ctx, struct inflspec_stats *st);
     int (*place)(const uint8_t *z, uint64_t nbytes, const struct infl_blk *bk, uint32_t n, uint64_t end_bit,
-                 uint32_t *sym);
+                 uint32_t *sym, void *ctx, struct inflspec_stats *st);
 };
 
-/* inflspec_decode with phases 2 and 4 by h (NULL: serially, as inflspec_decode). */
+/* inflspec_decode with phases 2 and 4 by h with ctx (h NULL: serially, as inflspec_decode). */
 int inflspec_decode_with(const uint8_t *zlib, size_t len, uint8_t *out, size_t out_len,
-                         const struct inflspec_hooks *h, struct inflspec_stats *st);
+                         const struct inflspec_hooks *h, void *ctx, struct inflspec_stats *st);
 
 /* The last two phases, for the drivers that place symbols their own way: resolves every marker of
  * sym[0..out_len) by pointer jumping (*markers: how many there were, *rounds: the rounds, the last

@@ -54,6 +54,7 @@ struct infl_res {
     uint32_t ok;      /* 1 when it decoded */
     uint16_t final;   /* BFINAL */
     uint16_t stored;  /* BTYPE 00 */
+    uint32_t seg;     /* phase 2 in segments: its synced segments' save (inflate_seg_core.h), or UINT32_MAX */
 };
 
 /* One block of the chain: where its header starts and where its output goes. */
@@ -61,6 +62,7 @@ struct infl_blk {
     uint64_t start_bit;
     uint64_t out_off;
     uint64_t len;
+    uint32_t seg; /* the result's save when taken from a speculative decode, else UINT32_MAX */
 };
 
 /* What the chain did, for tests and the docs. */
@@ -545,6 +547,7 @@ INFL_HD static inline int infl_block(const uint8_t *in, uint64_t nbytes, uint64_
     int type, rc = -1;
 
     r->ok = 0;
+    r->seg = UINT32_MAX;
     infl_br_init(&b, in, nbytes, start_bit);
     type = infl_block_head(&b, t, r);
     if (type == 0)
@@ -630,6 +633,7 @@ INFL_HD static inline int infl_chain(const uint8_t *in, uint64_t nbytes, uint64_
         blocks[n].start_bit = bit;
         blocks[n].out_off = total;
         blocks[n].len = r.len;
+        blocks[n].seg = r.seg;
         n++;
         *nblocks = n;
         total += r.len;

@@ -29,8 +29,9 @@ static size_t gi_up(size_t v)
  * size, caps and arrays; returns the bytes it takes. The kernels know a stream only by these: one
  * whose lengths are out of range gets in_len and out_len 0 and the arrays of an empty one, and
  * gi_init declines it (gi_sane refuses in_len 0) before any kernel reads its input. The list of
- * plausible offsets, 8 bytes an entry, is as large as the input. */
-static size_t gi_carve(struct gi_stream *s, uintptr_t base, uint64_t in_len, uint64_t out_len)
+ * plausible offsets, 8 bytes an entry, is as large as the input; with segments (seg) the area of
+ * phase 2's saves, inflspec_save_words (its comment gives the bound), half as large. */
+static size_t gi_carve(struct gi_stream *s, uintptr_t base, uint64_t in_len, uint64_t out_len, int seg)
 {
     size_t at = 0;
 
@@ -42,6 +43,7 @@ static size_t gi_carve(struct gi_stream *s, uintptr_t base, uint64_t in_len, uin
     s->hsize = (uint32_t)inflspec_map_size(in_len);
     s->pcap = (uint32_t)inflspec_max_plausible(in_len);
     s->nwords = inflspec_cand_words(in_len ? in_len - 4 : 0);
+    s->segsave_cap = seg ? (uint32_t)inflspec_save_words(in_len) : 0;
 #define GI_CARVE(field, count)                                                   \
     do {                                                                         \
         s->field = (decltype(s->field))(base ? base + at : 0);                   \
@@ -56,6 +58,7 @@ static size_t gi_carve(struct gi_stream *s, uintptr_t base, uint64_t in_len, uin
     GI_CARVE(flist, s->cap);
     GI_CARVE(plist, s->pcap);
     GI_CARVE(cbits, s->nwords);
+    GI_CARVE(segsave, s->segsave_cap);
 #undef GI_CARVE
     return at;
 }
@@ -127,7 +130,7 @@ static int gi_grow(struct ginflate *g, cudaStream_t stream, size_t need, char *e
 }
 
 /* Lays the scratch out for the batch and fills the kernels' argument; returns the bytes it takes. */
-static size_t gi_layout(struct gi_batch *bt, uintptr_t base, int n, const uint8_t *const *d_in,
+static size_t gi_layout(struct gi_batch *bt, uintptr_t base, int n, int seg, const uint8_t *const *d_in,
                         const size_t *in_len, uint8_t *const *d_out, const size_t *out_len, int *d_status)
 {
     size_t at = 0;
@@ -135,7 +138,7 @@ static size_t gi_layout(struct gi_batch *bt, uintptr_t base, int n, const uint8_
     bt->n = n;
     for (int i = 0; i < n; i++) {
         struct gi_stream *s = &bt->s[i];
-        at += gi_carve(s, base ? base + at : 0, in_len[i], out_len[i]);
+        at += gi_carve(s, base ? base + at : 0, in_len[i], out_len[i], seg);
         s->in = d_in ? d_in[i] : NULL;
         s->out = d_out ? d_out[i] : NULL;
         s->status = d_status ? d_status + i : NULL;
@@ -162,9 +165,9 @@ int ginflate_enqueue(struct ginflate *g, cudaStream_t stream, int n, const uint8
 
     if (n < 1 || n > GINFLATE_MAX_BATCH)
         return edged_fail(err, EDGED_E_INTERNAL, "inflate batch of %d streams (1..%d)", n, GINFLATE_MAX_BATCH);
-    if ((rc = gi_grow(g, stream, gi_layout(&bt, 0, n, NULL, in_len, NULL, out_len, NULL), err)))
+    if ((rc = gi_grow(g, stream, gi_layout(&bt, 0, n, g->seg, NULL, in_len, NULL, out_len, NULL), err)))
         return rc;
-    gi_layout(&bt, (uintptr_t)g->d_scratch, n, d_in, in_len, d_out, out_len, d_status);
+    gi_layout(&bt, (uintptr_t)g->d_scratch, n, g->seg, d_in, in_len, d_out, out_len, d_status);
     bt.seg = g->seg;
     for (int i = 0; i < n; i++) {
         uint64_t bits = bt.s[i].in_len ? (bt.s[i].in_len - 4) * 8 : 0;

@@ -32,6 +32,8 @@ struct gi_state {
     unsigned int nblocks; /* blocks of the chain */
     int declined;         /* set to 1 by any phase that gives up */
     unsigned int nfall;   /* candidates phase 2 in segments left to the serial decode */
+    unsigned long long segsave_used; /* words of segsave phase 2 reserved (may pass segsave_cap: those
+                                        reservations failed and saved nothing) */
     unsigned long long trailer; /* byte offset of the Adler-32 */
     unsigned long long end_bit; /* just past the final block */
     unsigned long long sum_a, sum_b;
@@ -53,9 +55,11 @@ struct gi_stream {
     uint32_t *clist; /* the candidates' map slots in the order found (cap) */
     uint32_t *flist; /* the slots phase 2 in segments left to the serial decode (cap) */
     uint64_t *plist; /* the bit offsets whose header is plausible, for gi_check (pcap) */
+    uint32_t *segsave; /* phase 2's saves of synced segments for phase 4 (segsave_cap words) */
     uint64_t nwords; /* u32 words of cbits */
     uint32_t hsize, cap; /* map size (a power of two), candidates and blocks at most */
     uint32_t pcap;       /* plausible offsets at most (inflspec_max_plausible) */
+    uint32_t segsave_cap; /* inflspec_save_words with segments, else 0 */
 };
 
 /* A batch, passed by value to every kernel (blockIdx.y picks the stream); __grid_constant__ lets

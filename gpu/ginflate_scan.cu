@@ -9,7 +9,7 @@ __global__ void gi_init(const __grid_constant__ struct gi_batch b)
     GI_STREAM(b);
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         s->st->ncand = s->st->nblocks = s->st->nfall = 0;
-        s->st->nplaus = 0;
+        s->st->nplaus = s->st->segsave_used = 0;
         s->st->trailer = s->st->end_bit = s->st->sum_a = s->st->sum_b = 0;
         s->st->declined = !gi_sane(s->in_len, s->out_len) || infl_zlib_header(s->in, s->in_len) != 0;
         for (int r = 0; r < INFL_JUMP_ROUNDS; r++)

@@ -15,7 +15,10 @@
  * the segments, each writes its symbols, and any failure declines the stream. Phase 2 writes
  * nothing: thread 0 finds the first end-of-block code of the right-started segments and fills the
  * candidate's result as the serial decode would (infl_seg_res), or leaves the candidate to
- * gi_pass1_fall, the serial decode of only those.
+ * gi_pass1_fall, the serial decode of only those. When the guess was the block's end, phase 2 also
+ * saves the synced starts and counts (inflate_seg_core.h, "Saves"; thread 0 reserves the words with
+ * an atomic bump, a barrier, each segment writes its pair), and phase 4 loads a block's states from
+ * its save instead of syncing when the save has the block's cut.
  *
  * Segments are about INFL_SEG_BITS long, at most GI_SEG_THREADS of them, longer ones for longer
  * blocks (infl_seg_count, the cut the host tests run as inflseg_block's nseg 0). Their states (168
@@ -34,6 +37,8 @@ struct gi_seg_plan {
     uint32_t guess; /* phase 2: 1 when the end is to be guessed (from, lim set) */
     uint32_t slot;  /* phase 2: the candidate's map slot */
     uint32_t final; /* phase 2: its BFINAL */
+    uint32_t save;  /* phase 2: where the candidate's save goes; phase 4: the block's save, whose states
+                       replace the sync (INFL_SEG_NOSAVE: none) */
     unsigned int next; /* phase 2: the search's first set bit after from (atomicMin) */
 };
 
@@ -58,6 +63,7 @@ static __device__ int gi_seg_head(const struct gi_stream *s, uint64_t i, struct 
     int type;
 
     p->nseg = p->guess = 0;
+    p->save = INFL_SEG_NOSAVE;
     infl_br_init(&br, s->in, nbytes, bk->start_bit);
     type = infl_block_head(&br, t, &r);
     if (type == 0)
@@ -69,6 +75,11 @@ static __device__ int gi_seg_head(const struct gi_stream *s, uint64_t i, struct 
     if (type < 0 || p->data_start >= end || end > nbytes * 8 || end - p->data_start > INFL_SEG_MAX_BITS)
         return -1;
     gi_seg_cut(p, end);
+    /* the chain's result's save, when it holds this cut (inflate_seg_core.h, "Saves"); phase 2's
+       kernel has ended, so its words and counter are all visible */
+    uint64_t used = s->st->segsave_used < s->segsave_cap ? s->st->segsave_used : s->segsave_cap;
+    if (infl_seg_save_at(s->segsave, used, bk->seg, p->nseg))
+        p->save = bk->seg;
     return 0;
 }
 
@@ -92,6 +103,7 @@ static __device__ void gi_seg_cand(const struct gi_stream *s, uint64_t i, struct
     struct infl_br br;
 
     p->nseg = p->guess = 0;
+    p->save = INFL_SEG_NOSAVE;
     p->next = UINT32_MAX;
     p->slot = s->clist[i];
     if (p->slot == UINT32_MAX) /* not in the map (it never fills): no result is read */
@@ -196,18 +208,26 @@ static __device__ int gi_seg_write(const struct gi_stream *s, const struct infl_
 }
 
 /* Phase 2, after the sync, thread 0: the candidate's result, or the candidate left to the serial
- * decode. */
-static __device__ void gi_seg_count(const struct gi_stream *s, const struct gi_seg_plan *p,
+ * decode. When the guess was the end (the cut phase 4 will make), room for its save is reserved in
+ * p->save, which the segments then fill; a full area saves nothing (the counter passes the cap,
+ * 64 bits: at most cap candidates reserve). */
+static __device__ void gi_seg_count(const struct gi_stream *s, struct gi_seg_plan *p,
                                     const struct infl_seg *segs)
 {
     uint64_t end = 0, len = 0;
     struct infl_res r;
 
-    if (infl_seg_eob(segs, p->nseg, p->data_start, &end, &len) == 0 &&
-        infl_seg_res(end, len, p->final, s->out_len, &r) == 0)
-        s->res[p->slot] = r;
-    else
+    if (infl_seg_eob(segs, p->nseg, p->data_start, &end, &len) ||
+        infl_seg_res(end, len, p->final, s->out_len, &r)) {
         gi_fall(s, p->slot);
+        return;
+    }
+    if (infl_seg_saveable(segs, p->nseg, p->data_start, p->end_bit)) {
+        unsigned long long need = infl_seg_save_size(p->nseg), at = atomicAdd(&s->st->segsave_used, need);
+        if (at + need <= s->segsave_cap)
+            r.seg = p->save = (uint32_t)at;
+    }
+    s->res[p->slot] = r;
 }
 
 /* The segment driver: phase 2 (count 1: the candidates' results) or phase 4 (count 0: the chain's
@@ -243,10 +263,22 @@ __global__ void __launch_bounds__(GI_SEG_THREADS) gi_seg(const __grid_constant__
         }
         if (!s_p.nseg)
             continue;
-        gi_seg_sync(s, &s_t, &s_p, s_segs, threadIdx.x);
+        if (s_p.save != INFL_SEG_NOSAVE && !count) {
+            /* phase 4 from phase 2's save: each thread its segment's state, then a barrier, since the
+               verdict (thread 0) reads them all */
+            if (threadIdx.x < s_p.nseg)
+                infl_seg_load_one(s->segsave + s_p.save, threadIdx.x, s_p.nseg, s_p.data_start, s_p.end_bit,
+                                  &s_segs[threadIdx.x]);
+            __syncthreads();
+        } else {
+            gi_seg_sync(s, &s_t, &s_p, s_segs, threadIdx.x);
+        }
         if (count) {
             if (threadIdx.x == 0)
                 gi_seg_count(s, &s_p, s_segs);
+            __syncthreads(); /* s_p.save: every segment writes its pair of the save */
+            if (s_p.save != INFL_SEG_NOSAVE && threadIdx.x < s_p.nseg)
+                infl_seg_save_one(s->segsave + s_p.save, s_segs, threadIdx.x, s_p.nseg, s_p.data_start);
         } else if (gi_seg_write(s, &s->blocks[i], &s_t, &s_p, s_segs, s_warp)) {
             atomicExch(&s->st->declined, 1);
         }

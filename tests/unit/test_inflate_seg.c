@@ -418,7 +418,8 @@ static int pass1_both(const uint8_t *z, size_t zl, size_t out_len, int nfake, ui
     }
     for (f = 0; f < nfake && nbytes * 8 > 16; f++)
         infl_cand_set(cbits, 16 + icorpus_rand(seed) % (nbytes * 8 - 16));
-    CHECK(inflseg_pass1(z, nbytes, out_len, keys, (uint32_t)hsize, cbits, seg, ps, err) == 0, "pass1: %s", err);
+    CHECK(inflseg_pass1(z, nbytes, out_len, keys, (uint32_t)hsize, cbits, seg, NULL, ps, err) == 0,
+          "pass1: %s", err);
     for (i = 0; i < hsize; i++) {
         if (keys[i] == INFL_EMPTY)
             continue;

@@ -141,6 +141,98 @@ static void test_sizes_and_trailer(const struct icorpus *k)
     }
 }
 
+/* The save area between the phases, and how tamper_place changes the save of the chain's middle
+ * block that has one before phase 4 (0: not at all). */
+struct tamper {
+    struct inflseg_save sv;
+    int how;
+    int done;
+};
+
+static int tamper_place(const uint8_t *z, uint64_t nbytes, const struct infl_blk *bk, uint32_t n,
+                        uint64_t end_bit, uint32_t *sym, void *ctx, struct inflspec_stats *st)
+{
+    struct tamper *tp = ctx;
+    uint32_t i;
+
+    for (i = n / 2; i < n && tp->how && !tp->done; i++) {
+        uint32_t *w = tp->sv.w + bk[i].seg;
+        if (bk[i].seg == INFL_SEG_NOSAVE || w[0] < 2)
+            continue;
+        if (tp->how == 1) {
+            w[3]++; /* segment 1 starts a bit later */
+        } else if (tp->how == 2) {
+            w[2]++; /* segment 0 one byte more, segment 1 one fewer: the same sum */
+            w[4]--;
+        } else {
+            w[0]++; /* a header that is not the block's cut: phase 4 syncs itself */
+        }
+        tp->done = 1;
+    }
+    return inflseg_hooks.place(z, nbytes, bk, n, end_bit, sym, ctx, st);
+}
+
+/* One decode of z in segments with a save area of cap words and tamper_place's change how: its
+ * answer, *reused the blocks placed from saves, *same whether out holds want. */
+static int saves_run(const uint8_t *z, size_t zl, const uint8_t *want, size_t n, uint64_t cap, int how,
+                     uint32_t *reused, int *same)
+{
+    static const struct inflspec_hooks hooks = {NULL, tamper_place};
+    struct inflspec_hooks h = hooks;
+    struct tamper tp = {{malloc((cap ? cap : 1) * sizeof(uint32_t)), cap, 0}, how, 0};
+    struct inflspec_stats st;
+    uint8_t *out = malloc(n);
+    int rc;
+
+    if (!tp.sv.w || !out)
+        abort();
+    h.pass1 = inflseg_hooks.pass1;
+    rc = inflspec_decode_with(z, zl, out, n, &h, &tp, &st);
+    *reused = st.seg_reused;
+    *same = rc == 0 && !memcmp(out, want, n);
+    CHECK(!how || tp.done, "saves: no block with a save of 2 segments or more to change (%d)", how);
+    free(out);
+    free(tp.sv.w);
+    return rc;
+}
+
+/* Phase 4 from phase 2's saves on the large stream (reused blocks of them with the full area): a
+ * save area too small for any save, or for one, gives the same bytes with phase 4 syncing the rest;
+ * a save changed between the phases declines the stream, never other bytes; a header changed is
+ * not taken. */
+static void test_saves(const uint8_t *z, size_t zl, const uint8_t *want, size_t n, uint32_t reused)
+{
+    uint64_t one = infl_seg_save_size(INFL_SEG_DEV_MAX);
+    uint32_t got, small, got1;
+    int same, rc;
+
+    rc = saves_run(z, zl, want, n, inflspec_save_words(zl), 0, &got, &same);
+    CHECK(rc == 0 && same && got == reused, "saves: full area rc %d, %u blocks from saves (%u)", rc, got,
+          reused);
+    rc = saves_run(z, zl, want, n, 0, 0, &got, &same);
+    CHECK(rc == 0 && same && got == 0, "saves: no area rc %d, %u blocks from saves", rc, got);
+    /* the blocks are about 200 kbit, most of INFL_SEG_DEV_MAX segments: short of one such save, room
+       for a few shorter ones at most */
+    rc = saves_run(z, zl, want, n, one - 1, 0, &small, &same);
+    CHECK(rc == 0 && same && small < reused, "saves: an area short of one save rc %d, %u blocks from saves",
+          rc, small);
+    rc = saves_run(z, zl, want, n, one + 1, 0, &got, &same);
+    got1 = got;
+    CHECK(rc == 0 && same && got >= 1 && got < reused,
+          "saves: an area of one save rc %d, %u blocks from saves", rc, got);
+    rc = saves_run(z, zl, want, n, inflspec_save_words(zl), 1, &got, &same);
+    CHECK(rc == INFLSPEC_DECLINED, "saves: a start changed, rc %d (same bytes %d)", rc, same);
+    rc = saves_run(z, zl, want, n, inflspec_save_words(zl), 2, &got, &same);
+    CHECK(rc == INFLSPEC_DECLINED, "saves: two counts changed, rc %d (same bytes %d)", rc, same);
+    rc = saves_run(z, zl, want, n, inflspec_save_words(zl), 3, &got, &same);
+    CHECK(rc == 0 && same && got + 1 == reused, "saves: a header changed, rc %d, %u blocks from saves (%u)",
+          rc, got, reused);
+    printf(
+        "saves: areas of 0, %llu and %llu words the same bytes (0, %u and %u blocks from saves), a changed "
+        "start or count declined, a changed header synced\n",
+        (unsigned long long)(one - 1), (unsigned long long)(one + 1), small, got1);
+}
+
 /* A large level-6 photograph-like stream: most blocks come from speculative decodes, and in
  * segments the segments decide every candidate but the false ones and, at most, the one before
  * each (the final block too). */
@@ -171,8 +263,14 @@ static void test_large_stats(uint64_t *seed)
     uint64_t fake = sg.candidates > st.blocks ? sg.candidates - st.blocks : 0;
     CHECK(sg.seg_serial <= 2 * fake, "large stream in segments: %llu of %llu candidates left to the serial "
           "decode (%u blocks)", (unsigned long long)sg.seg_serial, (unsigned long long)sg.candidates, st.blocks);
-    printf("large in segments: %llu candidates by segments, %llu left to the serial decode\n",
-           (unsigned long long)sg.seg_cands, (unsigned long long)sg.seg_serial);
+    /* phase 2's guess is every true block's end, so phase 4 takes all but the final block (whose guess
+     * is the data's end, past its padding) and any before a false candidate from the saves */
+    CHECK(sg.seg_reused + 1 + 2 * fake >= st.blocks && sg.seg_reused * 10 >= st.blocks * 9,
+          "large stream in segments: %u of %u blocks placed from phase 2's saves", sg.seg_reused, st.blocks);
+    printf("large in segments: %llu candidates by segments, %llu left to the serial decode, %u of %u blocks "
+           "placed from phase 2's saves\n",
+           (unsigned long long)sg.seg_cands, (unsigned long long)sg.seg_serial, sg.seg_reused, st.blocks);
+    test_saves(z, zl, d, n, sg.seg_reused);
     free(out);
     free(z);
     free(d);

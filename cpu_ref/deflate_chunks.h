@@ -11,7 +11,9 @@
  *
  * Matching is greedy over three candidates at each position: distance 1 (runs), a hint distance
  * given by the caller (one PNG row back: the row above's pattern), and a one-entry hash table of
- * 4-byte prefixes. Code lengths are limited to 15 by flattening the counts and building again.
+ * 4-byte prefixes. A chunk of long runs (an edge map's) is parsed with the first two only, which
+ * costs a fraction per byte (no table to clear and fill); a count of its runs, a word at a time,
+ * decides. Code lengths are limited to 15 by flattening the counts and building again.
  * Everything below marked DEFL_HD compiles as C11 and as CUDA device code. */
 
 #include <stddef.h>
@@ -228,17 +230,42 @@ DEFL_HD static inline int defl_dist_code(unsigned dist, int *nextra, unsigned *e
 /* A token: a literal byte (0..255), or a match (dist << 9 | len, dist >= 1). */
 #define DEFL_TOK_MATCH(len, dist) ((uint32_t)(dist) << 9 | (uint32_t)(len))
 
-DEFL_HD static inline uint32_t defl_hash4(const uint8_t *p)
+/* The 4 bytes at p as a little-endian word, p of any alignment. The device reads the aligned words
+ * around p (never past the aligned word that holds p[3], so never outside an allocation that holds
+ * p[3]) and shifts them together: a byte at a time cost a load each. */
+DEFL_HD static inline uint32_t defl_load32(const uint8_t *p)
 {
-    uint32_t v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+#ifdef __CUDA_ARCH__
+    const uint32_t *a = (const uint32_t *)((uintptr_t)p & ~(uintptr_t)3);
+    unsigned sh = ((unsigned)(uintptr_t)p & 3u) * 8u;
 
-    return (v * 0x9E3779B1u) >> (32 - DEFL_HASH_BITS);
+    return sh ? __funnelshift_r(a[0], a[1], sh) : a[0];
+#else
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+#endif
 }
 
+DEFL_HD static inline uint32_t defl_hash4(const uint8_t *p)
+{
+    return (defl_load32(p) * 0x9E3779B1u) >> (32 - DEFL_HASH_BITS);
+}
+
+/* How many bytes of a and b agree, up to max: a word at a time, then byte by byte. */
 DEFL_HD static inline unsigned defl_match_len(const uint8_t *a, const uint8_t *b, unsigned max)
 {
     unsigned n = 0;
 
+    for (; n + 4 <= max; n += 4) {
+        uint32_t x = defl_load32(a + n) ^ defl_load32(b + n);
+
+        if (x) {
+#ifdef __CUDA_ARCH__
+            return n + (unsigned)(__ffs((int)x) - 1) / 8;
+#else
+            return n + (unsigned)__builtin_ctz(x) / 8;
+#endif
+        }
+    }
     while (n < max && a[n] == b[n])
         n++;
     return n;
@@ -262,19 +289,51 @@ struct defl_freq {
     uint32_t lit[DEFL_NLITLEN], dist[DEFL_NDIST];
 };
 
+/* A chunk is parsed without the hash table when its runs (bytes equal to the one before) are this
+ * long on average: edge maps. Shorter runs are worth the table. */
+#define DEFL_RUNS_MIN_AVG 8
+
+/* How many bytes of in[start, start + len) differ from the byte before them (in[start] counts
+ * when start is 0): a word at a time. */
+DEFL_HD static inline size_t defl_changes(const uint8_t *in, size_t start, size_t len)
+{
+    size_t p = start, end = start + len, n = 0;
+
+    if (p == 0 && p < end)
+        n++, p++;
+    for (; p + 4 <= end; p += 4) {
+        uint32_t x = defl_load32(in + p) ^ defl_load32(in + p - 1);
+
+        /* the high bit of each byte that differs */
+        x = (((x & 0x7f7f7f7fu) + 0x7f7f7f7fu) | x) & 0x80808080u;
+#ifdef __CUDA_ARCH__
+        n += (size_t)__popc(x);
+#else
+        n += (size_t)__builtin_popcount(x);
+#endif
+    }
+    for (; p < end; p++)
+        n += in[p] != in[p - 1];
+    return n;
+}
+
 /* Parses in[start, start + len) greedily into tok (room for len tokens) with in[base, start) as
- * the dictionary, counting symbols in f (zeroed here); hash holds DEFL_HASH_SIZE entries. hint:
- * a distance worth trying everywhere (0: none). Returns the token count. */
+ * the dictionary, counting symbols in f (zeroed here). hint: a distance worth trying everywhere (0:
+ * none). hash: DEFL_HASH_SIZE entries, or NULL for a parse of distance 1 and hint only (runs and
+ * repeated rows, as a run coder: no table to clear and fill, a fraction of the cost per byte).
+ * Returns the token count. */
 DEFL_HD static inline size_t defl_parse(const uint8_t *in, size_t base, size_t start, size_t len,
                                         unsigned hint, uint32_t *hash, uint32_t *tok, struct defl_freq *f)
 {
     size_t end = start + len, p = start, t = 0;
 
     memset(f, 0, sizeof(*f));
-    for (unsigned i = 0; i < DEFL_HASH_SIZE; i++)
-        hash[i] = DEFL_HASH_EMPTY;
-    defl_hash_insert(in, base, start - base > DEFL_DICT_HASH ? start - DEFL_DICT_HASH : base, start, end,
-                     hash);
+    if (hash) {
+        for (unsigned i = 0; i < DEFL_HASH_SIZE; i++)
+            hash[i] = DEFL_HASH_EMPTY;
+        defl_hash_insert(in, base, start - base > DEFL_DICT_HASH ? start - DEFL_DICT_HASH : base, start, end,
+                         hash);
+    }
     while (p < end) {
         unsigned max = end - p < DEFL_MAX_MATCH ? (unsigned)(end - p) : DEFL_MAX_MATCH, best = 0, dist = 0, l;
 
@@ -283,7 +342,7 @@ DEFL_HD static inline size_t defl_parse(const uint8_t *in, size_t base, size_t s
         if (hint > 1 && hint <= DEFL_WINDOW && p - base >= hint && best < max &&
             (l = defl_match_len(in + p, in + p - hint, max)) > best)
             best = l, dist = hint;
-        if (max >= 4) {
+        if (hash && max >= 4) {
             uint32_t h = defl_hash4(in + p), c = hash[h];
 
             hash[h] = (uint32_t)(p - base);
@@ -298,7 +357,7 @@ DEFL_HD static inline size_t defl_parse(const uint8_t *in, size_t base, size_t s
             tok[t++] = DEFL_TOK_MATCH(best, dist);
             f->lit[257 + defl_len_code(best, &ne, &ev)]++;
             f->dist[defl_dist_code(dist, &ne, &ev)]++;
-            if (best <= DEFL_MAX_INSERT)
+            if (hash && best <= DEFL_MAX_INSERT)
                 defl_hash_insert(in, base, p + 1, p + best, end, hash);
             p += best;
         } else {
@@ -521,7 +580,8 @@ DEFL_HD static inline size_t defl_chunk(const uint8_t *in, size_t start, size_t 
 
     if (level == 0 || len == 0)
         return defl_write_stored(in, start, len, final, out);
-    t = defl_parse(in, base, start, len, hint, sc.hash, sc.tok, &w->f);
+    t = defl_parse(in, base, start, len, hint,
+                   defl_changes(in, start, len) * DEFL_RUNS_MIN_AVG <= len ? NULL : sc.hash, sc.tok, &w->f);
     bits = defl_plan_build(&w->k, &w->f, &w->h);
     bytes = final ? (bits + 7) / 8 : (bits + 3 + 7) / 8 + 4;
     if (bytes >= stored)

@@ -24,6 +24,9 @@
 #define GPNG_MAX_CHUNKS 8192u
 #define GPNG_FILTER_THREADS 256
 #define GPNG_CHUNK_THREADS 1
+/* an SM holds at most 32 blocks: the chunk kernel's registers are capped so that as many of its
+ * one-thread blocks fit */
+#define GPNG_CHUNK_BLOCKS_PER_SM 32
 #define GPNG_COMPACT_THREADS 256
 #define GPNG_ALIGN 256u
 /* png_level at or above which every row tries all five filters (as the CPU encoder) */
@@ -161,7 +164,8 @@ struct gpng_plan {
 };
 
 /* One thread per chunk: the core's defl_chunk into the chunk's slot, and the chunk's Adler-32. */
-__global__ void gpng_chunk_kernel(uint8_t *d_base, struct gpng_plan p, int level)
+__global__ void __launch_bounds__(GPNG_CHUNK_THREADS, GPNG_CHUNK_BLOCKS_PER_SM)
+    gpng_chunk_kernel(uint8_t *d_base, struct gpng_plan p, int level)
 {
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     const uint8_t *d_raw = d_base + p.raw;

@@ -1,5 +1,6 @@
 /* test_deflate_chunks.c — the chunked deflate core through its host driver: round trips through zlib and
- * libdeflate on data of every kind and chunk size, Adler-32 combine, the size of edge maps against
+ * libdeflate on data of every kind and chunk size, Adler-32 combine, the count of changes that picks
+ * the runs parse, the size of edge maps against
  * libdeflate level 1, and PNG files framed around it read back by libpng. */
 #include <libdeflate.h>
 #include <png.h>
@@ -117,6 +118,25 @@ static void test_adler(void)
 }
 
 /* Edge maps written unfiltered (filter byte 0 before each row) against libdeflate level 1. */
+/* defl_changes, a word at a time, against a count byte by byte, at every start and length near the
+ * word edges, on runs of random lengths (each change flips one bit, the high one too). */
+static void test_changes(void)
+{
+    uint8_t p[300];
+
+    for (size_t i = 0; i < sizeof(p); i++)
+        p[i] = (uint8_t)(i ? p[i - 1] ^ (rng() % 4 ? 0u : 1u << rng() % 8) : 0);
+    for (size_t start = 0; start < 9; start++)
+        for (size_t len = 0; start + len <= sizeof(p); len += len < 12 ? 1 : 37) {
+            size_t want = 0;
+
+            for (size_t q = start; q < start + len; q++)
+                want += q == 0 || p[q] != p[q - 1];
+            CHECK(defl_changes(p, start, len) == want, "changes from %zu, %zu bytes: %zu, not %zu", start,
+                  len, defl_changes(p, start, len), want);
+        }
+}
+
 static void test_edge_ratio(void)
 {
     static const double densities[] = {0.01, 0.05, 0.10, 0.20};
@@ -125,7 +145,7 @@ static void test_edge_ratio(void)
     size_t rb = (size_t)w + 1, n = rb * h;
     uint8_t *m = malloc((size_t)w * h), *raw = malloc(n), *ref = malloc(n + 1024), *z = NULL;
     struct libdeflate_compressor *c = libdeflate_alloc_compressor(1);
-    char err[EDGED_ERR_LEN];
+    char err[EDGED_ERR_LEN], what[80];
 
     for (size_t di = 0; di < sizeof(densities) / sizeof(*densities); di++) {
         size_t reflen;
@@ -143,6 +163,8 @@ static void test_edge_ratio(void)
                 CHECK(0, "%s", err);
                 continue;
             }
+            snprintf(what, sizeof(what), "edge map density %.2f chunk %zu", densities[di], chunks[ci]);
+            round_trip(raw, n, chunks[ci], 1, (unsigned)rb, what); /* the maps take the runs parse */
             printf("edge map %dx%d density %.2f chunk %zu: %zu bytes, libdeflate level 1 %zu (%.3fx)\n", w, h,
                    densities[di], chunks[ci], zlen, reflen, (double)zlen / reflen);
             CHECK(zlen <= TEST_MAX_RATIO * reflen, "density %.2f chunk %zu: %zu > %.2f x %zu", densities[di],
@@ -236,6 +258,7 @@ int main(void)
     rng_state = getenv("SEED") ? (uint32_t)strtoul(getenv("SEED"), NULL, 0) : (uint32_t)time(NULL) | 1u;
     printf("seed %u (SEED=... repeats it)\n", rng_state);
     test_adler();
+    test_changes();
     test_round_trips();
     test_edge_ratio();
     test_png_files();

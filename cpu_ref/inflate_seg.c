@@ -86,7 +86,7 @@ static int inflseg_block_saved(const uint8_t *in, uint64_t nbytes, uint64_t star
         goto out;
     }
     st->segments = nseg;
-    w = sv ? infl_seg_save_at(sv->w, sv->used < sv->cap ? sv->used : sv->cap, off, nseg) : NULL;
+    w = sv ? infl_seg_save_at(sv->w, sv->used, sv->cap, off, nseg) : NULL;
     if (w) {
         uint32_t k;
         for (k = 0; k < nseg; k++)
@@ -214,8 +214,7 @@ static int inflseg_cand(const uint8_t *in, uint64_t nbytes, uint64_t out_len, ui
     inflseg_sync(in, nbytes, t, ds, seg_bits, nseg, end, segs, want, &st);
     if (infl_seg_eob(segs, nseg, ds, &end, &len) || infl_seg_res(end, len, h.final, out_len, r))
         return -1;
-    if (sv && infl_seg_saveable(segs, nseg, ds, guess) && sv->used <= sv->cap &&
-        infl_seg_save_size(nseg) <= sv->cap - sv->used) {
+    if (sv && infl_seg_saveable(segs, nseg, ds, guess) && infl_seg_save_fits(sv->used, sv->cap, nseg)) {
         uint32_t k;
         for (k = 0; k < nseg; k++)
             infl_seg_save_one(sv->w + sv->used, segs, k, nseg, ds);

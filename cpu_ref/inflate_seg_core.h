@@ -406,12 +406,20 @@ INFL_HD static inline void infl_seg_save_one(uint32_t *w, const struct infl_seg 
     w[2 + 2 * (uint64_t)k] = (uint32_t)segs[k].count;
 }
 
-/* The save at offset off of an area whose first `used` words were written (at most its size): its
- * words when it lies inside them and its header is nseg, else NULL (off INFL_SEG_NOSAVE: none). */
-INFL_HD static inline const uint32_t *infl_seg_save_at(const uint32_t *area, uint64_t used, uint32_t off,
-                                                       uint32_t nseg)
+/* Whether a save of nseg segments fits at word `at` of an area of cap words. at may pass cap: the
+ * device's counter of reserved words goes on counting the reservations that did not fit. */
+INFL_HD static inline int infl_seg_save_fits(uint64_t at, uint64_t cap, uint32_t nseg)
 {
-    if (!area || off == INFL_SEG_NOSAVE || off >= used || infl_seg_save_size(nseg) > used - off ||
+    return at <= cap && infl_seg_save_size(nseg) <= cap - at;
+}
+
+/* The save at offset off of an area of cap words whose first `used` were reserved (used may pass
+ * cap, as for infl_seg_save_fits): its words when it lies inside those that fit and its header is
+ * nseg, else NULL (off INFL_SEG_NOSAVE: none). */
+INFL_HD static inline const uint32_t *infl_seg_save_at(const uint32_t *area, uint64_t used, uint64_t cap,
+                                                       uint32_t off, uint32_t nseg)
+{
+    if (!area || off == INFL_SEG_NOSAVE || !infl_seg_save_fits(off, used < cap ? used : cap, nseg) ||
         area[off] != nseg)
         return (const uint32_t *)0;
     return area + off;

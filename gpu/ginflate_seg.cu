@@ -77,8 +77,7 @@ static __device__ int gi_seg_head(const struct gi_stream *s, uint64_t i, struct 
     gi_seg_cut(p, end);
     /* the chain's result's save, when it holds this cut (inflate_seg_core.h, "Saves"); phase 2's
        kernel has ended, so its words and counter are all visible */
-    uint64_t used = s->st->segsave_used < s->segsave_cap ? s->st->segsave_used : s->segsave_cap;
-    if (infl_seg_save_at(s->segsave, used, bk->seg, p->nseg))
+    if (infl_seg_save_at(s->segsave, s->st->segsave_used, s->segsave_cap, bk->seg, p->nseg))
         p->save = bk->seg;
     return 0;
 }
@@ -224,7 +223,7 @@ static __device__ void gi_seg_count(const struct gi_stream *s, struct gi_seg_pla
     }
     if (infl_seg_saveable(segs, p->nseg, p->data_start, p->end_bit)) {
         unsigned long long need = infl_seg_save_size(p->nseg), at = atomicAdd(&s->st->segsave_used, need);
-        if (at + need <= s->segsave_cap)
+        if (infl_seg_save_fits(at, s->segsave_cap, p->nseg))
             r.seg = p->save = (uint32_t)at;
     }
     s->res[p->slot] = r;

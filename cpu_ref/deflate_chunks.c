@@ -3,6 +3,8 @@
 
 #include <stdlib.h>
 
+#include "deflate_runs.h"
+
 #include "errors.h"
 #include "image.h"
 
@@ -30,8 +32,8 @@ void deflchunks_zlib_header(uint8_t *p)
 
 /* The chunks run one after the other here, each written right behind the last; the device writes
  * them into slots of defl_chunk_bound bytes and compacts (gpu/gpng_encode.cu). */
-int deflchunks_compress(const uint8_t *in, size_t n, size_t chunk, int level, unsigned hint, uint8_t **out,
-                        size_t *out_len, char *err)
+int deflchunks_compress(const uint8_t *in, size_t n, size_t chunk, int level, unsigned hint, int runs,
+                        uint8_t **out, size_t *out_len, char *err)
 {
     struct defl_scratch sc = {NULL, NULL, NULL};
     size_t bound = deflchunks_bound(n, chunk), pos = 2;
@@ -50,11 +52,15 @@ int deflchunks_compress(const uint8_t *in, size_t n, size_t chunk, int level, un
         goto out;
     }
     deflchunks_zlib_header(buf);
+    runs = runs && level > 0 && defl_two_level(in, n);
     for (size_t start = 0;;) {
         size_t len = n - start < chunk ? n - start : chunk;
         int final = start + len == n;
 
-        pos += defl_chunk(in, start, len, final, level, hint, sc, buf + pos);
+        if (runs && defl_runs_take(defl_changes(in, start, len), len))
+            pos += defl_runs_chunk(in, start, len, final, sc.work, buf + pos);
+        else
+            pos += defl_chunk(in, start, len, final, level, hint, sc, buf + pos);
         adler = defl_adler32_combine(adler, defl_adler32(1, in + start, len), len);
         start += len;
         if (final)

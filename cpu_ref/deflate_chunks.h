@@ -479,12 +479,9 @@ DEFL_HD static inline size_t defl_plan_build(struct defl_plan *k, const struct d
     return bits;
 }
 
-/* Writes one dynamic block (BFINAL = final) of the t tokens. */
-DEFL_HD static inline void defl_block_write(const struct defl_plan *k, const uint32_t *tok, size_t t,
-                                            int final, struct defl_bits *b)
+/* Writes the header of a dynamic block (BFINAL = final): its code lengths. */
+DEFL_HD static inline void defl_block_head(const struct defl_plan *k, int final, struct defl_bits *b)
 {
-    const uint8_t *ll = k->lens, *dl = ll + k->nlit;
-
     defl_put(b, (uint32_t) final | 2u << 1, 3);
     defl_put(b, (uint32_t)(k->nlit - 257) | (uint32_t)(k->ndist - 1) << 5 | (uint32_t)(k->nclen - 4) << 10,
              14);
@@ -496,6 +493,15 @@ DEFL_HD static inline void defl_block_write(const struct defl_plan *k, const uin
         defl_put(b, k->clen_code[s], k->clen_len[s]);
         defl_put(b, (uint32_t)k->items[i] >> 5, defl_clen_extra(s));
     }
+}
+
+/* Writes one dynamic block (BFINAL = final) of the t tokens. */
+DEFL_HD static inline void defl_block_write(const struct defl_plan *k, const uint32_t *tok, size_t t,
+                                            int final, struct defl_bits *b)
+{
+    const uint8_t *ll = k->lens, *dl = ll + k->nlit;
+
+    defl_block_head(k, final, b);
     for (size_t i = 0; i < t; i++) {
         uint32_t v = tok[i];
 
@@ -553,6 +559,20 @@ DEFL_HD static inline size_t defl_write_stored(const uint8_t *in, size_t start, 
     return (size_t)(o - out);
 }
 
+/* Ends a chunk whose block b has written: a sync flush (an empty stored block) unless it is the
+ * final one, then byte alignment. Returns the chunk's bytes from out. */
+DEFL_HD static inline size_t defl_chunk_end(struct defl_bits *b, int final, uint8_t *out)
+{
+    if (!final)
+        defl_put(b, 0, 3);
+    defl_align(b);
+    if (!final) {
+        b->p[0] = 0, b->p[1] = 0, b->p[2] = 0xff, b->p[3] = 0xff;
+        b->p += 4;
+    }
+    return (size_t)(b->p - out);
+}
+
 /* A chunk's counts, codes and code-building arrays. */
 struct defl_work {
     struct defl_freq f;
@@ -587,15 +607,7 @@ DEFL_HD static inline size_t defl_chunk(const uint8_t *in, size_t start, size_t 
     if (bytes >= stored)
         return defl_write_stored(in, start, len, final, out);
     defl_block_write(&w->k, sc.tok, t, final, &b);
-    if (!final) {
-        defl_put(&b, 0, 3); /* sync flush: an empty stored block */
-        defl_align(&b);
-        b.p[0] = 0, b.p[1] = 0, b.p[2] = 0xff, b.p[3] = 0xff;
-        b.p += 4;
-    } else {
-        defl_align(&b);
-    }
-    return (size_t)(b.p - out);
+    return defl_chunk_end(&b, final, out);
 }
 
 /* ---- host driver ---- */
@@ -607,10 +619,12 @@ size_t deflchunks_bound(size_t n, size_t chunk);
 
 /* Compresses n bytes at in into a zlib stream of independent chunks of chunk bytes (1 ..
  * DEFL_MAX_CHUNK) at level (0..9: 0 stores, others parse greedily); hint: a distance to try at
- * every position (a PNG row's bytes; 0 for none). *out is malloc'd (caller frees). Returns 0, or
- * EDGED_E_PARAM / EDGED_E_NOMEM with a message in err. */
-int deflchunks_compress(const uint8_t *in, size_t n, size_t chunk, int level, unsigned hint, uint8_t **out,
-                        size_t *out_len, char *err);
+ * every position (a PNG row's bytes; 0 for none). runs: when every byte of in is 0 or 255, the
+ * chunks whose runs are long enough are coded as runs (deflate_runs.h), as the device codes an
+ * unfiltered edge map. *out is malloc'd (caller frees). Returns 0, or EDGED_E_PARAM / EDGED_E_NOMEM
+ * with a message in err. */
+int deflchunks_compress(const uint8_t *in, size_t n, size_t chunk, int level, unsigned hint, int runs,
+                        uint8_t **out, size_t *out_len, char *err);
 
 /* Writes the 2-byte zlib header of a chunked stream at p. */
 void deflchunks_zlib_header(uint8_t *p);

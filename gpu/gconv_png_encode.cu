@@ -4,13 +4,18 @@
 
 #include "deflate_chunks.h"
 #include "gconv_internal.h"
+#include "gconv_png_encode_internal.h"
 #include "png_frame.h"
 
 /* The path, one kernel per stage on the job's stream:
+ *   levels   for an 8-bit gray image: whether every sample is 0 or 255 (a two-level map), one flag;
  *   filter   one block per row: the filter byte and the filtered row into d_raw, the filter chosen
- *            by the smallest sum of absolute residuals among the level's candidates;
- *   chunks   one thread per chunk of d_raw: defl_chunk into its slot (stored size bound), and the
- *            chunk's Adler-32;
+ *            by the smallest sum of absolute residuals among the level's candidates (None for a
+ *            two-level map);
+ *   runs     one block per chunk of a two-level map: the chunk coded as runs (deflate_runs.h) by
+ *            all its threads, where its runs are long enough;
+ *   chunks   one thread per chunk the runs kernel left: defl_chunk into its slot (stored size
+ *            bound); each chunk's Adler-32 from whichever kernel wrote it;
  *   scan     one thread: the chunks' offsets, the combined Adler-32, zlib header and trailer;
  *   compact  one block per chunk: its bytes to their offset in the zlib stream.
  * The host downloads the stream's length, then the stream into the PNG's IDAT, and frames it. */
@@ -33,14 +38,6 @@
 #define GPNG_ADAPTIVE_LEVEL 4
 
 enum { GPNG_NONE, GPNG_SUB, GPNG_UP, GPNG_AVG, GPNG_PAETH, GPNG_NFILTERS };
-
-/* The u8 image on the device: rows pitch bytes apart; packed: a 1-bit map (w / 8 bytes a row,
- * leftmost pixel in the top bit) read as 0/255 samples. */
-struct gpng_src {
-    const uint8_t *d_px;
-    size_t pitch;
-    int w, h, ch, packed;
-};
 
 __device__ static inline int gpng_sample(const struct gpng_src &s, const uint8_t *row, size_t i)
 {
@@ -79,7 +76,8 @@ __device__ static inline uint8_t gpng_residual(int f, const struct gpng_src &s, 
 /* One block per row y: candidates (bit f for filter f) are costed by the sum of the residuals as
  * signed bytes in absolute value, the smallest (lowest filter on ties, as png_encode.c) is written
  * as filter byte + row at d_raw + y * (rb + 1). */
-__global__ void gpng_filter_kernel(struct gpng_src s, size_t rb, unsigned candidates, uint8_t *d_raw)
+__global__ void gpng_filter_kernel(struct gpng_src s, size_t rb, unsigned candidates, const uint32_t *multi,
+                                   uint8_t *d_raw)
 {
     __shared__ uint32_t s_cost[GPNG_NFILTERS][GPNG_FILTER_THREADS / 32];
     __shared__ int s_best;
@@ -87,8 +85,9 @@ __global__ void gpng_filter_kernel(struct gpng_src s, size_t rb, unsigned candid
     const uint8_t *cur = s.d_px + (size_t)y * s.pitch, *prev = y ? cur - s.pitch : NULL;
     uint8_t *dst = d_raw + (size_t)y * (rb + 1);
 
-    if (!prev && candidates == 1u << GPNG_UP)
-        candidates = 1u << GPNG_NONE; /* the first row's Up is None: say so, as the CPU encoder */
+    if ((!prev && candidates == 1u << GPNG_UP) || !*multi)
+        candidates = 1u << GPNG_NONE; /* the first row's Up is None: say so, as the CPU encoder; a
+                                         two-level map goes unfiltered to the run coder */
     if (candidates & (candidates - 1)) {
         for (int f = 0; f < GPNG_NFILTERS; f++) {
             uint32_t sum = 0;
@@ -156,13 +155,6 @@ __global__ void gpng_pack_kernel(struct gpng_src s, size_t rb, uint8_t *d_raw)
     }
 }
 
-/* Where one encode's arrays live in the stream's scratch buffer. */
-struct gpng_plan {
-    size_t n, rb, chunk, slot, payload_bound;
-    unsigned nchunks, hint;
-    size_t raw, slots, hash, tok, work, len, adler, total, bytes; /* offsets */
-};
-
 /* One thread per chunk: the core's defl_chunk into the chunk's slot, and the chunk's Adler-32. */
 __global__ void __launch_bounds__(GPNG_CHUNK_THREADS, GPNG_CHUNK_BLOCKS_PER_SM)
     gpng_chunk_kernel(uint8_t *d_base, struct gpng_plan p, int level)
@@ -172,7 +164,7 @@ __global__ void __launch_bounds__(GPNG_CHUNK_THREADS, GPNG_CHUNK_BLOCKS_PER_SM)
     size_t start, len;
     struct defl_scratch sc;
 
-    if (i >= p.nchunks)
+    if (i >= p.nchunks || d_base[p.taken + i]) /* past the end, or coded as runs */
         return;
     start = (size_t)i * p.chunk;
     len = p.n - start < p.chunk ? p.n - start : p.chunk;
@@ -263,6 +255,8 @@ static int gpng_plan_make(struct gpng_plan *p, int w, int h, int ch, int bit_dep
     p->len = gpng_take(&at, (size_t)p->nchunks * sizeof(uint64_t));
     p->adler = gpng_take(&at, (size_t)p->nchunks * sizeof(uint32_t));
     p->total = gpng_take(&at, sizeof(uint64_t));
+    p->multi = gpng_take(&at, sizeof(uint32_t));
+    p->taken = gpng_take(&at, p->nchunks);
     p->bytes = at;
     return 0;
 }
@@ -285,12 +279,13 @@ static unsigned gpng_candidates(int level, int ch)
             return gctx_fail(ctx, e_, what, err);                                                            \
     } while (0)
 
-/* Enqueues the four kernels on st's stream for src into st's scratch buffer (grown to fit). */
+/* Enqueues the kernels on st's stream for src into st's scratch buffer (grown to fit). */
 static int gpng_enqueue(struct gconv_ctx *ctx, struct gstream *st, const struct gpng_src *src, int level,
                         int bit_depth, struct gpng_plan *p, char *err)
 {
+    uint32_t *multi;
     cudaError_t e;
-    int rc;
+    int rc, two_level;
 
     if ((rc = gpng_plan_make(p, src->w, src->h, src->ch, bit_depth, err)) < 0)
         return rc;
@@ -298,15 +293,29 @@ static int gpng_enqueue(struct gconv_ctx *ctx, struct gstream *st, const struct 
         return gctx_fail(ctx, e, "cudaMalloc (PNG encode scratch)", err);
     if ((e = gctx_grow_pinned(ctx, (void **)&st->h_png, &st->h_png_cap, p->payload_bound)) != cudaSuccess)
         return gctx_fail(ctx, e, "cudaHostAlloc (PNG encode stream)", err);
+    /* a map of 0 and 255 in 8-bit gray goes unfiltered to the run coder: the levels kernel says
+       whether the image is one (a packed map always is) */
+    multi = (uint32_t *)(st->d_png + p->multi);
+    two_level = bit_depth == 8 && src->ch == 1 && level > 0;
+    if ((e = cudaMemsetAsync(multi, two_level ? 0 : 0xff, sizeof(*multi), st->s)) != cudaSuccess)
+        return gctx_fail(ctx, e, "PNG encode: levels flag", err);
+    if (two_level && !src->packed) {
+        unsigned rows = src->h < 1024 ? (unsigned)src->h : 1024u;
+
+        gpng_levels_kernel<<<rows, GPNG_LEVELS_THREADS, 0, st->s>>>(*src, multi);
+        GPNG_LAUNCHED("gpng_levels_kernel");
+    }
     if (bit_depth == 1) {
         gpng_pack_kernel<<<(unsigned)((p->n + 255) / 256 < 4096 ? (p->n + 255) / 256 : 4096), 256, 0,
                            st->s>>>(*src, p->rb, st->d_png + p->raw);
         GPNG_LAUNCHED("gpng_pack_kernel");
     } else {
         gpng_filter_kernel<<<src->h, GPNG_FILTER_THREADS, 0, st->s>>>(
-            *src, p->rb, gpng_candidates(level, src->ch), st->d_png + p->raw);
+            *src, p->rb, gpng_candidates(level, src->ch), multi, st->d_png + p->raw);
         GPNG_LAUNCHED("gpng_filter_kernel");
     }
+    gpng_runs_kernel<<<p->nchunks, GPNG_RUNS_THREADS, 0, st->s>>>(st->d_png, *p);
+    GPNG_LAUNCHED("gpng_runs_kernel");
     gpng_chunk_kernel<<<(p->nchunks + GPNG_CHUNK_THREADS - 1) / GPNG_CHUNK_THREADS, GPNG_CHUNK_THREADS, 0,
                         st->s>>>(st->d_png, *p, level);
     GPNG_LAUNCHED("gpng_chunk_kernel");

@@ -1,6 +1,7 @@
 /* fuzz_deflate_chunks.c — libFuzzer target: the chunked deflate core's host driver on arbitrary bytes,
  * with the chunk size, level and hint distance taken from the first four bytes; libdeflate must
- * decompress the stream back to the input, within deflchunks_bound. */
+ * decompress the stream back to the input, within deflchunks_bound. When the third byte's high bit
+ * is set, the input becomes a two-level map (each byte 0 or 255 by its high bit) coded with runs. */
 #include <libdeflate.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,15 +19,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static struct libdeflate_decompressor *d;
     char err[EDGED_ERR_LEN];
-    uint8_t *z = NULL, *back;
+    uint8_t *z = NULL, *back, *map = NULL;
     size_t chunk, zlen = 0, got = 0, n;
     unsigned hint;
-    int level;
+    int level, runs;
 
     if (size < 4)
         return 0;
     chunk = 1 + ((size_t)data[0] << 8 | data[1]) % 70000; /* tiny chunks up to over one stored block */
     level = data[2] % 10;
+    runs = data[2] >> 7;
     hint = data[3] < 16 ? 0 : data[3] * 13u;
     data += 4, n = size - 4;
     if (n > FUZZ_MAX_INPUT)
@@ -35,7 +37,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         chunk = n / 64 + 1;
     if (!d && !(d = libdeflate_alloc_decompressor()))
         abort();
-    if (deflchunks_compress(data, n, chunk, level, hint, &z, &zlen, err) != 0)
+    if (runs) {
+        if (!(map = malloc(n + 1)))
+            abort();
+        for (size_t i = 0; i < n; i++)
+            map[i] = data[i] & 0x80 ? 255 : 0;
+        data = map;
+    }
+    if (deflchunks_compress(data, n, chunk, level, hint, runs, &z, &zlen, err) != 0)
         abort();
     if (zlen > deflchunks_bound(n, chunk) || !(back = malloc(n + 1)))
         abort();
@@ -44,5 +53,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     free(back);
     free(z);
+    free(map);
     return 0;
 }

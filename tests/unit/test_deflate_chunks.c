@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "deflate_chunks.h"
+#include "deflate_runs.h"
 #include "edgemap.h"
 #include "png_frame.h"
 
@@ -53,14 +54,15 @@ static void fill(uint8_t *p, size_t n, enum kind k)
 }
 
 /* Compresses and decompresses through both libraries; checks the bytes come back. */
-static void round_trip(const uint8_t *in, size_t n, size_t chunk, int level, unsigned hint, const char *what)
+static void round_trip(const uint8_t *in, size_t n, size_t chunk, int level, unsigned hint, int runs,
+                       const char *what)
 {
     char err[EDGED_ERR_LEN];
     uint8_t *z = NULL, *back = malloc(n + 1);
     size_t zlen = 0, got = 0;
     uLongf zn = (uLongf)n;
     struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
-    int rc = deflchunks_compress(in, n, chunk, level, hint, &z, &zlen, err);
+    int rc = deflchunks_compress(in, n, chunk, level, hint, runs, &z, &zlen, err);
 
     CHECK(rc == 0, "%s: %s", what, err);
     if (rc == 0) {
@@ -93,11 +95,13 @@ static void test_round_trips(void)
             for (size_t ci = 0; ci < sizeof(chunks) / sizeof(*chunks); ci++) {
                 if (chunks[ci] < 100 && sizes[si] > 5000)
                     continue; /* thousands of tiny chunks: slow and covered by the small sizes */
-                for (size_t li = 0; li < sizeof(levels) / sizeof(*levels); li++) {
-                    snprintf(what, sizeof(what), "%s n=%zu chunk=%zu level=%d", kind_name[k], sizes[si],
-                             chunks[ci], levels[li]);
-                    round_trip(p, sizes[si], chunks[ci], levels[li], k == K_REPEAT ? 97 : 513, what);
-                }
+                for (size_t li = 0; li < sizeof(levels) / sizeof(*levels); li++)
+                    for (int runs = 0; runs <= (k == K_EDGES); runs++) {
+                        snprintf(what, sizeof(what), "%s n=%zu chunk=%zu level=%d runs=%d", kind_name[k],
+                                 sizes[si], chunks[ci], levels[li], runs);
+                        round_trip(p, sizes[si], chunks[ci], levels[li], k == K_REPEAT ? 97 : 513, runs,
+                                   what);
+                    }
             }
             free(p);
         }
@@ -137,6 +141,55 @@ static void test_changes(void)
         }
 }
 
+/* defl_run_split against the CPU run coder's loop (full matches while more than 258 bytes remain),
+ * and defl_two_level against a byte test. */
+static void test_runs_parts(void)
+{
+    uint8_t p[64];
+
+    for (uint32_t len = 1; len <= 2000; len++) {
+        uint32_t full, rest, want_full = 0, r = len - 1;
+
+        for (; r > DEFL_MAX_MATCH; r -= DEFL_MAX_MATCH)
+            want_full++;
+        defl_run_split(len, &full, &rest);
+        CHECK(full == want_full && rest == r, "run of %u: %u full and %u, not %u and %u", len, full, rest,
+              want_full, r);
+    }
+    /* the bits a run's tokens take, as summed and as written, under codes for every symbol */
+    {
+        static struct defl_work w;
+        uint8_t buf[2048];
+
+        for (int s = 0; s < DEFL_NLITLEN; s++)
+            w.f.lit[s] = 1 + rng() % 1000;
+        for (int s = 0; s < DEFL_NDIST; s++)
+            w.f.dist[s] = 1 + rng() % 1000;
+        defl_plan_build(&w.k, &w.f, &w.h);
+        for (uint32_t len = 1; len <= 3000; len += 1 + len / 64) {
+            unsigned v = rng() % 256;
+            struct defl_bits b = {buf, 0, 0};
+
+            defl_run_put(&w.k, v, len, &b);
+            CHECK((uint64_t)(b.p - buf) * 8 + (uint64_t)b.n == defl_run_bits(&w.k, v, len),
+                  "run of %u bytes: %llu bits written, %llu counted", len,
+                  (unsigned long long)((b.p - buf) * 8 + b.n),
+                  (unsigned long long)defl_run_bits(&w.k, v, len));
+        }
+    }
+    for (int trial = 0; trial < 2000; trial++) {
+        size_t n = rng() % sizeof(p), want = 1;
+
+        for (size_t i = 0; i < n; i++)
+            p[i] = rng() % 2 ? 255 : 0;
+        if (n && trial % 2)
+            p[rng() % n] = (uint8_t)(1u << rng() % 8) ^ (rng() % 2 ? 0xff : 0);
+        for (size_t i = 0; i < n; i++)
+            want &= p[i] == 0 || p[i] == 255;
+        CHECK(defl_two_level(p, n) == (int)want, "two-level of %zu bytes", n);
+    }
+}
+
 static void test_edge_ratio(void)
 {
     static const double densities[] = {0.01, 0.05, 0.10, 0.20};
@@ -156,22 +209,26 @@ static void test_edge_ratio(void)
             memcpy(raw + y * rb + 1, m + (size_t)y * w, (size_t)w);
         }
         reflen = libdeflate_zlib_compress(c, raw, n, ref, n + 1024);
-        for (size_t ci = 0; ci < sizeof(chunks) / sizeof(*chunks); ci++) {
-            size_t zlen = 0;
+        for (size_t ci = 0; ci < sizeof(chunks) / sizeof(*chunks); ci++)
+            for (int runs = 0; runs <= 1; runs++) {
+                size_t zlen = 0;
 
-            if (deflchunks_compress(raw, n, chunks[ci], 1, (unsigned)rb, &z, &zlen, err) != 0) {
-                CHECK(0, "%s", err);
-                continue;
+                if (deflchunks_compress(raw, n, chunks[ci], 1, (unsigned)rb, runs, &z, &zlen, err) != 0) {
+                    CHECK(0, "%s", err);
+                    continue;
+                }
+                snprintf(what, sizeof(what), "edge map density %.2f chunk %zu runs %d", densities[di],
+                         chunks[ci], runs);
+                round_trip(raw, n, chunks[ci], 1, (unsigned)rb, runs, what);
+                printf(
+                    "edge map %dx%d density %.2f chunk %zu %s: %zu bytes, libdeflate level 1 %zu (%.3fx)\n",
+                    w, h, densities[di], chunks[ci], runs ? "runs  " : "greedy", zlen, reflen,
+                    (double)zlen / reflen);
+                CHECK(zlen <= TEST_MAX_RATIO * reflen, "%s: %zu > %.2f x %zu", what, zlen, TEST_MAX_RATIO,
+                      reflen);
+                free(z);
+                z = NULL;
             }
-            snprintf(what, sizeof(what), "edge map density %.2f chunk %zu", densities[di], chunks[ci]);
-            round_trip(raw, n, chunks[ci], 1, (unsigned)rb, what); /* the maps take the runs parse */
-            printf("edge map %dx%d density %.2f chunk %zu: %zu bytes, libdeflate level 1 %zu (%.3fx)\n", w, h,
-                   densities[di], chunks[ci], zlen, reflen, (double)zlen / reflen);
-            CHECK(zlen <= TEST_MAX_RATIO * reflen, "density %.2f chunk %zu: %zu > %.2f x %zu", densities[di],
-                  chunks[ci], zlen, TEST_MAX_RATIO, reflen);
-            free(z);
-            z = NULL;
-        }
     }
     libdeflate_free_compressor(c);
     free(m);
@@ -233,7 +290,7 @@ static void test_png_files(void)
                         r[1 + i] = (uint8_t)(s[i] - (y % 2 ? s[i - (size_t)w * ch] : 0));
                 }
             }
-            CHECK(deflchunks_compress(raw, n, 4096, 1, (unsigned)rb + 1, &z, &zlen, err) == 0, "%s", err);
+            CHECK(deflchunks_compress(raw, n, 4096, 1, (unsigned)rb + 1, 1, &z, &zlen, err) == 0, "%s", err);
             CHECK(pngframe_wrap(z, zlen, w, h, ch, bd, &png, &plen, err) == 0, "%s", err);
             if (png && test_png_read(png, plen, w, h, ch, bd, back) == 0) {
                 int same = 1;
@@ -259,6 +316,7 @@ int main(void)
     printf("seed %u (SEED=... repeats it)\n", rng_state);
     test_adler();
     test_changes();
+    test_runs_parts();
     test_round_trips();
     test_edge_ratio();
     test_png_files();

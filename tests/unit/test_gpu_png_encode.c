@@ -1,7 +1,8 @@
 /* test_gpu_png_encode.c — the device PNG encoder (gpu/gconv_png_encode.cu) against libpng.
  * Random images of 1..4 channels and edge maps (8-bit, 1-bit, packed) at every kind of level,
  * decoded by libpng bit-exact; edge maps at most TEST_MAX_RATIO times libdeflate level 1's bytes on
- * the same filtered rows (the device's own, inflated back); job results (a packed edge map, an RGB
+ * the same filtered rows (the device's own, inflated back), and the 8-bit ones the same stream as the
+ * host driver's run coder; job results (a packed edge map, an RGB
  * filter result) encoded with gconv_png_encode_result, after the job or enqueued behind it. Skips
  * visibly without a GPU; EDGED_REQUIRE_GPU=1 fails instead; EDGED_GPU_QUICK=1 keeps to images up
  * to 640x480 (the sanitizer runs). */
@@ -14,6 +15,7 @@
 
 #include "check.h"
 #include "clock.h"
+#include "deflate_chunks.h"
 #include "edgemap.h"
 #include "filter.h"
 #include "gconv.h"
@@ -79,6 +81,30 @@ static size_t level1_bytes(const uint8_t *png, size_t raw_len)
     free(raw);
     free(z);
     return zlen;
+}
+
+/* The device's zlib stream of a two-level 8-bit map equals the host driver's with runs on the
+ * unfiltered rows (the device's chunk for images of fewer than 8192 of them, its hint a row): the
+ * run coder's blocks and the parser's, byte for byte. */
+static void same_as_host(const uint8_t *png, const struct img *im, const char *what)
+{
+    size_t rb = (size_t)im->w + 1, n = rb * im->h, zlen = 0;
+    uint8_t *raw = malloc(n), *z = NULL;
+    char err[EDGED_ERR_LEN];
+
+    if (!raw)
+        return;
+    for (int y = 0; y < im->h; y++) {
+        raw[y * rb] = 0;
+        memcpy(raw + y * rb + 1, im->px + (size_t)y * im->stride, (size_t)im->w);
+    }
+    if (deflchunks_compress(raw, n, 8192, 1, (unsigned)rb, 1, &z, &zlen, err) == 0)
+        CHECK(zlen == be32(png + 33) && memcmp(z, png + 41, zlen) == 0,
+              "%s: the device's %u zlib bytes differ from the host driver's %zu", what, be32(png + 33), zlen);
+    else
+        CHECK(0, "%s: %s", what, err);
+    free(z);
+    free(raw);
 }
 
 static void test_random_images(struct gconv_ctx *ctx)
@@ -148,6 +174,8 @@ static void test_edge_maps(struct gconv_ctx *ctx)
                 if (rc != 0)
                     continue;
                 decodes_to(png, len, &im, depth, what);
+                if (depth == 8)
+                    same_as_host(png, &im, what);
                 ref = level1_bytes(png, raw_len);
                 if (w * h >= 640 * 480) {
                     printf("%s: %zu bytes, libdeflate level 1 on the same rows %zu (%.3fx)\n", what, len, ref,

@@ -614,17 +614,8 @@ DEFL_HD static inline size_t defl_chunk(const uint8_t *in, size_t start, size_t 
 
 #define DEFLCHUNKS_ZLIB_OVERHEAD 6 /* zlib header 2 + Adler-32 4 */
 
-/* The most bytes deflchunks_compress writes for n bytes in chunks of chunk bytes; 0 on overflow. */
+/* The most bytes the host driver (deflhost_compress) writes for n bytes in chunks of chunk bytes; 0 on overflow. */
 size_t deflchunks_bound(size_t n, size_t chunk);
-
-/* Compresses n bytes at in into a zlib stream of independent chunks of chunk bytes (1 ..
- * DEFL_MAX_CHUNK) at level (0..9: 0 stores, others parse greedily); hint: a distance to try at
- * every position (a PNG row's bytes; 0 for none). runs: when every byte of in is 0 or 255, the
- * chunks whose runs are long enough are coded as runs (deflate_runs.h), as the device codes an
- * unfiltered edge map. *out is malloc'd (caller frees). Returns 0, or EDGED_E_PARAM / EDGED_E_NOMEM
- * with a message in err. */
-int deflchunks_compress(const uint8_t *in, size_t n, size_t chunk, int level, unsigned hint, int runs,
-                        uint8_t **out, size_t *out_len, char *err);
 
 /* Writes the 2-byte zlib header of a chunked stream at p. */
 void deflchunks_zlib_header(uint8_t *p);

@@ -32,4 +32,4 @@ build fuzz_image server/codec/image_io.c server/codec/jpeg_io.c server/codec/web
 build fuzz_params $API
 build fuzz_inflate_spec cpu_ref/inflate_spec.c cpu_ref/inflate_seg.c api/errors.c
 build fuzz_request server/http/upload.c server/http/multipart.c $API
-build fuzz_deflate_chunks cpu_ref/deflate_chunks.c api/errors.c api/image.c
+build fuzz_deflate_chunks cpu_ref/deflate_host.c cpu_ref/deflate_chunks.c api/errors.c api/image.c

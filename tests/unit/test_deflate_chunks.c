@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "deflate_chunks.h"
+#include "deflate_host.h"
 #include "deflate_runs.h"
 #include "edgemap.h"
 #include "png_frame.h"
@@ -62,7 +63,7 @@ static void round_trip(const uint8_t *in, size_t n, size_t chunk, int level, uns
     size_t zlen = 0, got = 0;
     uLongf zn = (uLongf)n;
     struct libdeflate_decompressor *d = libdeflate_alloc_decompressor();
-    int rc = deflchunks_compress(in, n, chunk, level, hint, runs, &z, &zlen, err);
+    int rc = deflhost_compress(in, n, chunk, level, hint, runs, &z, &zlen, err);
 
     CHECK(rc == 0, "%s: %s", what, err);
     if (rc == 0) {
@@ -213,7 +214,7 @@ static void test_edge_ratio(void)
             for (int runs = 0; runs <= 1; runs++) {
                 size_t zlen = 0;
 
-                if (deflchunks_compress(raw, n, chunks[ci], 1, (unsigned)rb, runs, &z, &zlen, err) != 0) {
+                if (deflhost_compress(raw, n, chunks[ci], 1, (unsigned)rb, runs, &z, &zlen, err) != 0) {
                     CHECK(0, "%s", err);
                     continue;
                 }
@@ -290,7 +291,7 @@ static void test_png_files(void)
                         r[1 + i] = (uint8_t)(s[i] - (y % 2 ? s[i - (size_t)w * ch] : 0));
                 }
             }
-            CHECK(deflchunks_compress(raw, n, 4096, 1, (unsigned)rb + 1, 1, &z, &zlen, err) == 0, "%s", err);
+            CHECK(deflhost_compress(raw, n, 4096, 1, (unsigned)rb + 1, 1, &z, &zlen, err) == 0, "%s", err);
             CHECK(pngframe_wrap(z, zlen, w, h, ch, bd, &png, &plen, err) == 0, "%s", err);
             if (png && test_png_read(png, plen, w, h, ch, bd, back) == 0) {
                 int same = 1;

@@ -75,6 +75,21 @@ DEFL_HD static inline uint32_t defl_adler32(uint32_t adler, const uint8_t *p, si
     return a | b << 16;
 }
 
+/* The Adler-32 of n bytes at p from sums over parts taken in any order (threads of a block):
+ * defl_adler32_part adds bytes [from, to) to s1 (the bytes) and s2 (each byte times n minus its
+ * position), defl_adler32_sums turns the totals into the checksum (A = 1 + s1, B = n + s2). */
+DEFL_HD static inline void defl_adler32_part(const uint8_t *p, size_t from, size_t to, size_t n, uint64_t *s1,
+                                             uint64_t *s2)
+{
+    for (size_t j = from; j < to; j++)
+        *s1 += p[j], *s2 += (uint64_t)(n - j) * p[j];
+}
+
+DEFL_HD static inline uint32_t defl_adler32_sums(size_t n, uint64_t s1, uint64_t s2)
+{
+    return (uint32_t)((1 + s1) % DEFL_ADLER_BASE) | (uint32_t)((n + s2) % DEFL_ADLER_BASE) << 16;
+}
+
 /* The Adler-32 of A followed by B from a1 (of A), a2 (of B alone) and B's length. */
 DEFL_HD static inline uint32_t defl_adler32_combine(uint32_t a1, uint32_t a2, size_t len2)
 {
@@ -614,7 +629,8 @@ DEFL_HD static inline size_t defl_chunk(const uint8_t *in, size_t start, size_t 
 
 #define DEFLCHUNKS_ZLIB_OVERHEAD 6 /* zlib header 2 + Adler-32 4 */
 
-/* The most bytes the host driver (deflhost_compress) writes for n bytes in chunks of chunk bytes; 0 on overflow. */
+/* The most bytes the host driver (deflhost_compress) writes for n bytes in chunks of chunk bytes; 0
+ * on overflow. */
 size_t deflchunks_bound(size_t n, size_t chunk);
 
 /* Writes the 2-byte zlib header of a chunked stream at p. */

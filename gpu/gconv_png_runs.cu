@@ -85,7 +85,8 @@ __global__ void __launch_bounds__(GPNG_RUNS_THREADS) gpng_runs_kernel(uint8_t *d
     __shared__ struct defl_freq s_f;
     __shared__ struct defl_plan s_k;
     __shared__ struct defl_huff_tmp s_h;
-    __shared__ uint32_t s_next[GPNG_RUNS_THREADS], s_adler[GPNG_RUNS_THREADS];
+    __shared__ uint32_t s_next[GPNG_RUNS_THREADS];
+    __shared__ unsigned long long s_a1, s_a2; /* the chunk's Adler-32 sums (defl_adler32_part) */
     __shared__ uint64_t s_off[GPNG_RUNS_THREADS];
     __shared__ unsigned s_changes;
     __shared__ int s_ok;
@@ -111,13 +112,12 @@ __global__ void __launch_bounds__(GPNG_RUNS_THREADS) gpng_runs_kernel(uint8_t *d
             first = j;
     }
     s_next[t] = first;
-    s_adler[t] = defl_adler32(1, c + a, e - a);
     for (unsigned k = t; k < DEFL_NLITLEN; k += nt)
         s_f.lit[k] = 0;
     for (unsigned k = t; k < DEFL_NDIST; k += nt)
         s_f.dist[k] = 0;
     if (t == 0)
-        s_changes = 0;
+        s_changes = 0, s_a1 = s_a2 = 0;
     __syncthreads();
     atomicAdd(&s_changes, changes);
     __syncthreads();
@@ -125,6 +125,13 @@ __global__ void __launch_bounds__(GPNG_RUNS_THREADS) gpng_runs_kernel(uint8_t *d
         if (t == 0)
             taken[i] = 0;
         return;
+    }
+    {
+        uint64_t a1 = 0, a2 = 0;
+
+        defl_adler32_part(c, a, e, len, &a1, &a2);
+        atomicAdd(&s_a1, (unsigned long long)a1);
+        atomicAdd(&s_a2, (unsigned long long)a2);
     }
     if (t == 0) /* each stretch's next run start after it */
         for (int k = (int)nt - 1, nx = (int)len; k >= 0; k--) {
@@ -204,15 +211,7 @@ __global__ void __launch_bounds__(GPNG_RUNS_THREADS) gpng_runs_kernel(uint8_t *d
         }
     }
     if (t == 0) {
-        uint32_t adler = 1;
-
-        for (unsigned k = 0; k < nt; k++) {
-            uint32_t ka = k * seg < len ? k * seg : (uint32_t)len,
-                     ke = ka + seg < len ? ka + seg : (uint32_t)len;
-
-            adler = defl_adler32_combine(adler, s_adler[k], ke - ka);
-        }
-        ((uint32_t *)(d_base + p.adler))[i] = adler;
+        ((uint32_t *)(d_base + p.adler))[i] = defl_adler32_sums(len, s_a1, s_a2);
         taken[i] = 1;
     }
 }

@@ -120,6 +120,20 @@ static void test_adler(void)
               "combine at %zu", cut);
     }
     CHECK(defl_adler32(1, p, sizeof(p)) == (uint32_t)adler32(1, p, sizeof(p)), "adler32 as zlib's");
+    /* from sums over parts, taken in any order (as the device's threads add them) */
+    for (int trial = 0; trial < 200; trial++) {
+        size_t n = rng() % sizeof(p), cut = n ? rng() % (n + 1) : 0;
+        uint64_t s1 = 0, s2 = 0;
+
+        if (trial % 2)
+            memset(p, 255, n); /* the largest sums */
+        else
+            fill(p, n, K_RANDOM);
+        defl_adler32_part(p, cut, n, n, &s1, &s2);
+        defl_adler32_part(p, 0, cut, n, &s1, &s2);
+        CHECK(defl_adler32_sums(n, s1, s2) == (uint32_t)adler32(1, p, n),
+              "adler32 from sums, %zu bytes cut at %zu", n, cut);
+    }
 }
 
 /* Edge maps written unfiltered (filter byte 0 before each row) against libdeflate level 1. */

@@ -231,10 +231,12 @@ int gconv_jpeg_decode_host(struct gconv_ctx *ctx, int n, const uint8_t *const *d
  * the bitstream out, without waiting for the device. */
 int gconv_jpeg_encode_result(struct gconv_ctx *ctx, int s, int quality, uint8_t **out, size_t *out_len,
                              char *err);
-/* Host milliseconds the nvJPEG job path has spent since open, by stage (GPU worker profile):
- * [0] header reads and the engine check, [1] the decode calls, [2] orientation, plan and encode
- * enqueues, [3] bitstream copies of finished encodes. Zeros without nvJPEG. */
-#define GCONV_JPEG_STAGES 4
+/* Milliseconds the nvJPEG job path has spent since open, by stage (GPU worker profile): on the
+ * host [0] header reads and the engine check, [1] the decode calls, [2] orientation, plan and
+ * encode enqueues, [3] bitstream copies of finished encodes, [4] the engine check alone (part of
+ * [0]); [5] on the device, from each batch's first decode to its last on the decode stream (a
+ * batch still running when the profile is read is not in it). Zeros without nvJPEG. */
+#define GCONV_JPEG_STAGES 6
 void gconv_jpeg_profile(const struct gconv_ctx *ctx, double ms[GCONV_JPEG_STAGES]);
 /* The same for a host image of 1 or 3 channels (tests, bench): uploads it, then encodes. */
 int gconv_jpeg_encode_host(struct gconv_ctx *ctx, const struct img *im, int quality, uint8_t **out,

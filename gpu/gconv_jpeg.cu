@@ -75,6 +75,12 @@ static void gjpeg_free(struct gjpeg *g)
         nvjpegDestroy(g->sw);
     if (g->ev_dec)
         cudaEventDestroy(g->ev_dec);
+    for (int i = 0; i < GJPEG_TIMED; i++) {
+        if (g->ev_t0[i])
+            cudaEventDestroy(g->ev_t0[i]);
+        if (g->ev_t1[i])
+            cudaEventDestroy(g->ev_t1[i]);
+    }
     if (g->s_dec)
         cudaStreamDestroy(g->s_dec);
     free(g);
@@ -120,6 +126,10 @@ int gjpeg_get(struct gconv_ctx *ctx, struct gjpeg **out, char *err)
         return edged_fail(err, EDGED_E_NOMEM, "cannot allocate the nvJPEG state");
     GCTX_CU(cudaStreamCreateWithFlags(&g->s_dec, cudaStreamNonBlocking));
     GCTX_CU(cudaEventCreateWithFlags(&g->ev_dec, cudaEventDisableTiming));
+    for (int i = 0; i < GJPEG_TIMED; i++) {
+        GCTX_CU(cudaEventCreate(&g->ev_t0[i]));
+        GCTX_CU(cudaEventCreate(&g->ev_t1[i]));
+    }
     GJPEG_NVJ(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, NULL, NULL, 0, &g->sw));
     GJPEG_NVJ(nvjpegJpegStateCreate(g->sw, &g->sw_state));
     GJPEG_NVJ(nvjpegEncoderStateCreate(g->sw, &g->enc, NULL));
@@ -149,6 +159,8 @@ const char *gconv_jpeg_backend(const struct gconv_ctx *ctx)
 
 void gconv_jpeg_profile(const struct gconv_ctx *ctx, double ms[GCONV_JPEG_STAGES])
 {
+    if (ctx && ctx->jpeg)
+        gjpeg_time_read(ctx->jpeg);
     for (int i = 0; i < GCONV_JPEG_STAGES; i++)
         ms[i] = ctx && ctx->jpeg ? ctx->jpeg->prof_ms[i] : 0.0;
 }

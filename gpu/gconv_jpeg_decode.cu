@@ -89,6 +89,7 @@ static int jdec_info(struct gconv_ctx *ctx, struct gjpeg *g, struct jdec *j)
     int ncomp = 0, ws[NVJPEG_MAX_COMPONENT], hs[NVJPEG_MAX_COMPONENT], unsupported = 1, swap;
     nvjpegChromaSubsampling_t css;
     nvjpegStatus_t st = nvjpegGetImageInfo(g->sw, j->data, j->len, &ncomp, &css, ws, hs);
+    double t0;
 
     if (st != NVJPEG_STATUS_SUCCESS)
         return j->rc = gjpeg_fail(ctx, st, "nvjpegGetImageInfo", j->err);
@@ -100,9 +101,11 @@ static int jdec_info(struct gconv_ctx *ctx, struct gjpeg *g, struct jdec *j)
     j->ow = swap ? j->h : j->w, j->oh = swap ? j->w : j->h;
     /* the engine's own check: baseline, one scan, no 4:1:0 or 4:1:1 (0 means supported); it needs
      * the headers only, not a walk of the whole scan */
+    t0 = clock_ms();
     j->hw = g->hw && nvjpegJpegStreamParseHeader(g->hw, j->data, j->len, g->parse) == NVJPEG_STATUS_SUCCESS &&
             nvjpegDecodeBatchedSupported(g->hw, g->parse, &unsupported) == NVJPEG_STATUS_SUCCESS &&
             unsupported == 0;
+    g->prof_ms[4] += clock_ms() - t0;
     return j->rc = 0;
 }
 
@@ -180,13 +183,31 @@ static void jdec_group(struct gconv_ctx *ctx, struct gjpeg *g, struct jdec *js, 
         jdec_single(ctx, g, pick[i]);
 }
 
+void gjpeg_time_read(struct gjpeg *g)
+{
+    while (g->t_read < g->t_rec) {
+        unsigned k = (unsigned)(g->t_read % GJPEG_TIMED);
+        float ms = 0.0f;
+
+        if (cudaEventQuery(g->ev_t1[k]) != cudaSuccess ||
+            cudaEventElapsedTime(&ms, g->ev_t0[k], g->ev_t1[k]) != cudaSuccess)
+            break; /* still running (a failed context reports its own errors elsewhere) */
+        g->prof_ms[5] += ms;
+        g->t_read++;
+    }
+}
+
 /* Decodes js on s_dec after each image's stream has reached this point, then enqueues each
  * orientation on its stream behind ev_dec. batched: 0 decodes each image by a call of its own.
  * The images' rc say how each went; returns 0 or the error of a CUDA call that fails them all. */
 static int jdec_run(struct gconv_ctx *ctx, struct gjpeg *g, struct jdec *js, int n, int batched, char *err)
 {
-    int rc = 0;
+    int rc = 0, timed;
+    unsigned k = (unsigned)(g->t_rec % GJPEG_TIMED);
 
+    gjpeg_time_read(g);
+    if ((timed = g->t_rec - g->t_read < GJPEG_TIMED))
+        GCTX_CU(cudaEventRecord(g->ev_t0[k], g->s_dec));
     for (int i = 0; i < n; i++)
         if (js[i].rc == 0 && !batched)
             jdec_group(ctx, g, &js[i], 1, js[i].hw, js[i].ch);
@@ -195,6 +216,10 @@ static int jdec_run(struct gconv_ctx *ctx, struct gjpeg *g, struct jdec *js, int
             for (int ch = 1; ch <= 3; ch += 2)
                 jdec_group(ctx, g, js, n, hw, ch);
     GCTX_CU(cudaEventRecord(g->ev_dec, g->s_dec));
+    if (timed) {
+        GCTX_CU(cudaEventRecord(g->ev_t1[k], g->s_dec));
+        g->t_rec++;
+    }
     for (int i = 0; i < n; i++) {
         if (js[i].rc < 0)
             continue;
@@ -299,7 +324,10 @@ int gconv_submit_jpeg(struct gconv_ctx *ctx, struct gconv_jpeg_job *jobs, int n)
 
 int gconv_jpeg_decoding(const struct gconv_ctx *ctx)
 {
-    return ctx && ctx->jpeg && cudaEventQuery(ctx->jpeg->ev_dec) == cudaErrorNotReady;
+    if (!ctx || !ctx->jpeg)
+        return 0;
+    gjpeg_time_read(ctx->jpeg);
+    return cudaEventQuery(ctx->jpeg->ev_dec) == cudaErrorNotReady;
 }
 
 /* ---- decode to the host (tests, bench) ---- */
@@ -343,7 +371,7 @@ static int host_download(struct gconv_ctx *ctx, struct jdec *js, int n, struct i
         if ((rcs[i] = img_alloc(&out[i], js[i].ow, js[i].oh, js[i].ch, js[i].err)) < 0)
             continue;
         GCTX_CU(cudaMemcpy2D(out[i].px, out[i].stride, js[i].d_dst, (size_t)js[i].ow * js[i].ch,
-                              (size_t)js[i].ow * js[i].ch, js[i].oh, cudaMemcpyDeviceToHost));
+                             (size_t)js[i].ow * js[i].ch, js[i].oh, cudaMemcpyDeviceToHost));
     }
 out:
     return rc;

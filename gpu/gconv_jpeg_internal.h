@@ -17,6 +17,8 @@ extern "C" {
  * encode. Decodes run on s_dec; ev_dec marks the end of the last batch for the job streams. enc
  * serves the encodes that wait for their result (host images, fallbacks); each job stream has an
  * encoder of its own, so that the encodes of results queue behind their jobs without a wait. */
+#define GJPEG_TIMED 8
+
 struct gjpeg {
     nvjpegHandle_t hw, sw;
     nvjpegJpegState_t hw_state, sw_state;
@@ -27,6 +29,10 @@ struct gjpeg {
     nvjpegEncoderParams_t par_s[GCONV_MAX_STREAMS];
     cudaStream_t s_dec;
     cudaEvent_t ev_dec;
+    /* the device time of the last GJPEG_TIMED batches: events around each on s_dec, and how many
+     * batches were recorded and read (stage [5] of the profile) */
+    cudaEvent_t ev_t0[GJPEG_TIMED], ev_t1[GJPEG_TIMED];
+    unsigned long long t_rec, t_read;
     uint8_t *d_raw[GCONV_MAX_STREAMS]; /* per stream: the decode before orientation */
     size_t raw_cap[GCONV_MAX_STREAMS];
     long long hw_pre_px; /* the engine's buffers were preallocated for a batch of images this large */
@@ -38,6 +44,10 @@ struct gjpeg {
  * about the data or what the library supports, GCONV_E_JPEG_REFUSED: the CPU codec serves that
  * image, or names its fault. */
 int gjpeg_fail(struct gconv_ctx *ctx, nvjpegStatus_t st, const char *what, char *err);
+
+/* Adds the device time of the timed batches that have ended, oldest first, to stage [5] of the
+ * profile. */
+void gjpeg_time_read(struct gjpeg *g);
 
 /* In a function with ctx, `int rc`, err and a label `out`: a failed call sets rc (gjpeg_fail) and
  * jumps to out; GCTX_CU (gconv_internal.h) does the same for CUDA calls. */

@@ -92,9 +92,10 @@ int backend_gpu_jpeg(const struct backend *b);
 void backend_submit_jpeg(struct backend *b, struct job *const *jobs, const int *streams, int n, int *rcs);
 /* 1 while the device still decodes the last batch backend_submit_jpeg gave it (gconv_jpeg_decoding). */
 int backend_jpeg_decoding(struct backend *b);
-/* Host ms of the nvJPEG stages of the GPU lane since open (gconv_jpeg_profile's): header reads,
- * decodes, enqueues, bitstream copies. Call from the GPU worker's thread. */
-#define BACKEND_JPEG_STAGES 4
+/* ms of the nvJPEG stages of the GPU lane since open (gconv_jpeg_profile's): on the host header
+ * reads, decode calls, enqueues, bitstream copies, the engine check (part of the header reads); the
+ * batched decodes on the device. Call from the GPU worker's thread. */
+#define BACKEND_JPEG_STAGES 6
 void backend_jpeg_profile(struct backend *b, double ms[BACKEND_JPEG_STAGES]);
 
 /* ---- the GPU lane's jobs whose input is PNG bytes (backend_png.c) --------------------------- */

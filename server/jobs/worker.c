@@ -423,6 +423,7 @@ static void gpu_prof_log(struct gpu_dev *d)
         "device=%d jobs=%lld jpeg_batches=%lld jpeg_jobs=%lld png_batches=%lld png_jobs=%lld wait_ms=%.1f "
         "submit_src_ms=%.1f submit_ms=%.1f finish_ms=%.1f complete_ms=%.1f "
         "nvjpeg_header_ms=%.1f nvjpeg_decode_ms=%.1f nvjpeg_enqueue_ms=%.1f nvjpeg_retrieve_ms=%.1f "
+        "nvjpeg_check_ms=%.1f nvjpeg_device_ms=%.1f "
         "png_streams_pinned=%llu png_streams_staged=%llu px_pinned=%llu px_staged=%llu "
         "hold_pending_ms=%.1f hold_device_ms=%.1f hold_handoff_ms=%.1f",
         backend_ordinal(d->b), (long long)atomic_load(&d->jobs),
@@ -430,7 +431,7 @@ static void gpu_prof_log(struct gpu_dev *d)
         (long long)atomic_load(&d->batch_jobs[JOB_SRC_JPEG]),
         (long long)atomic_load(&d->batches[JOB_SRC_PNG]), (long long)atomic_load(&d->batch_jobs[JOB_SRC_PNG]),
         p->ms[GS_WAIT], p->ms[GS_SUBMIT_SRC], p->ms[GS_SUBMIT], p->ms[GS_FINISH], p->ms[GS_COMPLETE], nj[0],
-        nj[1], nj[2], nj[3], pc.z_pinned, pc.z_unpinned, xc.pinned, xc.staged,
+        nj[1], nj[2], nj[3], nj[4], nj[5], pc.z_pinned, pc.z_unpinned, xc.pinned, xc.staged,
         (double)atomic_load(&d->hold_us[WORKER_HOLD_PENDING]) / 1e3,
         (double)atomic_load(&d->hold_us[WORKER_HOLD_DEVICE]) / 1e3,
         (double)atomic_load(&d->hold_us[WORKER_HOLD_HANDOFF]) / 1e3);

@@ -188,6 +188,28 @@ int gconv_jpeg_available(const struct gconv_ctx *ctx);
  * (nvJPEG's CPU/GPU hybrid) or "none" before the first JPEG call or without nvJPEG. */
 const char *gconv_jpeg_backend(const struct gconv_ctx *ctx);
 
+/* What nvJPEG's parser reads in a JPEG's headers: the size before orientation, the channels the
+ * decode gives (1 gray, 3 colour), and engine 1 when the hardware engine decodes it (baseline, one
+ * scan, a subsampling it takes). */
+struct gconv_jpeg_head {
+    int w, h, ch;
+    int engine;
+};
+
+/* A reader of JPEG headers with nvJPEG's own parser that any number of threads may call at once:
+ * the request threads read a JPEG's headers before its job is queued (gconv_jpeg_job.head), so
+ * that the GPU worker's one thread does not. Opened for CUDA device `device`, whose engine (if
+ * any) answers `engine`; the calling thread's current device is left as it was. open returns 0,
+ * EDGED_E_NOMEM, EDGED_E_NO_CUDA or GCONV_E_JPEG_REFUSED (nvJPEG unavailable; without nvJPEG
+ * EDGED_E_NO_CUDA); close accepts NULL. */
+struct gconv_jpeg_probe;
+int gconv_jpeg_probe_open(struct gconv_jpeg_probe **out, int device, char *err);
+void gconv_jpeg_probe_close(struct gconv_jpeg_probe *p);
+/* Reads data's headers into *head: 0, GCONV_E_JPEG_REFUSED (headers nvJPEG cannot parse, a kind
+ * it does not decode: the CPU decoder then judges the file) or EDGED_E_NOMEM, message in err. */
+int gconv_jpeg_probe(struct gconv_jpeg_probe *p, const uint8_t *data, size_t len,
+                     struct gconv_jpeg_head *head, char *err);
+
 /* One job whose input is JPEG bytes (gconv_submit_jpeg). The caller fills the first half; data
  * stays the caller's and must live until the job is finished. */
 struct gconv_jpeg_job {
@@ -195,6 +217,7 @@ struct gconv_jpeg_job {
     const uint8_t *data;
     size_t len;
     int orientation; /* EXIF 1..8, applied on the device */
+    const struct gconv_jpeg_head *head; /* what a probe read in data's headers, or NULL: read here */
     const struct filter_plan *plan; /* in_ch must be the JPEG's channels: 1 gray, 3 colour */
     enum variant v;
     int block;

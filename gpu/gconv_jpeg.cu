@@ -4,7 +4,7 @@
  * gconv_jpeg_encode.cu. Built with NVJPEG=1 only; gconv_jpeg_stub.c stands in otherwise. */
 #include "gconv_jpeg_internal.h"
 
-static const char *nvj_name(nvjpegStatus_t st)
+const char *gjpeg_status_name(nvjpegStatus_t st)
 {
     switch (st) {
     case NVJPEG_STATUS_SUCCESS:
@@ -39,11 +39,11 @@ int gjpeg_fail(struct gconv_ctx *ctx, nvjpegStatus_t st, const char *what, char 
     cudaError_t e;
 
     if (st == NVJPEG_STATUS_ALLOCATOR_FAILURE)
-        return edged_fail(err, EDGED_E_GPU_OOM, "%s: %s", what, nvj_name(st));
+        return edged_fail(err, EDGED_E_GPU_OOM, "%s: %s", what, gjpeg_status_name(st));
     if ((st == NVJPEG_STATUS_EXECUTION_FAILED || st == NVJPEG_STATUS_INTERNAL_ERROR) &&
         (e = cudaGetLastError()) != cudaSuccess)
         return gctx_fail(ctx, e, what, err);
-    return edged_fail(err, GCONV_E_JPEG_REFUSED, "%s: %s", what, nvj_name(st));
+    return edged_fail(err, GCONV_E_JPEG_REFUSED, "%s: %s", what, gjpeg_status_name(st));
 }
 
 static void gjpeg_free(struct gjpeg *g)

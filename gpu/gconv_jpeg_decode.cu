@@ -82,30 +82,24 @@ static cudaError_t orient_launch(const struct jdec *j)
 
 /* ---- decode ---- */
 
-/* Size, channels and backend of j from its header. 4 components (CMYK, YCCK) and what nvJPEG cannot
- * parse are GCONV_E_JPEG_REFUSED: the CPU decoder serves them, or names the fault. */
-static int jdec_info(struct gconv_ctx *ctx, struct gjpeg *g, struct jdec *j)
+/* Size, channels and backend of j from its headers: head when a probe read them (gconv_jpeg_job),
+ * else read here. 4 components (CMYK, YCCK) and what nvJPEG cannot parse are GCONV_E_JPEG_REFUSED:
+ * the CPU decoder serves them, or names the fault. */
+static int jdec_info(struct gjpeg *g, struct jdec *j, const struct gconv_jpeg_head *head)
 {
-    int ncomp = 0, ws[NVJPEG_MAX_COMPONENT], hs[NVJPEG_MAX_COMPONENT], unsupported = 1, swap;
-    nvjpegChromaSubsampling_t css;
-    nvjpegStatus_t st = nvjpegGetImageInfo(g->sw, j->data, j->len, &ncomp, &css, ws, hs);
-    double t0;
+    struct gconv_jpeg_head own;
+    int swap;
 
-    if (st != NVJPEG_STATUS_SUCCESS)
-        return j->rc = gjpeg_fail(ctx, st, "nvjpegGetImageInfo", j->err);
-    if (!(ncomp == 1 || (ncomp == 3 && css != NVJPEG_CSS_UNKNOWN)) || ws[0] < 1 || hs[0] < 1)
-        return j->rc =
-                   edged_fail(j->err, GCONV_E_JPEG_REFUSED, "nvJPEG takes 1 or 3 components, not %d", ncomp);
-    j->w = ws[0], j->h = hs[0], j->ch = ncomp == 1 || css == NVJPEG_CSS_GRAY ? 1 : 3;
+    if (!head) {
+        j->rc = gjpeg_read_head(g->sw, g->hw, g->parse, j->data, j->len, &own, &g->prof_ms[4], j->err);
+        if (j->rc < 0)
+            return j->rc;
+        head = &own;
+    }
+    j->w = head->w, j->h = head->h, j->ch = head->ch;
+    j->hw = g->hw && head->engine; /* a probe of a device with an engine speaks for this one's */
     swap = j->orient >= 5 && j->orient <= 8;
     j->ow = swap ? j->h : j->w, j->oh = swap ? j->w : j->h;
-    /* the engine's own check: baseline, one scan, no 4:1:0 or 4:1:1 (0 means supported); it needs
-     * the headers only, not a walk of the whole scan */
-    t0 = clock_ms();
-    j->hw = g->hw && nvjpegJpegStreamParseHeader(g->hw, j->data, j->len, g->parse) == NVJPEG_STATUS_SUCCESS &&
-            nvjpegDecodeBatchedSupported(g->hw, g->parse, &unsupported) == NVJPEG_STATUS_SUCCESS &&
-            unsupported == 0;
-    g->prof_ms[4] += clock_ms() - t0;
     return j->rc = 0;
 }
 
@@ -246,7 +240,7 @@ static int job_prepare(struct gconv_ctx *ctx, struct gjpeg *g, struct gconv_jpeg
         return j->rc = edged_fail(jb->err, EDGED_E_PARAM, "stream %d invalid or busy", jb->s);
     if (!jb->data || !jb->plan || filter_plan_check(jb->plan, jb->err) < 0)
         return j->rc = edged_fail(jb->err, EDGED_E_PARAM, "JPEG job without data or with a bad plan");
-    if (jdec_info(ctx, g, j) < 0)
+    if (jdec_info(g, j, jb->head) < 0)
         return j->rc;
     if (j->ch != jb->plan->in_ch || (jb->w && (jb->w != j->ow || jb->h != j->oh))) /* the CPU judges */
         return j->rc = edged_fail(jb->err, GCONV_E_JPEG_REFUSED,
@@ -395,7 +389,7 @@ int gconv_jpeg_decode_host(struct gconv_ctx *ctx, int n, const uint8_t *const *d
     for (int i = 0; i < n; i++) {
         js[i].data = data[i], js[i].len = len[i], js[i].orient = orient ? orient[i] : 1, js[i].err = errs[i];
         js[i].s = g->s_dec;
-        jdec_info(ctx, g, &js[i]);
+        jdec_info(g, &js[i], NULL);
         memset(&out[i], 0, sizeof(out[i]));
     }
     if ((rc = host_buffers(ctx, js, n, err)) < 0)

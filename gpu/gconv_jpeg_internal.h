@@ -45,6 +45,16 @@ struct gjpeg {
  * image, or names its fault. */
 int gjpeg_fail(struct gconv_ctx *ctx, nvjpegStatus_t st, const char *what, char *err);
 
+/* nvJPEG's name of status st, for messages. */
+const char *gjpeg_status_name(nvjpegStatus_t st);
+
+/* Reads data's headers with nvJPEG (gconv_jpeg_head.cu): size and channels with sw's parser, and
+ * engine from hw's own check on parse, a parse stream of hw (hw or parse NULL: engine 0). Adds the
+ * check's milliseconds to *check_ms (may be NULL). Returns 0, or GCONV_E_JPEG_REFUSED (headers
+ * nvJPEG cannot parse, a component count it does not decode) with the message in err. */
+int gjpeg_read_head(nvjpegHandle_t sw, nvjpegHandle_t hw, nvjpegJpegStream_t parse, const uint8_t *data,
+                    size_t len, struct gconv_jpeg_head *head, double *check_ms, char *err);
+
 /* Adds the device time of the timed batches that have ended, oldest first, to stage [5] of the
  * profile. */
 void gjpeg_time_read(struct gjpeg *g);

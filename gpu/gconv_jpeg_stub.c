@@ -1,5 +1,7 @@
 /* gconv_jpeg_stub.c — the nvJPEG calls of gconv.h in builds without nvJPEG (GPU=0, or NVJPEG=0):
  * JPEGs are never offered to the device; every call answers EDGED_E_NO_CUDA. */
+#include <string.h>
+
 #include "gconv.h"
 
 #define NO_NVJPEG(err) edged_fail(err, EDGED_E_NO_CUDA, "built without nvJPEG")
@@ -14,6 +16,26 @@ const char *gconv_jpeg_backend(const struct gconv_ctx *ctx)
 {
     (void)ctx;
     return "none";
+}
+
+int gconv_jpeg_probe_open(struct gconv_jpeg_probe **out, int device, char *err)
+{
+    (void)device;
+    *out = NULL;
+    return NO_NVJPEG(err);
+}
+
+void gconv_jpeg_probe_close(struct gconv_jpeg_probe *p)
+{
+    (void)p;
+}
+
+int gconv_jpeg_probe(struct gconv_jpeg_probe *p, const uint8_t *data, size_t len,
+                     struct gconv_jpeg_head *head, char *err)
+{
+    (void)p, (void)data, (void)len;
+    memset(head, 0, sizeof(*head));
+    return NO_NVJPEG(err);
 }
 
 int gconv_submit_jpeg(struct gconv_ctx *ctx, struct gconv_jpeg_job *jobs, int n)

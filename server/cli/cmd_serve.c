@@ -173,6 +173,9 @@ static int open_backend(struct service *s, const struct serve_config *cfg)
     if (cfg->backend == BACKEND_AUTO && !backend_has_gpu(s->backend))
         log_event("info", "backend", "backend auto: using the CPU backend (%s)",
                   EDGED_GPU ? s->backend_err : "built without CUDA");
+    /* the request threads read each JPEG's headers with nvJPEG's parser, not the GPU worker */
+    if (cfg->gpu_jpeg && backend_gpu_jpeg(s->backend) && backend_jpeg_probe_open(s->backend, err) < 0)
+        log_event("warn", "backend", "the GPU worker reads the JPEG headers itself: %s", err);
     if ((rc = worker_start(&s->w, s->q, s->backend, &wc, err)) < 0)
         log_event("error", "worker", "%s", err);
     return rc;

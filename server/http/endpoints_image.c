@@ -11,6 +11,7 @@
 #include "codec/image_io.h"
 #include "result.h"
 #include "http/routes.h"
+#include "jobs/jpeg_job.h"
 #include "jobs/png_job.h"
 #include "jobs/px_job.h"
 #include "jobs/service.h"
@@ -286,17 +287,39 @@ static void job_encode_on_device(struct service *s, struct http_req *r, const st
 
 /* ---- JPEG left to the GPU (nvJPEG) --------------------------------------------------------- */
 
-/* When the GPU lane has nvJPEG, a JPEG that the header peek and the limits accept goes to the job
- * undecoded: the GPU worker decodes it in device memory (batched with other JPEG jobs), and a JPEG
- * result is encoded there too. Kinds nvJPEG never takes (CMYK, YCCK, RGB-coded, arithmetic coding)
- * stay on the CPU path, and so does a file that ends before its EOI marker: nvJPEG decodes a
- * truncated scan without an error, libjpeg-turbo refuses it (422, as on the CPU backend). Returns
- * 1 when the job took the bytes (plan and route set; job->src points at d, the caller then gives
- * the job the body, job_take_body), 0 when the input goes through decode_image, or job_prepare's
- * error. */
-static int job_take_jpeg(struct service *s, const struct params *p,
-                         const struct imageio_head *head, const uint8_t *d, size_t n, struct job *job, char *err)
+/* Whether nvJPEG's parser, on this thread (backend_jpeg_probe), sees in d the image the job
+ * expects (job->in after orientation o): 1 yes, its reading kept in the job for the GPU worker, or
+ * no probe is open (the worker reads the headers); 0 when nvJPEG refuses the file or reads another
+ * size or channel count: the CPU decoder then serves it, or names its fault (counted as the
+ * worker's refusals are). */
+static int jpeg_probe_takes(struct service *s, const uint8_t *d, size_t n, int o, struct job *job)
 {
+    const struct gconv_jpeg_head *h = &job->jpeg_head;
+    char why[EDGED_ERR_LEN];
+    int swap = o >= 5 && o <= 8, rc = backend_jpeg_probe(s->backend, d, n, &job->jpeg_head, why);
+
+    if (rc == 0)
+        return 1;
+    if (rc > 0 && h->ch == job->in.ch && (swap ? h->h : h->w) == job->in.w &&
+        (swap ? h->w : h->h) == job->in.h)
+        return job->jpeg_head_read = 1;
+    jpegjob_count(JPEGJOB_CPU_DECODED);
+    return 0;
+}
+
+/* When the GPU lane has nvJPEG, a JPEG that the header peek, nvJPEG's parser and the limits accept
+ * goes to the job undecoded: the GPU worker decodes it in device memory (batched with other JPEG
+ * jobs), and a JPEG result is encoded there too. Kinds nvJPEG never takes (CMYK, YCCK, RGB-coded,
+ * arithmetic coding) stay on the CPU path, and so does a file that ends before its EOI marker:
+ * nvJPEG decodes a truncated scan without an error, libjpeg-turbo refuses it (422, as on the CPU
+ * backend). The decode stage of the request's times is then the reading of nvJPEG's parser.
+ * Returns 1 when the job took the bytes (plan and route set; job->src points at d, the caller then
+ * gives the job the body, job_take_body), 0 when the input goes through decode_image, or
+ * job_prepare's error. */
+static int job_take_jpeg(struct service *s, const struct params *p, const struct imageio_head *head,
+                         const uint8_t *d, size_t n, struct job *job, struct result_times *t, char *err)
+{
+    double t0;
     int o, swap, rc;
 
     if (!s->cfg->gpu_jpeg || !backend_gpu_jpeg(s->backend) ||
@@ -310,11 +333,14 @@ static int job_take_jpeg(struct service *s, const struct params *p,
     job->in = (struct img){.w = swap ? head->h : head->w, .h = swap ? head->w : head->h, .ch = head->ch};
     if ((rc = job_prepare(s, p, job, err)) < 0)
         return rc;
-    if (job->lane != LANE_GPU) {
+    t0 = clock_ms();
+    if (job->lane != LANE_GPU || !jpeg_probe_takes(s, d, n, o, job)) {
         img_free(&job->out);
         job->in = (struct img){0};
+        job->jpeg_head_read = 0;
         return 0;
     }
+    t->decode = clock_ms() - t0;
     job->src = d; /* borrowed: the request's body, which job_take_body then gives the job */
     job->src_len = n;
     job->orientation = o;
@@ -497,8 +523,9 @@ void endpoint_filter(struct http_req *r, void *app)
     }
     job_set_budget(job, s->budget, b.work, b.out);
     job_take_budget(job, &b.hold); /* a job abandoned at a 504 keeps it until it is freed */
-    if ((rc = job_take_jpeg(s, &u.p, &head, u.image, u.image_len, job, err)) < 0 ||
-        (rc == 0 && (rc = job_take_png(s, &u.p, &head, u.image, u.image_len, job, http_req_times(r), err)) < 0) ||
+    if ((rc = job_take_jpeg(s, &u.p, &head, u.image, u.image_len, job, http_req_times(r), err)) < 0 ||
+        (rc == 0 &&
+         (rc = job_take_png(s, &u.p, &head, u.image, u.image_len, job, http_req_times(r), err)) < 0) ||
         (rc == 0 &&
          (rc = decode_image(s, &u.p, &head, u.image, u.image_len, &job->in, http_req_times(r), err)) < 0))
         goto fail;

@@ -27,6 +27,7 @@ struct backend {
      * lane is one device (backend_on), sharing threads. */
     int ndev;
     struct backend *dev[CONFIG_MAX_GPUS];
+    struct gconv_jpeg_probe *jprobe; /* the opened backend only, once backend_jpeg_probe_open ran */
 };
 
 /* The CUDA device numbers to open: ids, or every visible one (at most CONFIG_MAX_GPUS). */
@@ -110,7 +111,27 @@ void backend_close(struct backend *b)
         free(b->dev[i]);
     }
     gconv_close(b->gpu);
+    gconv_jpeg_probe_close(b->jprobe);
     free(b);
+}
+
+int backend_jpeg_probe_open(struct backend *b, char *err)
+{
+    if (!backend_has_gpu(b) || !gconv_jpeg_available(b->gpu))
+        return edged_fail(err, EDGED_E_NO_CUDA, "no GPU lane with nvJPEG");
+    if (b->jprobe)
+        return 0;
+    return gconv_jpeg_probe_open(&b->jprobe, b->ordinal, err);
+}
+
+int backend_jpeg_probe(struct backend *b, const uint8_t *data, size_t len, struct gconv_jpeg_head *head,
+                       char *err)
+{
+    int rc;
+
+    if (!b->jprobe)
+        return 0;
+    return (rc = gconv_jpeg_probe(b->jprobe, data, len, head, err)) < 0 ? rc : 1;
 }
 
 int backend_device_count(const struct backend *b) { return b ? b->ndev : 0; }

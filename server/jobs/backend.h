@@ -4,6 +4,7 @@
 #define EDGED_BACKEND_H
 
 #include "filter.h"
+#include "gconv.h"
 #include "image.h"
 #include "jobs/queue.h"
 #include "ops/config.h"
@@ -90,6 +91,14 @@ int backend_gpu_jpeg(const struct backend *b);
  * streams[i], as one batched device decode; a job nvJPEG refuses is decoded on the CPU and
  * submitted with its pixels (counted). rcs[i]: each job's result, as backend_submit's. */
 void backend_submit_jpeg(struct backend *b, struct job *const *jobs, const int *streams, int n, int *rcs);
+/* The JPEG header probe (gconv_jpeg_probe) of the opened backend, which it closes: open makes it,
+ * for device 0's view (0, or why not: no GPU lane with nvJPEG, nvJPEG's failure); probe reads a
+ * JPEG's headers with it from any thread, for the job's head: 1 read, 0 no probe open, or
+ * GCONV_E_JPEG_REFUSED (nvJPEG does not decode the file: the CPU path takes it) or EDGED_E_NOMEM
+ * with the message in err. */
+int backend_jpeg_probe_open(struct backend *b, char *err);
+int backend_jpeg_probe(struct backend *b, const uint8_t *data, size_t len, struct gconv_jpeg_head *head,
+                       char *err);
 /* 1 while the device still decodes the last batch backend_submit_jpeg gave it (gconv_jpeg_decoding). */
 int backend_jpeg_decoding(struct backend *b);
 /* ms of the nvJPEG stages of the GPU lane since open (gconv_jpeg_profile's): on the host header

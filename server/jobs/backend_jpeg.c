@@ -34,6 +34,7 @@ void backend_submit_jpeg(struct backend *b, struct job *const *jobs, const int *
                                         .data = job->src,
                                         .len = job->src_len,
                                         .orientation = job->orientation,
+                                        .head = job->jpeg_head_read ? &job->jpeg_head : NULL,
                                         .plan = &job->plan,
                                         .v = job->used,
                                         .quality = job->enc == JOB_ENC_JPEG ? job->enc_quality : 0,

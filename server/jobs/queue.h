@@ -8,6 +8,7 @@
 
 #include "errors.h"
 #include "filter.h"
+#include "gconv.h"
 #include "image.h"
 #include "variant.h"
 
@@ -65,6 +66,10 @@ struct job {
     uint8_t *in_pinned;
     size_t in_pinned_cap;
     int orientation;  /* EXIF 1..8 to apply to src */
+    /* JPEG src: its headers as nvJPEG read them on the request's thread (backend_jpeg_probe) when
+     * jpeg_head_read is 1; else the GPU worker reads them */
+    struct gconv_jpeg_head jpeg_head;
+    int jpeg_head_read;
     /* the GPU lane also encodes out on the device, into out_enc: JPEG at quality enc_quality
      * (1..100), or PNG at png_level enc_quality (0..9) and bit depth enc_depth (8 or 1) */
     enum job_enc enc;

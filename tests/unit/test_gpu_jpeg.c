@@ -4,9 +4,11 @@
  * measured maxima are printed); batched decode equal to one at a time; every EXIF orientation equal
  * to the CPU rotation of the unrotated decode; encode decoded back above JPEG_MIN_PSNR dB; a job with
  * JPEG bytes through gconv_submit_jpeg against the job with CPU-decoded pixels through gconv_submit;
- * CMYK refused with GCONV_E_JPEG_REFUSED. Built only with GPU=1 NVJPEG=1; EDGED_REQUIRE_GPU=1 fails
- * instead of skipping when no device is usable. */
+ * CMYK refused with GCONV_E_JPEG_REFUSED; the header probe's readings against the CPU decoder, from
+ * one thread and from several at once, and jobs that carry them. Built only with GPU=1 NVJPEG=1;
+ * EDGED_REQUIRE_GPU=1 fails instead of skipping when no device is usable. */
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,10 +305,11 @@ static int finish(struct gconv_ctx *ctx, int s, struct img *out, char *err)
  * device encode of the last result decodes back above JPEG_MIN_PSNR, and so do the encodes that the
  * jobs of streams 1 and 2 asked for at submit (queued behind the job, collected after a finish
  * that left the pixels on the device, which gconv_finish_copy then fetches). */
-static void test_jobs(struct gconv_ctx *ctx, enum variant v)
+static void test_jobs(struct gconv_ctx *ctx, enum variant v, struct gconv_jpeg_probe *probe)
 {
     static const int orient[NSTREAMS] = {1, 6, 3, 8};
     struct gconv_jpeg_job jobs[NSTREAMS];
+    struct gconv_jpeg_head heads[NSTREAMS];
     unsigned char *jpg[NSTREAMS] = {0};
     unsigned long jl[NSTREAMS];
     struct filter_plan plan;
@@ -330,6 +333,10 @@ static void test_jobs(struct gconv_ctx *ctx, enum variant v)
                                           .v = v,
                                           .block = VARIANT_DEFAULT_BLOCK,
                                           .quality = i == 1 || i == 2 ? 90 : 0};
+        if (probe) {
+            CHECK(gconv_jpeg_probe(probe, jpg[i], jl[i], &heads[i], err) == 0, "probe %d: %s", i, err);
+            jobs[i].head = &heads[i];
+        }
     }
     submitted = gconv_submit_jpeg(ctx, jobs, NSTREAMS);
     CHECK(submitted == NSTREAMS, "gconv_submit_jpeg: %d of %d (%s)", submitted, NSTREAMS, jobs[0].err);
@@ -358,8 +365,9 @@ static void test_jobs(struct gconv_ctx *ctx, enum variant v)
         m = imgdiff_max(&out_gpu, &out_cpu);
         CHECK(m <= JPEG_TOL_SUB + 1, "job %d (orientation %d, %s): max diff %d > %d", i, orient[i],
               variant_name(v), m, JPEG_TOL_SUB + 1);
-        printf("job %d %s 4:2:0 %dx%d orientation %d: JPEG bytes vs CPU pixels max diff %d (bound %d)\n", i,
-               variant_name(v), out_gpu.w, out_gpu.h, orient[i], m, JPEG_TOL_SUB + 1);
+        printf("job %d %s 4:2:0 %dx%d orientation %d%s: JPEG bytes vs CPU pixels max diff %d (bound %d)\n", i,
+               variant_name(v), out_gpu.w, out_gpu.h, orient[i], probe ? ", headers probed" : "", m,
+               JPEG_TOL_SUB + 1);
         if (jobs[i].quality > 0) {
             CHECK(behind && cpu_decode(behind, behind_len, &back, err) == 0, "decode back %d: %s", i, err);
             CHECK(psnr(&out_cpu, &back) >= JPEG_MIN_PSNR, "job %d encode behind: PSNR %.1f", i,
@@ -421,9 +429,97 @@ static void test_refused(struct gconv_ctx *ctx)
     tjFree(jpg);
 }
 
+/* ---- the header probe ---- */
+
+#define PROBE_THREADS 8
+#define PROBE_ROUNDS 20
+#define PROBE_FILES ((int)(sizeof(kinds) / sizeof(kinds[0])))
+
+struct probe_set {
+    struct gconv_jpeg_probe *p;
+    unsigned char *jpg[PROBE_FILES];
+    unsigned long len[PROBE_FILES];
+    struct gconv_jpeg_head want[PROBE_FILES];
+    int differ; /* per thread: readings unlike the first thread's */
+};
+
+struct probe_arg {
+    struct probe_set *set;
+    int differ;
+};
+
+static void *probe_thread(void *arg)
+{
+    struct probe_arg *a = arg;
+    struct gconv_jpeg_head h;
+    char err[EDGED_ERR_LEN];
+
+    for (int r = 0; r < PROBE_ROUNDS; r++)
+        for (int k = 0; k < PROBE_FILES; k++)
+            if (gconv_jpeg_probe(a->set->p, a->set->jpg[k], a->set->len[k], &h, err) != 0 ||
+                memcmp(&h, &a->set->want[k], sizeof(h)) != 0)
+                a->differ++;
+    return NULL;
+}
+
+/* The probe reads each kind's size and channels as the CPU decoder decodes them, says no engine
+ * for a progressive file, refuses CMYK and bytes that are no JPEG, and PROBE_THREADS threads
+ * reading at once get the readings one thread got. */
+static void test_probe(struct gconv_ctx *ctx, struct gconv_jpeg_probe *p)
+{
+    struct probe_set set = {.p = p};
+    struct probe_arg args[PROBE_THREADS];
+    pthread_t th[PROBE_THREADS];
+    struct gconv_jpeg_head h;
+    char err[EDGED_ERR_LEN];
+    struct img im = {0};
+    unsigned char *cmyk = NULL;
+    unsigned long cl = 0;
+    static const uint8_t junk[] = {0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 'J', 'F', 'I', 'F', 0, 1, 2, 3};
+    int differ = 0, started = 0, engines = 0;
+
+    for (int k = 0; k < PROBE_FILES; k++) {
+        struct img cpu = {0};
+        CHECK(kind_jpeg(&kinds[k], 301, 203, (unsigned)k, &set.jpg[k], &set.len[k]) == 0, "tjCompress2");
+        CHECK(gconv_jpeg_probe(p, set.jpg[k], set.len[k], &set.want[k], err) == 0, "probe %s: %s",
+              kinds[k].name, err);
+        CHECK(cpu_decode(set.jpg[k], set.len[k], &cpu, err) == 0, "%s", err);
+        CHECK(set.want[k].w == cpu.w && set.want[k].h == cpu.h && set.want[k].ch == cpu.ch,
+              "probe %s: %d x %d x %d, the CPU decodes %d x %d x %d", kinds[k].name, set.want[k].w,
+              set.want[k].h, set.want[k].ch, cpu.w, cpu.h, cpu.ch);
+        CHECK(!(kinds[k].progressive && set.want[k].engine), "probe %s: the engine takes no progressive file",
+              kinds[k].name);
+        engines += set.want[k].engine;
+        img_free(&cpu);
+    }
+    printf("probe: %d of %d kinds for the engine (backend %s)\n", engines, PROBE_FILES,
+           gconv_jpeg_backend(ctx));
+    CHECK(gconv_jpeg_probe(p, junk, sizeof(junk), &h, err) == GCONV_E_JPEG_REFUSED, "junk: not refused");
+    if (smooth_image(&im, 40, 30, 4, 2) == 0 && make_jpeg(&im, TJSAMP_444, 0, 90, &cmyk, &cl) == 0)
+        CHECK(gconv_jpeg_probe(p, cmyk, cl, &h, err) == GCONV_E_JPEG_REFUSED, "CMYK: not refused");
+    printf("probe refuses CMYK: %s\n", err);
+    for (int t = 0; t < PROBE_THREADS; t++) {
+        args[t] = (struct probe_arg){&set, 0};
+        started += pthread_create(&th[t], NULL, probe_thread, &args[t]) == 0;
+    }
+    CHECK(started == PROBE_THREADS, "started %d of %d probe threads", started, PROBE_THREADS);
+    for (int t = 0; t < started; t++) {
+        pthread_join(th[t], NULL);
+        differ += args[t].differ;
+    }
+    CHECK(differ == 0, "%d readings of %d threads at once differ from one thread's", differ, started);
+    printf("probe: %d threads x %d readings at once, %d differ\n", started, PROBE_ROUNDS * PROBE_FILES,
+           differ);
+    for (int k = 0; k < PROBE_FILES; k++)
+        tjFree(set.jpg[k]);
+    tjFree(cmyk);
+    img_free(&im);
+}
+
 int main(void)
 {
     struct gconv_ctx *ctx = NULL;
+    struct gconv_jpeg_probe *probe = NULL;
     char err[EDGED_ERR_LEN] = "";
     const char *req = getenv("EDGED_REQUIRE_GPU");
     int rc;
@@ -441,9 +537,15 @@ int main(void)
     test_batch(ctx);
     test_orientations(ctx);
     test_encode(ctx);
-    test_jobs(ctx, VARIANT_FAST);
-    test_jobs(ctx, VARIANT_SEPARABLE);
+    test_jobs(ctx, VARIANT_FAST, NULL);
+    test_jobs(ctx, VARIANT_SEPARABLE, NULL);
     test_refused(ctx);
+    CHECK(gconv_jpeg_probe_open(&probe, 0, err) == 0, "probe: %s", err);
+    if (probe) {
+        test_probe(ctx, probe);
+        test_jobs(ctx, VARIANT_FAST, probe);
+        gconv_jpeg_probe_close(probe);
+    }
     gconv_close(ctx);
     return check_summary();
 }

@@ -61,17 +61,20 @@ static __device__ __forceinline__ void canny_hrow(const uint8_t *p, int *de, int
     *de = a, *sm = b;
 }
 
-/* The suppression sector: 0 compares left and right, 1 above and below, 2 above-left and
- * below-right, 3 above-right and below-left (|d| <= 24480, so the Q15 products fit 32 bits). */
+/* The suppression sector as the s_mag offset of the two neighbours it compares (m > mp[-off] and
+ * m > mp[off], or m >= mp[off] where bit 7 is set): left and right (1, with the tie), above and below
+ * (MW, with the tie), above-left and below-right (MW + 1), above-right and below-left (MW - 1). No
+ * branch, so that a warp whose pixels lie in different sectors runs one path in the suppression
+ * (|d| <= 24480, so the Q15 products fit 32 bits). */
+#define CANNY_NTIE 0x80 /* the sector's second comparison is >= */
 static __device__ __forceinline__ int canny_sector(int dx, int dy)
 {
+    constexpr int MW = CANNY_T + 2;
     unsigned ax = (unsigned)abs(dx), ay = (unsigned)abs(dy) << 15, tg22 = ax * CANNY_TG22;
+    int off = (dx ^ dy) < 0 ? MW - 1 : MW + 1;
 
-    if (ay < tg22)
-        return 0;
-    if (ay > tg22 + (ax << 16))
-        return 1;
-    return (dx ^ dy) < 0 ? 3 : 2;
+    off = ay > tg22 + (ax << 16) ? CANNY_NTIE | MW : off;
+    return ay < tg22 ? CANNY_NTIE | 1 : off;
 }
 
 /* Notes that row y of the tile holds a pixel over low (s_rows: a 64-bit row mask in two words);
@@ -348,17 +351,10 @@ __global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS)
         int ly = tid / CANNY_T + __ffsll((long long)todo) - 1, c = 0;
         if (inner || (x0 + lx < w && y0 + ly < h)) {
             const MT *mp = s_mag + (ly + 1) * MW + lx + 1;
-            int m = mp[0], keep;
+            int m = mp[0];
             if (m > low) {
-                int sec = s_sec[ly * CANNY_T + lx];
-                if (sec == 0)
-                    keep = m > mp[-1] && m >= mp[1];
-                else if (sec == 1)
-                    keep = m > mp[-MW] && m >= mp[MW];
-                else if (sec == 2)
-                    keep = m > mp[-MW - 1] && m > mp[MW + 1];
-                else
-                    keep = m > mp[-MW + 1] && m > mp[MW - 1];
+                const int code = s_sec[ly * CANNY_T + lx], off = code & (CANNY_NTIE - 1);
+                const int keep = (m > mp[-off]) & (m + (code >> 7) > mp[off]); /* the tie: m >= mp[off] */
                 c = keep ? (m > high ? 2 : 1) : 0;
             }
         }

@@ -65,16 +65,17 @@ static __device__ __forceinline__ void canny_vscan(canny_row c0, canny_row c1, c
 }
 
 /* Grows r0, r1 (subsets of c0, c1) to the whole 8-connected components of the tile's mask c that
- * they touch. Each round runs straight down and up the columns, then takes the neighbour rows
- * from the adjacent lanes and fills the runs they reach, until a round changes no lane. */
+ * they touch. Each round takes the neighbour rows from the adjacent lanes and fills the runs they
+ * reach; when that changes no lane the set is closed (every candidate 8-neighbour of it and every
+ * run it touches is in it) and the flood ends, else it runs straight down and up the columns and
+ * goes round again. The closure test comes before the column scans, so a set that one step closes
+ * (a small component, or the last round of a large one) costs no scans. */
 static __device__ void canny_flood(canny_row c0, canny_row c1, canny_row *r0, canny_row *r1)
 {
     const int l = threadIdx.x % 32;
     canny_row a = canny_runs(c0, *r0), b = canny_runs(c1, *r1);
 
     for (;;) {
-        canny_vscan<true>(c0, c1, &a, &b);
-        canny_vscan<false>(c0, c1, &a, &b);
         canny_row up = __shfl_up_sync(CANNY_ALL, b, 1), dn = __shfl_down_sync(CANNY_ALL, a, 1);
         if (l == 0)
             up = 0;
@@ -87,6 +88,8 @@ static __device__ void canny_flood(canny_row c0, canny_row c1, canny_row *r0, ca
         a = na, b = nb;
         if (!__any_sync(CANNY_ALL, changed))
             break;
+        canny_vscan<true>(c0, c1, &a, &b);
+        canny_vscan<false>(c0, c1, &a, &b);
     }
     *r0 = a, *r1 = b;
 }

@@ -7,14 +7,16 @@
 
 #include "canny.h"
 #include "canny_common.cuh"
+#include "canny_sector.h"
+
+static_assert(CANNY_MAGW == CANNY_T + 2, "the magnitude plane: the tile and its ring");
 
 #define CANNY_THREADS 256                  /* per tile */
 #define CANNY_BLOCKS 6                     /* tiles an SM holds at once: 40 registers */
 #define CANNY_OX 16                        /* s_in column of x0: rows hold x0 - 16 .. x0 + 79, */
 #define CANNY_SS (CANNY_T + 2 * CANNY_OX)  /* 16-byte aligned where the image rows are */
 #define CANNY_SPAN (CANNY_T + 8)           /* the columns a tile reads: x0 - 4 .. x0 + 67 */
-#define CANNY_ROWS (CANNY_THREADS / CANNY_T) /* rows a tile's threads cover at once */
-#define CANNY_TG22 13573u                  /* tan(22.5 deg) in Q15, cv::Canny's sector test */
+#define CANNY_WARPS (CANNY_THREADS / 32)   /* a tile's warps: the suppression's rows at once */
 #define CANNY_SB (1 << 9)                  /* a border label's mark: its component holds a strong pixel */
 #define CANNY_LABEL_WARPS 4                /* tiles (a warp each) of a k_canny_label block */
 #define CANNY_LABEL_BLOCKS 12              /* its blocks an SM holds at once: 48 warps */
@@ -61,22 +63,6 @@ static __device__ __forceinline__ void canny_hrow(const uint8_t *p, int *de, int
     *de = a, *sm = b;
 }
 
-/* The suppression sector as the s_mag offset of the two neighbours it compares (m > mp[-off] and
- * m > mp[off], or m >= mp[off] where bit 7 is set): left and right (1, with the tie), above and below
- * (MW, with the tie), above-left and below-right (MW + 1), above-right and below-left (MW - 1). No
- * branch, so that a warp whose pixels lie in different sectors runs one path in the suppression
- * (|d| <= 24480, so the Q15 products fit 32 bits). */
-#define CANNY_NTIE 0x80 /* the sector's second comparison is >= */
-static __device__ __forceinline__ int canny_sector(int dx, int dy)
-{
-    constexpr int MW = CANNY_T + 2;
-    unsigned ax = (unsigned)abs(dx), ay = (unsigned)abs(dy) << 15, tg22 = ax * CANNY_TG22;
-    int off = (dx ^ dy) < 0 ? MW - 1 : MW + 1;
-
-    off = ay > tg22 + (ax << 16) ? CANNY_NTIE | MW : off;
-    return ay < tg22 ? CANNY_NTIE | 1 : off;
-}
-
 /* Notes that row y of the tile holds a pixel over low (s_rows: a 64-bit row mask in two words);
  * the read first spares dense tiles a queue of atomics on two words. */
 static __device__ __forceinline__ void canny_mark_row(unsigned *s_rows, int y)
@@ -86,10 +72,11 @@ static __device__ __forceinline__ void canny_mark_row(unsigned *s_rows, int y)
 }
 
 /* The magnitudes of the tile and its ring (s_mag, MW x MW, 0 outside the image) and the sectors of
- * the tile (s_sec) from the samples s_in (rows CANNY_SS apart, from column x0 - CANNY_OX), marking
- * in s_rows the rows that hold a magnitude over low: one thread walks down a third of a column,
- * keeping the row sums of its window in registers, so that each output costs one row sum instead
- * of the whole window. The sums are integers: their order does not change them. */
+ * the tile (s_sec, laid out as s_mag) from the samples s_in (rows CANNY_SS apart, from column
+ * x0 - CANNY_OX), marking in s_rows the rows that hold a magnitude over low: one thread walks
+ * down a third of a column, keeping the row sums of its window in registers, so that each output
+ * costs one row sum instead of the whole window. The sums are integers: their order does not
+ * change them. */
 template <int R, bool L2, typename MT>
 static __device__ __forceinline__ void canny_mags(const uint8_t *s_in, MT *s_mag, uint8_t *s_sec, unsigned *s_rows,
                                                   int x0, int y0, int w, int h, int low)
@@ -115,7 +102,7 @@ static __device__ __forceinline__ void canny_mags(const uint8_t *s_in, MT *s_mag
                 int dx = R == 3 ? canny_div16(sx) : sx, dy = R == 3 ? canny_div16(sy) : sy;
                 m = L2 ? dx * dx + dy * dy : abs(dx) + abs(dy);
                 if (gx >= x0 && gx < x0 + CANNY_T && my >= 1 && my <= CANNY_T) {
-                    s_sec[(my - 1) * CANNY_T + gx - x0] = (uint8_t)canny_sector(dx, dy);
+                    s_sec[my * MW + gx - x0 + 1] = (uint8_t)canny_sector(dx, dy);
                     if (m > low)
                         canny_mark_row(s_rows, my - 1);
                 }
@@ -133,7 +120,9 @@ static __device__ __forceinline__ void canny_mags(const uint8_t *s_in, MT *s_mag
  * adds are the lanes' own: the horizontal derivative carries +256, the derivatives +1024, and
  * |dx| + |dy| = max(dx + dy, -dx - dy, dx - dy, dy - dx) is taken on four lanes carrying +B
  * (max.s16x2). s_mag receives the magnitudes plus CANNY_MB; the sectors are written only where
- * the magnitude exceeds low, the only ones the suppression reads. */
+ * the magnitude exceeds low, the only ones the suppression reads, two at once from the packed
+ * gradients (canny_sector_pair); the rows over low gather in a register, one atomic per word at
+ * the end. */
 #define CANNY_MB 4096 /* the bias of the fast path's magnitudes */
 #define CANNY_PAIRS ((CANNY_T + 2) / 2)
 #define CANNY_STRIPS (CANNY_THREADS / CANNY_PAIRS)
@@ -144,12 +133,6 @@ static __device__ __forceinline__ void canny_hpair(const uint8_t *row, unsigned 
 
     *de = e + 0x01000100u - o;
     *sm = o + e + (m << 1);
-}
-
-static __device__ __forceinline__ void canny_sec_px(unsigned sx, unsigned sy, uint8_t *s_sec, int tx, int ty)
-{
-    if ((unsigned)tx < CANNY_T && (unsigned)ty < CANNY_T)
-        s_sec[ty * CANNY_T + tx] = (uint8_t)canny_sector((int)sx - 1024, (int)sy - 1024);
 }
 
 static __device__ __forceinline__ void canny_mags_pair3(const uint8_t *s_in, unsigned short *s_mag, uint8_t *s_sec,
@@ -163,7 +146,7 @@ static __device__ __forceinline__ void canny_mags_pair3(const uint8_t *s_in, uns
         return;
     const int my0 = strip * MW / CANNY_STRIPS, my1 = (strip + 1) * MW / CANNY_STRIPS;
     const uint8_t *p = s_in + mx + CANNY_OX - 2; /* the window's first column */
-    unsigned dea, sma, deb, smb;
+    unsigned dea, sma, deb, smb, seen = 0; /* bit i: row my0 + i holds a magnitude over low */
     canny_hpair(p + my0 * SW, &dea, &sma);
     canny_hpair(p + (my0 + 1) * SW, &deb, &smb);
     /* row my of the magnitudes from the row sums above (a), at (b) and below (read here) */
@@ -176,10 +159,8 @@ static __device__ __forceinline__ void canny_mags_pair3(const uint8_t *s_in, uns
         unsigned mb = __vmaxs2(__vimax3_s16x2(p1, p2, p3), p4);
         *(unsigned *)(s_mag + my * MW + mx) = mb;
         if ((mb + over) & 0x80008000u) {
-            canny_sec_px(sx & 0xffffu, sy & 0xffffu, s_sec, mx - 1, my - 1);
-            canny_sec_px(sx >> 16, sy >> 16, s_sec, mx, my - 1);
-            if ((unsigned)(my - 1) < CANNY_T)
-                canny_mark_row(s_rows, my - 1);
+            *(unsigned short *)(s_sec + my * MW + mx) = (unsigned short)canny_sector_pair(sx, sy);
+            seen |= 1u << (my - my0);
         }
         dea = deb, sma = smb, deb = dec, smb = smc;
     };
@@ -193,6 +174,12 @@ static __device__ __forceinline__ void canny_mags_pair3(const uint8_t *s_in, uns
 #pragma unroll
     for (int k = 0; k < NR; k++)
         row(my + k);
+    /* magnitude row my is tile row my - 1 (rows 0 and 65 are the ring: shifted out) */
+    const canny_row rows = my0 ? (canny_row)seen << (my0 - 1) : (canny_row)(seen >> 1);
+    if ((unsigned)rows)
+        atomicOr(s_rows, (unsigned)rows);
+    if (rows >> 32)
+        atomicOr(s_rows + 1, (unsigned)(rows >> 32));
 }
 
 /* The smallest node label among the set border bits of all lanes (1 << 20 when none). */
@@ -299,6 +286,22 @@ static __device__ __forceinline__ void canny_load(const uint8_t *__restrict__ d_
     }
 }
 
+/* Suppression and thresholds at tile pixel (lx, ly) when `in` (inside the image): 0, or 1 for a
+ * candidate (a local maximum over low), 2 for a strong one (over high too). Without a branch: a
+ * pixel at or under low reads offset 0 (itself, which it does not beat), so that a warp runs one
+ * path whatever its pixels. */
+template <typename MT>
+static __device__ __forceinline__ int canny_nms(const MT *s_mag, const uint8_t *s_sec, int lx, int ly, int low,
+                                                int high, bool in)
+{
+    const int i = (ly + 1) * CANNY_MAGW + lx + 1, m = s_mag[i];
+    const bool go = in && m > low;
+    const int code = go ? s_sec[i] : 0, off = code & (CANNY_NTIE - 1);
+    const bool keep = go & (m > (int)s_mag[i - off]) & (m + (code >> 7) > (int)s_mag[i + off]); /* the tie: >= */
+
+    return keep ? (m > high ? 2 : 1) : 0;
+}
+
 /* One 64 x 64 tile: samples with a halo of r+1 (replicated at the image border), magnitudes with
  * a ring of 1 (0 outside the image, as cv::Canny frames them), suppression (on the rows that hold
  * a magnitude over low) and thresholds into row masks of candidates and strong pixels. A tile
@@ -315,12 +318,12 @@ __global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS)
     __shared__ __align__(16) uint8_t s_in[SW * CANNY_SS];
     using MT = typename std::conditional<L2, int, unsigned short>::type; /* L1 magnitudes fit 16 bits */
     __shared__ __align__(16) MT s_mag[MW * MW];
-    __shared__ uint8_t s_sec[CANNY_T * CANNY_T];
-    __shared__ unsigned s_cand[CANNY_T][2];
+    __shared__ __align__(4) uint8_t s_sec[MW * MW]; /* the sectors, laid out as s_mag */
+    __shared__ __align__(8) unsigned s_cand[CANNY_T][2];
     __shared__ __align__(8) unsigned s_strong[CANNY_T][2];
     __shared__ unsigned s_rows[2]; /* bit y: a pixel of row y exceeds low */
     const int tid = threadIdx.x, x0 = blockIdx.x * CANNY_T, y0 = blockIdx.y * CANNY_T;
-    const int tile = blockIdx.y * gridDim.x + blockIdx.x, lx = tid % CANNY_T;
+    const int tile = blockIdx.y * gridDim.x + blockIdx.x;
 
     if (tid < 2)
         s_rows[tid] = 0;
@@ -342,26 +345,28 @@ __global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS)
         canny_mags<R, L2>(s_in, s_mag, s_sec, s_rows, x0, y0, w, h, low);
     }
     __syncthreads();
-    /* the rows of this thread (tid / CANNY_T + k * CANNY_ROWS: the same for the whole warp) that hold
-     * a magnitude over low; the others keep 0 in s_cand and s_strong */
+    /* warp wp takes rows wp, wp + CANNY_WARPS, ..., the ones that hold a magnitude over low (the
+     * others keep 0 in s_cand and s_strong), lane l columns l and l + 32: a row's masks are the
+     * warp's ballots */
     const canny_row over = s_rows[0] | (canny_row)s_rows[1] << 32;
+    const int l = tid % 32, wp = tid / 32;
+    const bool c0in = inner || x0 + l < w, c1in = inner || x0 + l + 32 < w;
     int any = 0;
-    static_assert(CANNY_ROWS == 4, "every fourth row");
-    for (canny_row todo = (over >> (tid / CANNY_T)) & 0x1111111111111111ull; todo; todo &= todo - 1) {
-        int ly = tid / CANNY_T + __ffsll((long long)todo) - 1, c = 0;
-        if (inner || (x0 + lx < w && y0 + ly < h)) {
-            const MT *mp = s_mag + (ly + 1) * MW + lx + 1;
-            int m = mp[0];
-            if (m > low) {
-                const int code = s_sec[ly * CANNY_T + lx], off = code & (CANNY_NTIE - 1);
-                const int keep = (m > mp[-off]) & (m + (code >> 7) > mp[off]); /* the tie: m >= mp[off] */
-                c = keep ? (m > high ? 2 : 1) : 0;
-            }
+#pragma unroll
+    for (int k = 0; k < CANNY_T / CANNY_WARPS; k++) {
+        const int ly = wp + k * CANNY_WARPS;
+        if (!((over >> ly) & 1))
+            continue;
+        const bool rin = inner || y0 + ly < h;
+        const int c0 = canny_nms(s_mag, s_sec, l, ly, low, high, rin && c0in);
+        const int c1 = canny_nms(s_mag, s_sec, l + 32, ly, low, high, rin && c1in);
+        const unsigned cand0 = __ballot_sync(CANNY_ALL, c0 != 0), cand1 = __ballot_sync(CANNY_ALL, c1 != 0);
+        const unsigned strong0 = __ballot_sync(CANNY_ALL, c0 == 2), strong1 = __ballot_sync(CANNY_ALL, c1 == 2);
+        any |= (cand0 | cand1) != 0;
+        if (l == 0) {
+            *(uint2 *)s_cand[ly] = make_uint2(cand0, cand1);
+            *(uint2 *)s_strong[ly] = make_uint2(strong0, strong1);
         }
-        unsigned cand = __ballot_sync(CANNY_ALL, c != 0), strong = __ballot_sync(CANNY_ALL, c == 2);
-        any |= cand != 0;
-        if (lx % 32 == 0)
-            s_cand[ly][lx / 32] = cand, s_strong[ly][lx / 32] = strong;
     }
     canny_row *cm = (canny_row *)(d_parent + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
     canny_row *em = (canny_row *)(d_flag + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);

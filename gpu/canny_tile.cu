@@ -146,11 +146,12 @@ static __device__ __forceinline__ void canny_mags_pair3(const uint8_t *s_in, uns
         return;
     const int my0 = strip * MW / CANNY_STRIPS, my1 = (strip + 1) * MW / CANNY_STRIPS;
     const uint8_t *p = s_in + mx + CANNY_OX - 2; /* the window's first column */
-    unsigned dea, sma, deb, smb, seen = 0; /* bit i: row my0 + i holds a magnitude over low */
+    unsigned short *sec = (unsigned short *)(s_sec + mx);
+    unsigned dea, sma, deb, smb, seen = 0; /* the rows over low: bit k + 1 row my + k, bit 0 my0 */
     canny_hpair(p + my0 * SW, &dea, &sma);
     canny_hpair(p + (my0 + 1) * SW, &deb, &smb);
     /* row my of the magnitudes from the row sums above (a), at (b) and below (read here) */
-    auto row = [&](int my) {
+    auto row = [&](int my, unsigned bit) {
         unsigned dec, smc;
         canny_hpair(p + (my + 2) * SW, &dec, &smc);
         unsigned sx = dea + dec + (deb << 1), sy = smc + 0x04000400u - sma;
@@ -159,8 +160,8 @@ static __device__ __forceinline__ void canny_mags_pair3(const uint8_t *s_in, uns
         unsigned mb = __vmaxs2(__vimax3_s16x2(p1, p2, p3), p4);
         *(unsigned *)(s_mag + my * MW + mx) = mb;
         if ((mb + over) & 0x80008000u) {
-            *(unsigned short *)(s_sec + my * MW + mx) = (unsigned short)canny_sector_pair(sx, sy);
-            seen |= 1u << (my - my0);
+            sec[my * (MW / 2)] = (unsigned short)canny_sector_pair(sx, sy);
+            seen |= bit;
         }
         dea = deb, sma = smb, deb = dec, smb = smc;
     };
@@ -170,10 +171,12 @@ static __device__ __forceinline__ void canny_mags_pair3(const uint8_t *s_in, uns
     static_assert((MW + CANNY_STRIPS - 1) / CANNY_STRIPS == NR + 1, "strips of NR or NR + 1 rows");
     const int my = my0 + (my1 - my0 - NR);
     if (my != my0)
-        row(my0);
+        row(my0, 1u);
 #pragma unroll
     for (int k = 0; k < NR; k++)
-        row(my + k);
+        row(my + k, 2u << k);
+    if (my == my0) /* no odd row; now bit i is row my0 + i */
+        seen >>= 1;
     /* magnitude row my is tile row my - 1 (rows 0 and 65 are the ring: shifted out) */
     const canny_row rows = my0 ? (canny_row)seen << (my0 - 1) : (canny_row)(seen >> 1);
     if ((unsigned)rows)
@@ -348,14 +351,14 @@ __global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS)
     /* warp wp takes rows wp, wp + CANNY_WARPS, ..., the ones that hold a magnitude over low (the
      * others keep 0 in s_cand and s_strong), lane l columns l and l + 32: a row's masks are the
      * warp's ballots */
-    const canny_row over = s_rows[0] | (canny_row)s_rows[1] << 32;
     const int l = tid % 32, wp = tid / 32;
+    const canny_row over = (s_rows[0] | (canny_row)s_rows[1] << 32) >> wp; /* bit i: row wp + i */
     const bool c0in = inner || x0 + l < w, c1in = inner || x0 + l + 32 < w;
     int any = 0;
 #pragma unroll
     for (int k = 0; k < CANNY_T / CANNY_WARPS; k++) {
         const int ly = wp + k * CANNY_WARPS;
-        if (!((over >> ly) & 1))
+        if (!((over >> (k * CANNY_WARPS)) & 1))
             continue;
         const bool rin = inner || y0 + ly < h;
         const int c0 = canny_nms(s_mag, s_sec, l, ly, low, high, rin && c0in);

@@ -305,6 +305,39 @@ static __device__ __forceinline__ int canny_nms(const MT *s_mag, const uint8_t *
     return keep ? (m > high ? 2 : 1) : 0;
 }
 
+/* The suppression and thresholds of the tile's rows that hold a magnitude over low (s_rows) into
+ * s_cand and s_strong (the other rows keep their 0): warp wp takes rows wp, wp + CANNY_WARPS, ...,
+ * lane l columns l and l + 32, so a row's masks are the warp's ballots. INNER: the tile lies inside
+ * the image (no bounds). Returns whether the thread's warp found a candidate. */
+template <bool INNER, typename MT>
+static __device__ __forceinline__ int canny_suppress(const MT *s_mag, const uint8_t *s_sec, const unsigned *s_rows,
+                                                     unsigned (*s_cand)[2], unsigned (*s_strong)[2], int x0,
+                                                     int y0, int w, int h, int low, int high)
+{
+    const int l = threadIdx.x % 32, wp = threadIdx.x / 32;
+    const canny_row over = (s_rows[0] | (canny_row)s_rows[1] << 32) >> wp; /* bit i: row wp + i */
+    const bool c0in = INNER || x0 + l < w, c1in = INNER || x0 + l + 32 < w;
+    int any = 0;
+
+#pragma unroll
+    for (int k = 0; k < CANNY_T / CANNY_WARPS; k++) {
+        const int ly = wp + k * CANNY_WARPS;
+        if (!((over >> (k * CANNY_WARPS)) & 1))
+            continue;
+        const bool rin = INNER || y0 + ly < h;
+        const int c0 = canny_nms(s_mag, s_sec, l, ly, low, high, rin && c0in);
+        const int c1 = canny_nms(s_mag, s_sec, l + 32, ly, low, high, rin && c1in);
+        const unsigned cand0 = __ballot_sync(CANNY_ALL, c0 != 0), cand1 = __ballot_sync(CANNY_ALL, c1 != 0);
+        const unsigned strong0 = __ballot_sync(CANNY_ALL, c0 == 2), strong1 = __ballot_sync(CANNY_ALL, c1 == 2);
+        any |= (cand0 | cand1) != 0;
+        if (l == 0) {
+            *(uint2 *)s_cand[ly] = make_uint2(cand0, cand1);
+            *(uint2 *)s_strong[ly] = make_uint2(strong0, strong1);
+        }
+    }
+    return any;
+}
+
 /* One 64 x 64 tile: samples with a halo of r+1 (replicated at the image border), magnitudes with
  * a ring of 1 (0 outside the image, as cv::Canny frames them), suppression (on the rows that hold
  * a magnitude over low) and thresholds into row masks of candidates and strong pixels. A tile
@@ -348,29 +381,8 @@ __global__ void __launch_bounds__(CANNY_THREADS, CANNY_BLOCKS)
         canny_mags<R, L2>(s_in, s_mag, s_sec, s_rows, x0, y0, w, h, low);
     }
     __syncthreads();
-    /* warp wp takes rows wp, wp + CANNY_WARPS, ..., the ones that hold a magnitude over low (the
-     * others keep 0 in s_cand and s_strong), lane l columns l and l + 32: a row's masks are the
-     * warp's ballots */
-    const int l = tid % 32, wp = tid / 32;
-    const canny_row over = (s_rows[0] | (canny_row)s_rows[1] << 32) >> wp; /* bit i: row wp + i */
-    const bool c0in = inner || x0 + l < w, c1in = inner || x0 + l + 32 < w;
-    int any = 0;
-#pragma unroll
-    for (int k = 0; k < CANNY_T / CANNY_WARPS; k++) {
-        const int ly = wp + k * CANNY_WARPS;
-        if (!((over >> (k * CANNY_WARPS)) & 1))
-            continue;
-        const bool rin = inner || y0 + ly < h;
-        const int c0 = canny_nms(s_mag, s_sec, l, ly, low, high, rin && c0in);
-        const int c1 = canny_nms(s_mag, s_sec, l + 32, ly, low, high, rin && c1in);
-        const unsigned cand0 = __ballot_sync(CANNY_ALL, c0 != 0), cand1 = __ballot_sync(CANNY_ALL, c1 != 0);
-        const unsigned strong0 = __ballot_sync(CANNY_ALL, c0 == 2), strong1 = __ballot_sync(CANNY_ALL, c1 == 2);
-        any |= (cand0 | cand1) != 0;
-        if (l == 0) {
-            *(uint2 *)s_cand[ly] = make_uint2(cand0, cand1);
-            *(uint2 *)s_strong[ly] = make_uint2(strong0, strong1);
-        }
-    }
+    const int any = inner ? canny_suppress<true>(s_mag, s_sec, s_rows, s_cand, s_strong, x0, y0, w, h, low, high)
+                          : canny_suppress<false>(s_mag, s_sec, s_rows, s_cand, s_strong, x0, y0, w, h, low, high);
     canny_row *cm = (canny_row *)(d_parent + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
     canny_row *em = (canny_row *)(d_flag + (size_t)tile * CANNY_SLOTS + CANNY_MASKS);
     if (!__syncthreads_or(any)) { /* no candidate: the state says so (the later kernels read no more of

@@ -21,7 +21,8 @@ extern "C" {
 
 #define DEFL_RUNS_MIN_BYTES 2
 
-/* Whether each of the n bytes at p is 0 or 255 (all of its bits equal), a word at a time. */
+/* Whether each of the n bytes at p is 0 or 255 (all of its bits equal), a word at a time; the
+ * CPU encoder asks it of each row before its run coder. */
 DEFL_HD static inline int defl_two_level(const uint8_t *p, size_t n)
 {
     uint32_t bad = 0;

@@ -10,6 +10,7 @@
 #endif
 
 #include "deflate_chunks.h"
+#include "deflate_runs.h"
 #include "errors.h"
 #include "png_frame.h"
 
@@ -221,21 +222,6 @@ static size_t pngenc_map_run(uint16_t *tok, size_t t, uint32_t *freq, unsigned v
     return t + (match ? 1 : rem);
 }
 
-/* Whether each of the n bytes at p is 0 or 255, i.e. has all its bits equal. */
-static int pngenc_two_level(const uint8_t *p, size_t n)
-{
-    uint64_t bad = 0, x;
-    size_t i = 0;
-
-    for (; i + 8 <= n; i += 8) {
-        memcpy(&x, p + i, 8);
-        bad |= (x ^ (x >> 1)) & 0x7f7f7f7f7f7f7f7full;
-    }
-    for (; i < n; i++)
-        bad |= (uint8_t)((p[i] ^ (p[i] >> 1)) & 0x7f);
-    return bad == 0;
-}
-
 /* Where a parse of the unfiltered stream (a 0 filter byte before each row) stands: the run being
  * read (its byte and start) and the tokens so far. */
 struct pngenc_parse {
@@ -291,7 +277,7 @@ static size_t pngenc_map_parse(const struct img *im, uint16_t *tok, size_t cap, 
         const uint8_t *row = im->px + (size_t)y * im->stride;
         size_t at = (size_t)y * (w + 1);
 
-        if (!pngenc_two_level(row, w))
+        if (!defl_two_level(row, w))
             return 0;
         if (ps.v != filter && !pngenc_map_change(&ps, at, filter))
             return 0;

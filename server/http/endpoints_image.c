@@ -287,21 +287,21 @@ static void job_encode_on_device(struct service *s, struct http_req *r, const st
 
 /* ---- JPEG left to the GPU (nvJPEG) --------------------------------------------------------- */
 
-/* Whether nvJPEG's parser, on this thread (backend_jpeg_probe), sees in d the image the job
- * expects (job->in after orientation o): 1 yes, its reading kept in the job for the GPU worker, or
+/* Whether nvJPEG's parser, on this thread (backend_jpeg_probe), sees in d the image the header
+ * peek saw (head, before orientation): 1 yes, its reading kept in the job for the GPU worker, or
  * no probe is open (the worker reads the headers); 0 when nvJPEG refuses the file or reads another
  * size or channel count: the CPU decoder then serves it, or names its fault (counted as the
  * worker's refusals are). */
-static int jpeg_probe_takes(struct service *s, const uint8_t *d, size_t n, int o, struct job *job)
+static int jpeg_probe_takes(struct service *s, const struct imageio_head *head, const uint8_t *d, size_t n,
+                            struct job *job)
 {
     const struct gconv_jpeg_head *h = &job->jpeg_head;
     char why[EDGED_ERR_LEN];
-    int swap = o >= 5 && o <= 8, rc = backend_jpeg_probe(s->backend, d, n, &job->jpeg_head, why);
+    int rc = backend_jpeg_probe(s->backend, d, n, &job->jpeg_head, why);
 
     if (rc == 0)
         return 1;
-    if (rc > 0 && h->ch == job->in.ch && (swap ? h->h : h->w) == job->in.w &&
-        (swap ? h->w : h->h) == job->in.h)
+    if (rc > 0 && h->w == head->w && h->h == head->h && h->ch == head->ch)
         return job->jpeg_head_read = 1;
     jpegjob_count(JPEGJOB_CPU_DECODED);
     return 0;
@@ -334,7 +334,7 @@ static int job_take_jpeg(struct service *s, const struct params *p, const struct
     if ((rc = job_prepare(s, p, job, err)) < 0)
         return rc;
     t0 = clock_ms();
-    if (job->lane != LANE_GPU || !jpeg_probe_takes(s, d, n, o, job)) {
+    if (job->lane != LANE_GPU || !jpeg_probe_takes(s, head, d, n, job)) {
         img_free(&job->out);
         job->in = (struct img){0};
         job->jpeg_head_read = 0;

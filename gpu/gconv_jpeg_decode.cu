@@ -318,10 +318,7 @@ int gconv_submit_jpeg(struct gconv_ctx *ctx, struct gconv_jpeg_job *jobs, int n)
 
 int gconv_jpeg_decoding(const struct gconv_ctx *ctx)
 {
-    if (!ctx || !ctx->jpeg)
-        return 0;
-    gjpeg_time_read(ctx->jpeg);
-    return cudaEventQuery(ctx->jpeg->ev_dec) == cudaErrorNotReady;
+    return ctx && ctx->jpeg && cudaEventQuery(ctx->jpeg->ev_dec) == cudaErrorNotReady;
 }
 
 /* ---- decode to the host (tests, bench) ---- */

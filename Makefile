@@ -115,7 +115,7 @@ endif
 TEST_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # The worker's GPU loop against a fake gconv, under ASan/UBSan: linked on its own because the
 # fake replaces the gconv symbols (and the pinned pool's allocator) every other program links for real.
-MOCK_SRCS := $(wildcard tests/unit/worker_mock/*.c) server/jobs/worker.c server/jobs/backend.c server/jobs/backend_png.c server/jobs/px_job.c server/jobs/queue.c server/jobs/budget.c gpu/gpinned.c \
+MOCK_SRCS := $(wildcard tests/unit/worker_mock/*.c) server/jobs/worker.c server/jobs/backend.c server/jobs/backend_png.c server/jobs/px_job.c server/jobs/queue.c server/jobs/budget.c gpu/gpinned.c gpu/gconv_jpeg_stub.c \
              server/ops/log.c api/utf8.c api/errors.c api/result.c api/params.c api/params_field.c api/image.c api/variant.c api/filter.c api/tuning.c $(wildcard cpu_ref/*.c)
 MOCK_BIN := $(BUILD)/tests/test_worker_mock
 BENCH_SRCS := $(wildcard tests/bench/*.c)

@@ -208,29 +208,3 @@ int gconv_submit_png(struct gconv_ctx *ctx, struct gconv_png_job *jobs, int n)
     }
     return done;
 }
-
-/* No nvJPEG in the mock: backend_jpeg_probe_open refuses, so no probe is ever open. */
-int gconv_jpeg_available(const struct gconv_ctx *c)
-{
-    (void)c;
-    return 0;
-}
-
-int gconv_jpeg_probe_open(struct gconv_jpeg_probe **out, int device, char *err)
-{
-    (void)device;
-    *out = NULL;
-    return edged_fail(err, EDGED_E_NO_CUDA, "the worker mock has no nvJPEG");
-}
-
-void gconv_jpeg_probe_close(struct gconv_jpeg_probe *p)
-{
-    (void)p;
-}
-
-int gconv_jpeg_probe(struct gconv_jpeg_probe *p, const uint8_t *data, size_t len,
-                     struct gconv_jpeg_head *head, char *err)
-{
-    (void)p, (void)data, (void)len, (void)head;
-    return edged_fail(err, EDGED_E_NO_CUDA, "the worker mock has no nvJPEG");
-}
